@@ -1,0 +1,63 @@
+// Package idempotency holds hookline's deduplication helpers: where to find
+// an event's ID (id_from rules) and the in-process L1 cache of IDs already
+// seen. The store is the truth: the cache only ever answers "seen", and a
+// miss always asks the store.
+package idempotency
+
+import (
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// Seen is the L1 cache of (source, event id) pairs the store has claimed,
+// with the last status this process knows for them.
+type Seen struct {
+	c *ristretto.Cache[string, string]
+}
+
+// NewSeen makes a cache holding about maxEntries keys.
+func NewSeen(maxEntries int64) (*Seen, error) {
+	if maxEntries <= 0 {
+		maxEntries = 100_000
+	}
+	c, err := ristretto.NewCache(&ristretto.Config[string, string]{
+		NumCounters: maxEntries * 10,
+		MaxCost:     maxEntries,
+		BufferItems: 64,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Seen{c: c}, nil
+}
+
+// Key joins source and event id.
+func Key(source, eventID string) string { return source + "\x00" + eventID }
+
+// Get returns the cached status of key, if seen.
+func (s *Seen) Get(key string) (status string, ok bool) {
+	return s.c.Get(key)
+}
+
+// Add records key as seen with status until ttl passes.
+func (s *Seen) Add(key, status string, ttl time.Duration) {
+	if ttl <= 0 {
+		return
+	}
+	s.c.SetWithTTL(key, status, 1, ttl)
+}
+
+// Update changes the status of a key already cached, keeping it cached
+// for ttl; keys not cached stay uncached.
+func (s *Seen) Update(key, status string, ttl time.Duration) {
+	if _, ok := s.c.Get(key); ok {
+		s.c.SetWithTTL(key, status, 1, ttl)
+	}
+}
+
+// Wait blocks until pending writes are visible (tests).
+func (s *Seen) Wait() { s.c.Wait() }
+
+// Close stops the cache's goroutines.
+func (s *Seen) Close() { s.c.Close() }

@@ -1,0 +1,699 @@
+// Package embedded is hookline's default store: one bbolt file, every
+// accepted event committed and fsynced before the ingress answers, with
+// concurrent writers sharing commits. It needs no external service and
+// survives kill -9: a job leased when the process died is due again once
+// its lease expires.
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
+
+// Bucket names. Index keys start with an 8-byte big-endian Unix-nano time so
+// that cursors walk them in time order.
+var (
+	bEvents   = []byte("events")   // id -> record
+	bDue      = []byte("due")      // time|id -> nil: queued and leased jobs
+	bInFlight = []byte("inflight") // id -> nil: leased jobs
+	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
+	bClaimExp = []byte("claimexp") // expires|claim key -> nil
+	bDone     = []byte("done")     // finished|id -> nil: delivered and dead events
+	bDLQ      = []byte("dlq")      // id -> dlq.Entry
+	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
+	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
+)
+
+var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen}
+
+// record is an event as stored in bEvents.
+type record struct {
+	storage.Job
+	Status     storage.Status `json:"status"`
+	Due        time.Time      `json:"due,omitzero"`         // key in bDue, if queued
+	FinishedAt time.Time      `json:"finished_at,omitzero"` // key in bDone, if finished
+}
+
+// Store is the bbolt-backed storage.Store.
+type Store struct {
+	db  *bolt.DB
+	c   *committer
+	now func() time.Time
+}
+
+// Interface guard
+var _ storage.Store = (*Store)(nil)
+
+// Options tune Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock (another process holding
+	// the file). Zero means 5s.
+	Timeout time.Duration
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+}
+
+// Open opens (creating if needed) the store file at path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("%w: creating directory: %v", storage.ErrUnavailable, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.Timeout,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: initializing %s: %v", storage.ErrUnavailable, path, err)
+	}
+	return &Store{db: db, c: newCommitter(db), now: opts.Now}, nil
+}
+
+// Path is the file the store uses.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close stops the committer and closes the file.
+func (s *Store) Close() error {
+	s.c.close()
+	return s.db.Close()
+}
+
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	err := s.c.update(fn)
+	return wrapIOErr(err)
+}
+
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	return wrapIOErr(s.db.View(fn))
+}
+
+// logical errors pass through; anything else is a storage failure.
+func wrapIOErr(err error) error {
+	switch {
+	case err == nil,
+		errors.Is(err, storage.ErrUnavailable),
+		errors.Is(err, storage.ErrNotFound),
+		errors.Is(err, storage.ErrLeaseLost),
+		errors.Is(err, dlq.ErrNotFound),
+		errors.Is(err, dlq.ErrConflict),
+		errors.Is(err, dlq.ErrInvalidCursor):
+		return err
+	}
+	return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+}
+
+// Enqueue implements storage.Store.
+func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time.Time) (storage.EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	now := s.now()
+	var res storage.EnqueueResult
+	err := s.update(func(tx *bolt.Tx) error {
+		if ev.Dedupe {
+			claims := tx.Bucket(bClaims)
+			ck := claimKey(ev.Source, ev.EventID)
+			if v := claims.Get(ck); len(v) >= 8 {
+				exp := timeAt(v)
+				if exp.After(now) {
+					id := string(v[8:])
+					res = storage.EnqueueResult{Duplicate: true, ID: id, Status: statusOf(tx, id, now)}
+					return nil
+				}
+				if err := tx.Bucket(bClaimExp).Delete(timeKey(exp, ck)); err != nil {
+					return err
+				}
+			}
+			if err := claims.Put(ck, timeKey(dedupeUntil, []byte(ev.ID))); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bClaimExp).Put(timeKey(dedupeUntil, ck), nil); err != nil {
+				return err
+			}
+		}
+		rec := &record{Job: storage.Job{Event: *ev}, Status: storage.StatusQueued, Due: now}
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDue).Put(timeKey(now, []byte(ev.ID)), nil); err != nil {
+			return err
+		}
+		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}
+		return nil
+	})
+	return res, err
+}
+
+// Lease implements storage.Store.
+func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration) ([]*storage.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	// cheap read first: most calls of an idle worker find nothing due
+	var any bool
+	if err := s.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bDue).Cursor().First()
+		any = k != nil && !timeAt(k).After(now)
+		return nil
+	}); err != nil || !any {
+		return nil, err
+	}
+	var jobs []*storage.Job
+	err := s.update(func(tx *bolt.Tx) error {
+		jobs = jobs[:0]
+		due := tx.Bucket(bDue)
+		var keys [][]byte
+		c := due.Cursor()
+		for k, _ := c.First(); k != nil && len(keys) < n && !timeAt(k).After(now); k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		until := now.Add(lease)
+		for _, k := range keys {
+			if err := due.Delete(k); err != nil {
+				return err
+			}
+			id := k[8:]
+			rec, err := getRecord(tx, id)
+			if err != nil {
+				return err
+			}
+			if rec == nil { // orphan index key
+				continue
+			}
+			rec.Lease = newToken()
+			rec.LeaseUntil = until
+			rec.Due = until
+			rec.Status = storage.StatusInFlight
+			if err := putRecord(tx, rec); err != nil {
+				return err
+			}
+			if err := due.Put(timeKey(until, id), nil); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bInFlight).Put(id, nil); err != nil {
+				return err
+			}
+			job := rec.Job
+			jobs = append(jobs, &job)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// NextDue implements storage.Store.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var t time.Time
+	var ok bool
+	err := s.view(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bDue).Cursor().First(); k != nil {
+			t, ok = timeAt(k), true
+		}
+		return nil
+	})
+	return t, ok, err
+}
+
+// Finish implements storage.Store.
+func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
+	now := s.now()
+	return s.update(func(tx *bolt.Tx) error {
+		id := []byte(job.ID)
+		rec, err := getRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.Lease == "" || rec.Lease != job.Lease {
+			return storage.ErrLeaseLost
+		}
+		if err := tx.Bucket(bDue).Delete(timeKey(rec.Due, id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bInFlight).Delete(id); err != nil {
+			return err
+		}
+		rec.Lease, rec.LeaseUntil, rec.Due = "", time.Time{}, time.Time{}
+		if out.Attempt != nil {
+			rec.Attempts = append(rec.Attempts, *out.Attempt)
+		}
+		switch out.Result {
+		case storage.Delivered:
+			rec.Status = storage.StatusDelivered
+			return finishRecord(tx, rec, now)
+		case storage.Retry, storage.Release:
+			due := out.Due
+			if due.IsZero() {
+				due = now
+			}
+			rec.Status = storage.StatusQueued
+			rec.Due = due
+			if err := putRecord(tx, rec); err != nil {
+				return err
+			}
+			return tx.Bucket(bDue).Put(timeKey(due, id), nil)
+		case storage.Dead:
+			if err := deadLetter(tx, rec, out.Error, now); err != nil {
+				return err
+			}
+			rec.Status = storage.StatusDead
+			return finishRecord(tx, rec, now)
+		}
+		return fmt.Errorf("unknown result %d", out.Result)
+	})
+}
+
+// finishRecord stores a delivered or dead event without its payload (the
+// DLQ entry keeps the payload of dead ones) and indexes it for retention.
+func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
+	rec.Body, rec.Headers = nil, nil
+	rec.FinishedAt = now
+	if err := putRecord(tx, rec); err != nil {
+		return err
+	}
+	return tx.Bucket(bDone).Put(timeKey(now, []byte(rec.ID)), nil)
+}
+
+func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
+	e := &dlq.Entry{
+		ID:         rec.ID,
+		EventID:    rec.EventID,
+		Source:     rec.Source,
+		Upstream:   rec.Upstream,
+		Payload:    rec.Body,
+		Headers:    rec.Headers,
+		Error:      reason,
+		Attempts:   rec.Attempts,
+		ReceivedAt: rec.ReceivedAt,
+		CreatedAt:  now,
+		UpdatedAt:  now,
+		Status:     dlq.StatusPending,
+	}
+	if n := len(rec.Attempts); n > 0 {
+		e.LastStatus = rec.Attempts[n-1].Status
+	}
+	old, err := getEntry(tx, rec.ID)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		e.Retries = old.Retries
+		if err := tx.Bucket(bDLQIdx).Delete(timeKey(old.CreatedAt, []byte(old.ID))); err != nil {
+			return err
+		}
+	}
+	if err := putEntry(tx, e); err != nil {
+		return err
+	}
+	return tx.Bucket(bDLQIdx).Put(timeKey(now, []byte(e.ID)), nil)
+}
+
+// statusOf is the status of event id for duplicate answers and lookups.
+func statusOf(tx *bolt.Tx, id string, now time.Time) storage.Status {
+	rec, err := getRecord(tx, []byte(id))
+	if err == nil && rec != nil {
+		if rec.Status == storage.StatusInFlight && !rec.LeaseUntil.After(now) {
+			return storage.StatusQueued // lease expired: waiting for redelivery
+		}
+		return rec.Status
+	}
+	if tx.Bucket(bDLQ).Get([]byte(id)) != nil {
+		return storage.StatusDead
+	}
+	// the record is past retention; only finished records are removed
+	return storage.StatusDelivered
+}
+
+// Lookup implements storage.Store.
+func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
+	now := s.now()
+	var info *storage.EventInfo
+	err := s.view(func(tx *bolt.Tx) error {
+		id := []byte(eventID) // events without a provider id are found by internal id
+		if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
+			id = bytes.Clone(v[8:])
+		}
+		rec, err := getRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec != nil && rec.Source == source {
+			info = &storage.EventInfo{
+				ID: rec.ID, EventID: rec.EventID, Source: rec.Source,
+				Status:     statusOf(tx, rec.ID, now),
+				ReceivedAt: rec.ReceivedAt, FinishedAt: rec.FinishedAt,
+				Attempts: rec.Attempts,
+			}
+			if info.Status == storage.StatusQueued {
+				info.NextAttempt = rec.Due
+			}
+			return nil
+		}
+		e, err := getEntry(tx, string(id))
+		if err != nil {
+			return err
+		}
+		if e != nil && e.Source == source {
+			info = &storage.EventInfo{
+				ID: e.ID, EventID: e.EventID, Source: e.Source, Status: storage.StatusDead,
+				ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts,
+			}
+			return nil
+		}
+		return storage.ErrNotFound
+	})
+	return info, err
+}
+
+// Counts implements storage.Store.
+func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
+	var c storage.Counts
+	err := s.view(func(tx *bolt.Tx) error {
+		c.InFlight = tx.Bucket(bInFlight).Stats().KeyN
+		c.Queued = tx.Bucket(bDue).Stats().KeyN - c.InFlight
+		c.Dead = tx.Bucket(bDLQOpen).Stats().KeyN
+		return nil
+	})
+	return c, err
+}
+
+// DLQList implements storage.Store.
+func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
+	page := dlq.Page{Entries: []dlq.Entry{}}
+	limit := f.EffectiveLimit()
+	var start []byte
+	if f.Cursor != "" {
+		var err error
+		start, err = base64.RawURLEncoding.DecodeString(f.Cursor)
+		if err != nil || len(start) < 8 {
+			return page, dlq.ErrInvalidCursor
+		}
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bDLQIdx).Cursor()
+		var k []byte
+		if start == nil {
+			k, _ = c.Last()
+		} else if k, _ = c.Seek(start); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil; k, _ = c.Prev() {
+			if !f.Since.IsZero() && timeAt(k).Before(f.Since) {
+				break
+			}
+			e, err := getEntry(tx, string(k[8:]))
+			if err != nil {
+				return err
+			}
+			if e == nil || !f.Matches(e) {
+				continue
+			}
+			if len(page.Entries) == limit {
+				last := page.Entries[limit-1]
+				page.NextCursor = base64.RawURLEncoding.EncodeToString(timeKey(last.CreatedAt, []byte(last.ID)))
+				break
+			}
+			e.Payload, e.Headers = nil, nil
+			page.Entries = append(page.Entries, *e)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// DLQGet implements storage.Store.
+func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
+	var e *dlq.Entry
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		e, err = getEntry(tx, id)
+		return err
+	})
+	if err == nil && e == nil {
+		err = dlq.ErrNotFound
+	}
+	return e, err
+}
+
+// DLQRetry implements storage.Store.
+func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
+	return s.update(func(tx *bolt.Tx) error {
+		e, err := getEntry(tx, id)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return dlq.ErrNotFound
+		}
+		if e.Status == dlq.StatusRetried {
+			return dlq.ErrConflict
+		}
+		rec, err := getRecord(tx, []byte(id))
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			if rec.Status != storage.StatusDead {
+				return dlq.ErrConflict
+			}
+			if err := tx.Bucket(bDone).Delete(timeKey(rec.FinishedAt, []byte(id))); err != nil {
+				return err
+			}
+		} else {
+			rec = &record{Job: storage.Job{Event: storage.Event{
+				ID: e.ID, EventID: e.EventID, Dedupe: true, Source: e.Source,
+				Upstream: e.Upstream, ReceivedAt: e.ReceivedAt,
+			}}}
+		}
+		rec.Body, rec.Headers = e.Payload, e.Headers
+		rec.Attempts = e.Attempts
+		rec.RoundStart = len(e.Attempts)
+		rec.Status = storage.StatusQueued
+		rec.FinishedAt = time.Time{}
+		rec.Due = now
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bDue).Put(timeKey(now, []byte(id)), nil); err != nil {
+			return err
+		}
+		e.Status = dlq.StatusRetried
+		e.Retries++
+		e.UpdatedAt = now
+		return putEntry(tx, e)
+	})
+}
+
+// DLQSetStatus implements storage.Store.
+func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
+	switch status {
+	case dlq.StatusInvestigating, dlq.StatusResolved, dlq.StatusDiscarded:
+	default:
+		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		e, err := getEntry(tx, id)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return dlq.ErrNotFound
+		}
+		if e.Status == dlq.StatusRetried {
+			return dlq.ErrConflict
+		}
+		e.Status = status
+		e.UpdatedAt = now
+		switch status {
+		case dlq.StatusResolved:
+			e.Resolution = text
+		case dlq.StatusDiscarded:
+			e.Reason = text
+		}
+		return putEntry(tx, e)
+	})
+}
+
+// cleanupChunk bounds the work of one cleanup transaction.
+const cleanupChunk = 1000
+
+// Cleanup implements storage.Store.
+func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int
+		err := s.update(func(tx *bolt.Tx) error {
+			n = 0
+			var err error
+			var m int
+			m, err = sweep(tx, bDone, now.Add(-retention), cleanupChunk, func(k []byte) error {
+				return tx.Bucket(bEvents).Delete(k[8:])
+			})
+			n += m
+			if err != nil {
+				return err
+			}
+			m, err = sweep(tx, bClaimExp, now, cleanupChunk, func(k []byte) error {
+				claims := tx.Bucket(bClaims)
+				ck := k[8:]
+				// delete the claim only if it is the one this index key is for
+				if v := claims.Get(ck); len(v) >= 8 && bytes.Equal(v[:8], k[:8]) {
+					return claims.Delete(ck)
+				}
+				return nil
+			})
+			n += m
+			if err != nil || dlqRetention <= 0 {
+				return err
+			}
+			m, err = sweep(tx, bDLQIdx, now.Add(-dlqRetention), cleanupChunk, func(k []byte) error {
+				if err := tx.Bucket(bDLQ).Delete(k[8:]); err != nil {
+					return err
+				}
+				return tx.Bucket(bDLQOpen).Delete(k[8:])
+			})
+			n += m
+			return err
+		})
+		total += n
+		if err != nil || n < cleanupChunk {
+			return total, err
+		}
+	}
+}
+
+// sweep deletes up to max index keys older than before from bucket b,
+// calling del for each first.
+func sweep(tx *bolt.Tx, b []byte, before time.Time, max int, del func(k []byte) error) (int, error) {
+	bkt := tx.Bucket(b)
+	var keys [][]byte
+	c := bkt.Cursor()
+	for k, _ := c.First(); k != nil && len(keys) < max && timeAt(k).Before(before); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := del(k); err != nil {
+			return 0, err
+		}
+		if err := bkt.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
+func getRecord(tx *bolt.Tx, id []byte) (*record, error) {
+	v := tx.Bucket(bEvents).Get(id)
+	if v == nil {
+		return nil, nil
+	}
+	rec := new(record)
+	if err := json.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func putRecord(tx *bolt.Tx, rec *record) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bEvents).Put([]byte(rec.ID), v)
+}
+
+func getEntry(tx *bolt.Tx, id string) (*dlq.Entry, error) {
+	v := tx.Bucket(bDLQ).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	e := new(dlq.Entry)
+	if err := json.Unmarshal(v, e); err != nil {
+		return nil, fmt.Errorf("decoding dlq entry %s: %w", id, err)
+	}
+	return e, nil
+}
+
+func putEntry(tx *bolt.Tx, e *dlq.Entry) error {
+	v, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bDLQ).Put([]byte(e.ID), v); err != nil {
+		return err
+	}
+	open := tx.Bucket(bDLQOpen)
+	if e.Status == dlq.StatusPending || e.Status == dlq.StatusInvestigating {
+		return open.Put([]byte(e.ID), nil)
+	}
+	return open.Delete([]byte(e.ID))
+}
+
+func claimKey(source, eventID string) []byte {
+	k := make([]byte, 0, len(source)+1+len(eventID))
+	k = append(k, source...)
+	k = append(k, 0)
+	return append(k, eventID...)
+}
+
+// timeKey is t as 8 big-endian bytes (Unix nanoseconds) followed by suffix.
+func timeKey(t time.Time, suffix []byte) []byte {
+	k := make([]byte, 8, 8+len(suffix))
+	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
+	return append(k, suffix...)
+}
+
+func timeAt(k []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,175 @@
+// Package storage is the one seam between hookline's ingress path, its
+// delivery workers and the backends that keep events durable (bbolt,
+// Redis). Every backend passes the conformance suite in storagetest.
+//
+// The model: an accepted webhook is an Event. Enqueue claims the event's
+// (source, event id) pair and stores the event as a due Job in one atomic,
+// durable step. Workers Lease due jobs; a lease is a due time in the future,
+// so a job whose worker died becomes due again when the lease expires. A
+// worker Finishes a leased job as delivered, rescheduled, dead (moved to the
+// DLQ) or released (handed back untouched).
+package storage
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/hookline/hookline/dlq"
+)
+
+// Status is where an event is in its life.
+type Status string
+
+// Event states, as reported to providers for duplicates and to operators.
+const (
+	StatusQueued    Status = "queued"
+	StatusInFlight  Status = "in_flight"
+	StatusDelivered Status = "delivered"
+	StatusDead      Status = "dead"
+)
+
+// Event is an accepted webhook: the exact bytes received and what is needed
+// to deliver them.
+type Event struct {
+	// ID is the internal, unique, time-ordered ID (also the DLQ entry ID).
+	ID string `json:"id"`
+	// EventID is the provider's ID used for deduplication (or a generated one).
+	EventID string `json:"event_id"`
+	// Dedupe is false when EventID was generated: such events never collide.
+	Dedupe     bool        `json:"dedupe"`
+	Source     string      `json:"source"`
+	Upstream   string      `json:"upstream"`
+	Headers    http.Header `json:"headers,omitempty"`
+	Body       []byte      `json:"body,omitempty"`
+	ReceivedAt time.Time   `json:"received_at"`
+}
+
+// Job is an event in the delivery queue, as handed to a worker by Lease.
+type Job struct {
+	Event
+	// Attempts is the full attempt history, across operator retries.
+	Attempts []dlq.Attempt `json:"attempts,omitempty"`
+	// RoundStart is the index in Attempts where the current attempt budget
+	// began (an operator retry from the DLQ starts a fresh budget).
+	RoundStart int `json:"round_start,omitempty"`
+	// Lease identifies the current lease; Finish must present it.
+	Lease      string    `json:"lease,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitempty"`
+}
+
+// RoundAttempts is the number of attempts used in the current budget.
+func (j *Job) RoundAttempts() int { return len(j.Attempts) - j.RoundStart }
+
+// Result is what a worker decided about a leased job.
+type Result int
+
+// Results of Finish.
+const (
+	// Delivered: the upstream accepted the event.
+	Delivered Result = iota + 1
+	// Retry: a transient failure; deliver again at Outcome.Due.
+	Retry
+	// Dead: permanent failure or budget exhausted; move to the DLQ.
+	Dead
+	// Release: no attempt was made (shutdown, open breaker); due again at
+	// Outcome.Due (zero: now) with the attempt budget untouched.
+	Release
+)
+
+// Outcome is passed to Finish.
+type Outcome struct {
+	Result  Result
+	Attempt *dlq.Attempt // the attempt made; nil for Release
+	Due     time.Time    // for Retry and Release
+	Error   string       // for Dead: why (shown in the DLQ entry)
+}
+
+// EnqueueResult tells the ingress what Enqueue did.
+type EnqueueResult struct {
+	// Duplicate is true when (source, event id) was already claimed within
+	// its dedupe window; nothing was enqueued.
+	Duplicate bool
+	// ID is the internal ID of the stored (or the earlier) event.
+	ID string
+	// Status is the current status of the earlier event for duplicates,
+	// StatusQueued otherwise.
+	Status Status
+}
+
+// EventInfo is what the store knows about one event.
+type EventInfo struct {
+	ID          string        `json:"id"`
+	EventID     string        `json:"event_id"`
+	Source      string        `json:"source"`
+	Status      Status        `json:"status"`
+	ReceivedAt  time.Time     `json:"received_at"`
+	NextAttempt time.Time     `json:"next_attempt_at,omitzero"`
+	FinishedAt  time.Time     `json:"finished_at,omitzero"`
+	Attempts    []dlq.Attempt `json:"attempts"`
+}
+
+// Counts is a snapshot of queue sizes.
+type Counts struct {
+	Queued   int `json:"queued"`
+	InFlight int `json:"in_flight"`
+	Dead     int `json:"dead"` // DLQ entries in pending or investigating state
+}
+
+// Store is implemented by every storage backend. All methods are safe for
+// concurrent use by several goroutines and, for shared backends, by several
+// processes. Methods that write return only once the write is durable.
+type Store interface {
+	// Enqueue atomically claims (ev.Source, ev.EventID) until dedupeUntil
+	// (when ev.Dedupe) and stores ev as a job due now. A claim that has
+	// not expired makes it a duplicate: nothing is stored.
+	Enqueue(ctx context.Context, ev *Event, dedupeUntil time.Time) (EnqueueResult, error)
+
+	// Lease hands out up to n jobs due at or before now, each leased until
+	// now+lease: no other Lease returns it before then.
+	Lease(ctx context.Context, now time.Time, n int, lease time.Duration) ([]*Job, error)
+
+	// NextDue is the earliest due time of any job (ok false when empty).
+	NextDue(ctx context.Context) (due time.Time, ok bool, err error)
+
+	// Finish records the outcome of a leased job. ErrLeaseLost means the
+	// lease expired and another worker took the job; the outcome was not
+	// recorded.
+	Finish(ctx context.Context, job *Job, out Outcome) error
+
+	// Lookup returns what is known about (source, eventID) or ErrNotFound.
+	Lookup(ctx context.Context, source, eventID string) (*EventInfo, error)
+
+	// Counts returns current queue sizes.
+	Counts(ctx context.Context) (Counts, error)
+
+	// DLQList lists entries, newest first.
+	DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error)
+	// DLQGet returns one entry with its payload, or dlq.ErrNotFound.
+	DLQGet(ctx context.Context, id string) (*dlq.Entry, error)
+	// DLQRetry re-enqueues the entry's event, due now, with a fresh
+	// attempt budget; the entry becomes "retried". Entries already retried
+	// or discarded give dlq.ErrConflict.
+	DLQRetry(ctx context.Context, id string, now time.Time) error
+	// DLQSetStatus moves an entry to investigating, resolved or discarded,
+	// with the operator's text (resolution or reason).
+	DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error
+
+	// Cleanup deletes finished events older than retention, expired
+	// claims, and DLQ entries older than dlqRetention (0: keep). It returns
+	// how many records it removed.
+	Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error)
+
+	// Close releases the backend.
+	Close() error
+}
+
+// Errors returned by backends.
+var (
+	ErrNotFound  = errors.New("event not found")
+	ErrLeaseLost = errors.New("lease lost: the job was leased again")
+	// ErrUnavailable wraps failures to reach or write the backend; the
+	// ingress answers 503 for it.
+	ErrUnavailable = errors.New("storage unavailable")
+)

@@ -1,0 +1,38 @@
+// Package verifiers holds hookline's signature schemes. Each scheme is a
+// Caddy guest module in the namespace webhooks.verifiers (ID
+// webhooks.verifiers.<scheme>), so a plugin can add its own. A scheme
+// checks the exact received bytes; it never logs or returns a secret.
+package verifiers
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Verifier checks one request. body is the exact raw body (already limited
+// to max_body). now is the time to check timestamps against. It returns nil
+// when the request is authentic, or an error wrapping one of ErrFormat,
+// ErrMismatch or ErrTimestamp. Error texts must not contain secrets or
+// computed signatures.
+type Verifier interface {
+	Verify(r *http.Request, body []byte, now time.Time) error
+}
+
+// IDDefaulter is implemented by schemes that know where their provider puts
+// the event ID. DefaultIDFrom returns id_from rules, tried in order; each
+// rule is a kind ("header", "json", "form") and its argument.
+type IDDefaulter interface {
+	DefaultIDFrom() [][2]string
+}
+
+// The three ways a signature check fails, mapped by the ingress to the
+// documented 401 codes.
+var (
+	// ErrFormat: signature header missing or unparsable (INVALID_SIGNATURE_FORMAT).
+	ErrFormat = errors.New("signature missing or malformed")
+	// ErrMismatch: no configured secret produces the signature (UNAUTHORIZED).
+	ErrMismatch = errors.New("signature does not match")
+	// ErrTimestamp: the signed timestamp is outside the tolerance (INVALID_TIMESTAMP).
+	ErrTimestamp = errors.New("timestamp outside tolerance")
+)
