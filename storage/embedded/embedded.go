@@ -487,7 +487,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
 		if e == nil {
 			return dlq.ErrNotFound
 		}
-		if e.Status == dlq.StatusRetried {
+		if e.Status == dlq.StatusRetried || e.Status == dlq.StatusDiscarded {
 			return dlq.ErrConflict
 		}
 		rec, err := getRecord(tx, []byte(id))

@@ -1,0 +1,244 @@
+package caddymodule
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+func init() {
+	caddy.RegisterModule(AdminAPI{})
+}
+
+// AdminAPI serves the DLQ and event routes on Caddy's admin endpoint. It
+// is stateless: the webhooks app is looked up per request, so it keeps
+// working across reloads, failed reloads and implicit apps.
+type AdminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (AdminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.webhooks",
+		New: func() caddy.Module { return new(AdminAPI) },
+	}
+}
+
+// maxAdminBody bounds request bodies of the admin routes.
+const maxAdminBody = 64 << 10
+
+// Routes implements caddy.AdminRouter.
+func (AdminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{
+		{Pattern: "GET /webhooks/dlq", Handler: caddy.AdminHandlerFunc(handleDLQList)},
+		{Pattern: "GET /webhooks/dlq/{id}", Handler: caddy.AdminHandlerFunc(handleDLQGet)},
+		{Pattern: "POST /webhooks/dlq/{id}/retry", Handler: caddy.AdminHandlerFunc(handleDLQRetry)},
+		{Pattern: "POST /webhooks/dlq/{id}/resolve", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusResolved, "resolution"))},
+		{Pattern: "POST /webhooks/dlq/{id}/discard", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusDiscarded, "reason"))},
+		{Pattern: "POST /webhooks/dlq/{id}/investigate", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusInvestigating, "note"))},
+		{Pattern: "GET /webhooks/events/{source}/{event_id}", Handler: caddy.AdminHandlerFunc(handleEvent)},
+	}
+}
+
+// activeApp is the running webhooks app, if any.
+func activeApp() (*App, error) {
+	v, err := caddy.ActiveContext().AppIfConfigured("webhooks")
+	if err != nil {
+		return nil, apiErr(http.StatusNotFound, "the webhooks app is not running (no webhook_ingress and no webhooks option in the config)")
+	}
+	app, ok := v.(*App)
+	if !ok {
+		return nil, apiErr(http.StatusInternalServerError, "unexpected webhooks app type")
+	}
+	return app, nil
+}
+
+func activeStore() (*App, storage.Store, error) {
+	app, err := activeApp()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := app.Store()
+	if err != nil {
+		return nil, nil, apiErr(http.StatusServiceUnavailable, "webhook store unavailable")
+	}
+	return app, st, nil
+}
+
+func apiErr(status int, msg string) error {
+	return caddy.APIError{HTTPStatus: status, Err: errors.New(msg)}
+}
+
+// storeErr maps store errors to API errors without leaking internals.
+func storeErr(err error) error {
+	switch {
+	case errors.Is(err, dlq.ErrNotFound), errors.Is(err, storage.ErrNotFound):
+		return apiErr(http.StatusNotFound, "not found")
+	case errors.Is(err, dlq.ErrConflict):
+		return apiErr(http.StatusConflict, err.Error())
+	case errors.Is(err, dlq.ErrInvalidCursor):
+		return apiErr(http.StatusBadRequest, "invalid cursor")
+	}
+	caddy.Log().Named("admin.api.webhooks").Error("store operation failed", zapErr(err))
+	return apiErr(http.StatusServiceUnavailable, "webhook store unavailable")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+func handleDLQList(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := activeStore()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := dlq.Filter{Source: q.Get("source"), Status: dlq.Status(q.Get("status")), Cursor: q.Get("cursor")}
+	if f.Status != "" && !f.Status.Valid() {
+		return apiErr(http.StatusBadRequest, fmt.Sprintf("unknown status %q", f.Status))
+	}
+	if s := q.Get("since"); s != "" {
+		if f.Since, err = parseSince(s, time.Now()); err != nil {
+			return apiErr(http.StatusBadRequest, err.Error())
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > dlq.MaxLimit {
+			return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", dlq.MaxLimit))
+		}
+		f.Limit = n
+	}
+	page, err := st.DLQList(r.Context(), f)
+	if err != nil {
+		return storeErr(err)
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+// parseSince accepts RFC 3339 times and durations ("1h": an hour ago).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("since: want an RFC 3339 time or a duration, got %q", s)
+}
+
+// entryView is a DLQ entry as the API shows it: the payload as text when
+// it is UTF-8, base64 otherwise.
+type entryView struct {
+	*dlq.Entry
+	Payload         string `json:"payload"`
+	PayloadEncoding string `json:"payload_encoding"`
+}
+
+func viewEntry(e *dlq.Entry) entryView {
+	v := entryView{Entry: e, PayloadEncoding: "text"}
+	if utf8.Valid(e.Payload) {
+		v.Payload = string(e.Payload)
+	} else {
+		v.Payload = base64.StdEncoding.EncodeToString(e.Payload)
+		v.PayloadEncoding = "base64"
+	}
+	return v
+}
+
+func handleDLQGet(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := activeStore()
+	if err != nil {
+		return err
+	}
+	e, err := st.DLQGet(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return storeErr(err)
+	}
+	return writeJSON(w, http.StatusOK, viewEntry(e))
+}
+
+func handleDLQRetry(w http.ResponseWriter, r *http.Request) error {
+	app, st, err := activeStore()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if err := st.DLQRetry(r.Context(), id, time.Now()); err != nil {
+		return storeErr(err)
+	}
+	app.Notify()
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": dlq.StatusRetried})
+}
+
+// handleDLQSetStatus sets an entry's status with an optional operator
+// text read from the JSON body field named field.
+func handleDLQSetStatus(status dlq.Status, field string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		_, st, err := activeStore()
+		if err != nil {
+			return err
+		}
+		text, err := readTextField(r, field)
+		if err != nil {
+			return err
+		}
+		id := r.PathValue("id")
+		if err := st.DLQSetStatus(r.Context(), id, status, text, time.Now()); err != nil {
+			return storeErr(err)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": status})
+	}
+}
+
+// readTextField reads an optional JSON body {"<field>": "..."}.
+func readTextField(r *http.Request, field string) (string, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAdminBody+1))
+	if err != nil {
+		return "", apiErr(http.StatusBadRequest, "reading request body")
+	}
+	if len(body) > maxAdminBody {
+		return "", apiErr(http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	if len(body) == 0 {
+		return "", nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return "", apiErr(http.StatusBadRequest, "request body must be a JSON object")
+	}
+	var text string
+	if raw, ok := m[field]; ok {
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return "", apiErr(http.StatusBadRequest, fmt.Sprintf("%s must be a string", field))
+		}
+	}
+	return text, nil
+}
+
+func handleEvent(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := activeStore()
+	if err != nil {
+		return err
+	}
+	info, err := st.Lookup(r.Context(), r.PathValue("source"), r.PathValue("event_id"))
+	if err != nil {
+		return storeErr(err)
+	}
+	return writeJSON(w, http.StatusOK, info)
+}
+
+// Interface guards
+var _ caddy.AdminRouter = (*AdminAPI)(nil)

@@ -1,0 +1,331 @@
+// Package caddymodule is hookline's Caddy glue: the webhooks app (store
+// lifecycle, delivery workers, retention), its global option, storage guest
+// modules and the admin API.
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/idempotency"
+	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/storage"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// Defaults of the app.
+const (
+	DefaultRetention    = 24 * time.Hour
+	DefaultDLQRetention = 7 * 24 * time.Hour
+	// stopGrace bounds how long Stop lets deliveries in progress finish;
+	// the rest are released to the queue for the next instance.
+	stopGrace       = 3 * time.Second
+	cleanupInterval = time.Minute
+)
+
+// App is the webhooks app: it owns the store, the delivery workers,
+// retention cleanup and the DLQ. A config with a webhook_ingress handler
+// and no webhooks global option gets this app with its defaults.
+//
+//	{
+//		webhooks {
+//			storage embedded [<path>]
+//			workers 16
+//			lease 1m
+//			retention 24h
+//			dlq_retention 168h
+//		}
+//	}
+type App struct {
+	// StorageRaw is the backend (default: embedded).
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=webhooks.storage inline_key=module"`
+	// Workers is the number of concurrent deliveries (default 16).
+	Workers int `json:"workers,omitempty"`
+	// Lease is how long a delivery may take before the job is handed to
+	// another worker (default 1m). It must exceed every source's timeout.
+	Lease caddy.Duration `json:"lease,omitempty"`
+	// Retention is how long delivered events stay queryable (default 24h).
+	Retention caddy.Duration `json:"retention,omitempty"`
+	// DLQRetention is how long DLQ entries are kept (default 168h; a
+	// negative value keeps them forever: "0" in the Caddyfile).
+	DLQRetention caddy.Duration `json:"dlq_retention,omitempty"`
+
+	backend  Backend
+	poolKey  string
+	shared   *sharedStore
+	seen     *idempotency.Seen
+	log      *zap.Logger
+	sourceMu *sync.RWMutex
+	sources  map[string]*Source
+
+	disp        *atomic.Pointer[retryqueue.Dispatcher]
+	stopCleaner context.CancelFunc
+	cleanerDone chan struct{}
+}
+
+// Source is one webhook_ingress source as the workers need it.
+type Source struct {
+	Name         string
+	Target       retryqueue.Target
+	DedupeWindow time.Duration
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// Provision loads the storage backend and takes a reference on its pooled
+// store. It opens nothing: `caddy validate` provisions but never starts.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.log = ctx.Logger()
+	a.sources = make(map[string]*Source)
+	a.sourceMu = new(sync.RWMutex)
+	a.disp = new(atomic.Pointer[retryqueue.Dispatcher])
+	if a.Workers == 0 {
+		a.Workers = retryqueue.DefaultWorkers
+	}
+	if a.Lease == 0 {
+		a.Lease = caddy.Duration(retryqueue.DefaultLease)
+	}
+	if a.Retention == 0 {
+		a.Retention = caddy.Duration(DefaultRetention)
+	}
+	if a.DLQRetention == 0 {
+		a.DLQRetention = caddy.Duration(DefaultDLQRetention)
+	}
+	if a.StorageRaw != nil {
+		mod, err := ctx.LoadModule(a, "StorageRaw")
+		if err != nil {
+			return fmt.Errorf("loading storage module: %v", err)
+		}
+		a.backend = mod.(Backend)
+	} else {
+		def := new(EmbeddedStorage)
+		if err := def.Provision(ctx); err != nil {
+			return err
+		}
+		a.backend = def
+	}
+	a.poolKey = a.backend.Key()
+	backend := a.backend
+	val, _, err := storePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
+		return &sharedStore{backend: backend}, nil
+	})
+	if err != nil {
+		a.poolKey = ""
+		return err
+	}
+	a.shared = val.(*sharedStore)
+	seen, _, err := seenPool.LoadOrNew("seen", func() (caddy.Destructor, error) {
+		s, err := idempotency.NewSeen(0)
+		if err != nil {
+			return nil, err
+		}
+		return seenDestructor{s}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.seen = seen.(seenDestructor).Seen
+	return nil
+}
+
+// Validate checks the settings.
+func (a *App) Validate() error {
+	if a.Workers < 1 || a.Workers > 10000 {
+		return fmt.Errorf("workers must be between 1 and 10000")
+	}
+	if a.Lease < caddy.Duration(time.Second) {
+		return fmt.Errorf("lease must be at least 1s")
+	}
+	return nil
+}
+
+var seenPool = caddy.NewUsagePool()
+
+type seenDestructor struct{ *idempotency.Seen }
+
+func (s seenDestructor) Destruct() error { s.Close(); return nil }
+
+// Start opens the store and starts the workers and the retention cleaner.
+func (a *App) Start() error {
+	st, err := a.shared.get()
+	if err != nil {
+		return fmt.Errorf("opening webhook store: %v", err)
+	}
+	d := retryqueue.New(retryqueue.Config{
+		Store:    st,
+		Workers:  a.Workers,
+		Lease:    time.Duration(a.Lease),
+		Resolve:  a.resolve,
+		Logger:   a.log.Named("delivery"),
+		OnResult: a.onResult,
+	})
+	d.Start()
+	a.disp.Store(d)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopCleaner = cancel
+	a.cleanerDone = make(chan struct{})
+	go a.cleaner(ctx, st)
+	a.log.Info("webhooks app started", zap.String("storage", a.poolKey), zap.Int("workers", a.Workers))
+	return nil
+}
+
+// Stop stops leasing new jobs and waits a bounded time for deliveries in
+// progress; it runs under Caddy's config lock, so it never waits long.
+func (a *App) Stop() error {
+	if d := a.disp.Swap(nil); d != nil {
+		d.Stop(stopGrace)
+	}
+	if a.stopCleaner != nil {
+		a.stopCleaner()
+		<-a.cleanerDone
+	}
+	return nil
+}
+
+// Cleanup releases the pooled store and cache; the store closes when no
+// config uses it anymore (handlers of an old config may enqueue until the
+// http app has drained, so this is not done in Stop).
+func (a *App) Cleanup() error {
+	var err error
+	if a.poolKey != "" {
+		_, err = storePool.Delete(a.poolKey)
+		a.poolKey = ""
+	}
+	if a.seen != nil {
+		a.seen = nil
+		if _, e := seenPool.Delete("seen"); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func (a *App) cleaner(ctx context.Context, st storage.Store) {
+	defer close(a.cleanerDone)
+	t := time.NewTicker(cleanupInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dlqRet := time.Duration(a.DLQRetention)
+		if dlqRet < 0 {
+			dlqRet = 0
+		}
+		n, err := st.Cleanup(ctx, time.Now(), time.Duration(a.Retention), dlqRet)
+		if err != nil && ctx.Err() == nil {
+			a.log.Error("retention cleanup", zap.Error(err))
+		} else if n > 0 {
+			a.log.Debug("retention cleanup", zap.Int("removed", n))
+		}
+	}
+}
+
+// RegisterSource makes a source's delivery settings known to the workers.
+// Each source name may be defined once per config.
+func (a *App) RegisterSource(src *Source) error {
+	a.sourceMu.Lock()
+	defer a.sourceMu.Unlock()
+	if _, dup := a.sources[src.Name]; dup {
+		return fmt.Errorf("webhook source %q is defined more than once", src.Name)
+	}
+	a.sources[src.Name] = src
+	return nil
+}
+
+func (a *App) resolve(source string) (*retryqueue.Target, bool) {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	src, ok := a.sources[source]
+	if !ok {
+		return nil, false
+	}
+	return &src.Target, true
+}
+
+// Store returns the open store, opening it if needed. Errors wrap
+// storage.ErrUnavailable.
+func (a *App) Store() (storage.Store, error) {
+	st, err := a.shared.get()
+	if err != nil && !errors.Is(err, storage.ErrUnavailable) {
+		err = fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+	}
+	return st, err
+}
+
+// Seen returns the L1 cache of seen event IDs.
+func (a *App) Seen() *idempotency.Seen { return a.seen }
+
+// Enqueue stores ev durably (claiming its id for window) and wakes the
+// workers. It returns only after the store has made the event durable.
+func (a *App) Enqueue(ctx context.Context, ev *storage.Event, window time.Duration) (storage.EnqueueResult, error) {
+	st, err := a.Store()
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	res, err := st.Enqueue(ctx, ev, time.Now().Add(window))
+	if err == nil && !res.Duplicate {
+		a.Notify()
+	}
+	return res, err
+}
+
+// Notify wakes the delivery workers (new or re-enqueued work).
+func (a *App) Notify() {
+	if d := a.disp.Load(); d != nil {
+		d.Notify()
+	}
+}
+
+func (a *App) onResult(r retryqueue.Report) {
+	if !r.Job.Dedupe || a.seen == nil {
+		return
+	}
+	var status storage.Status
+	switch r.Result {
+	case storage.Delivered:
+		status = storage.StatusDelivered
+	case storage.Dead:
+		status = storage.StatusDead
+	default:
+		return
+	}
+	window := 24 * time.Hour
+	a.sourceMu.RLock()
+	if src, ok := a.sources[r.Job.Source]; ok {
+		window = src.DedupeWindow
+	}
+	a.sourceMu.RUnlock()
+	ttl := time.Until(r.Job.ReceivedAt.Add(window))
+	a.seen.Update(idempotency.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)
+
+func zapErr(err error) zap.Field { return zap.Error(err) }

@@ -1,0 +1,53 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Error codes of the ingress's JSON error bodies (DESIGN.md).
+const (
+	CodeMethodNotAllowed       = "METHOD_NOT_ALLOWED"
+	CodePayloadTooLarge        = "PAYLOAD_TOO_LARGE"
+	CodeInvalidSignatureFormat = "INVALID_SIGNATURE_FORMAT"
+	CodeUnauthorized           = "UNAUTHORIZED"
+	CodeInvalidTimestamp       = "INVALID_TIMESTAMP"
+	CodeInvalidJSON            = "INVALID_JSON"
+	CodeBadRequest             = "BAD_REQUEST"
+	CodeServiceUnavailable     = "SERVICE_UNAVAILABLE"
+	CodeRateLimitExceeded      = "RATE_LIMIT_EXCEEDED"
+	CodeInternalError          = "INTERNAL_ERROR"
+)
+
+// errorBody is every error answer: {"error": ..., "code": ..., "details": {...}}.
+type errorBody struct {
+	Error   string         `json:"error"`
+	Code    string         `json:"code"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// writeError writes a JSON error. retryAfter > 0 adds a Retry-After header
+// (seconds).
+func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter int, details map[string]any) {
+	h := w.Header()
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	writeJSON(w, status, errorBody{Error: msg, Code: code, Details: details})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"internal error","code":"INTERNAL_ERROR"}`)
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

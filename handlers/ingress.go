@@ -1,0 +1,406 @@
+// Package handlers holds hookline's HTTP handlers: webhook_ingress, which
+// verifies, deduplicates and durably enqueues one webhook source.
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/hookline/hookline/caddymodule"
+	"github.com/hookline/hookline/idempotency"
+	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/verifiers"
+)
+
+func init() {
+	caddy.RegisterModule(Ingress{})
+}
+
+// Defaults of a source.
+const (
+	DefaultMaxBody      = 1 << 20 // 1 MiB
+	DefaultDedupeWindow = 24 * time.Hour
+	// storeTimeout bounds the durable write of one event.
+	storeTimeout = 10 * time.Second
+	// unavailableRetryAfter is the Retry-After (seconds) of a 503.
+	unavailableRetryAfter = 5
+)
+
+// Ingress receives the webhooks of one source: it verifies the signature
+// on the raw bytes, deduplicates by event ID, stores the event durably and
+// only then answers 202. The webhooks app delivers it to forward_to.
+//
+//	webhook_ingress [<matcher>] <source> {
+//		verify <scheme> [<secret>...] {     # required; "verify none" accepts unsigned webhooks
+//			...                             # scheme options
+//		}
+//		forward_to <url>                    # required
+//		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
+//		id_from body_hash <window>
+//		dedupe_window 24h
+//		max_body 1MB
+//		require_json
+//		timeout 10s                         # per delivery attempt
+//		retry {
+//			max_attempts 10
+//			backoff <initial> <max> [multiplier <m>] [jitter <j>]
+//			schedule <delay>...
+//		}
+//		rate_limit <n>/<s|m|h>              # delivery rate to the upstream
+//		ack_status 202                      # or 200
+//	}
+type Ingress struct {
+	// Source names the webhook source (letters, digits, ".", "_", "-").
+	Source string `json:"source"`
+	// VerifyRaw is the signature scheme (module in webhooks.verifiers).
+	VerifyRaw json.RawMessage `json:"verify,omitempty" caddy:"namespace=webhooks.verifiers inline_key=scheme"`
+	// ForwardTo is the upstream URL events are POSTed to.
+	ForwardTo string `json:"forward_to"`
+	// IDFrom are the rules that find the event ID, in order.
+	IDFrom []idempotency.Rule `json:"id_from,omitempty"`
+	// DedupeWindow is how long an event ID stays claimed (default 24h).
+	DedupeWindow caddy.Duration `json:"dedupe_window,omitempty"`
+	// MaxBody is the largest accepted body in bytes (default 1 MiB).
+	MaxBody int64 `json:"max_body,omitempty"`
+	// RequireJSON rejects bodies that are not JSON (400 INVALID_JSON).
+	RequireJSON bool `json:"require_json,omitempty"`
+	// Timeout bounds each delivery attempt (default 10s).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Retry is the retry policy of failed deliveries.
+	Retry *RetryConfig `json:"retry,omitempty"`
+	// RateLimit caps deliveries to the upstream.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
+	AckStatus int `json:"ack_status,omitempty"`
+
+	verifier verifiers.Verifier
+	app      *caddymodule.App
+	rules    []idempotency.Rule
+	log      *zap.Logger
+}
+
+// RetryConfig is the JSON form of retryqueue.Policy.
+type RetryConfig struct {
+	MaxAttempts int            `json:"max_attempts,omitempty"`
+	Initial     caddy.Duration `json:"initial,omitempty"`
+	Max         caddy.Duration `json:"max,omitempty"`
+	Multiplier  float64        `json:"multiplier,omitempty"`
+	// Jitter spreads delays by ±Jitter (default 0.1; 0 disables it).
+	Jitter   *float64         `json:"jitter,omitempty"`
+	Schedule []caddy.Duration `json:"schedule,omitempty"`
+}
+
+// Policy converts to a retryqueue.Policy with defaults filled in.
+func (c *RetryConfig) Policy() retryqueue.Policy {
+	if c == nil {
+		c = new(RetryConfig)
+	}
+	p := retryqueue.Policy{
+		MaxAttempts: c.MaxAttempts,
+		Initial:     time.Duration(c.Initial),
+		Max:         time.Duration(c.Max),
+		Multiplier:  c.Multiplier,
+		Jitter:      retryqueue.DefaultJitter,
+	}
+	if c.Jitter != nil {
+		p.Jitter = *c.Jitter
+	}
+	for _, d := range c.Schedule {
+		p.Schedule = append(p.Schedule, time.Duration(d))
+	}
+	return p.WithDefaults()
+}
+
+// RateLimit allows Events deliveries per Interval.
+type RateLimit struct {
+	Events   int            `json:"events"`
+	Interval caddy.Duration `json:"interval"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Ingress) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.webhook_ingress",
+		New: func() caddy.Module { return new(Ingress) },
+	}
+}
+
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Provision loads the verifier, registers the source with the webhooks app
+// and fills defaults.
+func (h *Ingress) Provision(ctx caddy.Context) error {
+	h.log = ctx.Logger()
+	if !sourceName.MatchString(h.Source) {
+		return fmt.Errorf("webhook_ingress: invalid source name %q (letters, digits, '.', '_', '-'; at most 64)", h.Source)
+	}
+	if h.VerifyRaw == nil {
+		return fmt.Errorf("webhook_ingress %s: verify is required (write \"verify none\" to accept unsigned webhooks)", h.Source)
+	}
+	mod, err := ctx.LoadModule(h, "VerifyRaw")
+	if err != nil {
+		return fmt.Errorf("webhook_ingress %s: loading verifier: %v", h.Source, err)
+	}
+	h.verifier = mod.(verifiers.Verifier)
+
+	u, err := url.Parse(h.ForwardTo)
+	if h.ForwardTo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("webhook_ingress %s: forward_to must be an http(s) URL", h.Source)
+	}
+	if h.MaxBody == 0 {
+		h.MaxBody = DefaultMaxBody
+	}
+	if h.DedupeWindow == 0 {
+		h.DedupeWindow = caddy.Duration(DefaultDedupeWindow)
+	}
+	if h.Timeout == 0 {
+		h.Timeout = caddy.Duration(retryqueue.DefaultTimeout)
+	}
+	if h.AckStatus == 0 {
+		h.AckStatus = http.StatusAccepted
+	}
+	h.rules = h.IDFrom
+	if len(h.rules) == 0 {
+		if d, ok := h.verifier.(verifiers.IDDefaulter); ok {
+			for _, r := range d.DefaultIDFrom() {
+				rule, err := idempotency.ParseRule(r[0], r[1])
+				if err != nil {
+					return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
+				}
+				h.rules = append(h.rules, rule)
+			}
+		}
+	}
+
+	appIface, err := ctx.App("webhooks")
+	if err != nil {
+		return fmt.Errorf("webhook_ingress %s: getting webhooks app: %v", h.Source, err)
+	}
+	h.app = appIface.(*caddymodule.App)
+	if time.Duration(h.Timeout) >= time.Duration(h.app.Lease) {
+		return fmt.Errorf("webhook_ingress %s: timeout (%s) must be shorter than the webhooks lease (%s)",
+			h.Source, time.Duration(h.Timeout), time.Duration(h.app.Lease))
+	}
+	target := retryqueue.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
+	if h.RateLimit != nil {
+		target.Limiter = rate.NewLimiter(rate.Every(time.Duration(h.RateLimit.Interval)/time.Duration(h.RateLimit.Events)), 1)
+	}
+	return h.app.RegisterSource(&caddymodule.Source{
+		Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow),
+	})
+}
+
+// Validate checks the settings.
+func (h *Ingress) Validate() error {
+	if h.MaxBody < 1 {
+		return fmt.Errorf("webhook_ingress %s: max_body must be positive", h.Source)
+	}
+	if h.AckStatus != http.StatusOK && h.AckStatus != http.StatusAccepted {
+		return fmt.Errorf("webhook_ingress %s: ack_status must be 200 or 202", h.Source)
+	}
+	if h.DedupeWindow < 0 || h.Timeout < 0 {
+		return fmt.Errorf("webhook_ingress %s: durations must not be negative", h.Source)
+	}
+	if err := h.Retry.Policy().Validate(); err != nil {
+		return fmt.Errorf("webhook_ingress %s: retry: %v", h.Source, err)
+	}
+	if rl := h.RateLimit; rl != nil && (rl.Events < 1 || rl.Interval <= 0) {
+		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
+	}
+	return nil
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler. It never calls next:
+// the ingress answers every request of its route.
+func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
+		return nil
+	}
+	tooLarge := func() error {
+		writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"payload too large", 0, map[string]any{"max_bytes": h.MaxBody})
+		return nil
+	}
+	if r.ContentLength > h.MaxBody {
+		return tooLarge()
+	}
+	body, err := readBody(w, r, h.MaxBody)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge()
+		}
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body", 0, nil)
+		return nil
+	}
+	now := time.Now()
+
+	if err := h.verifier.Verify(r, body, now); err != nil {
+		h.rejectSignature(w, r, err)
+		return nil
+	}
+	if h.RequireJSON && !json.Valid(body) {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON", 0, nil)
+		return nil
+	}
+
+	eventID := idempotency.Extract(h.rules, r, body, now)
+	dedupe := eventID != ""
+	id, err := uuid.NewV7()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
+		return nil
+	}
+	if !dedupe {
+		eventID = id.String()
+	}
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.webhook.id", eventID)
+		repl.Set("http.webhook.source", h.Source)
+	}
+	key := idempotency.Key(h.Source, eventID)
+	seen := h.app.Seen()
+	if dedupe && seen != nil {
+		if status, ok := seen.Get(key); ok {
+			h.answerDuplicate(w, eventID, status)
+			return nil
+		}
+	}
+
+	ev := &storage.Event{
+		ID:         id.String(),
+		EventID:    eventID,
+		Dedupe:     dedupe,
+		Source:     h.Source,
+		Upstream:   h.ForwardTo,
+		Headers:    forwardHeaders(r.Header),
+		Body:       body,
+		ReceivedAt: now,
+	}
+	// a provider hanging up must not cut the durable write short
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+	defer cancel()
+	res, err := h.app.Enqueue(ctx, ev, time.Duration(h.DedupeWindow))
+	if err != nil {
+		h.log.Error("storing webhook failed; answered 503",
+			zap.String("source", h.Source), zap.String("event_id", eventID), zap.Error(err))
+		writeError(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"the webhook could not be stored; retry later", unavailableRetryAfter, nil)
+		return nil
+	}
+	ttl := time.Duration(h.DedupeWindow)
+	if res.Duplicate {
+		if seen != nil {
+			seen.Add(key, string(res.Status), ttl)
+		}
+		h.answerDuplicate(w, eventID, string(res.Status))
+		return nil
+	}
+	if dedupe && seen != nil {
+		seen.Add(key, string(storage.StatusQueued), ttl)
+	}
+	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))
+	writeJSON(w, h.AckStatus, map[string]string{
+		"message":  "Webhook accepted for processing",
+		"event_id": eventID,
+	})
+	return nil
+}
+
+func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
+	if status == string(storage.StatusInFlight) {
+		status = string(storage.StatusQueued)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{
+		"message":  "Webhook already processed",
+		"event_id": eventID,
+		"status":   status,
+	})
+}
+
+// rejectSignature answers a failed verification with the documented code.
+func (h *Ingress) rejectSignature(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, msg := http.StatusUnauthorized, CodeUnauthorized, "signature verification failed"
+	switch {
+	case errors.Is(err, verifiers.ErrFormat):
+		code, msg = CodeInvalidSignatureFormat, "signature header missing or malformed"
+	case errors.Is(err, verifiers.ErrTimestamp):
+		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
+	}
+	h.log.Info("webhook signature rejected",
+		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", clientIP(r)))
+	writeError(w, status, code, msg, 0, nil)
+}
+
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	return r.RemoteAddr
+}
+
+// readBody reads at most max bytes; beyond that it returns an
+// *http.MaxBytesError. With a known length the buffer is sized once.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, max)
+	if r.ContentLength > 0 {
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		// a body longer than its Content-Length is a client error
+		var one [1]byte
+		if n, _ := rd.Read(one[:]); n > 0 {
+			return nil, errors.New("body longer than Content-Length")
+		}
+		return buf, nil
+	}
+	return io.ReadAll(rd)
+}
+
+// hopHeaders are not forwarded (RFC 9110 7.6.1), like reverse_proxy.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Content-Length",
+}
+
+// forwardHeaders copies the request headers the upstream should get.
+func forwardHeaders(in http.Header) http.Header {
+	out := in.Clone()
+	for _, f := range in.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				out.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		out.Del(name)
+	}
+	return out
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Ingress)(nil)
+	_ caddy.Validator             = (*Ingress)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Ingress)(nil)
+)

@@ -1,0 +1,437 @@
+package retryqueue
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// Target is how to deliver one source's events, looked up at delivery time
+// so that a reloaded config applies to jobs already queued.
+type Target struct {
+	URL     string
+	Timeout time.Duration
+	Policy  Policy
+	// Limiter paces deliveries to the upstream (nil: unlimited).
+	Limiter *rate.Limiter
+}
+
+// Report is passed to Config.OnResult after each finished job.
+type Report struct {
+	Job      *storage.Job
+	Result   storage.Result
+	Class    Class
+	Attempt  *dlq.Attempt
+	Upstream string
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	Store   storage.Store
+	Workers int
+	Lease   time.Duration
+	// Resolve returns the delivery target of a source; when it reports
+	// false the job's stored upstream is used with the default policy.
+	Resolve func(source string) (*Target, bool)
+	// Client sends the upstream requests (nil: a client with no redirects).
+	Client *http.Client
+	Logger *zap.Logger
+	// OnResult, if set, is called after each job is finished (metrics, L1).
+	OnResult func(Report)
+	// Idle bounds how long the lease loop sleeps when nothing is due, so
+	// jobs enqueued by other processes sharing the store are noticed.
+	Idle time.Duration
+	// Breaker settings per upstream host: it opens after Failures
+	// consecutive transient failures and stays open for Open.
+	BreakerFailures uint32
+	BreakerOpen     time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultWorkers         = 16
+	DefaultLease           = time.Minute
+	DefaultIdle            = time.Second
+	DefaultTimeout         = 10 * time.Second
+	DefaultBreakerFailures = 5
+	DefaultBreakerOpen     = 10 * time.Second
+)
+
+// Dispatcher leases due jobs and delivers them with a bounded pool of
+// workers. It only leases as many jobs as it has idle workers, so a job is
+// never held under lease while waiting for a worker.
+type Dispatcher struct {
+	cfg    Config
+	log    *zap.Logger
+	client *http.Client
+	notify chan struct{}
+	slots  chan struct{}
+
+	stopLoop    context.CancelFunc
+	loopCtx     context.Context
+	deliverCtx  context.Context
+	stopDeliver context.CancelFunc
+	loopDone    chan struct{}
+	wg          sync.WaitGroup
+
+	mu       sync.Mutex
+	breakers map[string]*gobreaker.CircuitBreaker[int]
+}
+
+// New makes a Dispatcher; call Start to run it.
+func New(cfg Config) *Dispatcher {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if cfg.BreakerFailures == 0 {
+		cfg.BreakerFailures = DefaultBreakerFailures
+	}
+	if cfg.BreakerOpen <= 0 {
+		cfg.BreakerOpen = DefaultBreakerOpen
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	client := cfg.Client
+	if client == nil {
+		client = NewClient(cfg.Workers)
+	}
+	d := &Dispatcher{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		client:   client,
+		notify:   make(chan struct{}, 1),
+		slots:    make(chan struct{}, cfg.Workers),
+		loopDone: make(chan struct{}),
+		breakers: make(map[string]*gobreaker.CircuitBreaker[int]),
+	}
+	for range cfg.Workers {
+		d.slots <- struct{}{}
+	}
+	return d
+}
+
+// NewClient is an HTTP client for upstream deliveries: pooled keep-alive
+// connections sized to the worker count, and no redirects (a 3xx answer is
+// a permanent failure, not something to POST a webhook to again).
+func NewClient(workers int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = max(100, workers*2)
+	tr.MaxIdleConnsPerHost = max(16, workers)
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// Start runs the lease loop.
+func (d *Dispatcher) Start() {
+	d.loopCtx, d.stopLoop = context.WithCancel(context.Background())
+	d.deliverCtx, d.stopDeliver = context.WithCancel(context.Background())
+	go d.loop()
+}
+
+// Notify wakes the lease loop: a job was enqueued or re-enqueued.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Stop stops leasing, lets deliveries in progress finish for up to grace,
+// then cancels the rest; a cancelled delivery is released back to the
+// queue (no attempt counted) so another instance picks it up at once.
+func (d *Dispatcher) Stop(grace time.Duration) {
+	if d.stopLoop == nil {
+		return
+	}
+	d.stopLoop()
+	<-d.loopDone
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		d.stopDeliver()
+		<-done
+	}
+	d.stopDeliver()
+}
+
+func (d *Dispatcher) loop() {
+	defer close(d.loopDone)
+	ctx := d.loopCtx
+	errDelay := 100 * time.Millisecond
+	for {
+		// wait for one idle worker, then take every other idle one
+		select {
+		case <-d.slots:
+		case <-ctx.Done():
+			return
+		}
+		free := 1
+	take:
+		for free < d.cfg.Workers {
+			select {
+			case <-d.slots:
+				free++
+			default:
+				break take
+			}
+		}
+		jobs, err := d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease)
+		for range free - len(jobs) {
+			d.slots <- struct{}{}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.log.Error("leasing jobs", zap.Error(err), zap.Duration("retry_in", errDelay))
+			if !sleep(ctx, errDelay) {
+				return
+			}
+			errDelay = min(errDelay*2, 5*time.Second)
+			continue
+		}
+		errDelay = 100 * time.Millisecond
+		for _, job := range jobs {
+			d.wg.Add(1)
+			go d.run(job)
+		}
+		if len(jobs) == free {
+			continue // there may be more due right now
+		}
+		wait := d.cfg.Idle
+		if next, ok, err := d.cfg.Store.NextDue(ctx); err == nil && ok {
+			wait = min(max(time.Until(next), 0), wait)
+		}
+		if wait == 0 && len(jobs) == 0 {
+			// due but not leasable (leased elsewhere this instant): don't spin
+			wait = 10 * time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-d.notify:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// run delivers one leased job and records the outcome.
+func (d *Dispatcher) run(job *storage.Job) {
+	defer d.wg.Done()
+	defer func() { d.slots <- struct{}{} }()
+
+	target, ok := d.cfg.Resolve(job.Source)
+	if !ok || target == nil {
+		target = &Target{URL: job.Upstream, Policy: Policy{}.WithDefaults()}
+	}
+	out, rep := d.attempt(job, target)
+
+	// bookkeeping must not be cut short by Stop: its own bounded context
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := d.cfg.Store.Finish(fctx, job, out)
+	switch {
+	case errors.Is(err, storage.ErrLeaseLost):
+		d.log.Warn("lease lost before the outcome was recorded; the job was leased again",
+			zap.String("id", job.ID), zap.String("source", job.Source))
+		return
+	case err != nil:
+		d.log.Error("recording delivery outcome; the job will be redelivered after its lease",
+			zap.String("id", job.ID), zap.String("source", job.Source), zap.Error(err))
+		return
+	}
+	if out.Result == storage.Retry || out.Result == storage.Release {
+		d.Notify() // the loop may be sleeping past the new due time
+	}
+	if out.Result != storage.Release && d.cfg.OnResult != nil {
+		d.cfg.OnResult(rep)
+	}
+}
+
+// attempt makes one delivery attempt (unless the breaker or the rate
+// limiter say not now) and decides the outcome.
+func (d *Dispatcher) attempt(job *storage.Job, t *Target) (storage.Outcome, Report) {
+	rep := Report{Job: job, Upstream: t.URL}
+	if t.Limiter != nil {
+		if err := t.Limiter.Wait(d.deliverCtx); err != nil {
+			return storage.Outcome{Result: storage.Release}, rep
+		}
+	}
+	cb := d.breaker(t.URL)
+	var status int
+	var hdr http.Header
+	start := time.Now()
+	var derr error
+	_, err := cb.Execute(func() (int, error) {
+		status, hdr, derr = d.send(job, t)
+		if Classify(status, derr) == Transient {
+			return 0, errTransient
+		}
+		return 0, nil
+	})
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		// the upstream is known to be down: wait without using an attempt
+		return storage.Outcome{Result: storage.Release, Due: time.Now().Add(d.cfg.BreakerOpen / 2)}, rep
+	}
+	if d.deliverCtx.Err() != nil && derr != nil {
+		// shutting down cut the attempt short: not the upstream's fault
+		return storage.Outcome{Result: storage.Release}, rep
+	}
+	now := time.Now()
+	att := &dlq.Attempt{N: len(job.Attempts) + 1, At: start, Status: status, Duration: now.Sub(start)}
+	class := Classify(status, derr)
+	switch {
+	case derr != nil:
+		att.Error = describe(derr)
+	case class != Success:
+		att.Error = "upstream answered " + strconv.Itoa(status) + " " + http.StatusText(status)
+	}
+	rep.Attempt, rep.Class = att, class
+	fields := []zap.Field{
+		zap.String("id", job.ID), zap.String("event_id", job.EventID), zap.String("source", job.Source),
+		zap.Int("attempt", att.N), zap.Int("status", status), zap.Duration("duration", att.Duration),
+	}
+	switch class {
+	case Success:
+		rep.Result = storage.Delivered
+		d.log.Debug("delivered", fields...)
+		return storage.Outcome{Result: storage.Delivered, Attempt: att}, rep
+	case Permanent:
+		rep.Result = storage.Dead
+		d.log.Warn("permanent delivery failure, moved to the DLQ", append(fields, zap.String("error", att.Error))...)
+		return storage.Outcome{Result: storage.Dead, Attempt: att, Error: "permanent failure: " + att.Error}, rep
+	}
+	if job.RoundAttempts()+1 >= t.Policy.MaxAttempts {
+		rep.Result = storage.Dead
+		d.log.Warn("delivery attempts exhausted, moved to the DLQ", append(fields, zap.String("error", att.Error))...)
+		return storage.Outcome{Result: storage.Dead, Attempt: att,
+			Error: fmt.Sprintf("gave up after %d attempts: %s", job.RoundAttempts()+1, att.Error)}, rep
+	}
+	delay := t.Policy.Delay(job.RoundAttempts()+1, rand.Float64)
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if ra, ok := RetryAfter(hdr, now); ok {
+			delay = ra
+		}
+	}
+	rep.Result = storage.Retry
+	d.log.Info("transient delivery failure, will retry",
+		append(fields, zap.String("error", att.Error), zap.Duration("retry_in", delay))...)
+	return storage.Outcome{Result: storage.Retry, Attempt: att, Due: now.Add(delay)}, rep
+}
+
+var errTransient = errors.New("transient upstream failure")
+
+// send POSTs the job to the upstream and returns the status and headers.
+func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error) {
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(d.deliverCtx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(job.Body))
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, vv := range job.Headers {
+		if k == "Content-Length" {
+			continue
+		}
+		req.Header[k] = vv
+	}
+	req.Header.Set("Webhook-Id", job.EventID)
+	req.Header.Set("X-Webhook-Source", job.Source)
+	req.Header.Set("X-Webhook-Attempt", strconv.Itoa(len(job.Attempts)+1))
+	req.Header.Set("X-Webhook-Received-At", job.ReceivedAt.UTC().Format(time.RFC3339))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	// drain a little so the connection can be reused; never log it
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header, nil
+}
+
+// describe is an error's text without the URL (it may carry credentials).
+func describe(err error) string {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout waiting for the upstream"
+	}
+	return err.Error()
+}
+
+// breaker returns the circuit breaker of the upstream's host.
+func (d *Dispatcher) breaker(upstream string) *gobreaker.CircuitBreaker[int] {
+	key := upstream
+	if u, err := url.Parse(upstream); err == nil {
+		key = u.Scheme + "://" + u.Host
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cb, ok := d.breakers[key]
+	if !ok {
+		failures := d.cfg.BreakerFailures
+		log := d.log
+		cb = gobreaker.NewCircuitBreaker[int](gobreaker.Settings{
+			Name:        key,
+			MaxRequests: 1,
+			Timeout:     d.cfg.BreakerOpen,
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+			OnStateChange: func(name string, from, to gobreaker.State) {
+				log.Warn("upstream circuit breaker", zap.String("upstream", name),
+					zap.String("from", from.String()), zap.String("to", to.String()))
+			},
+		})
+		d.breakers[key] = cb
+	}
+	return cb
+}

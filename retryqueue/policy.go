@@ -1,0 +1,104 @@
+// Package retryqueue delivers queued webhooks to the upstream app: the
+// retry policy (exponential backoff with jitter, or an explicit schedule),
+// the classification of upstream answers, and the worker pool that leases
+// due jobs from a storage.Store. It has no Caddy imports.
+package retryqueue
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Policy decides how often and when a failed delivery is tried again.
+//
+//	retry {
+//		max_attempts 5              # total attempts, first included
+//		backoff 1s 60s [multiplier 2] [jitter 0.1]
+//		schedule 1m 5m 30m 2h 12h   # explicit delays instead of backoff
+//	}
+type Policy struct {
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	Initial     time.Duration   `json:"initial,omitempty"`
+	Max         time.Duration   `json:"max,omitempty"`
+	Multiplier  float64         `json:"multiplier,omitempty"`
+	Jitter      float64         `json:"jitter,omitempty"`
+	Schedule    []time.Duration `json:"schedule,omitempty"`
+}
+
+// Defaults: ten attempts over about 17 minutes (1s, 2s, 4s … capped at
+// 15m), ±10% jitter. Long enough to ride out an upstream deploy, short
+// enough that a broken upstream shows up in the DLQ the same hour.
+const (
+	DefaultMaxAttempts = 10
+	DefaultInitial     = time.Second
+	DefaultMax         = 15 * time.Minute
+	DefaultMultiplier  = 2.0
+	DefaultJitter      = 0.1
+)
+
+// WithDefaults fills zero fields (Jitter excepted: zero means none).
+func (p Policy) WithDefaults() Policy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+		if len(p.Schedule) > 0 {
+			p.MaxAttempts = len(p.Schedule) + 1
+		}
+	}
+	if p.Initial == 0 {
+		p.Initial = DefaultInitial
+	}
+	if p.Max == 0 {
+		p.Max = DefaultMax
+		if p.Max < p.Initial {
+			p.Max = p.Initial
+		}
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = DefaultMultiplier
+	}
+	return p
+}
+
+// Validate reports a policy that cannot work.
+func (p Policy) Validate() error {
+	switch {
+	case p.MaxAttempts < 1:
+		return fmt.Errorf("max_attempts must be at least 1")
+	case p.Initial <= 0 || p.Max < p.Initial:
+		return fmt.Errorf("backoff needs 0 < initial <= max")
+	case p.Multiplier < 1:
+		return fmt.Errorf("backoff multiplier must be >= 1")
+	case p.Jitter < 0 || p.Jitter >= 1:
+		return fmt.Errorf("backoff jitter must be in [0, 1)")
+	}
+	for _, d := range p.Schedule {
+		if d <= 0 {
+			return fmt.Errorf("schedule delays must be positive")
+		}
+	}
+	return nil
+}
+
+// Delay is the wait after the failed attempt number attempt (1-based).
+// rnd returns a number in [0, 1); it spreads the delay by ±Jitter so that
+// many jobs failing together do not come back together.
+func (p Policy) Delay(attempt int, rnd func() float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	var d time.Duration
+	if n := len(p.Schedule); n > 0 {
+		d = p.Schedule[min(attempt, n)-1]
+	} else {
+		f := float64(p.Initial) * math.Pow(p.Multiplier, float64(attempt-1))
+		if f > float64(p.Max) || math.IsInf(f, 0) || math.IsNaN(f) {
+			f = float64(p.Max)
+		}
+		d = time.Duration(f)
+	}
+	if p.Jitter > 0 && rnd != nil {
+		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rnd()-1)))
+	}
+	return max(d, time.Millisecond)
+}

@@ -1,0 +1,129 @@
+package verifiers
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func init() {
+	caddy.RegisterModule(GitHub{})
+}
+
+// GitHub verifies GitHub webhook deliveries: the X-Hub-Signature-256
+// header holds "sha256=" and the lowercase hex HMAC-SHA256 of the raw body
+// (form-encoded `payload=...` bodies included), keyed with the webhook
+// secret. Several secrets mean rotation: any one may match. GitHub signs no
+// timestamp, so there is no replay window; deduplication on
+// X-GitHub-Delivery (the same GUID on redelivery) covers replays.
+//
+// The legacy X-Hub-Signature header ("sha1=" and the HMAC-SHA1) is only
+// read when allow_sha1 is set and X-Hub-Signature-256 is absent.
+//
+// Caddyfile syntax (the words after `verify`):
+//
+//	github [<secret>...] {
+//		secret <secret>...
+//		allow_sha1
+//	}
+type GitHub struct {
+	// The webhook secrets. Placeholders such as {env.NAME} and
+	// {file./path} are resolved when the module is provisioned; secrets
+	// that resolve to nothing are ignored, but at least one must remain.
+	Secrets []string `json:"secrets,omitempty"`
+
+	// Accept the legacy SHA-1 signature in X-Hub-Signature when the
+	// request has no X-Hub-Signature-256. Default: off.
+	AllowSHA1 bool `json:"allow_sha1,omitempty"`
+
+	keys [][]byte
+}
+
+// The headers GitHub sends with a delivery.
+const (
+	GitHubSignatureHeader     = "X-Hub-Signature-256"
+	GitHubSHA1SignatureHeader = "X-Hub-Signature"
+	GitHubDeliveryHeader      = "X-GitHub-Delivery"
+)
+
+// CaddyModule returns the Caddy module information.
+func (GitHub) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.github",
+		New: func() caddy.Module { return new(GitHub) },
+	}
+}
+
+// Provision resolves the secrets.
+func (g *GitHub) Provision(ctx caddy.Context) error {
+	var err error
+	g.keys, err = ResolveSecrets(g.Secrets)
+	return err
+}
+
+// Verify checks the request's signature over the raw body.
+func (g *GitHub) Verify(r *http.Request, body []byte, now time.Time) error {
+	// a present but empty X-Hub-Signature-256 is malformed; it does not
+	// open the way to the SHA-1 fallback
+	if vals := r.Header.Values(GitHubSignatureHeader); len(vals) > 0 {
+		sig, ok := strings.CutPrefix(vals[0], "sha256=")
+		if !ok {
+			return fmt.Errorf("%w: header %s does not start with sha256=", ErrFormat, GitHubSignatureHeader)
+		}
+		return CheckHMAC(sha256.New, g.keys, EncodingHex, []string{sig}, body)
+	}
+	if g.AllowSHA1 {
+		if vals := r.Header.Values(GitHubSHA1SignatureHeader); len(vals) > 0 {
+			sig, ok := strings.CutPrefix(vals[0], "sha1=")
+			if !ok {
+				return fmt.Errorf("%w: header %s does not start with sha1=", ErrFormat, GitHubSHA1SignatureHeader)
+			}
+			return CheckHMAC(sha1.New, g.keys, EncodingHex, []string{sig}, body)
+		}
+	}
+	return fmt.Errorf("%w: header %s missing", ErrFormat, GitHubSignatureHeader)
+}
+
+// DefaultIDFrom returns the delivery GUID header.
+func (*GitHub) DefaultIDFrom() [][2]string {
+	return [][2]string{{"header", GitHubDeliveryHeader}}
+}
+
+// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
+// token is the scheme name. Syntax: see the type's documentation.
+func (g *GitHub) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume scheme name
+	g.Secrets = append(g.Secrets, d.RemainingArgs()...)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "secret":
+			args, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			g.Secrets = append(g.Secrets, args...)
+		case "allow_sha1":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			g.AllowSHA1 = true
+		default:
+			return d.Errf("unrecognized github option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*GitHub)(nil)
+	_ caddyfile.Unmarshaler = (*GitHub)(nil)
+	_ Verifier              = (*GitHub)(nil)
+	_ IDDefaulter           = (*GitHub)(nil)
+)

@@ -1,0 +1,382 @@
+package verifiers
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"errors"
+	"fmt"
+	"hash"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func init() {
+	caddy.RegisterModule(HMAC{})
+}
+
+// HMAC verifies a generic HMAC signature, for providers without a scheme of
+// their own. The signature header holds exactly one signature: the
+// configured prefix followed by the MAC in the configured encoding. Hex
+// must be lowercase and base64 must be the standard, padded alphabet; the
+// MAC is compared as text in constant time. Several secrets mean rotation:
+// any one may match.
+//
+// The signed bytes are signed_content with {body} replaced by the raw
+// body, {timestamp} by the timestamp header's value as received and {id}
+// by the id header's value. With timestamp_header set, the timestamp must
+// be integer Unix seconds within tolerance of the current time, in either
+// direction.
+//
+// Caddyfile syntax (the words after `verify`):
+//
+//	hmac [<secret>...] {
+//		secret           <secret>...
+//		header           <name>
+//		algorithm        sha1|sha256|sha512
+//		encoding         hex|base64
+//		prefix           <text>
+//		timestamp_header <name>
+//		id_header        <name>
+//		signed_content   <template>
+//		tolerance        <duration>
+//	}
+//
+// For example, a provider sending `X-Signature: sha256=<hex>` over
+// "<timestamp>.<body>" with the time in `X-Timestamp`:
+//
+//	verify hmac {env.HOOK_SECRET} {
+//		prefix sha256=
+//		timestamp_header X-Timestamp
+//	}
+type HMAC struct {
+	// The shared secrets. Placeholders such as {env.NAME} and {file./path}
+	// are resolved when the module is provisioned; secrets that resolve to
+	// nothing are ignored, but at least one must remain.
+	Secrets []string `json:"secrets,omitempty"`
+
+	// The request header carrying the signature. Default: X-Signature.
+	Header string `json:"header,omitempty"`
+
+	// The hash: sha1, sha256 or sha512. Default: sha256.
+	Algorithm string `json:"algorithm,omitempty"`
+
+	// How the MAC is written: hex (lowercase) or base64 (standard alphabet,
+	// padded). Default: hex.
+	Encoding string `json:"encoding,omitempty"`
+
+	// Text that comes before the MAC in the header, such as "sha256=". A
+	// header without it is refused as malformed. Default: none.
+	Prefix string `json:"prefix,omitempty"`
+
+	// The request header carrying the signed timestamp (integer Unix
+	// seconds). When set, the timestamp is required, must be within
+	// tolerance, and signed_content must include {timestamp}.
+	TimestampHeader string `json:"timestamp_header,omitempty"`
+
+	// The request header whose value fills {id} in signed_content, and the
+	// default id_from rule of this scheme. Default: Idempotency-Key.
+	IDHeader string `json:"id_header,omitempty"`
+
+	// The template of the signed bytes, over {id}, {timestamp} and {body}.
+	// It must include {body}. Default: "{body}", or "{timestamp}.{body}"
+	// when timestamp_header is set.
+	SignedContent string `json:"signed_content,omitempty"`
+
+	// How far the timestamp may be from the current time, in either
+	// direction (a difference exactly equal to it is accepted). Only used
+	// with timestamp_header. Default: 5m.
+	Tolerance caddy.Duration `json:"tolerance,omitempty"`
+
+	keys    [][]byte
+	newHash func() hash.Hash
+	size    int
+	enc     Encoding
+	tmpl    []templatePart
+	usesID  bool
+}
+
+// DefaultHMACHeader, DefaultIDHeader and DefaultTolerance are the defaults
+// of the generic scheme (the last two are shared by other schemes).
+const (
+	DefaultHMACHeader = "X-Signature"
+	DefaultIDHeader   = "Idempotency-Key"
+	DefaultTolerance  = 5 * time.Minute
+)
+
+// CaddyModule returns the Caddy module information.
+func (HMAC) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.hmac",
+		New: func() caddy.Module { return new(HMAC) },
+	}
+}
+
+// Provision resolves the secrets, fills in defaults and checks the
+// configuration.
+func (h *HMAC) Provision(ctx caddy.Context) error {
+	if h.Header == "" {
+		h.Header = DefaultHMACHeader
+	}
+	if h.Algorithm == "" {
+		h.Algorithm = "sha256"
+	}
+	if h.Encoding == "" {
+		h.Encoding = string(EncodingHex)
+	}
+	if h.IDHeader == "" {
+		h.IDHeader = DefaultIDHeader
+	}
+	if h.SignedContent == "" {
+		h.SignedContent = "{body}"
+		if h.TimestampHeader != "" {
+			h.SignedContent = "{timestamp}.{body}"
+		}
+	}
+	if h.TimestampHeader != "" && h.Tolerance == 0 {
+		h.Tolerance = caddy.Duration(DefaultTolerance)
+	}
+
+	var err error
+	if h.newHash, err = hashByName(h.Algorithm); err != nil {
+		return err
+	}
+	h.size = h.newHash().Size()
+	h.enc = Encoding(h.Encoding)
+	if !h.enc.Valid() {
+		return fmt.Errorf("unknown encoding %q (want hex or base64)", h.Encoding)
+	}
+	if h.Tolerance < 0 {
+		return errors.New("tolerance must not be negative")
+	}
+	if h.TimestampHeader == "" && h.Tolerance != 0 {
+		return errors.New("tolerance needs timestamp_header")
+	}
+
+	var uses map[string]bool
+	if h.tmpl, uses, err = parseTemplate(h.SignedContent); err != nil {
+		return err
+	}
+	if !uses["body"] {
+		return errors.New("signed_content must include {body}")
+	}
+	if uses["timestamp"] && h.TimestampHeader == "" {
+		return errors.New("signed_content uses {timestamp} but timestamp_header is not set")
+	}
+	if !uses["timestamp"] && h.TimestampHeader != "" {
+		// a timestamp that is not signed proves nothing about replay
+		return errors.New("timestamp_header is set but signed_content does not include {timestamp}")
+	}
+	h.usesID = uses["id"]
+
+	h.keys, err = ResolveSecrets(h.Secrets)
+	return err
+}
+
+// Verify checks the request's signature and, if configured, its timestamp.
+func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
+	raw := r.Header.Get(h.Header)
+	if raw == "" {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, h.Header)
+	}
+	sig, ok := strings.CutPrefix(raw, h.Prefix)
+	if !ok {
+		return fmt.Errorf("%w: header %s lacks the expected prefix", ErrFormat, h.Header)
+	}
+	if !h.enc.WellFormed(sig, h.size) {
+		return fmt.Errorf("%w: header %s is not %d bytes of %s", ErrFormat, h.Header, h.size, h.enc)
+	}
+
+	var ts, id string
+	if h.TimestampHeader != "" {
+		ts = r.Header.Get(h.TimestampHeader)
+		if ts == "" {
+			return fmt.Errorf("%w: header %s missing", ErrFormat, h.TimestampHeader)
+		}
+		t, err := ParseUnixSeconds(ts)
+		if err != nil {
+			return fmt.Errorf("header %s: %w", h.TimestampHeader, err)
+		}
+		if err := CheckTimestamp(t, now, time.Duration(h.Tolerance)); err != nil {
+			return err
+		}
+	}
+	if h.usesID {
+		id = r.Header.Get(h.IDHeader)
+		if id == "" {
+			return fmt.Errorf("%w: header %s missing", ErrFormat, h.IDHeader)
+		}
+	}
+
+	msg := make([][]byte, len(h.tmpl))
+	for i, p := range h.tmpl {
+		switch p.field {
+		case fieldBody:
+			msg[i] = body
+		case fieldTimestamp:
+			msg[i] = []byte(ts)
+		case fieldID:
+			msg[i] = []byte(id)
+		default:
+			msg[i] = p.lit
+		}
+	}
+	return CheckHMAC(h.newHash, h.keys, h.enc, []string{sig}, msg...)
+}
+
+// DefaultIDFrom returns the id header: id_header when set, otherwise
+// Idempotency-Key.
+func (h *HMAC) DefaultIDFrom() [][2]string {
+	if h.IDHeader != "" {
+		return [][2]string{{"header", h.IDHeader}}
+	}
+	return [][2]string{{"header", DefaultIDHeader}}
+}
+
+// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
+// token is the scheme name. Syntax: see the type's documentation.
+func (h *HMAC) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume scheme name
+	h.Secrets = append(h.Secrets, d.RemainingArgs()...)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "secret":
+			args, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			h.Secrets = append(h.Secrets, args...)
+		case "header":
+			if err := oneArg(d, &h.Header); err != nil {
+				return err
+			}
+		case "algorithm":
+			if err := oneArg(d, &h.Algorithm); err != nil {
+				return err
+			}
+			if _, err := hashByName(h.Algorithm); err != nil {
+				return d.Err(err.Error())
+			}
+		case "encoding":
+			if err := oneArg(d, &h.Encoding); err != nil {
+				return err
+			}
+			if !Encoding(h.Encoding).Valid() {
+				return d.Errf("unknown encoding %q (want hex or base64)", h.Encoding)
+			}
+		case "prefix":
+			if err := oneArg(d, &h.Prefix); err != nil {
+				return err
+			}
+		case "timestamp_header":
+			if err := oneArg(d, &h.TimestampHeader); err != nil {
+				return err
+			}
+		case "id_header":
+			if err := oneArg(d, &h.IDHeader); err != nil {
+				return err
+			}
+		case "signed_content":
+			if err := oneArg(d, &h.SignedContent); err != nil {
+				return err
+			}
+			if _, _, err := parseTemplate(h.SignedContent); err != nil {
+				return d.Err(err.Error())
+			}
+		case "tolerance":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil {
+				return d.Errf("bad tolerance %q: %v", s, err)
+			}
+			if dur < 0 {
+				return d.Err("tolerance must not be negative")
+			}
+			h.Tolerance = caddy.Duration(dur)
+		default:
+			return d.Errf("unrecognized hmac option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// hashByName returns the hash named by the algorithm option.
+func hashByName(name string) (func() hash.Hash, error) {
+	switch name {
+	case "sha1":
+		return sha1.New, nil
+	case "sha256":
+		return sha256.New, nil
+	case "sha512":
+		return sha512.New, nil
+	}
+	return nil, fmt.Errorf("unknown algorithm %q (want sha1, sha256 or sha512)", name)
+}
+
+// The fields a signed_content template may use.
+const (
+	fieldLiteral = iota
+	fieldBody
+	fieldTimestamp
+	fieldID
+)
+
+// templatePart is a literal or a field of a signed_content template.
+type templatePart struct {
+	field int
+	lit   []byte
+}
+
+// parseTemplate splits a signed_content template into literals and fields,
+// and reports which fields it uses. An unknown or unclosed {placeholder}
+// is an error; a lone "}" is literal text.
+func parseTemplate(tpl string) ([]templatePart, map[string]bool, error) {
+	var parts []templatePart
+	uses := map[string]bool{}
+	rest := tpl
+	for rest != "" {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			parts = append(parts, templatePart{lit: []byte(rest)})
+			break
+		}
+		if i > 0 {
+			parts = append(parts, templatePart{lit: []byte(rest[:i])})
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return nil, nil, fmt.Errorf("signed_content %q: unclosed {", tpl)
+		}
+		name := rest[i+1 : i+j]
+		var f int
+		switch name {
+		case "body":
+			f = fieldBody
+		case "timestamp":
+			f = fieldTimestamp
+		case "id":
+			f = fieldID
+		default:
+			return nil, nil, fmt.Errorf("signed_content %q: unknown placeholder {%s} (want {id}, {timestamp} or {body})", tpl, name)
+		}
+		uses[name] = true
+		parts = append(parts, templatePart{field: f})
+		rest = rest[i+j+1:]
+	}
+	return parts, uses, nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*HMAC)(nil)
+	_ caddyfile.Unmarshaler = (*HMAC)(nil)
+	_ Verifier              = (*HMAC)(nil)
+	_ IDDefaulter           = (*HMAC)(nil)
+)
