@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,9 +40,10 @@ var (
 	bDLQ      = []byte("dlq")      // id -> dlq.Entry
 	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
+	bIDs      = []byte("ids")      // source\x00event_id -> id, while the event record exists
 )
 
-var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen}
+var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs}
 
 // record is an event as stored in bEvents.
 type record struct {
@@ -53,9 +55,10 @@ type record struct {
 
 // Store is the bbolt-backed storage.Store.
 type Store struct {
-	db  *bolt.DB
-	c   *committer
-	now func() time.Time
+	db        *bolt.DB
+	c         *committer
+	now       func() time.Time
+	closeOnce sync.Once
 }
 
 // Interface guard
@@ -109,8 +112,12 @@ func (s *Store) Path() string { return s.db.Path() }
 
 // Close stops the committer and closes the file.
 func (s *Store) Close() error {
-	s.c.close()
-	return s.db.Close()
+	var err error
+	s.closeOnce.Do(func() {
+		s.c.close()
+		err = s.db.Close()
+	})
+	return err
 }
 
 func (s *Store) update(fn func(*bolt.Tx) error) error {
@@ -163,6 +170,9 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 				return err
 			}
 			if err := tx.Bucket(bClaimExp).Put(timeKey(dedupeUntil, ck), nil); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bIDs).Put(ck, []byte(ev.ID)); err != nil {
 				return err
 			}
 		}
@@ -370,8 +380,10 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	var info *storage.EventInfo
 	err := s.view(func(tx *bolt.Tx) error {
 		id := []byte(eventID) // events without a provider id are found by internal id
-		if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
-			id = bytes.Clone(v[8:])
+		if v := tx.Bucket(bIDs).Get(claimKey(source, eventID)); v != nil {
+			id = bytes.Clone(v)
+		} else if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
+			id = bytes.Clone(v[8:]) // finished and past retention: maybe in the DLQ
 		}
 		rec, err := getRecord(tx, id)
 		if err != nil {
@@ -572,7 +584,19 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			var err error
 			var m int
 			m, err = sweep(tx, bDone, now.Add(-retention), cleanupChunk, func(k []byte) error {
-				return tx.Bucket(bEvents).Delete(k[8:])
+				id := k[8:]
+				rec, err := getRecord(tx, id)
+				if err != nil || rec == nil {
+					return err
+				}
+				ids := tx.Bucket(bIDs)
+				ck := claimKey(rec.Source, rec.EventID)
+				if bytes.Equal(ids.Get(ck), id) {
+					if err := ids.Delete(ck); err != nil {
+						return err
+					}
+				}
+				return tx.Bucket(bEvents).Delete(id)
 			})
 			n += m
 			if err != nil {

@@ -61,6 +61,7 @@ func Run(t *testing.T, f Factory) {
 		{"DuplicateStatus", testDuplicateStatus},
 		{"LeaseLimit", testLeaseLimit},
 		{"LeaseExpiry", testLeaseExpiry},
+		{"LeaseConcurrent", testLeaseConcurrent},
 		{"RetryOrder", testRetryOrder},
 		{"Release", testRelease},
 		{"AttemptHistory", testAttemptHistory},
@@ -70,6 +71,7 @@ func Run(t *testing.T, f Factory) {
 		{"DLQRetry", testDLQRetry},
 		{"DLQSetStatus", testDLQSetStatus},
 		{"Retention", testRetention},
+		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -431,6 +433,88 @@ func testLeaseExpiry(t *testing.T, f Factory) {
 	}
 	if jobs := lease(t, s, later.Add(time.Hour), 10, d); len(jobs) != 0 {
 		t.Errorf("delivered job leased again: %v", jobIDs(jobs))
+	}
+}
+
+func testLeaseConcurrent(t *testing.T, f Factory) {
+	s := f.Open(t)
+	const n = 60
+	want := map[string]*storage.Event{}
+	for range n {
+		ev := newEvent(t, "stripe", "")
+		mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+		want[ev.ID] = ev
+	}
+	base := time.Now()
+	const d = time.Minute
+
+	// workers lease small batches concurrently: every job exactly once
+	var (
+		mu     sync.Mutex
+		leased []*storage.Job
+		errs   []error
+		wg     sync.WaitGroup
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				jobs, err := s.Lease(t.Context(), base, 3, d)
+				mu.Lock()
+				leased = append(leased, jobs...)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				if err != nil || len(jobs) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent Lease: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, j := range leased {
+		if seen[j.ID] {
+			t.Fatalf("job %s leased twice by concurrent workers", j.ID)
+		}
+		seen[j.ID] = true
+		checkEvent(t, "concurrently leased job", j.Event, *want[j.ID])
+	}
+	if len(seen) != n {
+		t.Fatalf("concurrent workers leased %d jobs, want %d", len(seen), n)
+	}
+
+	// after the leases expire, other workers take the jobs; late finishes
+	// with the old leases race with finishes under the new ones
+	again := lease(t, s, base.Add(d+time.Millisecond), 2*n, d)
+	if len(again) != n {
+		t.Fatalf("re-leased %d jobs after expiry, want %d", len(again), n)
+	}
+	oldErrs := make([]error, n)
+	newErrs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			oldErrs[i] = s.Finish(t.Context(), leased[i], storage.Outcome{Result: storage.Dead, Attempt: attempt(1, base, 500, ""), Error: "late"})
+		})
+		wg.Go(func() {
+			newErrs[i] = s.Finish(t.Context(), again[i], storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, base, 200, "")})
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if newErrs[i] != nil {
+			t.Errorf("Finish with the current lease: %v", newErrs[i])
+		}
+		if !errors.Is(oldErrs[i], storage.ErrLeaseLost) {
+			t.Errorf("Finish with an expired lease: err = %v, want ErrLeaseLost", oldErrs[i])
+		}
+	}
+	wantCounts(t, s, storage.Counts{})
+	if pages := listAll(t, s, dlq.Filter{}); len(pages[0].Entries) != 0 {
+		t.Errorf("late finishes with lost leases created %d DLQ entries", len(pages[0].Entries))
 	}
 }
 
@@ -950,6 +1034,35 @@ func testDLQSetStatus(t *testing.T, f Factory) {
 	}
 }
 
+// testLookupAfterClaimExpiry: an event stays findable by its provider id
+// for as long as it is retained, even once its dedupe claim has expired.
+func testLookupAfterClaimExpiry(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ev := newEvent(t, "stripe", "evt_short_window")
+	mustEnqueue(t, s, ev, time.Now().Add(time.Minute))
+	finish(t, s, leaseOneOf(t, s, ev.ID), storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")})
+	// an hour later the claim is gone, the event is within its 7-day retention
+	if _, err := s.Cleanup(t.Context(), time.Now().Add(time.Hour), 7*24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if info := lookup(t, s, "stripe", "evt_short_window"); info.ID != ev.ID || info.Status != storage.StatusDelivered {
+		t.Fatalf("Lookup after the claim expired: %+v", info)
+	}
+	// the id is free again: a new event with it is stored, and Lookup finds the new one
+	again := newEvent(t, "stripe", "evt_short_window")
+	mustEnqueue(t, s, again, time.Now().Add(time.Hour))
+	if info := lookup(t, s, "stripe", "evt_short_window"); info.ID != again.ID || info.Status != storage.StatusQueued {
+		t.Fatalf("Lookup after re-enqueue: %+v", info)
+	}
+	// past retention the delivered record is removed, the new one stays
+	if _, err := s.Cleanup(t.Context(), time.Now().Add(8*24*time.Hour), 7*24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if info := lookup(t, s, "stripe", "evt_short_window"); info.ID != again.ID {
+		t.Fatalf("Lookup after the old record's retention: %+v", info)
+	}
+}
+
 func testRetention(t *testing.T, f Factory) {
 	s := f.Open(t)
 	long := time.Now().Add(48 * time.Hour)
@@ -1015,9 +1128,23 @@ func testRetention(t *testing.T, f Factory) {
 		}
 	}
 
+	// the DLQ entry outlives its event record: retrying it restores the job
+	if err := s.DLQRetry(ctx, dead.ID, time.Now()); err != nil {
+		t.Fatalf("DLQRetry after the event record was cleaned up: %v", err)
+	}
+	j := leaseOne(t, s, time.Now(), time.Minute, dead.ID)
+	checkEvent(t, "job retried after Cleanup", j.Event, *dead)
+	if j.RoundAttempts() != 0 || len(j.Attempts) != 1 {
+		t.Errorf("job retried after Cleanup: %d attempts (round %d), want 1 (0)", len(j.Attempts), j.RoundAttempts())
+	}
+	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(2, time.Now(), 400, ""), Error: "still bad"})
+	if e := dlqGet(t, s, dead.ID); e.Status != dlq.StatusPending || e.Retries != 1 || len(e.Attempts) != 2 {
+		t.Errorf("entry after dying again: %s, retries %d, %d attempts; want pending 1 2", e.Status, e.Retries, len(e.Attempts))
+	}
+
 	// DLQ retention
-	if n, err := s.Cleanup(ctx, later, time.Hour, 3*time.Hour); err != nil || n != 0 {
-		t.Errorf("Cleanup with a 3h DLQ retention = %d, %v; want 0 removed", n, err)
+	if _, err := s.Cleanup(ctx, later, time.Hour, 3*time.Hour); err != nil {
+		t.Fatalf("Cleanup with a 3h DLQ retention: %v", err)
 	}
 	dlqGet(t, s, dead.ID)
 	wantCounts(t, s, storage.Counts{InFlight: 3, Dead: 1})
