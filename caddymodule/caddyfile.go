@@ -25,6 +25,7 @@ func init() {
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	app := new(App)
 	if existing != nil {
+		d.Next() // the option name, so that the error carries its position
 		return nil, d.Err("the webhooks global option may appear only once")
 	}
 	if err := app.UnmarshalCaddyfile(d); err != nil {

@@ -263,26 +263,24 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 
 	eventID := idempotency.Extract(h.rules, r, body, now)
 	dedupe := eventID != ""
+	key := idempotency.Key(h.Source, eventID)
+	seen := h.app.Seen()
+	if dedupe && seen != nil {
+		if status, ok := seen.Get(key); ok {
+			h.setPlaceholders(r, eventID)
+			h.answerDuplicate(w, eventID, status)
+			return nil
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
 		return nil
 	}
 	if !dedupe {
-		eventID = id.String()
+		eventID = id.String() // never deduplicated
 	}
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		repl.Set("http.webhook.id", eventID)
-		repl.Set("http.webhook.source", h.Source)
-	}
-	key := idempotency.Key(h.Source, eventID)
-	seen := h.app.Seen()
-	if dedupe && seen != nil {
-		if status, ok := seen.Get(key); ok {
-			h.answerDuplicate(w, eventID, status)
-			return nil
-		}
-	}
+	h.setPlaceholders(r, eventID)
 
 	ev := &storage.Event{
 		ID:         id.String(),
@@ -322,6 +320,15 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		"event_id": eventID,
 	})
 	return nil
+}
+
+// setPlaceholders lets users log and route on the event:
+// {http.webhook.id} and {http.webhook.source}.
+func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.webhook.id", eventID)
+		repl.Set("http.webhook.source", h.Source)
+	}
 }
 
 func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
