@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -592,4 +593,41 @@ func TestStoreFailureAnswers503(t *testing.T) {
 		t.Fatalf("after recovery: %d %v", resp.StatusCode, m)
 	}
 	up.next(t, 5*time.Second)
+}
+
+// TestImplicitApp: with no webhooks global option, webhook_ingress gets the
+// app with its defaults, the embedded store under Caddy's data directory.
+func TestImplicitApp(t *testing.T) {
+	dataHome := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", dataHome)
+	up := newUpstream(t)
+	tester := caddytest.NewTester(t)
+	tester.InitServer(fmt.Sprintf(`{
+	admin localhost:2999
+	http_port %d
+	https_port 9443
+	grace_period 1ns
+	skip_install_trust
+}
+http://localhost:%d {
+	webhook_ingress /hooks/plain plain {
+		verify none
+		forward_to %s/in
+	}
+}
+`, httpPort, httpPort, up.URL), "caddyfile")
+	resp, m := post(t, "/hooks/plain", []byte("hello"), map[string]string{"Idempotency-Key": "implicit-1"})
+	if resp.StatusCode != 202 {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	if r := up.next(t, 5*time.Second); string(r.Body) != "hello" {
+		t.Fatalf("body %q", r.Body)
+	}
+	if _, err := os.Stat(filepath.Join(dataHome, "caddy", "hookline", "events.db")); err != nil {
+		t.Fatalf("default store file: %v", err)
+	}
+	// the admin API finds the implicit app
+	if code, ev := admin(t, "GET", "/webhooks/events/plain/implicit-1", ""); code != 200 || ev["event_id"] != "implicit-1" {
+		t.Fatalf("admin on the implicit app: %d %v", code, ev)
+	}
 }
