@@ -25,6 +25,9 @@ func NewSeen(maxEntries int64) (*Seen, error) {
 		NumCounters: maxEntries * 10,
 		MaxCost:     maxEntries,
 		BufferItems: 64,
+		// every key costs 1: without this ristretto adds its own per-item
+		// overhead (~56) to each cost and MaxCost holds ~maxEntries/57 keys
+		IgnoreInternalCost: true,
 	})
 	if err != nil {
 		return nil, err
@@ -51,6 +54,10 @@ func (s *Seen) Add(key, status string, ttl time.Duration) {
 // Update changes the status of a key already cached, keeping it cached
 // for ttl; keys not cached stay uncached.
 func (s *Seen) Update(key, status string, ttl time.Duration) {
+	if ttl <= 0 {
+		s.c.Del(key) // the window is over: the store answers from now on
+		return
+	}
 	if _, ok := s.c.Get(key); ok {
 		s.c.SetWithTTL(key, status, 1, ttl)
 	}

@@ -136,7 +136,9 @@ func formValue(r *http.Request, body []byte, field string) string {
 // order and whitespace do not matter) plus the time bucket of now.
 func bodyHash(body []byte, window time.Duration, now time.Time) string {
 	canon := body
-	if doc := decodeJSON(body); doc != nil {
+	// json.Valid: decodeJSON reads only the first value, and bodies that
+	// merely start alike (NDJSON batches) must not hash alike
+	if doc := decodeJSON(body); doc != nil && json.Valid(body) {
 		if b, err := json.Marshal(doc); err == nil { // maps marshal with sorted keys
 			canon = b
 		}

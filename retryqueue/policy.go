@@ -92,13 +92,19 @@ func (p Policy) Delay(attempt int, rnd func() float64) time.Duration {
 		d = p.Schedule[min(attempt, n)-1]
 	} else {
 		f := float64(p.Initial) * math.Pow(p.Multiplier, float64(attempt-1))
-		if f > float64(p.Max) || math.IsInf(f, 0) || math.IsNaN(f) {
-			f = float64(p.Max)
+		if f >= float64(p.Max) || math.IsNaN(f) {
+			d = p.Max // not via float64: a Max near MaxInt64 would overflow
+		} else {
+			d = time.Duration(f)
 		}
-		d = time.Duration(f)
 	}
 	if p.Jitter > 0 && rnd != nil {
-		d = time.Duration(float64(d) * (1 + p.Jitter*(2*rnd()-1)))
+		f := float64(d) * (1 + p.Jitter*(2*rnd()-1))
+		if f >= math.MaxInt64 { // float64(MaxInt64) is 2^63: out of range
+			d = math.MaxInt64
+		} else {
+			d = time.Duration(f)
+		}
 	}
 	return max(d, time.Millisecond)
 }
