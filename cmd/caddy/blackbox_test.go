@@ -196,7 +196,10 @@ func (tr *tracker) missing(acked []string) (missing []string, dups int) {
 
 // sender posts events with ids prefix-0..n-1 from a few goroutines and
 // returns those answered 202.
-func send(httpP int, prefix string, n, conc int, stop <-chan struct{}) []string {
+// With retry, a request that failed in transit is sent again, as a
+// provider would (a reload closes idle keep-alive connections, racing a
+// request being written on one); a 200 duplicate answer then also counts.
+func send(httpP int, prefix string, n, conc int, stop <-chan struct{}, retry bool) []string {
 	var mu sync.Mutex
 	var acked []string
 	ids := make(chan int)
@@ -209,18 +212,24 @@ func send(httpP int, prefix string, n, conc int, stop <-chan struct{}) []string 
 			for i := range ids {
 				id := prefix + "-" + strconv.Itoa(i)
 				body := fmt.Sprintf(`{"id":%q,"pad":"%0500d"}`, id, i)
-				req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hooks/t", httpP), bytes.NewBufferString(body))
-				req.Header.Set("Idempotency-Key", id)
-				resp, err := client.Do(req)
-				if err != nil {
-					continue // killed mid-request: not acknowledged
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusAccepted {
-					mu.Lock()
-					acked = append(acked, id)
-					mu.Unlock()
+				for try := 0; try < 3; try++ {
+					req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hooks/t", httpP), bytes.NewBufferString(body))
+					req.Header.Set("Idempotency-Key", id)
+					resp, err := client.Do(req)
+					if err != nil {
+						if retry {
+							continue
+						}
+						break // killed mid-request: not acknowledged
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusAccepted || (try > 0 && resp.StatusCode == http.StatusOK) {
+						mu.Lock()
+						acked = append(acked, id)
+						mu.Unlock()
+					}
+					break
 				}
 			}
 		}()
@@ -266,7 +275,7 @@ func TestKill9LosesNothing(t *testing.T) {
 
 	stop := make(chan struct{})
 	ackedCh := make(chan []string)
-	go func() { ackedCh <- send(httpP, "k", 200000, 8, stop) }()
+	go func() { ackedCh <- send(httpP, "k", 200000, 8, stop, false) }()
 	// let events in for a while: 8 are leased to hung deliveries, the
 	// rest queue up behind them
 	time.Sleep(1500 * time.Millisecond)
@@ -300,7 +309,7 @@ func TestReloadNoLossNoDoubles(t *testing.T) {
 
 	stop := make(chan struct{})
 	ackedCh := make(chan []string)
-	go func() { ackedCh <- send(httpP, "r", 3000, 4, stop) }()
+	go func() { ackedCh <- send(httpP, "r", 3000, 4, stop, true) }()
 	for i, extra := range []string{"dedupe_window 12h", "dedupe_window 6h"} {
 		time.Sleep(300 * time.Millisecond)
 		writeConfig(t, dir, adminP, httpP, tr.URL, extra)
