@@ -136,3 +136,27 @@ func postBench(c *http.Client, url string, body []byte, sig, id string) (int, er
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// BenchmarkIdleDeliveryLatency measures, on an idle system, the time from
+// the 202 to the upstream receiving the event (p50 and p99 reported).
+func BenchmarkIdleDeliveryLatency(b *testing.B) {
+	up := newUpstream(b)
+	startCaddy(b, up, "", "")
+	body := []byte(`{"idle":true}`)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		id := "idle-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		resp, _ := post(b, "/hooks/gen", body, signedHeaders(body, id))
+		acked := time.Now()
+		if resp.StatusCode != 202 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		got := up.next(b, 5*time.Second)
+		lat = append(lat, got.At.Sub(acked))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}

@@ -55,7 +55,7 @@ type recorded struct {
 	Path   string
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	u := &upstream{arrived: make(chan recorded, 1000)}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -77,7 +77,7 @@ func newUpstream(t *testing.T) *upstream {
 
 func (u *upstream) setRespond(f func(n int, w http.ResponseWriter)) { u.respond.Store(&f) }
 
-func (u *upstream) next(t *testing.T, within time.Duration) recorded {
+func (u *upstream) next(t testing.TB, within time.Duration) recorded {
 	t.Helper()
 	select {
 	case r := <-u.arrived:
@@ -105,7 +105,7 @@ func sign(body []byte) string {
 
 // startCaddy loads a config with a generic HMAC source, an unsigned
 // source and a timestamped one, all forwarding to up.
-func startCaddy(t *testing.T, up *upstream, storageLine, extra string) *caddytest.Tester {
+func startCaddy(t testing.TB, up *upstream, storageLine, extra string) *caddytest.Tester {
 	t.Helper()
 	tester := caddytest.NewTester(t)
 	if storageLine == "" {
@@ -158,7 +158,7 @@ http://localhost:%d {
 	return tester
 }
 
-func post(t *testing.T, path string, body []byte, hdr map[string]string) (*http.Response, map[string]any) {
+func post(t testing.TB, path string, body []byte, hdr map[string]string) (*http.Response, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://localhost:%d%s", httpPort, path), bytes.NewReader(body))
 	if err != nil {
@@ -170,7 +170,7 @@ func post(t *testing.T, path string, body []byte, hdr map[string]string) (*http.
 	return do(t, req)
 }
 
-func do(t *testing.T, req *http.Request) (*http.Response, map[string]any) {
+func do(t testing.TB, req *http.Request) (*http.Response, map[string]any) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
