@@ -36,3 +36,16 @@ var (
 	// ErrTimestamp: the signed timestamp is outside the tolerance (INVALID_TIMESTAMP).
 	ErrTimestamp = errors.New("timestamp outside tolerance")
 )
+
+// Handshaker is implemented by schemes whose provider checks the endpoint
+// with a handshake that must be answered at the edge and never queued
+// (Meta's hub.challenge, Slack's url_verification, X's CRC).
+//
+// The ingress calls HandshakeGET for every GET request before answering 405,
+// and HandshakePOST for POST requests after the signature was verified and
+// before enqueueing. A method returns true when the request was a handshake
+// and it wrote the whole answer; false leaves the request to the ingress.
+type Handshaker interface {
+	HandshakeGET(w http.ResponseWriter, r *http.Request) bool
+	HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool
+}
