@@ -1,0 +1,842 @@
+// Package redisstore is hookline's shared store on Redis (single node,
+// Sentinel or Cluster, through go-redis's UniversalClient), for several
+// Caddy instances sharing the work.
+//
+// Key space. Every key carries a hash tag naming one of Partitions
+// partitions, {<prefix>:<p>}, so that each Lua script touches one Cluster
+// slot and runs atomically, while the partitions spread load over the
+// slots (and so over the masters) of a cluster:
+//
+//	{hookline:7}:claim:<source>\x00<event id>  id, expires with the dedupe window
+//	{hookline:7}:ids:<source>\x00<event id>    id, while the event is kept
+//	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease
+//	{hookline:7}:due                           zset id -> due ms (queued and leased jobs)
+//	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup)
+//	{hookline:7}:inflight                      set of leased ids
+//	{hookline:7}:done                          zset id -> finished ms (retention)
+//	{hookline:7}:dlq:<id>                      hash: entry JSON, status, created ms
+//	{hookline:7}:dlqidx                        zset id -> created ms
+//	{hookline:7}:dlqopen                       set of pending/investigating ids
+//
+// An event's partition is a hash of (source, event id), so the claim and
+// the job it creates are in the same slot and claim-and-enqueue is one
+// script. Times are the callers' clocks (milliseconds): keep nodes in NTP sync.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// Defaults.
+const (
+	DefaultPrefix     = "hookline"
+	DefaultPartitions = 16
+)
+
+// Options configure a Store.
+type Options struct {
+	// Prefix of every key (default "hookline").
+	Prefix string
+	// Partitions is the number of hash-tagged partitions (default 16). It
+	// must not change while events are stored.
+	Partitions int
+	// MinReplicas, when > 0, makes every acknowledged write wait (WAIT)
+	// until that many replicas have it, up to WaitTimeout; fewer is a
+	// failure (the ingress answers 503).
+	MinReplicas int
+	WaitTimeout time.Duration
+}
+
+// Store is the Redis-backed storage.Store.
+type Store struct {
+	c     redis.UniversalClient
+	opts  Options
+	parts []partition
+}
+
+// Interface guard
+var _ storage.Store = (*Store)(nil)
+
+type partition struct {
+	tag string // "{prefix:n}"
+}
+
+func (p partition) key(kind string) string    { return p.tag + ":" + kind }
+func (p partition) ev(id string) string       { return p.tag + ":ev:" + id }
+func (p partition) evPrefix() string          { return p.tag + ":ev:" }
+func (p partition) dlqEntry(id string) string { return p.tag + ":dlq:" + id }
+func (p partition) claim(ck string) string    { return p.tag + ":claim:" + ck }
+func (p partition) ids(ck string) string      { return p.tag + ":ids:" + ck }
+
+// New wraps a connected client. Close closes the client.
+func New(c redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Partitions <= 0 {
+		opts.Partitions = DefaultPartitions
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = time.Second
+	}
+	s := &Store{c: c, opts: opts}
+	for i := range opts.Partitions {
+		s.parts = append(s.parts, partition{tag: "{" + opts.Prefix + ":" + strconv.Itoa(i) + "}"})
+	}
+	return s
+}
+
+// Client is the underlying client.
+func (s *Store) Client() redis.UniversalClient { return s.c }
+
+// Close closes the client.
+func (s *Store) Close() error { return s.c.Close() }
+
+func claimKeyText(source, eventID string) string { return source + "\x00" + eventID }
+
+func (s *Store) partitionOf(key string) partition {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return s.parts[h.Sum32()%uint32(len(s.parts))]
+}
+
+// partitionForEvent is where an event and its claim live.
+func (s *Store) partitionForEvent(ev *storage.Event) partition {
+	if ev.Dedupe {
+		return s.partitionOf(claimKeyText(ev.Source, ev.EventID))
+	}
+	return s.partitionOf(ev.ID)
+}
+
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, storage.ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: redis: %v", storage.ErrUnavailable, err)
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time {
+	if v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// run runs a writing script; with MinReplicas it also waits for replicas.
+// WAIT must run on the connection of the write, so both go in one pipeline.
+func (s *Store) run(ctx context.Context, p partition, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if s.opts.MinReplicas <= 0 {
+		v, err := sc.Run(ctx, s.c, keys, args...).Result()
+		return v, err
+	}
+	// make sure the script is cached, then EVALSHA + WAIT on one connection
+	if err := sc.Load(ctx, s.c).Err(); err != nil {
+		return nil, err
+	}
+	var evalCmd *redis.Cmd
+	var waitCmd *redis.Cmd
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		evalCmd = sc.EvalSha(ctx, pipe, keys, args...)
+		waitCmd = pipe.Do(ctx, "WAIT", s.opts.MinReplicas, s.opts.WaitTimeout.Milliseconds())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := waitCmd.Int64(); n < int64(s.opts.MinReplicas) {
+		return nil, fmt.Errorf("write reached %d replicas, %d required", n, s.opts.MinReplicas)
+	}
+	return evalCmd.Result()
+}
+
+// Enqueue implements storage.Store.
+func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time.Time) (storage.EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	now := time.Now()
+	p := s.partitionForEvent(ev)
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	ck := ""
+	dedupe := "0"
+	ttl := int64(1)
+	if ev.Dedupe {
+		ck, dedupe = claimKeyText(ev.Source, ev.EventID), "1"
+		ttl = max(dedupeUntil.Sub(now).Milliseconds(), 1)
+	}
+	v, err := s.run(ctx, p, enqueueScript,
+		[]string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp")},
+		ev.ID, dedupe, ttl, data, ms(now), ck)
+	if err != nil {
+		return storage.EnqueueResult{}, unavailable(err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 2 {
+		return storage.EnqueueResult{}, unavailable(fmt.Errorf("unexpected enqueue reply %v", v))
+	}
+	id, _ := res[1].(string)
+	if dup, _ := res[0].(int64); dup == 1 {
+		st, err := s.statusOf(ctx, p, id, now)
+		if err != nil {
+			return storage.EnqueueResult{}, unavailable(err)
+		}
+		return storage.EnqueueResult{Duplicate: true, ID: id, Status: st}, nil
+	}
+	return storage.EnqueueResult{ID: id, Status: storage.StatusQueued}, nil
+}
+
+// statusOf is the status of event id in partition p.
+func (s *Store) statusOf(ctx context.Context, p partition, id string, now time.Time) (storage.Status, error) {
+	vals, err := s.c.HMGet(ctx, p.ev(id), "st", "lu").Result()
+	if err != nil {
+		return "", err
+	}
+	if st, ok := vals[0].(string); ok && st != "" {
+		if st == string(storage.StatusInFlight) {
+			if lu, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64); lu <= ms(now) {
+				return storage.StatusQueued, nil
+			}
+		}
+		return storage.Status(st), nil
+	}
+	n, err := s.c.Exists(ctx, p.dlqEntry(id)).Result()
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		return storage.StatusDead, nil
+	}
+	return storage.StatusDelivered, nil
+}
+
+// Lease implements storage.Store. One pipelined read finds the n oldest
+// due jobs over all partitions; then each partition holding some of them
+// leases its share atomically. Jobs are handed out in due order, and a
+// node never leases more than it has idle workers for, so several nodes
+// sharing a backlog do not herd onto it.
+func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration) ([]*storage.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.ZSliceCmd, len(s.parts))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range s.parts {
+			cmds[i] = pipe.ZRangeByScoreWithScores(ctx, p.key("due"), &redis.ZRangeBy{
+				Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: int64(n)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	type cand struct {
+		due  int64
+		id   string
+		part int
+	}
+	var cands []cand
+	for i, c := range cmds {
+		for _, z := range c.Val() {
+			cands = append(cands, cand{int64(z.Score), z.Member.(string), i})
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.due != b.due {
+			return cmpInt(a.due, b.due)
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	rank := make(map[string]int, len(cands))
+	for i, c := range cands {
+		rank[c.id] = i
+	}
+	share := make(map[int]int)
+	var order []int
+	for _, c := range cands[:min(n, len(cands))] {
+		if share[c.part] == 0 {
+			order = append(order, c.part)
+		}
+		share[c.part]++
+	}
+	until := now.Add(lease)
+	var jobs []*storage.Job
+	for _, i := range order {
+		p := s.parts[i]
+		v, err := leaseScript.Run(ctx, s.c, []string{p.key("due"), p.key("inflight")},
+			ms(now), share[i], ms(until), p.evPrefix(), newToken()).Result()
+		if err != nil {
+			if len(jobs) > 0 {
+				break // keep what was leased; the rest next time
+			}
+			return nil, unavailable(err)
+		}
+		rows, _ := v.([]any)
+		for _, row := range rows {
+			job, err := decodeLeased(row, until)
+			if err != nil {
+				return jobs, unavailable(err)
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	// hand out in due order, as a single queue would
+	slices.SortStableFunc(jobs, func(a, b *storage.Job) int {
+		ra, oka := rank[a.ID]
+		rb, okb := rank[b.ID]
+		switch {
+		case oka && okb:
+			return ra - rb
+		case oka:
+			return -1
+		case okb:
+			return 1
+		}
+		return 0
+	})
+	return jobs, nil
+}
+
+func decodeLeased(row any, until time.Time) (*storage.Job, error) {
+	f, _ := row.([]any)
+	if len(f) != 5 {
+		return nil, fmt.Errorf("unexpected lease reply")
+	}
+	str := func(i int) string { s, _ := f[i].(string); return s }
+	job := &storage.Job{Lease: str(1), LeaseUntil: until}
+	if err := json.Unmarshal([]byte(str(2)), &job.Event); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %v", str(0), err)
+	}
+	if a := str(3); a != "" {
+		if err := json.Unmarshal([]byte(a), &job.Attempts); err != nil {
+			return nil, fmt.Errorf("decoding attempts of %s: %v", str(0), err)
+		}
+	}
+	job.RoundStart, _ = strconv.Atoi(str(4))
+	return job, nil
+}
+
+// NextDue implements storage.Store.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	cmds := make([]*redis.ZSliceCmd, len(s.parts))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range s.parts {
+			cmds[i] = pipe.ZRangeWithScores(ctx, p.key("due"), 0, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, false, unavailable(err)
+	}
+	best := int64(math.MaxInt64)
+	for _, c := range cmds {
+		if z := c.Val(); len(z) > 0 && int64(z[0].Score) < best {
+			best = int64(z[0].Score)
+		}
+	}
+	if best == math.MaxInt64 {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(best), true, nil
+}
+
+// Finish implements storage.Store.
+func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
+	now := time.Now()
+	p := s.partitionForEvent(&job.Event)
+	attempts := job.Attempts
+	if out.Attempt != nil {
+		attempts = append(slices.Clip(attempts), *out.Attempt)
+	}
+	attJSON, err := json.Marshal(attempts)
+	if err != nil {
+		return err
+	}
+	var result, evJSON, entryJSON string
+	due := out.Due
+	if due.IsZero() {
+		due = now
+	}
+	switch out.Result {
+	case storage.Retry:
+		result = "retry"
+	case storage.Release:
+		result = "release"
+	case storage.Delivered, storage.Dead:
+		result = "delivered"
+		stripped := job.Event
+		stripped.Body, stripped.Headers = nil, nil
+		b, err := json.Marshal(stripped)
+		if err != nil {
+			return err
+		}
+		evJSON = string(b)
+		if out.Result == storage.Dead {
+			result = "dead"
+			e := &dlq.Entry{
+				ID: job.ID, EventID: job.EventID, Source: job.Source, Upstream: job.Upstream,
+				Payload: job.Body, Headers: job.Headers, Error: out.Error, Attempts: attempts,
+				ReceivedAt: job.ReceivedAt, CreatedAt: now, UpdatedAt: now, Status: dlq.StatusPending,
+			}
+			if n := len(attempts); n > 0 {
+				e.LastStatus = attempts[n-1].Status
+			}
+			if old, err := s.getEntry(ctx, p, job.ID); err == nil && old != nil {
+				e.Retries = old.Retries
+			} else if err != nil && !errors.Is(err, dlq.ErrNotFound) {
+				return unavailable(err)
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			entryJSON = string(b)
+		}
+	default:
+		return fmt.Errorf("unknown result %d", out.Result)
+	}
+	v, err := s.run(ctx, p, finishScript,
+		[]string{p.ev(job.ID), p.key("due"), p.key("inflight"), p.key("done"),
+			p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen")},
+		job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON)
+	if err != nil {
+		return unavailable(err)
+	}
+	if n, _ := v.(int64); n == 0 {
+		return storage.ErrLeaseLost
+	}
+	return nil
+}
+
+// eventHash is an event's hash as stored.
+type eventHash struct {
+	ev       storage.Event
+	attempts []dlq.Attempt
+	status   storage.Status
+	due, fin time.Time
+	lu       time.Time
+}
+
+func (s *Store) getEvent(ctx context.Context, p partition, id string) (*eventHash, error) {
+	m, err := s.c.HGetAll(ctx, p.ev(id)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 || m["ev"] == "" {
+		return nil, nil
+	}
+	h := &eventHash{status: storage.Status(m["st"])}
+	if err := json.Unmarshal([]byte(m["ev"]), &h.ev); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %v", id, err)
+	}
+	if a := m["att"]; a != "" {
+		if err := json.Unmarshal([]byte(a), &h.attempts); err != nil {
+			return nil, fmt.Errorf("decoding attempts of %s: %v", id, err)
+		}
+	}
+	num := func(k string) time.Time { v, _ := strconv.ParseInt(m[k], 10, 64); return fromMS(v) }
+	h.due, h.fin, h.lu = num("due"), num("fin"), num("lu")
+	return h, nil
+}
+
+// Lookup implements storage.Store.
+func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
+	now := time.Now()
+	ck := claimKeyText(source, eventID)
+	p := s.partitionOf(ck)
+	id, err := s.c.Get(ctx, p.ids(ck)).Result()
+	if errors.Is(err, redis.Nil) {
+		id, err = s.c.Get(ctx, p.claim(ck)).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		// events without a provider id are found by their internal id
+		id, p, err = eventID, s.partitionOf(eventID), nil
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	h, err := s.getEvent(ctx, p, id)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if h != nil && h.ev.Source == source {
+		st := h.status
+		if st == storage.StatusInFlight && !h.lu.After(now) {
+			st = storage.StatusQueued
+		}
+		info := &storage.EventInfo{ID: h.ev.ID, EventID: h.ev.EventID, Source: h.ev.Source, Status: st,
+			ReceivedAt: h.ev.ReceivedAt, FinishedAt: h.fin, Attempts: h.attempts}
+		if st == storage.StatusQueued {
+			info.NextAttempt = h.due
+		}
+		return info, nil
+	}
+	e, err := s.getEntry(ctx, p, id)
+	if err == nil && e.Source == source {
+		return &storage.EventInfo{ID: e.ID, EventID: e.EventID, Source: e.Source, Status: storage.StatusDead,
+			ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts}, nil
+	}
+	if err != nil && !errors.Is(err, dlq.ErrNotFound) {
+		return nil, unavailable(err)
+	}
+	return nil, storage.ErrNotFound
+}
+
+// Counts implements storage.Store.
+func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
+	type trio struct{ due, inflight, open *redis.IntCmd }
+	cmds := make([]trio, len(s.parts))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range s.parts {
+			cmds[i] = trio{pipe.ZCard(ctx, p.key("due")), pipe.SCard(ctx, p.key("inflight")), pipe.SCard(ctx, p.key("dlqopen"))}
+		}
+		return nil
+	})
+	if err != nil {
+		return storage.Counts{}, unavailable(err)
+	}
+	var c storage.Counts
+	for _, t := range cmds {
+		c.InFlight += int(t.inflight.Val())
+		c.Queued += int(t.due.Val() - t.inflight.Val())
+		c.Dead += int(t.open.Val())
+	}
+	return c, nil
+}
+
+// getEntry reads a DLQ entry; dlq.ErrNotFound when absent.
+func (s *Store) getEntry(ctx context.Context, p partition, id string) (*dlq.Entry, error) {
+	v, err := s.c.HGet(ctx, p.dlqEntry(id), "json").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, dlq.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := new(dlq.Entry)
+	if err := json.Unmarshal([]byte(v), e); err != nil {
+		return nil, fmt.Errorf("decoding dlq entry %s: %v", id, err)
+	}
+	return e, nil
+}
+
+// findEntry locates a DLQ entry by id: the partition is not derivable from
+// the id alone, so all partitions are asked in one pipeline.
+func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry, error) {
+	cmds := make([]*redis.StringCmd, len(s.parts))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range s.parts {
+			cmds[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return partition{}, nil, unavailable(err)
+	}
+	for i, c := range cmds {
+		if v, err := c.Result(); err == nil {
+			e := new(dlq.Entry)
+			if err := json.Unmarshal([]byte(v), e); err != nil {
+				return partition{}, nil, unavailable(fmt.Errorf("decoding dlq entry %s: %v", id, err))
+			}
+			return s.parts[i], e, nil
+		}
+	}
+	return partition{}, nil, dlq.ErrNotFound
+}
+
+// DLQGet implements storage.Store.
+func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
+	_, e, err := s.findEntry(ctx, id)
+	return e, err
+}
+
+// DLQRetry implements storage.Store.
+func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
+	p, e, err := s.findEntry(ctx, id)
+	if err != nil {
+		return err
+	}
+	ev := storage.Event{ID: e.ID, EventID: e.EventID, Dedupe: true, Source: e.Source, Upstream: e.Upstream,
+		Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+	if h, err := s.getEvent(ctx, p, id); err != nil {
+		return unavailable(err)
+	} else if h != nil {
+		ev.Dedupe = h.ev.Dedupe
+	}
+	evJSON, _ := json.Marshal(ev)
+	attJSON, _ := json.Marshal(e.Attempts)
+	e.Status, e.Retries, e.UpdatedAt = dlq.StatusRetried, e.Retries+1, now
+	entryJSON, _ := json.Marshal(e)
+	ck := ""
+	if ev.Dedupe {
+		ck = claimKeyText(ev.Source, ev.EventID)
+	}
+	v, err := s.run(ctx, p, dlqRetryScript,
+		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("due"), p.key("done")},
+		id, ms(now), entryJSON, evJSON, attJSON, len(e.Attempts), ck)
+	if err != nil {
+		return unavailable(err)
+	}
+	return scriptStatus(v)
+}
+
+func scriptStatus(v any) error {
+	switch n, _ := v.(int64); n {
+	case 1:
+		return nil
+	case 0:
+		return dlq.ErrNotFound
+	}
+	return dlq.ErrConflict
+}
+
+// DLQSetStatus implements storage.Store.
+func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
+	switch status {
+	case dlq.StatusInvestigating, dlq.StatusResolved, dlq.StatusDiscarded:
+	default:
+		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
+	}
+	p, e, err := s.findEntry(ctx, id)
+	if err != nil {
+		return err
+	}
+	e.Status, e.UpdatedAt = status, now
+	switch status {
+	case dlq.StatusResolved:
+		e.Resolution = text
+	case dlq.StatusDiscarded:
+		e.Reason = text
+	}
+	entryJSON, _ := json.Marshal(e)
+	v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, id, string(status), entryJSON)
+	if err != nil {
+		return unavailable(err)
+	}
+	return scriptStatus(v)
+}
+
+// dlqPageScan bounds how many index entries one partition reads per round
+// while filling a page.
+const dlqPageScan = 200
+
+// DLQList implements storage.Store: each partition yields its newest
+// matching entries below the cursor, and the pages are merged.
+func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
+	page := dlq.Page{Entries: []dlq.Entry{}}
+	limit := f.EffectiveLimit()
+	curMS, curID := int64(math.MaxInt64), ""
+	if f.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		msPart, idPart, ok := strings.Cut(string(raw), ":")
+		if err != nil || !ok {
+			return page, dlq.ErrInvalidCursor
+		}
+		if curMS, err = strconv.ParseInt(msPart, 10, 64); err != nil {
+			return page, dlq.ErrInvalidCursor
+		}
+		curID = idPart
+	}
+	minMS := "-inf"
+	if !f.Since.IsZero() {
+		minMS = strconv.FormatInt(ms(f.Since), 10)
+	}
+	type item struct {
+		at int64
+		e  dlq.Entry
+	}
+	var all []item
+	for _, p := range s.parts {
+		var got []item
+		maxScore := strconv.FormatInt(curMS, 10)
+		if curMS == math.MaxInt64 {
+			maxScore = "+inf"
+		}
+		offset := int64(0)
+		for len(got) < limit {
+			zs, err := s.c.ZRevRangeByScoreWithScores(ctx, p.key("dlqidx"), &redis.ZRangeBy{
+				Max: maxScore, Min: minMS, Offset: offset, Count: dlqPageScan}).Result()
+			if err != nil {
+				return page, unavailable(err)
+			}
+			if len(zs) == 0 {
+				break
+			}
+			offset += int64(len(zs))
+			cmds := make([]*redis.StringCmd, len(zs))
+			_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for i, z := range zs {
+					cmds[i] = pipe.HGet(ctx, p.dlqEntry(z.Member.(string)), "json")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return page, unavailable(err)
+			}
+			for i, z := range zs {
+				at, id := int64(z.Score), z.Member.(string)
+				if at == curMS && id >= curID {
+					continue // at or before the cursor
+				}
+				v, err := cmds[i].Result()
+				if err != nil {
+					continue // removed meanwhile
+				}
+				var e dlq.Entry
+				if json.Unmarshal([]byte(v), &e) != nil || !f.Matches(&e) {
+					continue
+				}
+				e.Payload, e.Headers = nil, nil
+				got = append(got, item{at, e})
+			}
+			if len(zs) < dlqPageScan {
+				break
+			}
+		}
+		all = append(all, got...)
+	}
+	slices.SortFunc(all, func(a, b item) int {
+		if a.at != b.at {
+			return cmpInt(b.at, a.at)
+		}
+		return strings.Compare(b.e.ID, a.e.ID)
+	})
+	for i, it := range all {
+		if i == limit {
+			last := all[limit-1]
+			page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.at, 10) + ":" + last.e.ID))
+			break
+		}
+		page.Entries = append(page.Entries, it.e)
+	}
+	return page, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// cleanupBatch bounds one round of cleanup per partition.
+const cleanupBatch = 500
+
+// Cleanup implements storage.Store. Claims also expire by themselves (TTL).
+func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
+	total := 0
+	for _, p := range s.parts {
+		for {
+			cks, err := s.c.ZRangeByScore(ctx, p.key("claimexp"), &redis.ZRangeBy{
+				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now), 10), Count: cleanupBatch}).Result()
+			if err != nil {
+				return total, unavailable(err)
+			}
+			for _, ck := range cks {
+				if _, err := expireClaimScript.Run(ctx, s.c, []string{p.claim(ck), p.key("claimexp")}, ck, ms(now)).Result(); err != nil {
+					return total, unavailable(err)
+				}
+				total++
+			}
+			if len(cks) < cleanupBatch {
+				break
+			}
+		}
+		for {
+			ids, err := s.c.ZRangeByScore(ctx, p.key("done"), &redis.ZRangeBy{
+				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now.Add(-retention)), 10), Count: cleanupBatch}).Result()
+			if err != nil {
+				return total, unavailable(err)
+			}
+			for _, id := range ids {
+				ck, err := s.c.HGet(ctx, p.ev(id), "ck").Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return total, unavailable(err)
+				}
+				if _, err := removeEventScript.Run(ctx, s.c, []string{p.ev(id), p.key("done"), p.ids(ck)}, id).Result(); err != nil {
+					return total, unavailable(err)
+				}
+				total++
+			}
+			if len(ids) < cleanupBatch {
+				break
+			}
+		}
+		if dlqRetention <= 0 {
+			continue
+		}
+		for {
+			ids, err := s.c.ZRangeByScore(ctx, p.key("dlqidx"), &redis.ZRangeBy{
+				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now.Add(-dlqRetention)), 10), Count: cleanupBatch}).Result()
+			if err != nil {
+				return total, unavailable(err)
+			}
+			for _, id := range ids {
+				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id).Result(); err != nil {
+					return total, unavailable(err)
+				}
+				total++
+			}
+			if len(ids) < cleanupBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func randInt(n int) int {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return int(uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24) % n
+}
+
+// PartitionKeys returns one key of each partition (tests, diagnostics: which
+// slot and node a partition lives on).
+func (s *Store) PartitionKeys() []string {
+	keys := make([]string, len(s.parts))
+	for i, p := range s.parts {
+		keys[i] = p.key("due")
+	}
+	return keys
+}

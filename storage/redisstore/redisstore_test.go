@@ -1,0 +1,95 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/redisstore"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+func randomPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:])
+}
+
+// factory opens stores with a fresh key prefix each, on clients made by newClient.
+func factory(newClient func() redis.UniversalClient, opts redisstore.Options) storagetest.Factory {
+	prefixes := map[storage.Store]string{}
+	return storagetest.Factory{
+		Open: func(t *testing.T) storage.Store {
+			o := opts
+			o.Prefix = randomPrefix()
+			s := redisstore.New(newClient(), o)
+			prefixes[s] = o.Prefix
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		Reopen: func(t *testing.T, old storage.Store) storage.Store {
+			o := opts
+			o.Prefix = prefixes[old]
+			old.Close()
+			s := redisstore.New(newClient(), o)
+			prefixes[s] = o.Prefix
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	storagetest.Run(t, factory(func() redis.UniversalClient {
+		return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+	}, redisstore.Options{Partitions: 4}))
+}
+
+// TestConformanceCluster runs the suite against a real 3-master Redis
+// Cluster: every script must stay within one slot.
+func TestConformanceCluster(t *testing.T) {
+	addrs := redistest.StartCluster(t, 3)
+	newClient := func() redis.UniversalClient {
+		return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: true})
+	}
+	storagetest.Run(t, factory(newClient, redisstore.Options{Partitions: 16}))
+
+	// the partitions really spread over the masters
+	c := newClient().(*redis.ClusterClient)
+	defer c.Close()
+	s := redisstore.New(c, redisstore.Options{Prefix: randomPrefix(), Partitions: 16})
+	masters := map[string]bool{}
+	for _, key := range s.PartitionKeys() {
+		slot, err := c.ClusterKeySlot(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := c.MasterForKey(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = slot
+		masters[node.Options().Addr] = true
+	}
+	if len(masters) < 2 {
+		t.Fatalf("16 partitions landed on %d master(s); want them spread", len(masters))
+	}
+}
+
+func TestWaitForReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+	s := redisstore.New(c, redisstore.Options{Prefix: randomPrefix(), MinReplicas: 1, WaitTimeout: 50_000_000})
+	defer s.Close()
+	ev := &storage.Event{ID: "w1", EventID: "w1", Dedupe: true, Source: "s", Upstream: "http://x"}
+	// no replica: the write cannot be confirmed, so it must not be acknowledged
+	if _, err := s.Enqueue(context.Background(), ev, ev.ReceivedAt); err == nil {
+		t.Fatal("Enqueue with min_replicas 1 and no replica succeeded")
+	}
+}
