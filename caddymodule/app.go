@@ -63,6 +63,7 @@ type App struct {
 
 	backend  Backend
 	poolKey  string
+	seenKey  string
 	shared   *sharedStore
 	seen     *idempotency.Seen
 	log      *zap.Logger
@@ -131,7 +132,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.shared = val.(*sharedStore)
-	seen, _, err := seenPool.LoadOrNew("seen", func() (caddy.Destructor, error) {
+	// one L1 cache per store: what one store has seen says nothing about another
+	a.seenKey = "seen|" + a.poolKey
+	seen, _, err := seenPool.LoadOrNew(a.seenKey, func() (caddy.Destructor, error) {
 		s, err := idempotency.NewSeen(0)
 		if err != nil {
 			return nil, err
@@ -139,6 +142,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return seenDestructor{s}, nil
 	})
 	if err != nil {
+		a.seenKey = ""
 		return err
 	}
 	a.seen = seen.(seenDestructor).Seen
@@ -209,11 +213,12 @@ func (a *App) Cleanup() error {
 		_, err = storePool.Delete(a.poolKey)
 		a.poolKey = ""
 	}
-	if a.seen != nil {
+	if a.seenKey != "" {
 		a.seen = nil
-		if _, e := seenPool.Delete("seen"); e != nil && err == nil {
+		if _, e := seenPool.Delete(a.seenKey); e != nil && err == nil {
 			err = e
 		}
+		a.seenKey = ""
 	}
 	return err
 }

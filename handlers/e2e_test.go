@@ -27,6 +27,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/hookline/hookline"
 	"github.com/hookline/hookline/caddymodule"
+	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )
@@ -109,7 +110,7 @@ func startCaddy(t testing.TB, up *upstream, storageLine, extra string) *caddytes
 	t.Helper()
 	tester := caddytest.NewTester(t)
 	if storageLine == "" {
-		storageLine = "storage embedded " + filepath.Join(t.TempDir(), "events.db")
+		storageLine = defaultStorage(t)
 	}
 	cfg := fmt.Sprintf(`{
 	admin localhost:2999
@@ -156,6 +157,42 @@ http://localhost:%d {
 `, httpPort, storageLine, httpPort, secret, up.URL, secret, up.URL, up.URL, extra)
 	tester.InitServer(cfg, "caddyfile")
 	return tester
+}
+
+// storageOverride, when set, gives the storage line of startCaddy's
+// configs (TestEndToEndOnRedis runs the tests again on Redis).
+var storageOverride func(t testing.TB) string
+
+func defaultStorage(t testing.TB) string {
+	if storageOverride != nil {
+		return storageOverride(t)
+	}
+	return "storage embedded " + filepath.Join(t.TempDir(), "events.db")
+}
+
+// TestEndToEndOnRedis runs the end-to-end tests again with the Redis store,
+// on a throwaway redis-server.
+func TestEndToEndOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	n := 0
+	storageOverride = func(testing.TB) string {
+		n++ // a fresh key space per test
+		return fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix e2e%d\n\t\t\tpartitions 4\n\t\t}", srv.Addr, n)
+	}
+	defer func() { storageOverride = nil }()
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"HappyPathByteExact", TestHappyPathByteExact},
+		{"Duplicate", TestDuplicate},
+		{"ErrorCodes", TestErrorCodes},
+		{"RetriesWithBackoff", TestRetriesWithBackoff},
+		{"RetryAfterHonoured", TestRetryAfterHonoured},
+		{"PermanentToDLQAndAdminRetry", TestPermanentToDLQAndAdminRetry},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
 }
 
 func post(t testing.TB, path string, body []byte, hdr map[string]string) (*http.Response, map[string]any) {
