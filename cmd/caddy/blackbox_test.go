@@ -74,15 +74,20 @@ type node struct {
 	exitOnce sync.Once
 }
 
-func writeConfig(t *testing.T, dir string, adminP, httpP int, upstream, extra string) string {
+// writeConfig writes a Caddyfile with one source "t" forwarding to
+// upstream; storage "" means the embedded store in dir.
+func writeConfig(t *testing.T, dir string, adminP, httpP int, upstream, storage, extra string) string {
 	t.Helper()
+	if storage == "" {
+		storage = "storage embedded " + filepath.Join(dir, "events.db")
+	}
 	cfg := fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	http_port %d
 	grace_period 2s
 	skip_install_trust
 	webhooks {
-		storage embedded %s
+		%s
 		lease 2s
 		workers 8
 	}
@@ -100,7 +105,7 @@ http://127.0.0.1:%d {
 		%s
 	}
 }
-`, adminP, httpP, filepath.Join(dir, "events.db"), httpP, upstream, extra)
+`, adminP, httpP, storage, httpP, upstream, extra)
 	path := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -150,6 +155,7 @@ func (n *node) kill() {
 // tracker is the upstream app: it can hang, and counts deliveries per id.
 type tracker struct {
 	*httptest.Server
+	delay     atomic.Int64 // per request, in ms
 	hang      atomic.Bool
 	release   chan struct{}
 	mu        sync.Mutex
@@ -160,6 +166,9 @@ func newTracker(t *testing.T) *tracker {
 	tr := &tracker{release: make(chan struct{}), delivered: make(map[string]int)}
 	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		if d := tr.delay.Load(); d > 0 {
+			time.Sleep(time.Duration(d) * time.Millisecond)
+		}
 		if tr.hang.Load() {
 			select {
 			case <-tr.release:
@@ -194,36 +203,66 @@ func (tr *tracker) missing(acked []string) (missing []string, dups int) {
 	return missing, dups
 }
 
-// sender posts events with ids prefix-0..n-1 from a few goroutines and
-// returns those answered 202.
-// With retry, a request that failed in transit is sent again, as a
-// provider would (a reload closes idle keep-alive connections, racing a
-// request being written on one); a 200 duplicate answer then also counts.
-func send(httpP int, prefix string, n, conc int, stop <-chan struct{}, retry bool) []string {
+// sendOpts describes a sender: events prefix-0..n-1 posted by conc
+// goroutines, event i to ports[i % len(ports)].
+type sendOpts struct {
+	ports  []int
+	prefix string
+	n      int
+	conc   int
+	stop   <-chan struct{}
+	// retry resends a request that failed in transit, as a provider would
+	// (a reload closes idle keep-alive connections, racing a request being
+	// written on one); a 200 duplicate answer then also counts.
+	retry bool
+	// retry503 resends after a 503, up to tries times, pausing pause.
+	retry503 bool
+	pause    time.Duration
+	tries    int
+	// statuses counts the answers by status (nil: not counted).
+	statuses *sync.Map
+}
+
+// send posts the events and returns the ids answered 202 (or, after a
+// resend, 200).
+func send(o sendOpts) []string {
 	var mu sync.Mutex
 	var acked []string
 	ids := make(chan int)
 	var wg sync.WaitGroup
 	client := &http.Client{Timeout: 5 * time.Second}
-	for range conc {
+	tries := max(o.tries, 3)
+	for range o.conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range ids {
-				id := prefix + "-" + strconv.Itoa(i)
+				id := o.prefix + "-" + strconv.Itoa(i)
 				body := fmt.Sprintf(`{"id":%q,"pad":"%0500d"}`, id, i)
-				for try := 0; try < 3; try++ {
-					req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hooks/t", httpP), bytes.NewBufferString(body))
+				port := o.ports[i%len(o.ports)]
+				for try := 0; try < tries; try++ {
+					req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hooks/t", port), bytes.NewBufferString(body))
 					req.Header.Set("Idempotency-Key", id)
 					resp, err := client.Do(req)
 					if err != nil {
-						if retry {
+						if o.retry {
 							continue
 						}
 						break // killed mid-request: not acknowledged
 					}
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
+					if o.statuses != nil {
+						v, _ := o.statuses.LoadOrStore(resp.StatusCode, new(atomic.Int64))
+						v.(*atomic.Int64).Add(1)
+					}
+					if resp.StatusCode == http.StatusServiceUnavailable && o.retry503 {
+						if resp.Header.Get("Retry-After") == "" {
+							panic("503 without Retry-After")
+						}
+						time.Sleep(o.pause)
+						continue
+					}
 					if resp.StatusCode == http.StatusAccepted || (try > 0 && resp.StatusCode == http.StatusOK) {
 						mu.Lock()
 						acked = append(acked, id)
@@ -235,10 +274,10 @@ func send(httpP int, prefix string, n, conc int, stop <-chan struct{}, retry boo
 		}()
 	}
 feed:
-	for i := range n {
+	for i := range o.n {
 		select {
 		case ids <- i:
-		case <-stop:
+		case <-o.stop:
 			break feed
 		}
 	}
@@ -270,12 +309,12 @@ func TestKill9LosesNothing(t *testing.T) {
 	tr := newTracker(t)
 	tr.hang.Store(true)
 	adminP, httpP := freePort(t), freePort(t)
-	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, "")
+	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, "", "")
 	n1 := startNode(t, dir, cfg, adminP, httpP)
 
 	stop := make(chan struct{})
 	ackedCh := make(chan []string)
-	go func() { ackedCh <- send(httpP, "k", 200000, 8, stop, false) }()
+	go func() { ackedCh <- send(sendOpts{ports: []int{httpP}, prefix: "k", n: 200000, conc: 8, stop: stop}) }()
 	// let events in for a while: 8 are leased to hung deliveries, the
 	// rest queue up behind them
 	time.Sleep(1500 * time.Millisecond)
@@ -304,15 +343,15 @@ func TestReloadNoLossNoDoubles(t *testing.T) {
 	dir := t.TempDir()
 	tr := newTracker(t)
 	adminP, httpP := freePort(t), freePort(t)
-	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, "")
+	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, "", "")
 	n := startNode(t, dir, cfg, adminP, httpP)
 
 	stop := make(chan struct{})
 	ackedCh := make(chan []string)
-	go func() { ackedCh <- send(httpP, "r", 3000, 4, stop, true) }()
+	go func() { ackedCh <- send(sendOpts{ports: []int{httpP}, prefix: "r", n: 3000, conc: 4, stop: stop, retry: true}) }()
 	for i, extra := range []string{"dedupe_window 12h", "dedupe_window 6h"} {
 		time.Sleep(300 * time.Millisecond)
-		writeConfig(t, dir, adminP, httpP, tr.URL, extra)
+		writeConfig(t, dir, adminP, httpP, tr.URL, "", extra)
 		out, err := exec.Command(n.bin, "reload", "--config", cfg, "--adapter", "caddyfile",
 			"--address", fmt.Sprintf("127.0.0.1:%d", adminP)).CombinedOutput()
 		if err != nil {
