@@ -40,6 +40,7 @@ const maxAdminBody = 64 << 10
 // Routes implements caddy.AdminRouter.
 func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
+		{Pattern: "GET /webhooks/stats", Handler: caddy.AdminHandlerFunc(handleStats)},
 		{Pattern: "GET /webhooks/dlq", Handler: caddy.AdminHandlerFunc(handleDLQList)},
 		{Pattern: "GET /webhooks/dlq/{id}", Handler: caddy.AdminHandlerFunc(handleDLQGet)},
 		{Pattern: "POST /webhooks/dlq/{id}/retry", Handler: caddy.AdminHandlerFunc(handleDLQRetry)},
@@ -97,6 +98,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	return json.NewEncoder(w).Encode(v)
+}
+
+// handleStats answers the queue's current sizes. (Counters by source and
+// rates over time are the operator-surface work of a later issue.)
+func handleStats(w http.ResponseWriter, r *http.Request) error {
+	_, st, err := activeStore()
+	if err != nil {
+		return err
+	}
+	c, err := st.Counts(r.Context())
+	if err != nil {
+		return storeErr(err)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"queue": c})
 }
 
 func handleDLQList(w http.ResponseWriter, r *http.Request) error {

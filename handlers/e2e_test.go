@@ -529,6 +529,12 @@ func TestPermanentToDLQAndAdminRetry(t *testing.T) {
 		t.Fatalf("second retry: %d, want 409", code)
 	}
 
+	// the queue is empty again; one DLQ entry was retried, none is open
+	if code, st := admin(t, "GET", "/webhooks/stats", ""); code != 200 ||
+		fmt.Sprint(st["queue"]) != "map[dead:0 in_flight:0 queued:0]" {
+		t.Fatalf("stats: %d %v", code, st)
+	}
+
 	// exhausted retries land in the DLQ too, and can be discarded
 	fail.Store(false)
 	up.setRespond(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) })

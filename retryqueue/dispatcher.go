@@ -56,6 +56,10 @@ type Config struct {
 	// Idle bounds how long the lease loop sleeps when nothing is due, so
 	// jobs enqueued by other processes sharing the store are noticed.
 	Idle time.Duration
+	// Prefetch is how many leased jobs may wait for a free worker (default:
+	// Workers; negative: none). Prefetching lets one lease (one store round
+	// trip, one fsync) cover many jobs while the workers are busy.
+	Prefetch int
 	// Breaker settings per upstream host: it opens after Failures
 	// consecutive transient failures and stays open for Open.
 	BreakerFailures uint32
@@ -72,15 +76,23 @@ const (
 	DefaultBreakerOpen     = 10 * time.Second
 )
 
-// Dispatcher leases due jobs and delivers them with a bounded pool of
-// workers. It only leases as many jobs as it has idle workers, so a job is
-// never held under lease while waiting for a worker.
+// Dispatcher leases due jobs and delivers them with a fixed pool of
+// workers. It holds at most Workers+Prefetch jobs under lease, so memory
+// stays flat however long the backlog in the store, and a leased job never
+// waits for a worker longer than the deliveries ahead of it take.
 type Dispatcher struct {
 	cfg    Config
 	log    *zap.Logger
 	client *http.Client
 	notify chan struct{}
-	slots  chan struct{}
+	// slots holds one token per job the dispatcher may hold under lease;
+	// a leased job returns its token when finished.
+	slots chan struct{}
+	// queue passes leased jobs to the workers.
+	queue chan *storage.Job
+	// batch is the fewest free slots worth a lease while workers still have
+	// prefetched jobs to work on.
+	batch int
 
 	stopLoop    context.CancelFunc
 	loopCtx     context.Context
@@ -113,6 +125,10 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = cfg.Workers
+	}
+	prefetch := max(cfg.Prefetch, 0)
 	client := cfg.Client
 	if client == nil {
 		client = NewClient(cfg.Workers)
@@ -122,11 +138,16 @@ func New(cfg Config) *Dispatcher {
 		log:      cfg.Logger,
 		client:   client,
 		notify:   make(chan struct{}, 1),
-		slots:    make(chan struct{}, cfg.Workers),
+		slots:    make(chan struct{}, cfg.Workers+prefetch),
+		queue:    make(chan *storage.Job, prefetch),
+		batch:    1,
 		loopDone: make(chan struct{}),
 		breakers: make(map[string]*gobreaker.CircuitBreaker[int]),
 	}
-	for range cfg.Workers {
+	if prefetch > 0 {
+		d.batch = max(1, (cfg.Workers+prefetch)/2)
+	}
+	for range cfg.Workers + prefetch {
 		d.slots <- struct{}{}
 	}
 	return d
@@ -147,11 +168,28 @@ func NewClient(workers int) *http.Client {
 	}
 }
 
-// Start runs the lease loop.
+// Start runs the lease loop and the workers.
 func (d *Dispatcher) Start() {
 	d.loopCtx, d.stopLoop = context.WithCancel(context.Background())
 	d.deliverCtx, d.stopDeliver = context.WithCancel(context.Background())
+	for range d.cfg.Workers {
+		d.wg.Add(1)
+		go d.worker()
+	}
 	go d.loop()
+}
+
+// worker delivers leased jobs until the loop closes the queue. Once Stop
+// has begun, jobs still waiting in the queue are released untouched.
+func (d *Dispatcher) worker() {
+	defer d.wg.Done()
+	for job := range d.queue {
+		if d.loopCtx.Err() != nil {
+			d.finish(job, storage.Outcome{Result: storage.Release}, Report{})
+			continue
+		}
+		d.run(job)
+	}
 }
 
 // Notify wakes the lease loop: a job was enqueued or re-enqueued.
@@ -186,10 +224,13 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 
 func (d *Dispatcher) loop() {
 	defer close(d.loopDone)
+	defer close(d.queue)
 	ctx := d.loopCtx
+	total := cap(d.slots)
 	errDelay := 100 * time.Millisecond
 	for {
-		// wait for one idle worker, then take every other idle one
+		// wait for one free slot; then take every other free one, and while
+		// the workers still have prefetched jobs, wait for a batch worth a lease
 		select {
 		case <-d.slots:
 		case <-ctx.Done():
@@ -197,12 +238,23 @@ func (d *Dispatcher) loop() {
 		}
 		free := 1
 	take:
-		for free < d.cfg.Workers {
+		for free < total {
 			select {
 			case <-d.slots:
 				free++
+				continue
 			default:
+			}
+			if free >= d.batch || len(d.queue) == 0 {
 				break take
+			}
+			select {
+			case <-d.slots:
+				free++
+			case <-d.notify:
+				// new work while busy: keep batching, the queue still has jobs
+			case <-ctx.Done():
+				return
 			}
 		}
 		jobs, err := d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease)
@@ -222,8 +274,7 @@ func (d *Dispatcher) loop() {
 		}
 		errDelay = 100 * time.Millisecond
 		for _, job := range jobs {
-			d.wg.Add(1)
-			go d.run(job)
+			d.queue <- job // never blocks for long: the workers drain it
 		}
 		if len(jobs) == free {
 			continue // there may be more due right now
@@ -261,15 +312,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // run delivers one leased job and records the outcome.
 func (d *Dispatcher) run(job *storage.Job) {
-	defer d.wg.Done()
-	defer func() { d.slots <- struct{}{} }()
-
 	target, ok := d.cfg.Resolve(job.Source)
 	if !ok || target == nil {
 		target = &Target{URL: job.Upstream, Policy: Policy{}.WithDefaults()}
 	}
 	out, rep := d.attempt(job, target)
+	d.finish(job, out, rep)
+}
 
+// finish records a job's outcome and frees its slot.
+func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
+	defer func() { d.slots <- struct{}{} }()
 	// bookkeeping must not be cut short by Stop: its own bounded context
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

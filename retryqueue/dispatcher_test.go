@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -514,8 +516,8 @@ func TestDispatcherCircuitBreaker(t *testing.T) {
 	}
 }
 
-// The dispatcher leases no more jobs than it has workers: the rest stay
-// queued, not held under lease.
+// Without prefetch the dispatcher leases no more jobs than it has workers:
+// the rest stay queued, not held under lease.
 func TestDispatcherWorkersBound(t *testing.T) {
 	st := newStore(t)
 	var (
@@ -539,6 +541,7 @@ func TestDispatcherWorkersBound(t *testing.T) {
 	d := startDispatcher(t, Config{
 		Store:    st,
 		Workers:  2,
+		Prefetch: -1,
 		Resolve:  resolveTo(map[string]*Target{"busy": {URL: up.URL, Policy: fastPolicy(3)}}),
 		OnResult: reportsTo(reports),
 	})
@@ -776,5 +779,110 @@ func TestDispatcherOnResult(t *testing.T) {
 	}
 	if _, err := st.DLQGet(context.Background(), evs["ok"].ID); !errors.Is(err, dlq.ErrNotFound) {
 		t.Errorf("DLQGet of the delivered event: %v, expected dlq.ErrNotFound", err)
+	}
+}
+
+// With prefetch, at most Workers+Prefetch jobs are leased (the rest stay
+// queued), concurrency stays at Workers, and every job is delivered once.
+func TestDispatcherPrefetchBound(t *testing.T) {
+	st := newStore(t)
+	var (
+		mu             sync.Mutex
+		active, maxAct int
+	)
+	release, unblock := newRelease()
+	block := blockUntil(release)
+	up := newUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		active++
+		maxAct = max(maxAct, active)
+		mu.Unlock()
+		block(n, w, r)
+		mu.Lock()
+		active--
+		mu.Unlock()
+	})
+	t.Cleanup(unblock)
+	reports := make(chan Report, 20)
+	d := startDispatcher(t, Config{
+		Store:    st,
+		Workers:  2,
+		Prefetch: 3,
+		Resolve:  resolveTo(map[string]*Target{"busy": {URL: up.URL, Policy: fastPolicy(3)}}),
+		OnResult: reportsTo(reports),
+	})
+	for range 8 {
+		enqueue(t, st, storage.Event{Source: "busy"})
+	}
+	d.Notify()
+	waitFor(t, 2*time.Second, "two requests", func() bool { return up.count() >= 2 })
+	waitFor(t, 2*time.Second, "prefetch", func() bool { return counts(t, st).InFlight == 5 })
+	time.Sleep(200 * time.Millisecond)
+	if c := counts(t, st); c.InFlight != 5 || c.Queued != 3 {
+		t.Errorf("counts %+v, expected 5 leased (2 workers + 3 prefetched) and 3 queued", c)
+	}
+	if n := up.count(); n != 2 {
+		t.Errorf("upstream got %d requests with 2 workers", n)
+	}
+	unblock()
+	for range 8 {
+		if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Delivered {
+			t.Errorf("result %v, expected delivered", r.Result)
+		}
+	}
+	if n := up.count(); n != 8 {
+		t.Errorf("upstream got %d requests for 8 jobs", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxAct > 2 {
+		t.Errorf("%d concurrent upstream requests with 2 workers", maxAct)
+	}
+}
+
+// BenchmarkDrain measures how fast a backlog of 2000 jobs in the embedded
+// store is delivered to a local upstream, with and without prefetch.
+func BenchmarkDrain(b *testing.B) {
+	for _, prefetch := range []int{-1, 0} {
+		name := "prefetch=workers"
+		if prefetch < 0 {
+			name = "prefetch=none"
+		}
+		b.Run(name, func(b *testing.B) {
+			const backlog = 2000
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+			}))
+			defer up.Close()
+			var total time.Duration
+			for range b.N {
+				st, err := embedded.Open(filepath.Join(b.TempDir(), "d.db"), embedded.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range backlog {
+					ev := &storage.Event{ID: fmt.Sprintf("%08d", i), EventID: fmt.Sprint(i), Source: "s", Upstream: up.URL, Body: make([]byte, 1024)}
+					if _, err := st.Enqueue(context.Background(), ev, time.Now()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var done atomic.Int64
+				finished := make(chan struct{})
+				d := New(Config{Store: st, Workers: 16, Prefetch: prefetch,
+					Resolve: func(string) (*Target, bool) { return nil, false },
+					OnResult: func(Report) {
+						if done.Add(1) == backlog {
+							close(finished)
+						}
+					}})
+				start := time.Now()
+				d.Start()
+				<-finished
+				total += time.Since(start)
+				d.Stop(time.Second)
+				st.Close()
+			}
+			b.ReportMetric(float64(backlog*b.N)/total.Seconds(), "events/s")
+		})
 	}
 }
