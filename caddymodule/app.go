@@ -146,7 +146,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.seen = seen.(seenDestructor).Seen
-	return nil
+	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
 
 // Validate checks the settings.
@@ -303,6 +303,10 @@ func (a *App) Notify() {
 }
 
 func (a *App) onResult(r retryqueue.Report) {
+	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
+	if r.Attempt != nil && result != "" {
+		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
+	}
 	if !r.Job.Dedupe || a.seen == nil {
 		return
 	}

@@ -122,6 +122,32 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("ack_status must be 200 or 202")
 			}
 			h.AckStatus = n
+		case "block_failures":
+			args := d.RemainingArgs()
+			if len(args) == 1 && args[0] == "off" {
+				h.BlockFailures = &BlockConfig{Off: true}
+				continue
+			}
+			if len(args) < 2 || len(args) > 3 {
+				return d.Errf("block_failures <count> <window> [<cooldown>], or block_failures off")
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil || n < 1 {
+				return d.Errf("block_failures: want a positive count, got %q", args[0])
+			}
+			bc := &BlockConfig{Failures: n}
+			for i, a := range args[1:] {
+				dur, err := caddy.ParseDuration(a)
+				if err != nil || dur <= 0 {
+					return d.Errf("block_failures: invalid duration %q", a)
+				}
+				if i == 0 {
+					bc.Window = caddy.Duration(dur)
+				} else {
+					bc.Cooldown = caddy.Duration(dur)
+				}
+			}
+			h.BlockFailures = bc
 		case "ordered", "sign_forwarded":
 			return d.Errf("%s is not supported by this build of hookline yet", opt)
 		default:

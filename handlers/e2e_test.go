@@ -674,3 +674,72 @@ http://localhost:%d {
 		t.Fatalf("admin on the implicit app: %d %v", code, ev)
 	}
 }
+
+// TestSignatureFailuresBlockAndMetrics: a client failing signatures past
+// block_failures gets 429 + Retry-After (even with a valid signature) while
+// another source is unaffected; metrics count the traffic.
+func TestSignatureFailuresBlockAndMetrics(t *testing.T) {
+	up := newUpstream(t)
+	startCaddy(t, up, "", `webhook_ingress /hooks/guarded guarded {
+		verify hmac `+secret+` {
+			header X-Signature
+			prefix sha256=
+		}
+		forward_to `+up.URL+`/in/guarded
+		block_failures 3 1m 2s
+	}`)
+	body := []byte(`{"g":1}`)
+	bad := map[string]string{"X-Signature": sign([]byte("other"))}
+	for i := range 3 {
+		if resp, m := post(t, "/hooks/guarded", body, bad); resp.StatusCode != 401 {
+			t.Fatalf("failure %d: %d %v", i, resp.StatusCode, m)
+		}
+	}
+	resp, m := post(t, "/hooks/guarded", body, signedHeaders(body, "g-1"))
+	if resp.StatusCode != 429 || m["code"] != "RATE_LIMIT_EXCEEDED" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("blocked client: %d %v Retry-After=%q", resp.StatusCode, m, resp.Header.Get("Retry-After"))
+	}
+	// the guard is per source
+	if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "g-2")); resp.StatusCode != 202 {
+		t.Fatalf("other source: %d %v", resp.StatusCode, m)
+	}
+	up.next(t, 5*time.Second)
+	// after the cool-down the client is served again
+	time.Sleep(2100 * time.Millisecond)
+	if resp, m := post(t, "/hooks/guarded", body, signedHeaders(body, "g-1")); resp.StatusCode != 202 {
+		t.Fatalf("after cool-down: %d %v", resp.StatusCode, m)
+	}
+	up.next(t, 5*time.Second)
+	post(t, "/hooks/guarded", body, signedHeaders(body, "g-1")) // duplicate
+
+	waitFor(t, func() bool {
+		m := scrape(t)
+		return strings.Contains(m, `caddy_webhooks_deliveries_total{result="delivered",source="guarded"} 1`)
+	})
+	metrics := scrape(t)
+	for _, want := range []string{
+		`caddy_webhooks_received_total{outcome="accepted",source="guarded"} 1`,
+		`caddy_webhooks_received_total{outcome="duplicate",source="guarded"} 1`,
+		`caddy_webhooks_received_total{outcome="unauthorized",source="guarded"} 3`,
+		`caddy_webhooks_received_total{outcome="rate_limit_exceeded",source="guarded"} 1`,
+		`caddy_webhooks_signature_failures_total{source="guarded"} 3`,
+		`caddy_webhooks_delivery_duration_seconds_count{source="guarded"} 1`,
+		`caddy_webhooks_queue_depth{state="queued"} 0`,
+		`caddy_webhooks_queue_depth{state="dead"} 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func scrape(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}

@@ -63,6 +63,7 @@ const (
 //		}
 //		rate_limit <n>/<s|m|h>              # delivery rate to the upstream
 //		ack_status 202                      # or 200
+//		block_failures 20 1m [5m]           # 429 for a client IP failing signatures this often; or "off"
 //	}
 type Ingress struct {
 	// Source names the webhook source (letters, digits, ".", "_", "-").
@@ -87,11 +88,16 @@ type Ingress struct {
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
 	AckStatus int `json:"ack_status,omitempty"`
+	// BlockFailures answers 429 to a client IP failing signature checks
+	// too often (default: 20 in 1m, blocked for 5m).
+	BlockFailures *BlockConfig `json:"block_failures,omitempty"`
 
-	verifier verifiers.Verifier
-	app      *caddymodule.App
-	rules    []idempotency.Rule
-	log      *zap.Logger
+	verifier   verifiers.Verifier
+	handshaker verifiers.Handshaker
+	guard      *guard
+	app        *caddymodule.App
+	rules      []idempotency.Rule
+	log        *zap.Logger
 }
 
 // RetryConfig is the JSON form of retryqueue.Policy.
@@ -157,6 +163,23 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: loading verifier: %v", h.Source, err)
 	}
 	h.verifier = mod.(verifiers.Verifier)
+	h.handshaker, _ = mod.(verifiers.Handshaker)
+	bc := BlockConfig{Failures: DefaultBlockFailures, Window: caddy.Duration(DefaultBlockWindow), Cooldown: caddy.Duration(DefaultBlockCooldown)}
+	if b := h.BlockFailures; b != nil {
+		bc.Off = b.Off
+		if b.Failures > 0 {
+			bc.Failures = b.Failures
+		}
+		if b.Window > 0 {
+			bc.Window = b.Window
+		}
+		if b.Cooldown > 0 {
+			bc.Cooldown = b.Cooldown
+		}
+	}
+	if !bc.Off {
+		h.guard = newGuard(bc.Failures, time.Duration(bc.Window), time.Duration(bc.Cooldown))
+	}
 
 	u, err := url.Parse(h.ForwardTo)
 	if h.ForwardTo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -228,36 +251,47 @@ func (h *Ingress) Validate() error {
 // ServeHTTP implements caddyhttp.MiddlewareHandler. It never calls next:
 // the ingress answers every request of its route.
 func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
+	if r.Method == http.MethodGet && h.handshaker != nil && h.handshaker.HandshakeGET(w, r) {
+		caddymodule.ObserveReceived(h.Source, "handshake")
 		return nil
 	}
-	tooLarge := func() error {
-		writeError(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-			"payload too large", 0, map[string]any{"max_bytes": h.MaxBody})
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.reject(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
+		return nil
+	}
+	ip := clientIP(r)
+	now := time.Now()
+	if left, blocked := h.guard.blocked(ip, now); blocked {
+		h.reject(w, http.StatusTooManyRequests, CodeRateLimitExceeded,
+			"too many failed signature checks; retry later", int(left/time.Second)+1, nil)
 		return nil
 	}
 	if r.ContentLength > h.MaxBody {
-		return tooLarge()
+		h.tooLarge(w)
+		return nil
 	}
 	body, err := readBody(w, r, h.MaxBody)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge()
+			h.tooLarge(w)
+			return nil
 		}
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body", 0, nil)
+		h.reject(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body", 0, nil)
 		return nil
 	}
-	now := time.Now()
 
 	if err := h.verifier.Verify(r, body, now); err != nil {
-		h.rejectSignature(w, r, err)
+		h.rejectSignature(w, ip, now, err)
+		return nil
+	}
+	if h.handshaker != nil && h.handshaker.HandshakePOST(w, r, body) {
+		caddymodule.ObserveReceived(h.Source, "handshake")
 		return nil
 	}
 	if h.RequireJSON && !json.Valid(body) {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON", 0, nil)
+		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON", 0, nil)
 		return nil
 	}
 
@@ -274,7 +308,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
+		h.reject(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
 		return nil
 	}
 	if !dedupe {
@@ -299,7 +333,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	if err != nil {
 		h.log.Error("storing webhook failed; answered 503",
 			zap.String("source", h.Source), zap.String("event_id", eventID), zap.Error(err))
-		writeError(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
+		h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
 			"the webhook could not be stored; retry later", unavailableRetryAfter, nil)
 		return nil
 	}
@@ -315,11 +349,23 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		seen.Add(key, string(storage.StatusQueued), ttl)
 	}
 	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))
+	caddymodule.ObserveReceived(h.Source, "accepted")
 	writeJSON(w, h.AckStatus, map[string]string{
 		"message":  "Webhook accepted for processing",
 		"event_id": eventID,
 	})
 	return nil
+}
+
+// reject writes an error answer and counts it under its code.
+func (h *Ingress) reject(w http.ResponseWriter, status int, code, msg string, retryAfter int, details map[string]any) {
+	caddymodule.ObserveReceived(h.Source, strings.ToLower(code))
+	writeError(w, status, code, msg, retryAfter, details)
+}
+
+func (h *Ingress) tooLarge(w http.ResponseWriter) {
+	h.reject(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+		"payload too large", 0, map[string]any{"max_bytes": h.MaxBody})
 }
 
 // setPlaceholders lets users log and route on the event:
@@ -332,6 +378,7 @@ func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
 }
 
 func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
+	caddymodule.ObserveReceived(h.Source, "duplicate")
 	if status == string(storage.StatusInFlight) {
 		status = string(storage.StatusQueued)
 	}
@@ -342,8 +389,9 @@ func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string)
 	})
 }
 
-// rejectSignature answers a failed verification with the documented code.
-func (h *Ingress) rejectSignature(w http.ResponseWriter, r *http.Request, err error) {
+// rejectSignature answers a failed verification with the documented code,
+// counts it, and starts a cool-down for a client failing too often.
+func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Time, err error) {
 	status, code, msg := http.StatusUnauthorized, CodeUnauthorized, "signature verification failed"
 	switch {
 	case errors.Is(err, verifiers.ErrFormat):
@@ -351,9 +399,16 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, r *http.Request, err er
 	case errors.Is(err, verifiers.ErrTimestamp):
 		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
 	}
+	caddymodule.ObserveSignatureFailure(h.Source)
 	h.log.Info("webhook signature rejected",
-		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", clientIP(r)))
-	writeError(w, status, code, msg, 0, nil)
+		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+	if h.guard.fail(ip, now) {
+		h.log.Warn("security: client blocked after repeated signature failures",
+			zap.String("source", h.Source), zap.String("client_ip", ip),
+			zap.Int("failures", h.guard.failures), zap.Duration("window", h.guard.window),
+			zap.Duration("cooldown", h.guard.cooldown))
+	}
+	h.reject(w, status, code, msg, 0, nil)
 }
 
 func clientIP(r *http.Request) string {

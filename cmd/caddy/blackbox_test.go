@@ -348,7 +348,9 @@ func TestReloadNoLossNoDoubles(t *testing.T) {
 
 	stop := make(chan struct{})
 	ackedCh := make(chan []string)
-	go func() { ackedCh <- send(sendOpts{ports: []int{httpP}, prefix: "r", n: 3000, conc: 4, stop: stop, retry: true}) }()
+	go func() {
+		ackedCh <- send(sendOpts{ports: []int{httpP}, prefix: "r", n: 3000, conc: 4, stop: stop, retry: true})
+	}()
 	for i, extra := range []string{"dedupe_window 12h", "dedupe_window 6h"} {
 		time.Sleep(300 * time.Millisecond)
 		writeConfig(t, dir, adminP, httpP, tr.URL, "", extra)
