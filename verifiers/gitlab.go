@@ -1,0 +1,119 @@
+package verifiers
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func init() {
+	caddy.RegisterModule(GitLab{})
+}
+
+// GitLab verifies GitLab webhooks by their secret token: the X-Gitlab-Token
+// header must equal one of the configured tokens. GitLab sends the token
+// as is; it signs nothing, so the body is not authenticated (anyone who
+// knows the token can send any body) and there is no replay window;
+// deduplication on Idempotency-Key or X-Gitlab-Event-UUID covers
+// redeliveries. Several tokens mean rotation: any one may match. Tokens
+// are compared in constant time, through their SHA-256 digests, so the
+// time does not depend on the configured tokens' lengths either.
+//
+// Caddyfile syntax (the words after `verify`):
+//
+//	gitlab [<token>...] {
+//		secret <token>...
+//	}
+type GitLab struct {
+	// The secret tokens. Placeholders such as {env.NAME} and
+	// {file./path} are resolved when the module is provisioned; tokens
+	// that resolve to nothing are ignored, but at least one must remain.
+	Secrets []string `json:"secrets,omitempty"`
+
+	tokens [][sha256.Size]byte
+}
+
+// The headers GitLab sends with a webhook.
+const (
+	GitLabTokenHeader     = "X-Gitlab-Token"
+	GitLabEventUUIDHeader = "X-Gitlab-Event-UUID"
+)
+
+// CaddyModule returns the Caddy module information.
+func (GitLab) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.gitlab",
+		New: func() caddy.Module { return new(GitLab) },
+	}
+}
+
+// Provision resolves the tokens.
+func (g *GitLab) Provision(ctx caddy.Context) error {
+	keys, err := ResolveSecrets(g.Secrets)
+	if err != nil {
+		return err
+	}
+	g.tokens = make([][sha256.Size]byte, len(keys))
+	for i, k := range keys {
+		g.tokens[i] = tokenDigest(k)
+	}
+	return nil
+}
+
+// Verify checks the request's token. The body is not used: GitLab does
+// not sign it.
+func (g *GitLab) Verify(r *http.Request, body []byte, now time.Time) error {
+	tok := r.Header.Get(GitLabTokenHeader)
+	if tok == "" {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, GitLabTokenHeader)
+	}
+	// every token is compared, so the time does not tell which one matched
+	got := tokenDigest([]byte(tok))
+	match := 0
+	for i := range g.tokens {
+		match |= subtle.ConstantTimeCompare(got[:], g.tokens[i][:])
+	}
+	if match != 1 {
+		return fmt.Errorf("%w: header %s is not a configured token", ErrMismatch, GitLabTokenHeader)
+	}
+	return nil
+}
+
+// DefaultIDFrom returns the Idempotency-Key header (GitLab 17.4 and later,
+// stable across retries), then X-Gitlab-Event-UUID.
+func (*GitLab) DefaultIDFrom() [][2]string {
+	return [][2]string{{"header", DefaultIDHeader}, {"header", GitLabEventUUIDHeader}}
+}
+
+// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
+// token is the scheme name. Syntax: see the type's documentation.
+func (g *GitLab) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume scheme name
+	g.Secrets = append(g.Secrets, d.RemainingArgs()...)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "secret":
+			args, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			g.Secrets = append(g.Secrets, args...)
+		default:
+			return d.Errf("unrecognized gitlab option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*GitLab)(nil)
+	_ caddyfile.Unmarshaler = (*GitLab)(nil)
+	_ Verifier              = (*GitLab)(nil)
+	_ IDDefaulter           = (*GitLab)(nil)
+)

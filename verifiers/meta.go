@@ -1,0 +1,234 @@
+package verifiers
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func init() {
+	caddy.RegisterModule(Meta{})
+	caddy.RegisterModule(Facebook{})
+	caddy.RegisterModule(WhatsApp{})
+	caddy.RegisterModule(Instagram{})
+}
+
+// Meta verifies webhooks from Meta's platforms (Facebook, WhatsApp,
+// Instagram, Messenger): the X-Hub-Signature-256 header holds "sha256="
+// and the lowercase hex HMAC-SHA256 of the raw body, keyed with the App
+// Secret. Meta signs the body exactly as it sends it, with non-ASCII
+// characters escaped as \uXXXX (lowercase hex); the check is on those
+// received bytes, never on a decoded or re-serialized form. Several
+// secrets mean rotation: any one may match. Meta signs no timestamp and
+// sends no delivery id, so there is no replay window; deduplication uses
+// the ids in the payload (see DefaultIDFrom).
+//
+// Meta checks the endpoint with a subscription handshake, answered at the
+// edge and never queued: `GET ?hub.mode=subscribe&hub.verify_token=<token>
+// &hub.challenge=<challenge>` gets 200 with the challenge as its text body
+// when the token equals verify_token, and 403 otherwise (always 403 when
+// no verify_token is configured).
+//
+// The module is registered as meta and, for the same scheme, under the
+// names facebook, whatsapp and instagram.
+//
+// Caddyfile syntax (the words after `verify`):
+//
+//	meta [<secret>...] {
+//		secret       <secret>...
+//		verify_token <token>
+//	}
+type Meta struct {
+	// The App Secrets. Placeholders such as {env.NAME} and {file./path}
+	// are resolved when the module is provisioned; secrets that resolve to
+	// nothing are ignored, but at least one must remain.
+	Secrets []string `json:"secrets,omitempty"`
+
+	// The token Meta sends in hub.verify_token during the subscription
+	// handshake, as set in the app's webhook configuration. Placeholders
+	// are resolved when the module is provisioned; it must not resolve to
+	// nothing. Without it, every handshake is refused.
+	VerifyToken string `json:"verify_token,omitempty"`
+
+	keys     [][]byte
+	hasToken bool
+	token    [sha256.Size]byte
+}
+
+// MetaSignatureHeader is the header carrying Meta's signature.
+const MetaSignatureHeader = "X-Hub-Signature-256"
+
+// CaddyModule returns the Caddy module information.
+func (Meta) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.meta",
+		New: func() caddy.Module { return new(Meta) },
+	}
+}
+
+// Provision resolves the secrets and the verify token.
+func (m *Meta) Provision(ctx caddy.Context) error {
+	var err error
+	if m.keys, err = ResolveSecrets(m.Secrets); err != nil {
+		return err
+	}
+	m.hasToken = false
+	if m.VerifyToken != "" {
+		tok := resolvePlaceholders(m.VerifyToken)
+		if tok == "" {
+			return errors.New("verify_token is empty after placeholder resolution")
+		}
+		m.token = tokenDigest([]byte(tok))
+		m.hasToken = true
+	}
+	return nil
+}
+
+// Verify checks the request's signature over the raw body.
+func (m *Meta) Verify(r *http.Request, body []byte, now time.Time) error {
+	vals := r.Header.Values(MetaSignatureHeader)
+	if len(vals) == 0 {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, MetaSignatureHeader)
+	}
+	sig, ok := strings.CutPrefix(vals[0], "sha256=")
+	if !ok {
+		return fmt.Errorf("%w: header %s does not start with sha256=", ErrFormat, MetaSignatureHeader)
+	}
+	return CheckHMAC(sha256.New, m.keys, EncodingHex, []string{sig}, body)
+}
+
+// HandshakeGET answers Meta's subscription handshake. A GET without
+// hub.mode is not a handshake and is left to the ingress.
+func (m *Meta) HandshakeGET(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	if !q.Has("hub.mode") {
+		return false
+	}
+	challenge := q.Get("hub.challenge")
+	switch {
+	case !m.hasToken:
+		handshakeRefuse(w, "no verify_token is configured for this webhook")
+	case q.Get("hub.mode") != "subscribe" || challenge == "":
+		handshakeRefuse(w, "not a subscription handshake (hub.mode=subscribe with hub.challenge)")
+	case !equalTokenDigest([]byte(q.Get("hub.verify_token")), m.token):
+		handshakeRefuse(w, "hub.verify_token does not match")
+	default:
+		handshakeText(w, challenge)
+	}
+	return true
+}
+
+// HandshakePOST does nothing: Meta has no handshake by POST.
+func (*Meta) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	return false
+}
+
+// DefaultIDFrom returns the Messenger/Instagram message id, then the
+// entry (page or account) id.
+func (*Meta) DefaultIDFrom() [][2]string {
+	return [][2]string{
+		{"json", "entry.0.messaging.0.message.mid"},
+		{"json", "entry.0.id"},
+	}
+}
+
+// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
+// token is the scheme name (meta or one of its aliases). Syntax: see the
+// type's documentation.
+func (m *Meta) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume scheme name
+	scheme := d.Val()
+	m.Secrets = append(m.Secrets, d.RemainingArgs()...)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "secret":
+			args, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			m.Secrets = append(m.Secrets, args...)
+		case "verify_token":
+			if m.VerifyToken != "" {
+				return d.Err("verify_token may appear only once")
+			}
+			if err := oneArg(d, &m.VerifyToken); err != nil {
+				return err
+			}
+		default:
+			return d.Errf("unrecognized %s option %q", scheme, d.Val())
+		}
+	}
+	return nil
+}
+
+// Facebook is the meta scheme registered under the name facebook.
+//
+// Caddyfile syntax: as meta.
+type Facebook struct{ Meta }
+
+// CaddyModule returns the Caddy module information.
+func (Facebook) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.facebook",
+		New: func() caddy.Module { return new(Facebook) },
+	}
+}
+
+// WhatsApp is the meta scheme registered under the name whatsapp.
+//
+// Caddyfile syntax: as meta.
+type WhatsApp struct{ Meta }
+
+// CaddyModule returns the Caddy module information.
+func (WhatsApp) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.whatsapp",
+		New: func() caddy.Module { return new(WhatsApp) },
+	}
+}
+
+// Instagram is the meta scheme registered under the name instagram.
+//
+// Caddyfile syntax: as meta.
+type Instagram struct{ Meta }
+
+// CaddyModule returns the Caddy module information.
+func (Instagram) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.instagram",
+		New: func() caddy.Module { return new(Instagram) },
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*Meta)(nil)
+	_ caddyfile.Unmarshaler = (*Meta)(nil)
+	_ Verifier              = (*Meta)(nil)
+	_ IDDefaulter           = (*Meta)(nil)
+	_ Handshaker            = (*Meta)(nil)
+
+	_ caddy.Provisioner     = (*Facebook)(nil)
+	_ caddyfile.Unmarshaler = (*Facebook)(nil)
+	_ Verifier              = (*Facebook)(nil)
+	_ IDDefaulter           = (*Facebook)(nil)
+	_ Handshaker            = (*Facebook)(nil)
+
+	_ caddy.Provisioner     = (*WhatsApp)(nil)
+	_ caddyfile.Unmarshaler = (*WhatsApp)(nil)
+	_ Verifier              = (*WhatsApp)(nil)
+	_ IDDefaulter           = (*WhatsApp)(nil)
+	_ Handshaker            = (*WhatsApp)(nil)
+
+	_ caddy.Provisioner     = (*Instagram)(nil)
+	_ caddyfile.Unmarshaler = (*Instagram)(nil)
+	_ Verifier              = (*Instagram)(nil)
+	_ IDDefaulter           = (*Instagram)(nil)
+	_ Handshaker            = (*Instagram)(nil)
+)

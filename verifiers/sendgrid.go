@@ -1,0 +1,236 @@
+package verifiers
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func init() {
+	caddy.RegisterModule(SendGrid{})
+}
+
+// SendGrid verifies SendGrid (Twilio SendGrid) Event Webhook requests,
+// which are signed with ECDSA P-256 over SHA-256. The
+// X-Twilio-Email-Event-Webhook-Timestamp header holds the timestamp and
+// X-Twilio-Email-Event-Webhook-Signature the base64 (standard alphabet,
+// padded) DER signature of the timestamp followed directly by the raw body,
+// with no separator; the body's bytes count exactly, its trailing "\r\n"
+// included. The keys are the verification keys from SendGrid's settings:
+// base64 DER SubjectPublicKeyInfo of a P-256 key (PEM is accepted too).
+// Several keys mean rotation: any one may verify.
+//
+// SendGrid's SDKs check no timestamp, so by default there is no replay
+// window (the timestamp must still be integer Unix seconds); with
+// tolerance set, a timestamp more than tolerance from the current time, in
+// either direction, is refused. ECDSA signatures are malleable: (r, n-s)
+// verifies as well as (r, s), so the signature must never serve as a
+// deduplication key; the default id is each event's sg_event_id.
+//
+// Caddyfile syntax (the words after `verify`):
+//
+//	sendgrid [<public_key>...] {
+//		public_key <public_key>...
+//		secret     <public_key>...
+//		tolerance  <duration>
+//	}
+type SendGrid struct {
+	// The verification keys: base64 DER SubjectPublicKeyInfo (or PEM) of
+	// P-256 public keys. Placeholders such as {env.NAME} and {file./path}
+	// are resolved when the module is provisioned; keys that resolve to
+	// nothing are ignored, but at least one must remain.
+	PublicKeys []string `json:"public_keys,omitempty"`
+
+	// When set, how far the timestamp may be from the current time, in
+	// either direction. Default: 0, no replay window.
+	Tolerance caddy.Duration `json:"tolerance,omitempty"`
+
+	keys []*ecdsa.PublicKey
+}
+
+// The headers SendGrid signs an Event Webhook request with.
+const (
+	SendGridSignatureHeader = "X-Twilio-Email-Event-Webhook-Signature"
+	SendGridTimestampHeader = "X-Twilio-Email-Event-Webhook-Timestamp"
+)
+
+// sendGridMaxSignature bounds the signature header: a DER ECDSA P-256
+// signature is at most 72 bytes, 96 characters of base64.
+const sendGridMaxSignature = 96
+
+// CaddyModule returns the Caddy module information.
+func (SendGrid) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.sendgrid",
+		New: func() caddy.Module { return new(SendGrid) },
+	}
+}
+
+// Provision resolves and parses the public keys.
+func (s *SendGrid) Provision(ctx caddy.Context) error {
+	if s.Tolerance < 0 {
+		return errors.New("tolerance must not be negative")
+	}
+	raw, err := ResolveSecrets(s.PublicKeys)
+	if err != nil {
+		return fmt.Errorf("public keys: %w", err)
+	}
+	s.keys = make([]*ecdsa.PublicKey, 0, len(raw))
+	for i, k := range raw {
+		pub, err := parseSendGridKey(string(k))
+		if err != nil {
+			return fmt.Errorf("public key %d: %w", i+1, err)
+		}
+		s.keys = append(s.keys, pub)
+	}
+	return nil
+}
+
+// parseSendGridKey reads a P-256 public key given as base64 DER
+// SubjectPublicKeyInfo, or as a PEM "PUBLIC KEY" block.
+func parseSendGridKey(k string) (*ecdsa.PublicKey, error) {
+	k = strings.TrimSpace(k)
+	var der []byte
+	if strings.HasPrefix(k, "-----BEGIN") {
+		block, rest := pem.Decode([]byte(k))
+		if block == nil || block.Type != "PUBLIC KEY" || len(strings.TrimSpace(string(rest))) != 0 {
+			return nil, errors.New("not a single PEM PUBLIC KEY block")
+		}
+		der = block.Bytes
+	} else {
+		var err error
+		if der, err = base64.StdEncoding.DecodeString(k); err != nil {
+			return nil, errors.New("not base64 (standard alphabet, padded)")
+		}
+	}
+	pub, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, errors.New("not a DER SubjectPublicKeyInfo")
+	}
+	ec, ok := pub.(*ecdsa.PublicKey)
+	if !ok || ec.Curve != elliptic.P256() {
+		return nil, errors.New("not an ECDSA P-256 public key")
+	}
+	return ec, nil
+}
+
+// Verify checks the request's timestamp and signature.
+func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
+	sig64 := r.Header.Get(SendGridSignatureHeader)
+	if sig64 == "" {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, SendGridSignatureHeader)
+	}
+	ts := r.Header.Get(SendGridTimestampHeader)
+	if ts == "" {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, SendGridTimestampHeader)
+	}
+	t, err := ParseUnixSeconds(ts)
+	if err != nil {
+		return fmt.Errorf("header %s: %w", SendGridTimestampHeader, err)
+	}
+	sig, err := decodeSendGridSignature(sig64)
+	if err != nil {
+		return err
+	}
+	if s.Tolerance > 0 {
+		if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
+			return err
+		}
+	}
+
+	h := sha256.New()
+	h.Write([]byte(ts))
+	h.Write(body)
+	digest := h.Sum(nil)
+	for _, k := range s.keys {
+		if ecdsa.VerifyASN1(k, digest, sig) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no configured public key verifies the signature", ErrMismatch)
+}
+
+// decodeSendGridSignature reads the signature header: the canonical
+// base64 (standard alphabet, padded) of a DER ECDSA signature. Text that
+// is not base64 at all, or does not hold a DER signature, is malformed
+// (ErrFormat); base64 that is readable but not canonical (URL alphabet,
+// unpadded, non-zero trailing bits) is refused as a mismatch (ErrMismatch),
+// as for the HMAC schemes.
+func decodeSendGridSignature(sig64 string) ([]byte, error) {
+	if len(sig64) > sendGridMaxSignature || strings.ContainsAny(sig64, "\r\n") {
+		return nil, fmt.Errorf("%w: header %s is not a base64 DER signature", ErrFormat, SendGridSignatureHeader)
+	}
+	sig, err := base64.StdEncoding.Strict().DecodeString(sig64)
+	canonical := err == nil
+	if !canonical {
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding, base64.StdEncoding} {
+			if sig, err = enc.DecodeString(sig64); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: header %s is not base64", ErrFormat, SendGridSignatureHeader)
+		}
+	}
+	var rs struct{ R, S *big.Int }
+	if rest, err := asn1.Unmarshal(sig, &rs); err != nil || len(rest) != 0 {
+		return nil, fmt.Errorf("%w: header %s is not a DER ECDSA signature", ErrFormat, SendGridSignatureHeader)
+	}
+	if !canonical {
+		return nil, fmt.Errorf("%w: header %s is not canonical base64", ErrMismatch, SendGridSignatureHeader)
+	}
+	return sig, nil
+}
+
+// DefaultIDFrom returns the first event's sg_event_id (the body is a JSON
+// array of events).
+func (*SendGrid) DefaultIDFrom() [][2]string {
+	return [][2]string{{"json", "0.sg_event_id"}}
+}
+
+// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
+// token is the scheme name. Syntax: see the type's documentation.
+func (s *SendGrid) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume scheme name
+	s.PublicKeys = append(s.PublicKeys, d.RemainingArgs()...)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "public_key", "secret":
+			args, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			s.PublicKeys = append(s.PublicKeys, args...)
+		case "tolerance":
+			tol, err := parseToleranceOption(d)
+			if err != nil {
+				return err
+			}
+			s.Tolerance = tol
+		default:
+			return d.Errf("unrecognized sendgrid option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*SendGrid)(nil)
+	_ caddyfile.Unmarshaler = (*SendGrid)(nil)
+	_ Verifier              = (*SendGrid)(nil)
+	_ IDDefaulter           = (*SendGrid)(nil)
+)

@@ -1,0 +1,159 @@
+package verifiers
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func init() {
+	caddy.RegisterModule(Twitter{})
+	caddy.RegisterModule(X{})
+}
+
+// Twitter verifies X (formerly Twitter) Account Activity API webhooks: the
+// X-Twitter-Webhooks-Signature header holds "sha256=" and the base64
+// (standard alphabet, padded) HMAC-SHA256 of the raw body, keyed with the
+// app's consumer secret (API key secret). Several secrets mean rotation:
+// any one may match. X signs no timestamp, so there is no replay window.
+//
+// X checks the endpoint with a challenge-response check (CRC), answered at
+// the edge and never queued: `GET ?crc_token=<token>` gets 200 with the
+// JSON body {"response_token":"sha256=<base64 HMAC-SHA256 of the token>"},
+// keyed with the first configured secret.
+//
+// X sends no delivery id, and no payload field identifies one delivery, so
+// this scheme has no default id_from: without an id_from line every event
+// is accepted under a generated id and never deduplicated. Set id_from to
+// what your events carry (for example `id_from json
+// tweet_create_events.0.id_str`) to deduplicate retries.
+//
+// The module is registered as twitter and, for the same scheme, as x.
+//
+// Caddyfile syntax (the words after `verify`):
+//
+//	twitter [<consumer_secret>...] {
+//		secret <consumer_secret>...
+//	}
+type Twitter struct {
+	// The consumer secrets. Placeholders such as {env.NAME} and
+	// {file./path} are resolved when the module is provisioned; secrets
+	// that resolve to nothing are ignored, but at least one must remain.
+	// The first one answers the CRC.
+	Secrets []string `json:"secrets,omitempty"`
+
+	keys [][]byte
+}
+
+// TwitterSignatureHeader is the header carrying X's signature.
+const TwitterSignatureHeader = "X-Twitter-Webhooks-Signature"
+
+// CaddyModule returns the Caddy module information.
+func (Twitter) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.twitter",
+		New: func() caddy.Module { return new(Twitter) },
+	}
+}
+
+// Provision resolves the secrets.
+func (t *Twitter) Provision(ctx caddy.Context) error {
+	var err error
+	t.keys, err = ResolveSecrets(t.Secrets)
+	return err
+}
+
+// Verify checks the request's signature over the raw body.
+func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
+	vals := r.Header.Values(TwitterSignatureHeader)
+	if len(vals) == 0 {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, TwitterSignatureHeader)
+	}
+	sig, ok := strings.CutPrefix(vals[0], "sha256=")
+	if !ok {
+		return fmt.Errorf("%w: header %s does not start with sha256=", ErrFormat, TwitterSignatureHeader)
+	}
+	return CheckHMAC(sha256.New, t.keys, EncodingBase64, []string{sig}, body)
+}
+
+// HandshakeGET answers X's CRC. A GET without a crc_token is not a CRC
+// and is left to the ingress.
+func (t *Twitter) HandshakeGET(w http.ResponseWriter, r *http.Request) bool {
+	tok := r.URL.Query().Get("crc_token")
+	if tok == "" {
+		return false
+	}
+	m := hmac.New(sha256.New, t.keys[0])
+	m.Write([]byte(tok))
+	handshakeJSON(w, http.StatusOK, struct {
+		ResponseToken string `json:"response_token"`
+	}{"sha256=" + EncodingBase64.Encode(m.Sum(nil))})
+	return true
+}
+
+// HandshakePOST does nothing: X has no handshake by POST.
+func (*Twitter) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	return false
+}
+
+// DefaultIDFrom returns no rule: X sends no delivery id (see the type's
+// documentation).
+func (*Twitter) DefaultIDFrom() [][2]string {
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
+// token is the scheme name (twitter or x). Syntax: see the type's
+// documentation.
+func (t *Twitter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // consume scheme name
+	scheme := d.Val()
+	t.Secrets = append(t.Secrets, d.RemainingArgs()...)
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "secret":
+			args, err := parseSecrets(d)
+			if err != nil {
+				return err
+			}
+			t.Secrets = append(t.Secrets, args...)
+		default:
+			return d.Errf("unrecognized %s option %q", scheme, d.Val())
+		}
+	}
+	return nil
+}
+
+// X is the twitter scheme registered under the name x.
+//
+// Caddyfile syntax: as twitter.
+type X struct{ Twitter }
+
+// CaddyModule returns the Caddy module information.
+func (X) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.verifiers.x",
+		New: func() caddy.Module { return new(X) },
+	}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*Twitter)(nil)
+	_ caddyfile.Unmarshaler = (*Twitter)(nil)
+	_ Verifier              = (*Twitter)(nil)
+	_ IDDefaulter           = (*Twitter)(nil)
+	_ Handshaker            = (*Twitter)(nil)
+
+	_ caddy.Provisioner     = (*X)(nil)
+	_ caddyfile.Unmarshaler = (*X)(nil)
+	_ Verifier              = (*X)(nil)
+	_ IDDefaulter           = (*X)(nil)
+	_ Handshaker            = (*X)(nil)
+)

@@ -1,0 +1,315 @@
+package verifiers
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// X publishes no test vector for its webhooks. The values below were
+// computed independently of this package (Python:
+// "sha256=" + base64.b64encode(hmac.new(secret, msg, hashlib.sha256).digest()))
+// following X's docs ("Securing webhooks": the CRC response_token and the
+// X-Twitter-Webhooks-Signature header are both "sha256=" + the base64
+// HMAC-SHA256 keyed with the consumer secret), and are checked again
+// against crypto/hmac in TestTwitterVectorsAreIndependent.
+const (
+	xSecret   = "x-consumer-secret"
+	xBody     = `{"for_user_id":"2244994945","tweet_create_events":[{"id_str":"1"}]}`
+	xB64      = "1XqU5TrD8UefLqQEtDYxwe/XSekgaKEDeIxr14luF8k="
+	xSig      = "sha256=" + xB64
+	xCRCToken = "crc-challenge-1700000000"
+	xCRCResp  = "sha256=PUmCyTSJnT1GMTBqCKQi9MAVy4jB9aPhf9h+G4trhDE="
+)
+
+func provisionTwitter(t testing.TB, tw Twitter) *Twitter {
+	t.Helper()
+	if err := tw.Provision(testContext(t)); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	return &tw
+}
+
+func TestTwitterVectorsAreIndependent(t *testing.T) {
+	m := hmac.New(sha256.New, []byte(xSecret))
+	m.Write([]byte(xBody))
+	if got := "sha256=" + base64.StdEncoding.EncodeToString(m.Sum(nil)); got != xSig {
+		t.Fatalf("signature %s, want %s", got, xSig)
+	}
+	m = hmac.New(sha256.New, []byte(xSecret))
+	m.Write([]byte(xCRCToken))
+	if got := "sha256=" + base64.StdEncoding.EncodeToString(m.Sum(nil)); got != xCRCResp {
+		t.Fatalf("response_token %s, want %s", got, xCRCResp)
+	}
+}
+
+func TestTwitterVerify(t *testing.T) {
+	one := Twitter{Secrets: []string{xSecret}}
+	now := time.Unix(1700000000, 0)
+	url64 := strings.NewReplacer("+", "-", "/", "_").Replace(xB64)
+	for _, tc := range []struct {
+		name    string
+		cfg     Twitter
+		headers []string
+		body    string
+		want    error
+	}{
+		{name: "valid", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody},
+		{name: "header name in any case", cfg: one, headers: []string{"x-twitter-webhooks-signature", xSig}, body: xBody},
+		{name: "wrong secret", cfg: Twitter{Secrets: []string{"x-consumer-secreT"}}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody, want: ErrMismatch},
+		{name: "one body byte changed", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: strings.Replace(xBody, "2244994945", "2244994946", 1), want: ErrMismatch},
+		{name: "re-serialized JSON", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: `{"for_user_id": "2244994945", "tweet_create_events": [{"id_str": "1"}]}`, want: ErrMismatch},
+		{name: "one signature character changed", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=2" + xB64[1:]}, body: xBody, want: ErrMismatch},
+		{name: "base64url alphabet", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=" + url64}, body: xBody, want: ErrMismatch},
+		{name: "unpadded base64", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=" + strings.TrimRight(xB64, "=")}, body: xBody, want: ErrMismatch},
+		{name: "hex instead of base64", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=" + EncodingHex.Encode(hmacOf(sha256.New, []byte(xSecret), []byte(xBody)))}, body: xBody, want: ErrFormat},
+		{name: "truncated signature", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig[:len(xSig)-4]}, body: xBody, want: ErrFormat},
+		{name: "extra characters", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig + "AAAA"}, body: xBody, want: ErrFormat},
+		{name: "bare base64", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xB64}, body: xBody, want: ErrFormat},
+		{name: "wrong version label sha1=", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha1=" + xB64}, body: xBody, want: ErrFormat},
+		{name: "uppercase label", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "SHA256=" + xB64}, body: xBody, want: ErrFormat},
+		{name: "prefix only", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256="}, body: xBody, want: ErrFormat},
+		{name: "missing header", cfg: one, body: xBody, want: ErrFormat},
+		{name: "empty header", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", ""}, body: xBody, want: ErrFormat},
+		{name: "rotation: second secret matches", cfg: Twitter{Secrets: []string{"new-secret", xSecret}}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody},
+		{name: "rotation: no secret matches", cfg: Twitter{Secrets: []string{"new-secret", "old-secret"}}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody, want: ErrMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw := provisionTwitter(t, tc.cfg)
+			err := tw.Verify(newRequest(tc.headers...), []byte(tc.body), now)
+			checkErr(t, err, tc.want, xSecret, xB64)
+		})
+	}
+}
+
+func TestTwitterHandshakeGET(t *testing.T) {
+	// the expected token is computed here independently for the escaped case
+	m := hmac.New(sha256.New, []byte(xSecret))
+	m.Write([]byte("a+b c"))
+	escapedResp := "sha256=" + base64.StdEncoding.EncodeToString(m.Sum(nil))
+
+	for _, tc := range []struct {
+		name      string
+		cfg       Twitter
+		query     string
+		handshake bool
+		wantToken string
+	}{
+		{name: "crc", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
+		{name: "crc with other parameters", cfg: Twitter{Secrets: []string{xSecret}}, query: "?nonce=1&crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
+		{name: "crc answered with the first secret", cfg: Twitter{Secrets: []string{xSecret, "older-secret"}}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
+		{name: "crc token escaped in the query", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=a%2Bb+c", handshake: true, wantToken: escapedResp},
+		{name: "not a crc: no query", cfg: Twitter{Secrets: []string{xSecret}}, query: ""},
+		{name: "not a crc: empty crc_token", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token="},
+		{name: "not a crc: Meta handshake", cfg: Twitter{Secrets: []string{xSecret}}, query: "?hub.mode=subscribe&hub.challenge=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw := provisionTwitter(t, tc.cfg)
+			rec := httptest.NewRecorder()
+			got := tw.HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/hooks/x"+tc.query, nil))
+			if got != tc.handshake {
+				t.Fatalf("HandshakeGET = %v, want %v", got, tc.handshake)
+			}
+			if !tc.handshake {
+				if rec.Body.Len() != 0 || len(rec.Header()) != 0 {
+					t.Fatalf("not a CRC, but something was written: %d %q", rec.Code, rec.Body)
+				}
+				return
+			}
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d, want 200", rec.Code)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q, want application/json", ct)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body %q: %v", rec.Body, err)
+			}
+			if want := map[string]any{"response_token": tc.wantToken}; !reflect.DeepEqual(body, want) {
+				t.Fatalf("body %v, want %v", body, want)
+			}
+		})
+	}
+}
+
+func TestTwitterHandshakePOST(t *testing.T) {
+	tw := provisionTwitter(t, Twitter{Secrets: []string{xSecret}})
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/hooks/x?crc_token="+xCRCToken, strings.NewReader(xBody))
+	if tw.HandshakePOST(rec, r, []byte(xBody)) || rec.Body.Len() != 0 {
+		t.Fatal("HandshakePOST claimed a request")
+	}
+}
+
+func TestTwitterProvision(t *testing.T) {
+	t.Setenv("HOOKLINE_TEST_X", xSecret)
+	for _, tc := range []struct {
+		name    string
+		secrets []string
+		wantErr bool
+	}{
+		{name: "literal", secrets: []string{xSecret}},
+		{name: "env", secrets: []string{"{env.HOOKLINE_TEST_X}"}},
+		{name: "unset first secret ignored, CRC uses the first resolved", secrets: []string{"{env.HOOKLINE_TEST_UNSET_XYZ}", "{env.HOOKLINE_TEST_X}"}},
+		{name: "none", wantErr: true},
+		{name: "all empty", secrets: []string{"", "{env.HOOKLINE_TEST_UNSET_XYZ}"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw := Twitter{Secrets: tc.secrets}
+			err := tw.Provision(testContext(t))
+			if tc.wantErr {
+				if err == nil {
+					t.Fatal("want error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(tw.Secrets, tc.secrets) {
+				t.Fatal("Provision changed the configured secrets")
+			}
+			checkErr(t, tw.Verify(newRequest("X-Twitter-Webhooks-Signature", xSig), []byte(xBody), time.Now()), nil)
+			rec := httptest.NewRecorder()
+			tw.HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/?crc_token="+xCRCToken, nil))
+			if !strings.Contains(rec.Body.String(), xCRCResp) {
+				t.Fatalf("CRC answer %q", rec.Body)
+			}
+		})
+	}
+}
+
+func TestTwitterDefaultIDFrom(t *testing.T) {
+	for _, v := range []IDDefaulter{&Twitter{}, &X{}} {
+		if got := v.DefaultIDFrom(); len(got) != 0 {
+			t.Fatalf("%T.DefaultIDFrom() = %v, want none", v, got)
+		}
+	}
+}
+
+func TestTwitterUnmarshalCaddyfile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		input   string
+		want    Twitter
+		wantErr bool
+	}{
+		{name: "one secret", input: `twitter {env.X_CONSUMER_SECRET}`, want: Twitter{Secrets: []string{"{env.X_CONSUMER_SECRET}"}}},
+		{name: "alias name", input: `x new old`, want: Twitter{Secrets: []string{"new", "old"}}},
+		{name: "block", input: "twitter a {\n secret b c\n}", want: Twitter{Secrets: []string{"a", "b", "c"}}},
+		{name: "secret without value", input: "twitter {\n secret\n}", wantErr: true},
+		{name: "unknown option", input: "x s {\n verify_token t\n}", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tw Twitter
+			err := tw.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("got %+v, want error", tw)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(tw, tc.want) {
+				t.Fatalf("got  %+v\nwant %+v", tw, tc.want)
+			}
+		})
+	}
+	var x X
+	if err := x.UnmarshalCaddyfile(caddyfile.NewTestDispenser("x {\n secret s\n}")); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(x.Twitter, Twitter{Secrets: []string{"s"}}) {
+		t.Fatalf("got %+v", x)
+	}
+}
+
+func TestTwitterModule(t *testing.T) {
+	ctx := testContext(t)
+	for _, name := range []string{"twitter", "x"} {
+		t.Run(name, func(t *testing.T) {
+			id := "webhooks.verifiers." + name
+			v, err := ctx.LoadModuleByID(id, json.RawMessage(`{"secrets":["x-consumer-secret"]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(v.(caddy.Module).CaddyModule().ID); got != id {
+				t.Fatalf("module ID %q, want %q", got, id)
+			}
+			checkErr(t, v.(Verifier).Verify(newRequest("X-Twitter-Webhooks-Signature", xSig), []byte(xBody), time.Now()), nil)
+			rec := httptest.NewRecorder()
+			if !v.(Handshaker).HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/?crc_token="+xCRCToken, nil)) || !strings.Contains(rec.Body.String(), xCRCResp) {
+				t.Fatalf("CRC: %d %q", rec.Code, rec.Body)
+			}
+			if _, err := ctx.LoadModuleByID(id, json.RawMessage(`{}`)); err == nil {
+				t.Fatal("module without secrets provisioned")
+			}
+			if _, err := ctx.LoadModuleByID(id, json.RawMessage(`{"secret":"x"}`)); err == nil {
+				t.Fatal("unknown JSON field accepted")
+			}
+		})
+	}
+}
+
+// FuzzTwitterHeader feeds arbitrary X-Twitter-Webhooks-Signature values
+// and bodies. Verify must never panic, must never report anything but the
+// documented errors, and must accept only "sha256=" + the canonical base64
+// HMAC of the exact body.
+func FuzzTwitterHeader(f *testing.F) {
+	f.Add([]byte(xBody), xSig)
+	f.Add([]byte(xBody), "sha256="+strings.TrimRight(xB64, "="))
+	f.Add([]byte(xBody), "sha256="+strings.NewReplacer("+", "-", "/", "_").Replace(xB64))
+	f.Add([]byte(xBody+" "), xSig)
+	f.Add([]byte(""), "sha256=")
+	f.Add([]byte("{}"), "sha256=\n"+xB64)
+
+	tw := provisionTwitter(f, Twitter{Secrets: []string{xSecret}})
+	now := time.Unix(1700000000, 0)
+
+	f.Fuzz(func(t *testing.T, body []byte, sig string) {
+		r := newRequest()
+		r.Header["X-Twitter-Webhooks-Signature"] = []string{sig}
+		err := tw.Verify(r, body, now)
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrMismatch) {
+				t.Fatalf("undocumented error %v", err)
+			}
+			if strings.Contains(err.Error(), xSecret) {
+				t.Fatalf("error leaks the secret: %v", err)
+			}
+			return
+		}
+		want := "sha256=" + base64.StdEncoding.EncodeToString(hmacOf(sha256.New, []byte(xSecret), body))
+		if sig != want {
+			t.Fatalf("accepted %q, only %q is valid", sig, want)
+		}
+	})
+}
+
+func BenchmarkVerifyTwitter(b *testing.B) {
+	body := []byte(`{"x":"` + strings.Repeat("a", 1024-8) + `"}`) // 1 KiB
+	tw := provisionTwitter(b, Twitter{Secrets: []string{xSecret}})
+	r := newRequest("X-Twitter-Webhooks-Signature", "sha256="+base64.StdEncoding.EncodeToString(hmacOf(sha256.New, []byte(xSecret), body)))
+	now := time.Now()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := tw.Verify(r, body, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
