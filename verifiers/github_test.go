@@ -208,3 +208,17 @@ func FuzzGitHubHeader(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkVerifyGitHub(b *testing.B) {
+	g := provisionGitHub(b, GitHub{Secrets: []string{"bench-secret"}})
+	body := verifierBenchBody()
+	r := newRequest(GitHubSignatureHeader, "sha256="+EncodingHex.Encode(hmacOf(sha256.New, []byte("bench-secret"), body)))
+	now := time.Unix(1700000000, 0)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := g.Verify(r, body, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -371,3 +371,17 @@ func FuzzHMACHeader(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkVerifyHMAC(b *testing.B) {
+	h := provisionHMAC(b, HMAC{Secrets: []string{"bench-secret"}, Prefix: "sha256="})
+	body := verifierBenchBody()
+	r := newRequest(DefaultHMACHeader, "sha256="+EncodingHex.Encode(hmacOf(sha256.New, []byte("bench-secret"), body)))
+	now := time.Unix(1700000000, 0)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := h.Verify(r, body, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
