@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -91,5 +95,50 @@ func TestWaitForReplicas(t *testing.T) {
 	// no replica: the write cannot be confirmed, so it must not be acknowledged
 	if _, err := s.Enqueue(context.Background(), ev, ev.ReceivedAt); err == nil {
 		t.Fatal("Enqueue with min_replicas 1 and no replica succeeded")
+	}
+}
+
+// TestTwoClientsOneJob: two stores on separate connections (two Caddy
+// nodes) enqueue the same event id at the same moment: one job.
+func TestTwoClientsOneJob(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := randomPrefix()
+	var stores []*redisstore.Store
+	for range 2 {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+		s := redisstore.New(c, redisstore.Options{Prefix: prefix})
+		defer s.Close()
+		stores = append(stores, s)
+	}
+	for round := range 50 {
+		eventID := "evt-" + strconv.Itoa(round)
+		var wg sync.WaitGroup
+		results := make([]storage.EnqueueResult, 20)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev := &storage.Event{ID: fmt.Sprintf("%s-%d", eventID, i), EventID: eventID, Dedupe: true, Source: "s", Upstream: "http://x"}
+				res, err := stores[i%2].Enqueue(context.Background(), ev, time.Now().Add(time.Hour))
+				if err != nil {
+					t.Error(err)
+				}
+				results[i] = res
+			}()
+		}
+		wg.Wait()
+		stored := 0
+		for _, r := range results {
+			if !r.Duplicate {
+				stored++
+			}
+		}
+		if stored != 1 {
+			t.Fatalf("round %d: %d of 20 concurrent enqueues on two nodes stored a job", round, stored)
+		}
+	}
+	c, err := stores[0].Counts(context.Background())
+	if err != nil || c.Queued != 50 {
+		t.Fatalf("counts %+v, %v; want 50 queued", c, err)
 	}
 }
