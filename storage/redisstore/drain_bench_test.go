@@ -27,6 +27,8 @@ import (
 // backlog waits (it must not grow with the backlog).
 //
 //	go test -run '^$' -bench Drain100k -benchtime 1x ./storage/redisstore/
+var drainWorkers = 16
+
 func BenchmarkDrain100k(b *testing.B) {
 	const backlog = 100_000
 	srv := redistest.Start(b)
@@ -49,7 +51,7 @@ func BenchmarkDrain100k(b *testing.B) {
 		done := make(chan struct{})
 		var delivered atomic.Int64
 		var heapPeak atomic.Uint64
-		d := retryqueue.New(retryqueue.Config{Store: st, Workers: 16,
+		d := retryqueue.New(retryqueue.Config{Store: st, Workers: drainWorkers,
 			Resolve: func(string) (*retryqueue.Target, bool) { return nil, false },
 			OnResult: func(retryqueue.Report) {
 				if n := delivered.Add(1); n == backlog {

@@ -66,9 +66,10 @@ type Options struct {
 
 // Store is the Redis-backed storage.Store.
 type Store struct {
-	c     redis.UniversalClient
-	opts  Options
-	parts []partition
+	c        redis.UniversalClient
+	opts     Options
+	parts    []partition
+	finishes *batcher
 }
 
 // Interface guard
@@ -97,6 +98,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.WaitTimeout = time.Second
 	}
 	s := &Store{c: c, opts: opts}
+	s.finishes = newBatcher(s, finishScript)
 	for i := range opts.Partitions {
 		s.parts = append(s.parts, partition{tag: "{" + opts.Prefix + ":" + strconv.Itoa(i) + "}"})
 	}
@@ -106,8 +108,11 @@ func New(c redis.UniversalClient, opts Options) *Store {
 // Client is the underlying client.
 func (s *Store) Client() redis.UniversalClient { return s.c }
 
-// Close closes the client.
-func (s *Store) Close() error { return s.c.Close() }
+// Close stops the batcher and closes the client.
+func (s *Store) Close() error {
+	s.finishes.close()
+	return s.c.Close()
+}
 
 func claimKeyText(source, eventID string) string { return source + "\x00" + eventID }
 
@@ -290,25 +295,31 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		share[c.part]++
 	}
 	until := now.Add(lease)
-	var jobs []*storage.Job
-	for _, i := range order {
+	calls := make([]scriptCall, len(order))
+	for k, i := range order {
 		p := s.parts[i]
-		v, err := leaseScript.Run(ctx, s.c, []string{p.key("due"), p.key("inflight")},
-			ms(now), share[i], ms(until), p.evPrefix(), newToken()).Result()
-		if err != nil {
-			if len(jobs) > 0 {
-				break // keep what was leased; the rest next time
-			}
-			return nil, unavailable(err)
+		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight")},
+			args: []any{ms(now), share[i], ms(until), p.evPrefix(), newToken()}}
+	}
+	// one round trip for every partition's share
+	leased, err := s.evalPipelined(ctx, leaseScript, calls)
+	var jobs []*storage.Job
+	for _, cmd := range leased {
+		v, cerr := cmd.Result()
+		if cerr != nil {
+			continue // that partition's jobs stay due; the others were leased
 		}
 		rows, _ := v.([]any)
 		for _, row := range rows {
-			job, err := decodeLeased(row, until)
-			if err != nil {
-				return jobs, unavailable(err)
+			job, derr := decodeLeased(row, until)
+			if derr != nil {
+				return jobs, unavailable(derr)
 			}
 			jobs = append(jobs, job)
 		}
+	}
+	if len(jobs) == 0 && err != nil {
+		return nil, unavailable(err)
 	}
 	// hand out in due order, as a single queue would
 	slices.SortStableFunc(jobs, func(a, b *storage.Job) int {
@@ -425,10 +436,15 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	default:
 		return fmt.Errorf("unknown result %d", out.Result)
 	}
-	v, err := s.run(ctx, p, finishScript,
-		[]string{p.ev(job.ID), p.key("due"), p.key("inflight"), p.key("done"),
-			p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen")},
-		job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON)
+	keys := []string{p.ev(job.ID), p.key("due"), p.key("inflight"), p.key("done"),
+		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen")}
+	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON}
+	var v any
+	if s.opts.MinReplicas > 0 {
+		v, err = s.run(ctx, p, finishScript, keys, args...)
+	} else {
+		v, err = s.finishes.do(ctx, scriptCall{keys: keys, args: args})
+	}
 	if err != nil {
 		return unavailable(err)
 	}

@@ -1,0 +1,152 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptCall is one invocation of a script.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// evalPipelined runs several invocations of one script in a single round
+// trip (per Cluster node). Scripts the server does not have yet are loaded
+// and the pipeline is sent once more. Each command carries its own result;
+// err is the first failure, if any.
+func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
+	run := func() ([]*redis.Cmd, error) {
+		cmds := make([]*redis.Cmd, len(calls))
+		_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, c := range calls {
+				cmds[i] = sc.EvalSha(ctx, pipe, c.keys, c.args...)
+			}
+			return nil
+		})
+		return cmds, err
+	}
+	cmds, err := run()
+	if err != nil && isNoScript(cmds) {
+		if lerr := sc.Load(ctx, s.c).Err(); lerr != nil {
+			return cmds, lerr
+		}
+		cmds, err = run()
+	}
+	return cmds, err
+}
+
+func isNoScript(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+// batcher sends concurrent invocations of one script together: the first
+// waiting call goes at once, and calls arriving meanwhile share the next
+// round trip (as group commit does for the embedded store). Workers
+// finishing deliveries at the same time cost one round trip, not sixteen.
+type batcher struct {
+	s    *Store
+	sc   *redis.Script
+	reqs chan batchReq
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+type batchReq struct {
+	ctx  context.Context
+	call scriptCall
+	res  chan batchRes
+}
+
+type batchRes struct {
+	v   any
+	err error
+}
+
+const maxBatch = 128
+
+func newBatcher(s *Store, sc *redis.Script) *batcher {
+	b := &batcher{s: s, sc: sc, reqs: make(chan batchReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{})}
+	go b.loop()
+	return b
+}
+
+// do runs one invocation in the next batch.
+func (b *batcher) do(ctx context.Context, call scriptCall) (any, error) {
+	req := batchReq{ctx: ctx, call: call, res: make(chan batchRes, 1)}
+	select {
+	case b.reqs <- req:
+	case <-b.quit:
+		return nil, redis.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-req.res:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (b *batcher) loop() {
+	defer close(b.done)
+	batch := make([]batchReq, 0, maxBatch)
+	for {
+		select {
+		case r := <-b.reqs:
+			batch = append(batch[:0], r)
+		case <-b.quit:
+			for {
+				select {
+				case r := <-b.reqs:
+					r.res <- batchRes{err: redis.ErrClosed}
+				default:
+					return
+				}
+			}
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-b.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		calls := make([]scriptCall, len(batch))
+		for i, r := range batch {
+			calls[i] = r.call
+		}
+		// the batch outlives any one caller's context; bound it on its own
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cmds, err := b.s.evalPipelined(ctx, b.sc, calls)
+		cancel()
+		for i, r := range batch {
+			if i < len(cmds) && cmds[i] != nil {
+				v, cerr := cmds[i].Result()
+				r.res <- batchRes{v: v, err: cerr}
+			} else {
+				r.res <- batchRes{err: err}
+			}
+		}
+	}
+}
+
+func (b *batcher) close() {
+	b.once.Do(func() {
+		close(b.quit)
+		<-b.done
+	})
+}
