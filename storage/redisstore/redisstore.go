@@ -69,6 +69,7 @@ type Store struct {
 	c        redis.UniversalClient
 	opts     Options
 	parts    []partition
+	enqueues *batcher
 	finishes *batcher
 }
 
@@ -98,6 +99,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.WaitTimeout = time.Second
 	}
 	s := &Store{c: c, opts: opts}
+	s.enqueues = newBatcher(s, enqueueScript)
 	s.finishes = newBatcher(s, finishScript)
 	for i := range opts.Partitions {
 		s.parts = append(s.parts, partition{tag: "{" + opts.Prefix + ":" + strconv.Itoa(i) + "}"})
@@ -110,6 +112,7 @@ func (s *Store) Client() redis.UniversalClient { return s.c }
 
 // Close stops the batcher and closes the client.
 func (s *Store) Close() error {
+	s.enqueues.close()
 	s.finishes.close()
 	return s.c.Close()
 }
@@ -194,9 +197,16 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		ck, dedupe = claimKeyText(ev.Source, ev.EventID), "1"
 		ttl = max(dedupeUntil.Sub(now).Milliseconds(), 1)
 	}
-	v, err := s.run(ctx, p, enqueueScript,
-		[]string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp")},
-		ev.ID, dedupe, ttl, data, ms(now), ck)
+	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp")}
+	args := []any{ev.ID, dedupe, ttl, data, ms(now), ck}
+	var v any
+	if s.opts.MinReplicas > 0 {
+		v, err = s.run(ctx, p, enqueueScript, keys, args...)
+	} else {
+		// concurrent requests share round trips, as they share fsyncs in
+		// the embedded store
+		v, err = s.enqueues.do(ctx, scriptCall{keys: keys, args: args})
+	}
 	if err != nil {
 		return storage.EnqueueResult{}, unavailable(err)
 	}
