@@ -1,9 +1,10 @@
 package handlers
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/hookline/hookline/internal/httpjson"
 )
 
 // Error codes of the ingress's JSON error bodies (DESIGN.md).
@@ -37,17 +38,4 @@ func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter 
 	writeJSON(w, status, errorBody{Error: msg, Code: code, Details: details})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":"internal error","code":"INTERNAL_ERROR"}`)
-	}
-	b = append(b, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }

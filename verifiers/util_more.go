@@ -3,7 +3,6 @@ package verifiers
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/hookline/hookline/internal/httpjson"
 )
 
 // This file holds small helpers shared by the meta, twilio, gitlab, paddle,
@@ -23,21 +24,7 @@ const handshakeErrorCode = "UNAUTHORIZED"
 
 // handshakeJSON writes v as a JSON handshake answer with the given status,
 // in the same form as the ingress's own answers.
-func handshakeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"error":"internal error","code":"INTERNAL_ERROR"}`)
-	}
-	b = append(b, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
+func handshakeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
 // handshakeRefuse answers a handshake that failed its check with 403 and
 // the ingress's JSON error body. msg must not contain a secret or token.
