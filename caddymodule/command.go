@@ -1,0 +1,254 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "webhooks",
+		Usage: "stats | dlq list|show|retry|resolve|discard | events <source> <event_id>",
+		Short: "Inspects hookline's queue and dead letter queue through the admin API",
+		Long: `
+Talks to the webhooks routes of a running Caddy's admin API.
+
+  caddy webhooks stats
+  caddy webhooks dlq list [--source S] [--status pending] [--since 24h] [--limit 50] [--cursor C]
+  caddy webhooks dlq show <id>
+  caddy webhooks dlq retry <id>
+  caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
+  caddy webhooks dlq discard <id> [--reason "test event"]
+  caddy webhooks events <source> <event_id>
+
+Output is a table for humans; --json prints the API's JSON for scripts.
+The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given or
+--config (with --adapter) names the config to read it from, as with caddy reload.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			pf := cmd.PersistentFlags()
+			pf.String("address", "", "Address of the administration API listener (if --config is not used)")
+			pf.StringP("config", "c", "", "Configuration file (if --address is not used)")
+			pf.StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
+			pf.Bool("json", false, "Print JSON instead of a table")
+
+			cmd.AddCommand(&cobra.Command{
+				Use:   "stats",
+				Short: "Shows the queue: queued, in flight, dead",
+				Args:  cobra.NoArgs,
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdStats),
+			})
+			dlqCmd := &cobra.Command{Use: "dlq", Short: "Lists and acts on dead-lettered events"}
+			list := &cobra.Command{
+				Use:   "list",
+				Short: "Lists DLQ entries, newest first",
+				Args:  cobra.NoArgs,
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdDLQList),
+			}
+			list.Flags().String("source", "", "Only this source")
+			list.Flags().String("status", "", "pending, investigating, resolved, discarded or retried")
+			list.Flags().String("since", "", "RFC 3339 time or a duration (24h)")
+			list.Flags().Int("limit", 0, "At most this many entries (default 50)")
+			list.Flags().String("cursor", "", "Next page: the cursor printed by the previous one")
+			show := &cobra.Command{Use: "show <id>", Short: "Shows one entry with its payload and attempts",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQShow)}
+			retry := &cobra.Command{Use: "retry <id>", Short: "Re-enqueues an entry with a fresh attempt budget",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("retry", ""))}
+			resolve := &cobra.Command{Use: "resolve <id>", Short: "Marks an entry resolved",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("resolve", "resolution"))}
+			resolve.Flags().String("resolution", "", "What was done")
+			discard := &cobra.Command{Use: "discard <id>", Short: "Discards an entry",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("discard", "reason"))}
+			discard.Flags().String("reason", "", "Why")
+			dlqCmd.AddCommand(list, show, retry, resolve, discard)
+			cmd.AddCommand(dlqCmd)
+			cmd.AddCommand(&cobra.Command{
+				Use:   "events <source> <event_id>",
+				Short: "Shows where an event is, with its attempts",
+				Args:  cobra.ExactArgs(2),
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdEvent),
+			})
+		},
+	})
+}
+
+// adminCall sends a request to the admin API and returns the body.
+func adminCall(fl caddycmd.Flags, method, uri string, body any) ([]byte, error) {
+	addr, err := caddycmd.DetermineAdminAPIAddress(fl.String("address"), nil, fl.String("config"), fl.String("adapter"))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't determine admin API address: %v", err)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// output prints raw JSON with --json, else calls table.
+func output(fl caddycmd.Flags, raw []byte, v any, table func(w io.Writer)) (int, error) {
+	if fl.Bool("json") {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding answer: %v", err)
+		}
+		fmt.Println(buf.String())
+		return 0, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding answer: %v", err)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	table(tw)
+	tw.Flush()
+	return 0, nil
+}
+
+func cmdStats(fl caddycmd.Flags) (int, error) {
+	raw, err := adminCall(fl, "GET", "/webhooks/stats", nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var v struct {
+		Queue storage.Counts `json:"queue"`
+	}
+	return output(fl, raw, &v, func(w io.Writer) {
+		fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)")
+		fmt.Fprintf(w, "%d\t%d\t%d\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead)
+	})
+}
+
+func cmdDLQList(fl caddycmd.Flags) (int, error) {
+	q := url.Values{}
+	for _, name := range []string{"source", "status", "since", "cursor"} {
+		if v := fl.String(name); v != "" {
+			q.Set(name, v)
+		}
+	}
+	if n := fl.Int("limit"); n > 0 {
+		q.Set("limit", fmt.Sprint(n))
+	}
+	uri := "/webhooks/dlq"
+	if len(q) > 0 {
+		uri += "?" + q.Encode()
+	}
+	raw, err := adminCall(fl, "GET", uri, nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var page dlq.Page
+	return output(fl, raw, &page, func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tSOURCE\tEVENT ID\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
+		for _, e := range page.Entries {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source, e.EventID, e.Status,
+				e.LastStatus, len(e.Attempts), e.CreatedAt.Local().Format(time.DateTime), oneLine(e.Error, 60))
+		}
+		if len(page.Entries) == 0 {
+			fmt.Fprintln(w, "(no entries)")
+		}
+		if page.NextCursor != "" {
+			fmt.Fprintf(w, "\nmore: --cursor %s\n", page.NextCursor)
+		}
+	})
+}
+
+func cmdDLQShow(fl caddycmd.Flags) (int, error) {
+	id := fl.Arg(0)
+	raw, err := adminCall(fl, "GET", "/webhooks/dlq/"+url.PathEscape(id), nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var e struct {
+		dlq.Entry
+		Payload         string `json:"payload"`
+		PayloadEncoding string `json:"payload_encoding"`
+	}
+	return output(fl, raw, &e, func(w io.Writer) {
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
+			e.ID, e.Source, e.EventID, e.Status, e.Upstream, e.Error,
+			e.ReceivedAt.Local().Format(time.DateTime), e.CreatedAt.Local().Format(time.DateTime))
+		if e.Resolution != "" {
+			fmt.Fprintf(w, "resolution\t%s\n", e.Resolution)
+		}
+		if e.Reason != "" {
+			fmt.Fprintf(w, "reason\t%s\n", e.Reason)
+		}
+		fmt.Fprintln(w, "\nATTEMPT\tAT\tSTATUS\tDURATION\tERROR")
+		for _, a := range e.Attempts {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, a.At.Local().Format(time.DateTime), a.Status, a.Duration.Round(time.Millisecond), a.Error)
+		}
+		fmt.Fprintf(w, "\npayload (%s):\n%s\n", e.PayloadEncoding, e.Payload)
+	})
+}
+
+// cmdDLQAction posts to /webhooks/dlq/<id>/<action> with the optional
+// text flag as the JSON body field of the same name.
+func cmdDLQAction(action, field string) caddycmd.CommandFunc {
+	return func(fl caddycmd.Flags) (int, error) {
+		id := fl.Arg(0)
+		var body any
+		if field != "" {
+			body = map[string]string{field: fl.String(field)}
+		}
+		raw, err := adminCall(fl, "POST", "/webhooks/dlq/"+url.PathEscape(id)+"/"+action, body)
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+		var v struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		return output(fl, raw, &v, func(w io.Writer) {
+			fmt.Fprintf(w, "%s: %s\n", v.ID, v.Status)
+		})
+	}
+}
+
+func cmdEvent(fl caddycmd.Flags) (int, error) {
+	raw, err := adminCall(fl, "GET", "/webhooks/events/"+url.PathEscape(fl.Arg(0))+"/"+url.PathEscape(fl.Arg(1)), nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var info storage.EventInfo
+	return output(fl, raw, &info, func(w io.Writer) {
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nreceived\t%s\n",
+			info.ID, info.Source, info.EventID, info.Status, info.ReceivedAt.Local().Format(time.DateTime))
+		if !info.NextAttempt.IsZero() {
+			fmt.Fprintf(w, "next attempt\t%s\n", info.NextAttempt.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(w, "\nATTEMPT\tAT\tSTATUS\tDURATION\tERROR")
+		for _, a := range info.Attempts {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, a.At.Local().Format(time.DateTime), a.Status, a.Duration.Round(time.Millisecond), a.Error)
+		}
+	})
+}
+
+func oneLine(s string, max int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > max {
+		s = s[:max-1] + "…"
+	}
+	return s
+}
