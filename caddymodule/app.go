@@ -187,7 +187,7 @@ func (a *App) Start() error {
 	a.stopCleaner = cancel
 	a.cleanerDone = make(chan struct{})
 	go a.cleaner(ctx, st)
-	a.log.Info("webhooks app started", zap.String("storage", a.poolKey), zap.Int("workers", a.Workers))
+	a.log.Info("webhooks app started", zap.String("storage", a.backend.Describe()), zap.Int("workers", a.Workers))
 	return nil
 }
 

@@ -24,6 +24,8 @@ func init() {
 type Backend interface {
 	Key() string
 	Open() (storage.Store, error)
+	// Describe names the backend for logs (no secrets).
+	Describe() string
 }
 
 // EmbeddedStorage keeps events in a single bbolt file, fsynced before
@@ -62,6 +64,9 @@ func (s *EmbeddedStorage) Provision(caddy.Context) error {
 // Key implements Backend.
 func (s *EmbeddedStorage) Key() string { return "bolt:" + s.Path }
 
+// Describe implements Backend.
+func (s *EmbeddedStorage) Describe() string { return "embedded " + s.Path }
+
 // Open implements Backend.
 func (s *EmbeddedStorage) Open() (storage.Store, error) {
 	return embedded.Open(s.Path, embedded.Options{})
@@ -90,6 +95,7 @@ type sharedStore struct {
 	backend Backend
 	mu      sync.Mutex
 	store   atomic.Pointer[storageBox]
+	closed  bool // destructed: never reopen (a late caller gets ErrUnavailable)
 }
 
 type storageBox struct{ s storage.Store }
@@ -105,6 +111,9 @@ func (p *sharedStore) get() (storage.Store, error) {
 	if b := p.store.Load(); b != nil {
 		return b.s, nil
 	}
+	if p.closed {
+		return nil, fmt.Errorf("%w: store closed by a config change", storage.ErrUnavailable)
+	}
 	s, err := p.backend.Open()
 	if err != nil {
 		return nil, err
@@ -118,6 +127,7 @@ func (p *sharedStore) get() (storage.Store, error) {
 func (p *sharedStore) Destruct() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	if b := p.store.Swap(nil); b != nil {
 		return b.s.Close()
 	}

@@ -87,9 +87,15 @@ func (s *RedisStorage) Provision(caddy.Context) error {
 		MasterName:       resolve(s.SentinelMaster),
 		IsClusterMode:    s.Cluster,
 		DialTimeout:      2 * time.Second,
-		ReadTimeout:      3 * time.Second,
-		WriteTimeout:     3 * time.Second,
-		PoolSize:         s.PoolSize,
+		// fail fast when Redis is down: the ingress answers 503 and the
+		// provider retries, instead of holding its request open
+		MaxRetries:         1,
+		MinRetryBackoff:    50 * time.Millisecond,
+		DialerRetries:      1,
+		DialerRetryTimeout: 50 * time.Millisecond,
+		ReadTimeout:        3 * time.Second,
+		WriteTimeout:       3 * time.Second,
+		PoolSize:           s.PoolSize,
 	}
 	if s.DialTimeout > 0 {
 		opts.DialTimeout = time.Duration(s.DialTimeout)
@@ -149,18 +155,39 @@ func (s *RedisStorage) Validate() error {
 	if s.SentinelMaster != "" && len(s.SentinelAddresses) == 0 {
 		return fmt.Errorf("storage redis: sentinel needs at least one address")
 	}
+	if s.MinReplicas > 0 && s.opts != nil && s.opts.MasterName == "" && (s.opts.IsClusterMode || len(s.opts.Addrs) > 1) {
+		// WAIT must run on the connection of the write; go-redis's cluster
+		// pipelines do not guarantee that
+		return fmt.Errorf("storage redis: min_replicas is not supported with Redis Cluster yet")
+	}
 	return nil
 }
 
-// Key implements Backend: configs reaching the same data share one client.
+// Key implements Backend: configs with the same resolved settings share
+// one client; any change (TLS, timeouts, pool size...) makes a new one.
 func (s *RedisStorage) Key() string {
 	addrs := slices.Clone(s.opts.Addrs)
 	slices.Sort(addrs)
-	pw := sha256.Sum256([]byte(s.opts.Password + "\x00" + s.opts.SentinelPassword))
-	return strings.Join([]string{"redis", strings.Join(addrs, ","), s.opts.MasterName,
-		strconv.Itoa(s.opts.DB), s.opts.Username, hex.EncodeToString(pw[:8]),
-		s.prefix(), strconv.Itoa(s.Partitions), strconv.Itoa(s.MinReplicas),
-		strconv.FormatBool(s.opts.IsClusterMode || len(addrs) > 1)}, "|")
+	tlsSettings := ""
+	if s.opts.TLSConfig != nil {
+		tlsSettings = fmt.Sprintf("tls:%s:%v", s.opts.TLSConfig.ServerName, s.opts.TLSConfig.InsecureSkipVerify)
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{
+		strings.Join(addrs, ","), s.opts.MasterName, strconv.Itoa(s.opts.DB), s.opts.Username,
+		s.opts.Password, s.opts.SentinelPassword, s.prefix(), strconv.Itoa(s.Partitions),
+		strconv.Itoa(s.MinReplicas), time.Duration(s.WaitTimeout).String(), strconv.FormatBool(s.opts.IsClusterMode || len(addrs) > 1),
+		tlsSettings, s.opts.DialTimeout.String(), strconv.Itoa(s.opts.PoolSize),
+	}, "\x00")))
+	return "redis:" + hex.EncodeToString(sum[:])
+}
+
+// Describe implements Backend (addresses and prefix only, no credentials).
+func (s *RedisStorage) Describe() string {
+	d := "redis " + strings.Join(s.opts.Addrs, ",") + " prefix " + s.prefix()
+	if s.opts.MasterName != "" {
+		d += " sentinel master " + s.opts.MasterName
+	}
+	return d
 }
 
 func (s *RedisStorage) prefix() string {

@@ -62,8 +62,9 @@ func TestRedisStorageProvision(t *testing.T) {
 			if got := o.IsClusterMode || (len(o.Addrs) > 1 && o.MasterName == ""); got != tc.cluster {
 				t.Errorf("cluster %v, want %v", got, tc.cluster)
 			}
-			if strings.Contains(s.Key(), "s3cret") || strings.Contains(s.Key(), ":p@") {
-				t.Errorf("pool key holds a password: %s", s.Key())
+			if strings.Contains(s.Key(), "s3cret") || strings.Contains(s.Key(), ":p@") ||
+				strings.Contains(s.Describe(), "s3cret") || strings.Contains(s.Describe(), ":p@") {
+				t.Errorf("pool key or description holds a password: %s / %s", s.Key(), s.Describe())
 			}
 		})
 	}
@@ -90,6 +91,9 @@ func TestRedisStorageKeyDistinguishesData(t *testing.T) {
 		"redis {\naddress h:1\nkey_prefix other\n}",
 		"redis {\naddress h:1\npassword x\n}",
 		"redis {\naddress h:1\npartitions 8\n}",
+		"redis {\naddress h:1\ntls\n}",
+		"redis {\naddress h:1\npool_size 7\n}",
+		"redis {\naddress h:1\ndial_timeout 9s\n}",
 	} {
 		if key(other) == base {
 			t.Errorf("%q shares the key of the base config", other)

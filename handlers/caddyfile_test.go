@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -453,6 +454,26 @@ func TestIngressValidate(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), "webhook_ingress src") {
 				t.Errorf("error %q does not name the source", err)
+			}
+		})
+	}
+}
+
+// TestIngressProvisionRejectsBadJSON: values a JSON config can carry that
+// the Caddyfile parser would refuse must fail provisioning, not crash later.
+func TestIngressProvisionRejectsBadJSON(t *testing.T) {
+	for name, raw := range map[string]string{
+		"rate limit zero events":   `{"source":"s","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","rate_limit":{"events":0,"interval":1000000000}}`,
+		"body_hash without window": `{"source":"s","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","id_from":[{"kind":"body_hash"}]}`,
+		"unknown id_from kind":     `{"source":"s","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","id_from":[{"kind":"cookie","arg":"x"}]}`,
+		"json rule without path":   `{"source":"s","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","id_from":[{"kind":"json"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+			defer cancel()
+			_, err := ctx.LoadModuleByID("http.handlers.webhook_ingress", json.RawMessage(raw))
+			if err == nil {
+				t.Fatal("provisioned")
 			}
 		})
 	}

@@ -599,7 +599,8 @@ func (f *faultyStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
-func (f *faultyStorage) Key() string { return "faulty:" + f.Path }
+func (f *faultyStorage) Key() string      { return "faulty:" + f.Path }
+func (f *faultyStorage) Describe() string { return "faulty " + f.Path }
 func (f *faultyStorage) Open() (storage.Store, error) {
 	s, err := embedded.Open(f.Path, embedded.Options{})
 	return faultyStore{s}, err

@@ -197,6 +197,22 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	if h.AckStatus == 0 {
 		h.AckStatus = http.StatusAccepted
 	}
+	if rl := h.RateLimit; rl != nil && (rl.Events < 1 || rl.Interval <= 0) {
+		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
+	}
+	// rules from JSON configs get the same checks as Caddyfile ones
+	for i, r := range h.IDFrom {
+		arg := r.Arg
+		if r.Kind == "body_hash" {
+			arg = r.Window.String()
+			if r.Window <= 0 {
+				return fmt.Errorf("webhook_ingress %s: id_from %d: body_hash needs a positive window", h.Source, i)
+			}
+		}
+		if _, err := idempotency.ParseRule(r.Kind, arg); err != nil {
+			return fmt.Errorf("webhook_ingress %s: id_from %d: %v", h.Source, i, err)
+		}
+	}
 	h.rules = h.IDFrom
 	if len(h.rules) == 0 {
 		if d, ok := h.verifier.(verifiers.IDDefaulter); ok {
@@ -220,7 +236,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 			h.Source, time.Duration(h.Timeout), time.Duration(h.app.Lease))
 	}
 	target := retryqueue.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
-	if h.RateLimit != nil {
+	if rl := h.RateLimit; rl != nil {
 		target.Limiter = rate.NewLimiter(rate.Every(time.Duration(h.RateLimit.Interval)/time.Duration(h.RateLimit.Events)), 1)
 	}
 	return h.app.RegisterSource(&caddymodule.Source{
@@ -339,8 +355,9 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	ttl := time.Duration(h.DedupeWindow)
 	if res.Duplicate {
-		if seen != nil {
-			seen.Add(key, string(res.Status), ttl)
+		// cache it only for what is left of the claim, never beyond
+		if left := time.Until(res.DedupeUntil); seen != nil && left > 0 {
+			seen.Add(key, string(res.Status), left)
 		}
 		h.answerDuplicate(w, eventID, string(res.Status))
 		return nil

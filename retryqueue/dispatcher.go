@@ -216,8 +216,16 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 	select {
 	case <-done:
 	case <-t.C:
+		// cancel what is still in progress; recording the releases is
+		// bounded too, and whatever is not recorded waits for its lease
 		d.stopDeliver()
-		<-done
+		t2 := time.NewTimer(2 * time.Second)
+		defer t2.Stop()
+		select {
+		case <-done:
+		case <-t2.C:
+			d.log.Warn("stopping: deliveries still finishing; their jobs return after their leases")
+		}
 	}
 	d.stopDeliver()
 }
@@ -261,6 +269,9 @@ func (d *Dispatcher) loop() {
 		for range free - len(jobs) {
 			d.slots <- struct{}{}
 		}
+		for _, job := range jobs {
+			d.queue <- job // leased, even if the store also reported an error
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -273,9 +284,6 @@ func (d *Dispatcher) loop() {
 			continue
 		}
 		errDelay = 100 * time.Millisecond
-		for _, job := range jobs {
-			d.queue <- job // never blocks for long: the workers drain it
-		}
 		if len(jobs) == free {
 			continue // there may be more due right now
 		}
@@ -354,6 +362,17 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target) (storage.Outcome, Repo
 			return storage.Outcome{Result: storage.Release}, rep
 		}
 	}
+	// a prefetched job may have waited (workers busy, rate limit): if its
+	// lease could run out during the attempt, hand it back rather than risk
+	// another worker delivering it at the same time
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	margin := min(leaseMargin, (d.cfg.Lease-timeout)/2)
+	if time.Until(job.LeaseUntil) < timeout+margin {
+		return storage.Outcome{Result: storage.Release}, rep
+	}
 	cb := d.breaker(t.URL)
 	var status int
 	var hdr http.Header
@@ -417,6 +436,10 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target) (storage.Outcome, Repo
 }
 
 var errTransient = errors.New("transient upstream failure")
+
+// leaseMargin is the most lease time, beyond the attempt's timeout, that
+// must be left for an attempt to start (less with short leases).
+const leaseMargin = time.Second
 
 // send POSTs the job to the upstream and returns the status and headers.
 func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error) {

@@ -886,3 +886,45 @@ func BenchmarkDrain(b *testing.B) {
 		})
 	}
 }
+
+// A prefetched job that waited so long that its lease could run out during
+// the attempt is handed back, not delivered: every job reaches the upstream
+// exactly once and no outcome is lost to an expired lease.
+func TestDispatcherReleasesJobsNearLeaseEnd(t *testing.T) {
+	st := newStore(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	up := newUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		time.Sleep(400 * time.Millisecond)
+		mu.Lock()
+		seen[r.Header.Get("Webhook-Id")]++
+		mu.Unlock()
+	})
+	reports := make(chan Report, 20)
+	startDispatcher(t, Config{
+		Store:    st,
+		Workers:  1,
+		Prefetch: 4,
+		Lease:    1500 * time.Millisecond,
+		Resolve:  resolveTo(map[string]*Target{"slow": {URL: up.URL, Timeout: time.Second, Policy: fastPolicy(3)}}),
+		OnResult: reportsTo(reports),
+	}).Notify()
+	for range 5 {
+		enqueue(t, st, storage.Event{Source: "slow"})
+	}
+	for range 5 {
+		if r := nextReport(t, reports, 20*time.Second); r.Result != storage.Delivered {
+			t.Fatalf("result %v", r.Result)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s delivered %d times", id, n)
+		}
+	}
+	if len(seen) != 5 {
+		t.Errorf("%d distinct events delivered, want 5", len(seen))
+	}
+}

@@ -96,6 +96,8 @@ type EnqueueResult struct {
 	// Status is the current status of the earlier event for duplicates,
 	// StatusQueued otherwise.
 	Status Status
+	// DedupeUntil is when a duplicate's claim expires (zero if unknown).
+	DedupeUntil time.Time
 }
 
 // EventInfo is what the store knows about one event.

@@ -221,6 +221,8 @@ type sendOpts struct {
 	tries    int
 	// statuses counts the answers by status (nil: not counted).
 	statuses *sync.Map
+	// fed counts the events handed to the senders (nil: not counted).
+	fed *atomic.Int64
 }
 
 // send posts the events and returns the ids answered 202 (or, after a
@@ -277,6 +279,9 @@ feed:
 	for i := range o.n {
 		select {
 		case ids <- i:
+			if o.fed != nil {
+				o.fed.Add(1)
+			}
 		case <-o.stop:
 			break feed
 		}

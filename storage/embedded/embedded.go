@@ -120,9 +120,33 @@ func (s *Store) Close() error {
 	return err
 }
 
+// update runs fn in a shared, durable write transaction. An expected
+// outcome (lost lease, unknown or conflicting DLQ entry) is returned by fn
+// before it writes anything; it is passed back to the caller without
+// failing the transaction, so it does not make the other writers of the
+// batch commit one by one.
 func (s *Store) update(fn func(*bolt.Tx) error) error {
-	err := s.c.update(fn)
+	var outcome error
+	err := s.c.update(func(tx *bolt.Tx) error {
+		outcome = nil
+		if err := fn(tx); err != nil {
+			if isOutcome(err) {
+				outcome = err
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = outcome
+	}
 	return wrapIOErr(err)
+}
+
+func isOutcome(err error) bool {
+	return errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, dlq.ErrNotFound) ||
+		errors.Is(err, dlq.ErrConflict) || errors.Is(err, storage.ErrNotFound)
 }
 
 func (s *Store) view(fn func(*bolt.Tx) error) error {
@@ -159,7 +183,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 				exp := timeAt(v)
 				if exp.After(now) {
 					id := string(v[8:])
-					res = storage.EnqueueResult{Duplicate: true, ID: id, Status: statusOf(tx, id, now)}
+					res = storage.EnqueueResult{Duplicate: true, ID: id, Status: statusOf(tx, id, now), DedupeUntil: exp}
 					return nil
 				}
 				if err := tx.Bucket(bClaimExp).Delete(timeKey(exp, ck)); err != nil {

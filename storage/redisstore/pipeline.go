@@ -20,7 +20,7 @@ type scriptCall struct {
 // and the pipeline is sent once more. Each command carries its own result;
 // err is the first failure, if any.
 func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
-	run := func() ([]*redis.Cmd, error) {
+	run := func(calls []scriptCall) ([]*redis.Cmd, error) {
 		cmds := make([]*redis.Cmd, len(calls))
 		_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for i, c := range calls {
@@ -30,24 +30,50 @@ func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []scr
 		})
 		return cmds, err
 	}
-	cmds, err := run()
-	if err != nil && isNoScript(cmds) {
-		if lerr := sc.Load(ctx, s.c).Err(); lerr != nil {
-			return cmds, lerr
+	cmds, err := run(calls)
+	if err == nil || !isNoScript(cmds) {
+		return cmds, err
+	}
+	// a node without the script (restarted, failed over): load it and send
+	// again only the calls that did not run; the others must not run twice
+	if lerr := sc.Load(ctx, s.c).Err(); lerr != nil {
+		return cmds, lerr
+	}
+	var again []scriptCall
+	var where []int
+	for i, c := range cmds {
+		if noScript(c.Err()) {
+			again = append(again, calls[i])
+			where = append(where, i)
 		}
-		cmds, err = run()
+	}
+	retried, err2 := run(again)
+	for k, i := range where {
+		cmds[i] = retried[k]
+	}
+	err = nil
+	for _, c := range cmds {
+		if c.Err() != nil {
+			err = c.Err()
+			break
+		}
+	}
+	if err == nil {
+		err = err2
 	}
 	return cmds, err
 }
 
 func isNoScript(cmds []*redis.Cmd) bool {
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if noScript(c.Err()) {
 			return true
 		}
 	}
 	return false
 }
+
+func noScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 // batcher sends concurrent invocations of one script together: the first
 // waiting call goes at once, and calls arriving meanwhile share the next

@@ -198,7 +198,11 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		ttl = max(dedupeUntil.Sub(now).Milliseconds(), 1)
 	}
 	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp")}
-	args := []any{ev.ID, dedupe, ttl, data, ms(now), ck}
+	touch := "0"
+	if s.opts.MinReplicas > 0 {
+		touch = "1"
+	}
+	args := []any{ev.ID, dedupe, ttl, data, ms(now), ck, touch}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, enqueueScript, keys, args...)
@@ -211,7 +215,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		return storage.EnqueueResult{}, unavailable(err)
 	}
 	res, _ := v.([]any)
-	if len(res) != 2 {
+	if len(res) < 2 {
 		return storage.EnqueueResult{}, unavailable(fmt.Errorf("unexpected enqueue reply %v", v))
 	}
 	id, _ := res[1].(string)
@@ -220,7 +224,13 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		if err != nil {
 			return storage.EnqueueResult{}, unavailable(err)
 		}
-		return storage.EnqueueResult{Duplicate: true, ID: id, Status: st}, nil
+		out := storage.EnqueueResult{Duplicate: true, ID: id, Status: st}
+		if len(res) == 3 {
+			if left, _ := res[2].(int64); left > 0 {
+				out.DedupeUntil = now.Add(time.Duration(left) * time.Millisecond)
+			}
+		}
+		return out, nil
 	}
 	return storage.EnqueueResult{ID: id, Status: storage.StatusQueued}, nil
 }
@@ -308,8 +318,10 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	calls := make([]scriptCall, len(order))
 	for k, i := range order {
 		p := s.parts[i]
+		// the token names the partition: Finish must find the job where it
+		// was leased, whatever its event fields hash to
 		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight")},
-			args: []any{ms(now), share[i], ms(until), p.evPrefix(), newToken()}}
+			args: []any{ms(now), share[i], ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken()}}
 	}
 	// one round trip for every partition's share
 	leased, err := s.evalPipelined(ctx, leaseScript, calls)
@@ -323,7 +335,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		for _, row := range rows {
 			job, derr := decodeLeased(row, until)
 			if derr != nil {
-				return jobs, unavailable(derr)
+				continue // undecodable record: left leased, it comes back after the lease
 			}
 			jobs = append(jobs, job)
 		}
@@ -394,7 +406,10 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 // Finish implements storage.Store.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := time.Now()
-	p := s.partitionForEvent(&job.Event)
+	p, ok := s.leasePartition(job.Lease)
+	if !ok {
+		return storage.ErrLeaseLost
+	}
 	attempts := job.Attempts
 	if out.Attempt != nil {
 		attempts = append(slices.Clip(attempts), *out.Attempt)
@@ -462,6 +477,16 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		return storage.ErrLeaseLost
 	}
 	return nil
+}
+
+// leasePartition is the partition named by a lease token ("<n>:...").
+func (s *Store) leasePartition(token string) (partition, bool) {
+	n, _, ok := strings.Cut(token, ":")
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil || i < 0 || i >= len(s.parts) {
+		return partition{}, false
+	}
+	return s.parts[i], true
 }
 
 // eventHash is an event's hash as stored.
@@ -613,7 +638,8 @@ func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	ev := storage.Event{ID: e.ID, EventID: e.EventID, Dedupe: true, Source: e.Source, Upstream: e.Upstream,
+	// an event without a provider id carries its internal id as event id
+	ev := storage.Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source, Upstream: e.Upstream,
 		Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
 	if h, err := s.getEvent(ctx, p, id); err != nil {
 		return unavailable(err)
@@ -785,6 +811,7 @@ const cleanupBatch = 500
 // Cleanup implements storage.Store. Claims also expire by themselves (TTL).
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
 	total := 0
+	doneCutoff, dlqCutoff := ms(now.Add(-retention)), ms(now.Add(-dlqRetention))
 	for _, p := range s.parts {
 		for {
 			cks, err := s.c.ZRangeByScore(ctx, p.key("claimexp"), &redis.ZRangeBy{
@@ -804,7 +831,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 		}
 		for {
 			ids, err := s.c.ZRangeByScore(ctx, p.key("done"), &redis.ZRangeBy{
-				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now.Add(-retention)), 10), Count: cleanupBatch}).Result()
+				Min: "-inf", Max: "(" + strconv.FormatInt(doneCutoff, 10), Count: cleanupBatch}).Result()
 			if err != nil {
 				return total, unavailable(err)
 			}
@@ -813,7 +840,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil && !errors.Is(err, redis.Nil) {
 					return total, unavailable(err)
 				}
-				if _, err := removeEventScript.Run(ctx, s.c, []string{p.ev(id), p.key("done"), p.ids(ck)}, id).Result(); err != nil {
+				if _, err := removeEventScript.Run(ctx, s.c, []string{p.ev(id), p.key("done"), p.ids(ck)}, id, doneCutoff).Result(); err != nil {
 					return total, unavailable(err)
 				}
 				total++
@@ -827,12 +854,12 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 		}
 		for {
 			ids, err := s.c.ZRangeByScore(ctx, p.key("dlqidx"), &redis.ZRangeBy{
-				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now.Add(-dlqRetention)), 10), Count: cleanupBatch}).Result()
+				Min: "-inf", Max: "(" + strconv.FormatInt(dlqCutoff, 10), Count: cleanupBatch}).Result()
 			if err != nil {
 				return total, unavailable(err)
 			}
 			for _, id := range ids {
-				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id).Result(); err != nil {
+				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id, dlqCutoff).Result(); err != nil {
 					return total, unavailable(err)
 				}
 				total++

@@ -10,12 +10,18 @@ import "github.com/redis/go-redis/v9"
 // enqueueScript claims (source, event id) and enqueues the event in one step.
 //
 //	KEYS: claim, ids, event hash, due, claim expiry index
-//	ARGV: id, dedupe (0|1), claim TTL ms, event JSON, now ms, claim key text
-//	returns {0, id} when stored, {1, existing id} for a duplicate
+//	ARGV: id, dedupe (0|1), claim TTL ms, event JSON, now ms, claim key text,
+//	      touch (1: a duplicate rewrites its claim's TTL, so that a following
+//	      WAIT also covers the original write)
+//	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 var enqueueScript = redis.NewScript(`
 if ARGV[2] == '1' then
 	local existing = redis.call('GET', KEYS[1])
-	if existing then return {1, existing} end
+	if existing then
+		local left = redis.call('PTTL', KEYS[1])
+		if ARGV[7] == '1' and left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
+		return {1, existing, left}
+	end
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
 	redis.call('SET', KEYS[2], ARGV[1])
 	redis.call('ZADD', KEYS[5], tonumber(ARGV[5]) + tonumber(ARGV[3]), ARGV[6])
@@ -129,22 +135,30 @@ end
 return 1
 `)
 
-// removeEventScript deletes a finished event past retention.
+// removeEventScript deletes a finished event past retention, unless it was
+// re-enqueued (or finished again) since Cleanup listed it.
 //
 //	KEYS: event hash, done, ids
-//	ARGV: id
+//	ARGV: id, cutoff ms
 var removeEventScript = redis.NewScript(`
+local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not fin or tonumber(fin) >= tonumber(ARGV[2]) then return 0 end
+local st = redis.call('HGET', KEYS[1], 'st')
+if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
 if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `)
 
-// removeEntryScript deletes a DLQ entry past dlq_retention.
+// removeEntryScript deletes a DLQ entry past dlq_retention, unless it was
+// dead-lettered again since Cleanup listed it.
 //
 //	KEYS: dlq entry, dlq index, dlq open
-//	ARGV: id
+//	ARGV: id, cutoff ms
 var removeEntryScript = redis.NewScript(`
+local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if at and tonumber(at) >= tonumber(ARGV[2]) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])

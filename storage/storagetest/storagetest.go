@@ -72,6 +72,7 @@ func Run(t *testing.T, f Factory) {
 		{"DLQSetStatus", testDLQSetStatus},
 		{"Retention", testRetention},
 		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
+		{"DLQRetryAfterRetention", testDLQRetryAfterRetention},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -298,8 +299,13 @@ func testDedupeWindow(t *testing.T, f Factory) {
 	first := newEvent(t, "stripe", "evt_window")
 	mustEnqueue(t, s, first, until)
 	dup := newEvent(t, "stripe", "evt_window")
-	if res := enqueue(t, s, dup, until); !res.Duplicate || res.ID != first.ID {
+	res := enqueue(t, s, dup, until)
+	if !res.Duplicate || res.ID != first.ID {
 		t.Fatalf("enqueue within the window = %+v, want duplicate of %s", res, first.ID)
+	}
+	// a duplicate tells when its claim ends (the L1 cache must not outlive it)
+	if d := res.DedupeUntil.Sub(until); d < -5*time.Millisecond || d > 5*time.Millisecond {
+		t.Errorf("duplicate's DedupeUntil = %v, want about %v", res.DedupeUntil, until)
 	}
 	time.Sleep(time.Until(until) + 30*time.Millisecond)
 
@@ -1031,6 +1037,33 @@ func testDLQSetStatus(t *testing.T, f Factory) {
 	}
 	if e := dlqGet(t, s, a); e.Status != dlq.StatusResolved {
 		t.Errorf("refused status changes moved the entry to %s", e.Status)
+	}
+}
+
+// testDLQRetryAfterRetention: an event without a provider id (never
+// deduplicated, its event id is its internal id) dies, its finished record
+// is removed by retention while the DLQ entry stays; retrying the entry
+// enqueues it again, and its delivery can be recorded.
+func testDLQRetryAfterRetention(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ev := newEvent(t, "plain", "")
+	ev.EventID, ev.Dedupe = ev.ID, false
+	mustEnqueue(t, s, ev, time.Time{})
+	finish(t, s, leaseOneOf(t, s, ev.ID), storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 400, ""), Error: "bad"})
+	if _, err := s.Cleanup(t.Context(), time.Now().Add(48*time.Hour), time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	dlqGet(t, s, ev.ID)
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); err != nil {
+		t.Fatalf("DLQRetry after retention: %v", err)
+	}
+	job := leaseOneOf(t, s, ev.ID)
+	if !bytes.Equal(job.Body, ev.Body) {
+		t.Fatalf("re-enqueued body %q, want %q", job.Body, ev.Body)
+	}
+	finish(t, s, job, storage.Outcome{Result: storage.Delivered, Attempt: attempt(2, time.Now(), 200, "")})
+	if info := lookup(t, s, "plain", ev.ID); info.Status != storage.StatusDelivered {
+		t.Fatalf("after delivery: %+v", info)
 	}
 }
 
