@@ -1,12 +1,14 @@
 package caddymodule
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -42,6 +44,9 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "GET /webhooks/stats", Handler: caddy.AdminHandlerFunc(handleStats)},
 		{Pattern: "GET /webhooks/dlq", Handler: caddy.AdminHandlerFunc(handleDLQList)},
+		{Pattern: "POST /webhooks/dlq/retry", Handler: caddy.AdminHandlerFunc(handleDLQBulkRetry)},
+		{Pattern: "POST /webhooks/sources/{source}/pause", Handler: caddy.AdminHandlerFunc(handlePause(true))},
+		{Pattern: "POST /webhooks/sources/{source}/resume", Handler: caddy.AdminHandlerFunc(handlePause(false))},
 		{Pattern: "GET /webhooks/dlq/{id}", Handler: caddy.AdminHandlerFunc(handleDLQGet)},
 		{Pattern: "POST /webhooks/dlq/{id}/retry", Handler: caddy.AdminHandlerFunc(handleDLQRetry)},
 		{Pattern: "POST /webhooks/dlq/{id}/resolve", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusResolved, "resolution"))},
@@ -103,7 +108,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // handleStats answers the queue's current sizes. (Counters by source and
 // rates over time are the operator-surface work of a later issue.)
 func handleStats(w http.ResponseWriter, r *http.Request) error {
-	_, st, err := activeStore()
+	app, st, err := activeStore()
 	if err != nil {
 		return err
 	}
@@ -111,7 +116,7 @@ func handleStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"queue": c})
+	return writeJSON(w, http.StatusOK, map[string]any{"queue": c, "paused_sources": app.PausedSources()})
 }
 
 func handleDLQList(w http.ResponseWriter, r *http.Request) error {
@@ -253,6 +258,139 @@ func handleEvent(w http.ResponseWriter, r *http.Request) error {
 		return storeErr(err)
 	}
 	return writeJSON(w, http.StatusOK, info)
+}
+
+var sourceNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// handlePause pauses or resumes a source: while paused its ingress answers
+// 503 + Retry-After (the provider keeps the events) and its deliveries wait.
+func handlePause(paused bool) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		app, err := activeApp()
+		if err != nil {
+			return err
+		}
+		source := r.PathValue("source")
+		if !sourceNameRe.MatchString(source) {
+			return apiErr(http.StatusBadRequest, "invalid source name")
+		}
+		if err := app.SetPaused(r.Context(), source, paused); err != nil {
+			return storeErr(err)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"source": source, "paused": paused})
+	}
+}
+
+// bulkRetryRequest is the body of POST /webhooks/dlq/retry.
+type bulkRetryRequest struct {
+	Source string `json:"source"`
+	Status string `json:"status"`
+	Since  string `json:"since"`
+	Limit  int    `json:"limit"`
+	DryRun bool   `json:"dry_run"`
+}
+
+// bulkRetryResult answers it.
+type bulkRetryResult struct {
+	DryRun  bool     `json:"dry_run"`
+	Matched int      `json:"matched"`
+	Retried []string `json:"retried"`
+	// SkippedDelivered are entries whose event was delivered meanwhile.
+	SkippedDelivered []string          `json:"skipped_delivered"`
+	Failed           map[string]string `json:"failed,omitempty"`
+	// Spread is how long the re-enqueued events are spread over.
+	Spread string `json:"spread,omitempty"`
+}
+
+// defaultRedrivePace spaces re-enqueued events when the source has no
+// rate_limit: a redrive of a big DLQ must not flatten the upstream.
+const defaultRedrivePace = 100 * time.Millisecond
+
+// handleDLQBulkRetry re-enqueues the entries matching a filter, skipping
+// events delivered meanwhile, with due times spaced at the source's
+// delivery rate; dry_run only says what would be re-enqueued.
+func handleDLQBulkRetry(w http.ResponseWriter, r *http.Request) error {
+	app, st, err := activeStore()
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAdminBody+1))
+	if err != nil {
+		return apiErr(http.StatusBadRequest, "reading request body")
+	}
+	if len(body) > maxAdminBody {
+		return apiErr(http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	var req bulkRetryRequest
+	if len(body) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return apiErr(http.StatusBadRequest, "request body: "+err.Error())
+		}
+	}
+	if req.Status == "" {
+		req.Status = string(dlq.StatusPending)
+	}
+	f := dlq.Filter{Source: req.Source, Status: dlq.Status(req.Status)}
+	if !f.Status.Valid() {
+		return apiErr(http.StatusBadRequest, fmt.Sprintf("unknown status %q", req.Status))
+	}
+	if req.Since != "" {
+		if f.Since, err = parseSince(req.Since, time.Now()); err != nil {
+			return apiErr(http.StatusBadRequest, err.Error())
+		}
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	if limit < 1 || limit > dlq.MaxLimit {
+		return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", dlq.MaxLimit))
+	}
+	res := bulkRetryResult{DryRun: req.DryRun, Retried: []string{}, SkippedDelivered: []string{}}
+	var entries []dlq.Entry
+	for len(entries) < limit {
+		f.Limit = min(limit-len(entries), dlq.MaxLimit)
+		page, err := st.DLQList(r.Context(), f)
+		if err != nil {
+			return storeErr(err)
+		}
+		entries = append(entries, page.Entries...)
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	res.Matched = len(entries)
+	due := time.Now()
+	for _, e := range entries {
+		// delivered meanwhile (the provider resent it and it went through)?
+		if e.EventID != e.ID {
+			if info, err := st.Lookup(r.Context(), e.Source, e.EventID); err == nil && info.ID != e.ID && info.Status == storage.StatusDelivered {
+				res.SkippedDelivered = append(res.SkippedDelivered, e.ID)
+				continue
+			}
+		}
+		if req.DryRun {
+			res.Retried = append(res.Retried, e.ID)
+			continue
+		}
+		if err := st.DLQRetry(r.Context(), e.ID, due); err != nil {
+			if res.Failed == nil {
+				res.Failed = map[string]string{}
+			}
+			res.Failed[e.ID] = storeErr(err).Error()
+			continue
+		}
+		res.Retried = append(res.Retried, e.ID)
+		due = due.Add(app.redrivePace(e.Source))
+	}
+	if !req.DryRun && len(res.Retried) > 0 {
+		res.Spread = time.Until(due).Round(time.Millisecond).String()
+		app.Notify()
+	}
+	return writeJSON(w, http.StatusOK, res)
 }
 
 // Interface guards

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ type App struct {
 	sources  map[string]*Source
 
 	disp        *atomic.Pointer[retryqueue.Dispatcher]
+	paused      *pausedCache
 	stopCleaner context.CancelFunc
 	cleanerDone chan struct{}
 }
@@ -97,6 +99,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.sources = make(map[string]*Source)
 	a.sourceMu = new(sync.RWMutex)
 	a.disp = new(atomic.Pointer[retryqueue.Dispatcher])
+	a.paused = new(pausedCache)
 	if a.Workers == 0 {
 		a.Workers = retryqueue.DefaultWorkers
 	}
@@ -172,11 +175,13 @@ func (a *App) Start() error {
 	if err != nil {
 		return fmt.Errorf("opening webhook store: %v", err)
 	}
+	a.refreshPaused() // before the first request and the first lease
 	d := retryqueue.New(retryqueue.Config{
 		Store:    st,
 		Workers:  a.Workers,
 		Lease:    time.Duration(a.Lease),
 		Resolve:  a.resolve,
+		Paused:   a.SourcePaused,
 		Logger:   a.log.Named("delivery"),
 		OnResult: a.onResult,
 	})
@@ -276,6 +281,92 @@ func (a *App) Store() (storage.Store, error) {
 		err = fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
 	}
 	return st, err
+}
+
+// pausedCache holds the paused sources read from the store, refreshed at
+// most every pausedRefresh so that a pause on any node reaches all nodes
+// within about that time.
+type pausedCache struct {
+	mu  sync.Mutex
+	set atomic.Pointer[map[string]bool]
+	at  atomic.Int64 // unix nanos of the last refresh
+}
+
+const pausedRefresh = time.Second
+
+// SourcePaused reports whether source is paused (operators' emergency stop).
+func (a *App) SourcePaused(source string) bool {
+	c := a.paused
+	if time.Since(time.Unix(0, c.at.Load())) > pausedRefresh && c.mu.TryLock() {
+		// one request refreshes; the others use the last known set
+		go func() {
+			defer c.mu.Unlock()
+			a.refreshPaused()
+		}()
+	}
+	if m := c.set.Load(); m != nil {
+		return (*m)[source]
+	}
+	return false
+}
+
+func (a *App) refreshPaused() {
+	st, err := a.Store()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m, err := st.Paused(ctx)
+	if err != nil {
+		return // keep the last known set; try again at the next refresh
+	}
+	a.paused.set.Store(&m)
+	a.paused.at.Store(time.Now().UnixNano())
+}
+
+// SetPaused pauses or resumes a source in the store (for every node) and
+// in this node's cache at once.
+func (a *App) SetPaused(ctx context.Context, source string, paused bool) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	if err := st.SetPaused(ctx, source, paused); err != nil {
+		return err
+	}
+	a.paused.mu.Lock()
+	defer a.paused.mu.Unlock()
+	a.refreshPaused()
+	if !paused {
+		a.Notify() // its jobs may go now
+	}
+	return nil
+}
+
+// PausedSources lists the paused sources as this node knows them.
+func (a *App) PausedSources() []string {
+	var out []string
+	if m := a.paused.set.Load(); m != nil {
+		for s := range *m {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// redrivePace is the spacing of a bulk retry's events for source: its
+// rate_limit when it has one, else defaultRedrivePace.
+func (a *App) redrivePace(source string) time.Duration {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	if src, ok := a.sources[source]; ok && src.Target.Limiter != nil {
+		if lim := src.Target.Limiter.Limit(); lim > 0 {
+			return time.Duration(float64(time.Second) / float64(lim))
+		}
+	}
+	return defaultRedrivePace
 }
 
 // Seen returns the L1 cache of seen event IDs.

@@ -22,7 +22,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhooks",
-		Usage: "stats | dlq list|show|retry|resolve|discard | events <source> <event_id>",
+		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id>",
 		Short: "Inspects hookline's queue and dead letter queue through the admin API",
 		Long: `
 Talks to the webhooks routes of a running Caddy's admin API.
@@ -31,8 +31,11 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq list [--source S] [--status pending] [--since 24h] [--limit 50] [--cursor C]
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
+  caddy webhooks dlq retry --source S [--status pending] [--since 24h] [--limit 100] [--dry-run]
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
+  caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
+  caddy webhooks resume <source>
   caddy webhooks events <source> <event_id>
 
 Output is a table for humans; --json prints the API's JSON for scripts.
@@ -65,8 +68,13 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			list.Flags().String("cursor", "", "Next page: the cursor printed by the previous one")
 			show := &cobra.Command{Use: "show <id>", Short: "Shows one entry with its payload and attempts",
 				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQShow)}
-			retry := &cobra.Command{Use: "retry <id>", Short: "Re-enqueues an entry with a fresh attempt budget",
-				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("retry", ""))}
+			retry := &cobra.Command{Use: "retry [<id>]", Short: "Re-enqueues one entry, or every entry matching the filters, with a fresh attempt budget",
+				Args: cobra.MaximumNArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQRetry)}
+			retry.Flags().String("source", "", "Bulk: only this source")
+			retry.Flags().String("status", "", "Bulk: entries in this status (default pending)")
+			retry.Flags().String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
+			retry.Flags().Int("limit", 0, "Bulk: at most this many (default 100)")
+			retry.Flags().Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
 			resolve := &cobra.Command{Use: "resolve <id>", Short: "Marks an entry resolved",
 				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("resolve", "resolution"))}
 			resolve.Flags().String("resolution", "", "What was done")
@@ -75,6 +83,14 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			discard.Flags().String("reason", "", "Why")
 			dlqCmd.AddCommand(list, show, retry, resolve, discard)
 			cmd.AddCommand(dlqCmd)
+			for _, action := range []string{"pause", "resume"} {
+				cmd.AddCommand(&cobra.Command{
+					Use:   action + " <source>",
+					Short: map[string]string{"pause": "Pauses a source: its ingress answers 503, its deliveries wait", "resume": "Resumes a paused source"}[action],
+					Args:  cobra.ExactArgs(1),
+					RunE:  caddycmd.WrapCommandFuncForCobra(cmdPause(action)),
+				})
+			}
 			cmd.AddCommand(&cobra.Command{
 				Use:   "events <source> <event_id>",
 				Short: "Shows where an event is, with its attempts",
@@ -222,6 +238,57 @@ func cmdDLQAction(action, field string) caddycmd.CommandFunc {
 		}
 		return output(fl, raw, &v, func(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", v.ID, v.Status)
+		})
+	}
+}
+
+// cmdDLQRetry retries one entry by id, or in bulk by filter.
+func cmdDLQRetry(fl caddycmd.Flags) (int, error) {
+	if fl.NArg() == 1 {
+		return cmdDLQAction("retry", "")(fl)
+	}
+	req := bulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
+		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+	raw, err := adminCall(fl, "POST", "/webhooks/dlq/retry", req)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var res bulkRetryResult
+	return output(fl, raw, &res, func(w io.Writer) {
+		verb := "re-enqueued"
+		if res.DryRun {
+			verb = "would re-enqueue"
+		}
+		fmt.Fprintf(w, "matched %d; %s %d; skipped %d delivered meanwhile; %d failed\n",
+			res.Matched, verb, len(res.Retried), len(res.SkippedDelivered), len(res.Failed))
+		for _, id := range res.Retried {
+			fmt.Fprintln(w, "  "+id)
+		}
+		for id, msg := range res.Failed {
+			fmt.Fprintf(w, "  failed %s: %s\n", id, msg)
+		}
+		if res.Spread != "" {
+			fmt.Fprintf(w, "spread over %s\n", res.Spread)
+		}
+	})
+}
+
+func cmdPause(action string) caddycmd.CommandFunc {
+	return func(fl caddycmd.Flags) (int, error) {
+		raw, err := adminCall(fl, "POST", "/webhooks/sources/"+url.PathEscape(fl.Arg(0))+"/"+action, nil)
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+		var v struct {
+			Source string `json:"source"`
+			Paused bool   `json:"paused"`
+		}
+		return output(fl, raw, &v, func(w io.Writer) {
+			state := "resumed"
+			if v.Paused {
+				state = "paused"
+			}
+			fmt.Fprintf(w, "%s: %s\n", v.Source, state)
 		})
 	}
 }

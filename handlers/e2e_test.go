@@ -744,3 +744,117 @@ func scrape(t *testing.T) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestPauseResume: a paused source answers 503 + Retry-After and its queued
+// deliveries wait; after resume both flow again.
+func TestPauseResume(t *testing.T) {
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		w.WriteHeader(http.StatusServiceUnavailable) // the job stays queued, retried every ~200-400ms
+	})
+	startCaddy(t, up, "", "")
+	body := []byte(`{"p":1}`)
+	if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "pz-1")); resp.StatusCode != 202 {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	up.next(t, 5*time.Second)
+	if code, m := admin(t, "POST", "/webhooks/sources/gen/pause", ""); code != 200 || m["paused"] != true {
+		t.Fatalf("pause: %d %v", code, m)
+	}
+	// an attempt already under way may still arrive; then nothing
+	drain := time.After(600 * time.Millisecond)
+drained:
+	for {
+		select {
+		case <-up.arrived:
+		case <-drain:
+			break drained
+		}
+	}
+	// from now on the upstream accepts: only the pause holds pz-1 back
+	up.setRespond(func(n int, w http.ResponseWriter) { w.WriteHeader(200) })
+	resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "pz-2"))
+	if resp.StatusCode != 503 || m["code"] != "SERVICE_UNAVAILABLE" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("paused source: %d %v", resp.StatusCode, m)
+	}
+	// other sources are not paused
+	if resp, _ := post(t, "/hooks/plain", []byte("x"), nil); resp.StatusCode != 200 {
+		t.Fatalf("other source: %d", resp.StatusCode)
+	}
+	if r := up.next(t, 5*time.Second); r.Path != "/in/plain" {
+		t.Fatalf("delivered %s while gen is paused", r.Path)
+	}
+	// the queued retry of pz-1 waits while paused
+	up.none(t, 1500*time.Millisecond)
+	if code, st := admin(t, "GET", "/webhooks/stats", ""); code != 200 || fmt.Sprint(st["paused_sources"]) != "[gen]" {
+		t.Fatalf("stats: %v", st)
+	}
+	if code, m := admin(t, "POST", "/webhooks/sources/gen/resume", ""); code != 200 || m["paused"] != false {
+		t.Fatalf("resume: %d %v", code, m)
+	}
+	if r := up.next(t, 10*time.Second); r.Header.Get("Webhook-Id") != "pz-1" {
+		t.Fatalf("after resume: %s", r.Header.Get("Webhook-Id"))
+	}
+	waitFor(t, func() bool {
+		_, ev := admin(t, "GET", "/webhooks/events/gen/pz-1", "")
+		return ev["status"] == "delivered"
+	})
+	if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "pz-2")); resp.StatusCode != 202 {
+		t.Fatalf("after resume: %d %v", resp.StatusCode, m)
+	}
+	if code, _ := admin(t, "POST", "/webhooks/sources/bad%20name/pause", ""); code != 400 {
+		t.Fatalf("bad source name: %d", code)
+	}
+}
+
+// TestBulkRetry: dry run lists what would be re-enqueued; the real run
+// re-enqueues them spaced out and skips none; bad bodies are refused.
+func TestBulkRetry(t *testing.T) {
+	up := newUpstream(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	startCaddy(t, up, "", "")
+	for i := range 3 {
+		body := []byte(fmt.Sprintf(`{"b":%d}`, i))
+		post(t, "/hooks/gen", body, signedHeaders(body, fmt.Sprintf("bulk-%d", i)))
+		up.next(t, 5*time.Second)
+	}
+	waitFor(t, func() bool {
+		_, page := admin(t, "GET", "/webhooks/dlq?status=pending", "")
+		e, _ := page["entries"].([]any)
+		return len(e) == 3
+	})
+	code, m := admin(t, "POST", "/webhooks/dlq/retry", `{"source":"gen","dry_run":true}`)
+	if code != 200 || m["matched"] != float64(3) || len(m["retried"].([]any)) != 3 || m["dry_run"] != true {
+		t.Fatalf("dry run: %d %v", code, m)
+	}
+	up.none(t, 300*time.Millisecond) // a dry run changes nothing
+	fail.Store(false)
+	code, m = admin(t, "POST", "/webhooks/dlq/retry", `{"source":"gen","limit":2}`)
+	if code != 200 || len(m["retried"].([]any)) != 2 {
+		t.Fatalf("bulk retry: %d %v", code, m)
+	}
+	first := up.next(t, 5*time.Second)
+	second := up.next(t, 5*time.Second)
+	if d := second.At.Sub(first.At); d < 80*time.Millisecond {
+		t.Errorf("redriven events %s apart, want them paced (100ms)", d)
+	}
+	up.none(t, 300*time.Millisecond) // limit 2: the third stays
+	_, m = admin(t, "POST", "/webhooks/dlq/retry", `{}`)
+	if len(m["retried"].([]any)) != 1 {
+		t.Fatalf("remaining: %v", m)
+	}
+	up.next(t, 5*time.Second)
+	for _, bad := range []string{`{"status":"bogus"}`, `{"limit":5000}`, `{"unknown":1}`, `[1,2]`, `{"since":"yesterday"}`} {
+		if code, m := admin(t, "POST", "/webhooks/dlq/retry", bad); code != 400 || m["error"] == nil {
+			t.Errorf("%s: %d %v", bad, code, m)
+		}
+	}
+}

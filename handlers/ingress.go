@@ -39,6 +39,8 @@ const (
 	storeTimeout = 10 * time.Second
 	// unavailableRetryAfter is the Retry-After (seconds) of a 503.
 	unavailableRetryAfter = 5
+	// pausedRetryAfter is the Retry-After (seconds) while a source is paused.
+	pausedRetryAfter = 60
 )
 
 // Ingress receives the webhooks of one source: it verifies the signature
@@ -274,6 +276,12 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.reject(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
+		return nil
+	}
+	if h.app.SourcePaused(h.Source) {
+		// the provider keeps the event and sends it again later
+		h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"this webhook source is paused; retry later", pausedRetryAfter, nil)
 		return nil
 	}
 	ip := clientIP(r)

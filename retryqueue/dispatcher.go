@@ -48,6 +48,9 @@ type Config struct {
 	// Resolve returns the delivery target of a source; when it reports
 	// false the job's stored upstream is used with the default policy.
 	Resolve func(source string) (*Target, bool)
+	// Paused, if set, reports sources an operator paused: their jobs wait,
+	// with no attempt used.
+	Paused func(source string) bool
 	// Client sends the upstream requests (nil: a client with no redirects).
 	Client *http.Client
 	Logger *zap.Logger
@@ -318,8 +321,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// pausedRecheck is how long a paused source's job waits before it is
+// looked at again.
+const pausedRecheck = 5 * time.Second
+
 // run delivers one leased job and records the outcome.
 func (d *Dispatcher) run(job *storage.Job) {
+	if d.cfg.Paused != nil && d.cfg.Paused(job.Source) {
+		d.finish(job, storage.Outcome{Result: storage.Release, Due: time.Now().Add(pausedRecheck)}, Report{})
+		return
+	}
 	target, ok := d.cfg.Resolve(job.Source)
 	if !ok || target == nil {
 		target = &Target{URL: job.Upstream, Policy: Policy{}.WithDefaults()}

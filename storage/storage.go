@@ -158,6 +158,11 @@ type Store interface {
 	// with the operator's text (resolution or reason).
 	DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error
 
+	// SetPaused pauses or resumes a source for every node sharing the store.
+	SetPaused(ctx context.Context, source string, paused bool) error
+	// Paused lists the paused sources.
+	Paused(ctx context.Context) (map[string]bool, error)
+
 	// Cleanup deletes finished events older than retention, expired
 	// claims, and DLQ entries older than dlqRetention (0: keep). It returns
 	// how many records it removed.

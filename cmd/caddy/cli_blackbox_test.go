@@ -106,6 +106,19 @@ func TestCLI(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// pause, bulk retry, resume
+	if out, err := cli("pause", "t"); err != nil || !strings.Contains(out, "t: paused") {
+		t.Fatalf("pause: %v\n%s", err, out)
+	}
+	if out, err := cli("stats", "--json"); err != nil || !strings.Contains(out, `"t"`) {
+		t.Fatalf("stats while paused: %v\n%s", err, out)
+	}
+	if out, err := cli("resume", "t"); err != nil || !strings.Contains(out, "t: resumed") {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if out, err := cli("dlq", "retry", "--source", "t", "--dry-run"); err != nil || !strings.Contains(out, "matched 0") {
+		t.Fatalf("bulk dry run with nothing pending: %v\n%s", err, out)
+	}
 	if out, err := cli("dlq", "discard", "no-such-id", "--reason", "x"); err == nil || !strings.Contains(out, "404") {
 		t.Fatalf("discard of an unknown id: %v\n%s", err, out)
 	}

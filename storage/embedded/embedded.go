@@ -41,9 +41,10 @@ var (
 	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
 	bIDs      = []byte("ids")      // source\x00event_id -> id, while the event record exists
+	bPaused   = []byte("paused")   // source -> nil
 )
 
-var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs}
+var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused}
 
 // record is an event as stored in bEvents.
 type record struct {
@@ -590,6 +591,28 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, 
 		}
 		return putEntry(tx, e)
 	})
+}
+
+// SetPaused implements storage.Store.
+func (s *Store) SetPaused(ctx context.Context, source string, paused bool) error {
+	return s.update(func(tx *bolt.Tx) error {
+		if paused {
+			return tx.Bucket(bPaused).Put([]byte(source), nil)
+		}
+		return tx.Bucket(bPaused).Delete([]byte(source))
+	})
+}
+
+// Paused implements storage.Store.
+func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bPaused).ForEach(func(k, _ []byte) error {
+			out[string(k)] = true
+			return nil
+		})
+	})
+	return out, err
 }
 
 // cleanupChunk bounds the work of one cleanup transaction.

@@ -805,6 +805,33 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// pausedKey holds the paused sources (one small set, outside the partitions).
+func (s *Store) pausedKey() string { return "{" + s.opts.Prefix + ":meta}:paused" }
+
+// SetPaused implements storage.Store.
+func (s *Store) SetPaused(ctx context.Context, source string, paused bool) error {
+	var err error
+	if paused {
+		err = s.c.SAdd(ctx, s.pausedKey(), source).Err()
+	} else {
+		err = s.c.SRem(ctx, s.pausedKey(), source).Err()
+	}
+	return unavailable(err)
+}
+
+// Paused implements storage.Store.
+func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
+	members, err := s.c.SMembers(ctx, s.pausedKey()).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make(map[string]bool, len(members))
+	for _, m := range members {
+		out[m] = true
+	}
+	return out, nil
+}
+
 // cleanupBatch bounds one round of cleanup per partition.
 const cleanupBatch = 500
 

@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -73,6 +74,7 @@ func Run(t *testing.T, f Factory) {
 		{"Retention", testRetention},
 		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
 		{"DLQRetryAfterRetention", testDLQRetryAfterRetention},
+		{"Paused", testPaused},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -1037,6 +1039,32 @@ func testDLQSetStatus(t *testing.T, f Factory) {
 	}
 	if e := dlqGet(t, s, a); e.Status != dlq.StatusResolved {
 		t.Errorf("refused status changes moved the entry to %s", e.Status)
+	}
+}
+
+// testPaused: pausing is shared through the store and survives reopening.
+func testPaused(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	if p, err := s.Paused(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("Paused on a new store = %v, %v", p, err)
+	}
+	for _, src := range []string{"stripe", "github"} {
+		if err := s.SetPaused(ctx, src, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetPaused(ctx, "github", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPaused(ctx, "never-paused", false); err != nil {
+		t.Fatalf("resuming a source that is not paused: %v", err)
+	}
+	if f.Reopen != nil {
+		s = f.Reopen(t, s)
+	}
+	if p, err := s.Paused(ctx); err != nil || !maps.Equal(p, map[string]bool{"stripe": true}) {
+		t.Fatalf("Paused = %v, %v; want only stripe", p, err)
 	}
 }
 
