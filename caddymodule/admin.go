@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -54,6 +56,83 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "POST /webhooks/dlq/{id}/investigate", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusInvestigating, "note"))},
 		{Pattern: "GET /webhooks/events/{source}/{event_id}", Handler: caddy.AdminHandlerFunc(handleEvent)},
 	}
+}
+
+// apiMux routes the admin API in-process (for the dashboard): the routes
+// of Routes, each reporting its error through the request's context.
+var apiMux = sync.OnceValue(func() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range (AdminAPI{}).Routes() {
+		h := rt.Handler
+		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+			if p, ok := r.Context().Value(serveAPIErrKey{}).(*error); ok {
+				*p = h.ServeHTTP(w, r)
+			}
+		})
+	}
+	return mux
+})
+
+type serveAPIErrKey struct{}
+
+// trackingWriter notes whether a response was started.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *trackingWriter) WriteHeader(code int) { w.wrote = true; w.ResponseWriter.WriteHeader(code) }
+func (w *trackingWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeAPI serves the admin API route at path (such as
+// "/webhooks/dlq/abc/retry") for r's method and query, in-process, through
+// the same handlers as Routes. It always writes the response: errors as
+// JSON {"error": ...} with their status, unknown routes as 404 (405 for a
+// wrong method), never internals. The returned error, if any, is the
+// handler's failure, for logging only.
+func ServeAPI(w http.ResponseWriter, r *http.Request, path string) error {
+	var herr error
+	r2 := r.Clone(context.WithValue(r.Context(), serveAPIErrKey{}, &herr))
+	r2.URL.Path, r2.URL.RawPath = path, ""
+	r2.RequestURI = r2.URL.RequestURI()
+	if r.Body != nil {
+		r2.Body = http.MaxBytesReader(w, r.Body, maxAdminBody+1) // the handlers answer 413 above maxAdminBody
+	}
+	mux := apiMux()
+	if _, pattern := mux.Handler(r2); pattern == "" {
+		status, msg := http.StatusNotFound, "no such API route"
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			r3 := r2.Clone(r2.Context())
+			r3.Method = m
+			if _, p := mux.Handler(r3); p != "" && m != r.Method {
+				status, msg = http.StatusMethodNotAllowed, "method not allowed"
+				w.Header().Add("Allow", m)
+			}
+		}
+		_ = writeJSON(w, status, map[string]string{"error": msg})
+		return nil
+	}
+	tw := &trackingWriter{ResponseWriter: w}
+	mux.ServeHTTP(tw, r2)
+	if herr == nil || tw.wrote {
+		return herr
+	}
+	status, msg := http.StatusInternalServerError, "internal error"
+	var ae caddy.APIError
+	if errors.As(herr, &ae) && ae.HTTPStatus != 0 && ae.HTTPStatus != http.StatusInternalServerError {
+		status, msg = ae.HTTPStatus, ae.Message
+		if msg == "" && ae.Err != nil {
+			msg = ae.Err.Error()
+		}
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
+	}
+	_ = writeJSON(w, status, map[string]string{"error": msg})
+	return herr
 }
 
 // activeApp is the running webhooks app, if any.

@@ -61,6 +61,8 @@ type App struct {
 	// DLQRetention is how long DLQ entries are kept (default 168h; a
 	// negative value keeps them forever: "0" in the Caddyfile).
 	DLQRetention caddy.Duration `json:"dlq_retention,omitempty"`
+	// Alert sends operator alerts to a Slack-compatible webhook URL.
+	Alert *AlertConfig `json:"alert,omitempty"`
 
 	backend  Backend
 	poolKey  string
@@ -75,6 +77,8 @@ type App struct {
 	paused      *pausedCache
 	stopCleaner context.CancelFunc
 	cleanerDone chan struct{}
+	alerter     *alerter
+	alertsDone  chan struct{}
 }
 
 // Source is one webhook_ingress source as the workers need it.
@@ -149,6 +153,16 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.seen = seen.(seenDestructor).Seen
+	if a.Alert != nil {
+		cfg := *a.Alert
+		cfg.URL = caddy.NewReplacer().ReplaceAll(cfg.URL, "") // {env.SLACK_WEBHOOK_URL}
+		if err := validateAlertURL(cfg.URL); err != nil {
+			return err
+		}
+		a.alerter = newAlerter(cfg, a)
+		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: retryqueue.Target{
+			URL: cfg.URL, Timeout: 10 * time.Second, Policy: retryqueue.Policy{}.WithDefaults()}}
+	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
 
@@ -192,6 +206,13 @@ func (a *App) Start() error {
 	a.stopCleaner = cancel
 	a.cleanerDone = make(chan struct{})
 	go a.cleaner(ctx, st)
+	if a.alerter != nil {
+		a.alertsDone = make(chan struct{})
+		go func() {
+			defer close(a.alertsDone)
+			a.alerter.run(ctx)
+		}()
+	}
 	a.log.Info("webhooks app started", zap.String("storage", a.backend.Describe()), zap.Int("workers", a.Workers))
 	return nil
 }
@@ -205,6 +226,9 @@ func (a *App) Stop() error {
 	if a.stopCleaner != nil {
 		a.stopCleaner()
 		<-a.cleanerDone
+		if a.alertsDone != nil {
+			<-a.alertsDone
+		}
 	}
 	return nil
 }
@@ -393,7 +417,17 @@ func (a *App) Notify() {
 	}
 }
 
+// NoteSignatureFailure counts a failed verification for alerting.
+func (a *App) NoteSignatureFailure(source string) {
+	if a.alerter != nil {
+		a.alerter.noteSignatureFailure(source, time.Now())
+	}
+}
+
 func (a *App) onResult(r retryqueue.Report) {
+	if a.alerter != nil {
+		a.alerter.noteResult(r)
+	}
 	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
 	if r.Attempt != nil && result != "" {
 		observeDelivery(r.Job.Source, result, r.Attempt.Duration)

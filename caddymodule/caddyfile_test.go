@@ -77,7 +77,17 @@ func TestAppUnmarshalCaddyfile(t *testing.T) {
 
 		// not built yet
 		{name: "encryption_key", input: webhooksBlock("encryption_key {env.HOOKLINE_KEY}"), wantErr: "encryption_key is not supported by this build of hookline yet"},
-		{name: "alert", input: webhooksBlock("alert https://hooks.slack.com/x {", "\tdlq_threshold 1", "}"), wantErr: "alert is not supported by this build of hookline yet"},
+
+		// alerts
+		{name: "alert block", input: webhooksBlock("alert {env.SLACK_URL} {", "\tdlq_threshold 3", "\terror_rate 0.5 40", "\tsignature_failures 5 2m", "\tmin_interval 10m", "}"),
+			want: &App{Alert: &AlertConfig{URL: "{env.SLACK_URL}", DLQThreshold: 3, ErrorRate: 0.5, ErrorMinAttempts: 40,
+				SignatureFailures: 5, SignatureWindow: caddy.Duration(2 * time.Minute), MinInterval: caddy.Duration(10 * time.Minute)}}},
+		{name: "alert defaults", input: webhooksBlock("alert https://hooks.slack.com/x"),
+			want: &App{Alert: &AlertConfig{URL: "https://hooks.slack.com/x", DLQThreshold: 1, SignatureFailures: 10, SignatureWindow: caddy.Duration(time.Minute)}}},
+		{name: "alert no url", input: webhooksBlock("alert"), wantErr: "alert needs a URL"},
+		{name: "alert bad rate", input: webhooksBlock("alert https://x {", "\terror_rate 2", "}"), wantErr: "error_rate"},
+		{name: "alert bad window", input: webhooksBlock("alert https://x {", "\tsignature_failures 5", "}"), wantErr: "signature_failures"},
+		{name: "alert unknown", input: webhooksBlock("alert https://x {", "\tchannel ops", "}"), wantErr: `unrecognized alert option "channel"`},
 
 		// unknown option
 		{name: "unknown option", input: webhooksBlock("threads 4"), wantErr: `unrecognized webhooks option "threads"`},

@@ -858,3 +858,62 @@ func TestBulkRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertsDelivered: alerts reach a Slack-compatible endpoint through the
+// durable queue, once per kind within min_interval however much happens.
+func TestAlertsDelivered(t *testing.T) {
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusBadRequest) })
+	alerts := make(chan string, 20)
+	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]string
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil || r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("alert body: %v", err)
+		}
+		alerts <- m["text"]
+	}))
+	defer slack.Close()
+	storageLine := defaultStorage(t) + fmt.Sprintf(`
+		alert %s {
+			dlq_threshold 1
+			signature_failures 3 1m
+			min_interval 1h
+		}`, slack.URL)
+	startCaddy(t, up, storageLine, "")
+	for i := range 4 {
+		body := []byte(fmt.Sprintf(`{"a":%d}`, i))
+		post(t, "/hooks/gen", body, signedHeaders(body, fmt.Sprintf("al-%d", i)))
+		up.next(t, 5*time.Second)
+	}
+	select {
+	case text := <-alerts:
+		if !strings.Contains(text, "dead letter queue") || !strings.Contains(text, "gen:") {
+			t.Fatalf("DLQ alert text %q", text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no DLQ alert")
+	}
+	body := []byte(`{"x":1}`)
+	for range 6 {
+		post(t, "/hooks/gen", body, map[string]string{"X-Signature": sign([]byte("forged"))})
+	}
+	select {
+	case text := <-alerts:
+		if !strings.Contains(text, "signature failures") || !strings.Contains(text, `"gen"`) {
+			t.Fatalf("signature alert text %q", text)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no signature alert")
+	}
+	// more of both within min_interval: no more alerts
+	for i := range 3 {
+		b := []byte(fmt.Sprintf(`{"more":%d}`, i))
+		post(t, "/hooks/gen", b, signedHeaders(b, fmt.Sprintf("more-%d", i)))
+		post(t, "/hooks/gen", b, map[string]string{"X-Signature": sign([]byte("forged"))})
+	}
+	select {
+	case text := <-alerts:
+		t.Fatalf("alert within min_interval: %q", text)
+	case <-time.After(2500 * time.Millisecond):
+	}
+}

@@ -425,6 +425,7 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
 	}
 	caddymodule.ObserveSignatureFailure(h.Source)
+	h.app.NoteSignatureFailure(h.Source)
 	h.log.Info("webhook signature rejected",
 		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
 	if h.guard.fail(ip, now) {

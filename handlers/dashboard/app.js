@@ -1,0 +1,311 @@
+// hookline dashboard: plain JS over the dashboard API (the admin API's
+// routes, served relative to this page under "api/"). Every piece of data
+// goes into the DOM as text (textContent), never as HTML.
+"use strict";
+
+(function () {
+	const CSRF_HEADER = "X-Hookline-Dashboard";
+
+	const $ = (id) => document.getElementById(id);
+
+	// el builds an element; string children become text nodes.
+	function el(tag, props, ...children) {
+		const e = document.createElement(tag);
+		for (const [k, v] of Object.entries(props || {})) {
+			if (k === "class") e.className = v;
+			else if (k.startsWith("data-")) e.setAttribute(k, v);
+			else e[k] = v;
+		}
+		for (const c of children) {
+			if (c === null || c === undefined) continue;
+			e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+		}
+		return e;
+	}
+
+	class APIError extends Error {
+		constructor(status, message) {
+			super(message);
+			this.status = status;
+		}
+	}
+
+	// api calls the dashboard API; path is relative, like "dlq?status=pending".
+	async function api(method, path, body) {
+		const opts = { method, headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" };
+		if (method !== "GET") {
+			opts.headers[CSRF_HEADER] = "1";
+			if (body !== undefined) {
+				opts.headers["Content-Type"] = "application/json";
+				opts.body = JSON.stringify(body);
+			}
+		}
+		const resp = await fetch("api/" + path, opts);
+		let data = null;
+		try {
+			data = await resp.json();
+		} catch (e) {
+			data = null;
+		}
+		if (!resp.ok) {
+			const msg = data && typeof data.error === "string" ? data.error : resp.status + " " + resp.statusText;
+			throw new APIError(resp.status, msg);
+		}
+		return data;
+	}
+
+	let messageTimer = null;
+	function say(text, isError) {
+		const m = $("message");
+		m.textContent = text;
+		m.className = isError ? "error" : "ok";
+		m.hidden = false;
+		clearTimeout(messageTimer);
+		if (!isError) messageTimer = setTimeout(() => { m.hidden = true; }, 6000);
+	}
+
+	// guard runs an async action, reporting failures.
+	async function guard(what, fn) {
+		try {
+			return await fn();
+		} catch (e) {
+			say(what + ": " + (e && e.message ? e.message : String(e)), true);
+			return undefined;
+		}
+	}
+
+	function fmtTime(s) {
+		if (!s) return "";
+		const d = new Date(s);
+		if (isNaN(d.getTime()) || d.getFullYear() < 1970) return "";
+		return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+	}
+
+	function fmtDuration(ns) {
+		if (typeof ns !== "number") return "";
+		if (ns < 1e6) return (ns / 1e3).toFixed(0) + " µs";
+		if (ns < 1e9) return (ns / 1e6).toFixed(1) + " ms";
+		return (ns / 1e9).toFixed(2) + " s";
+	}
+
+	// ---- stats and pause/resume ----
+
+	async function loadStats() {
+		const st = await guard("Loading stats", () => api("GET", "stats"));
+		if (!st) return;
+		const q = st.queue || {};
+		$("stat-queued").textContent = String(q.queued ?? "–");
+		$("stat-in-flight").textContent = String(q.in_flight ?? "–");
+		$("stat-dead").textContent = String(q.dead ?? "–");
+		const paused = Array.isArray(st.paused_sources) ? st.paused_sources : [];
+		$("stat-paused").textContent = paused.length ? paused.join(", ") : "none";
+	}
+
+	async function setPaused(pause) {
+		const source = $("pause-source").value.trim();
+		if (!source) {
+			say("Enter a source name first", true);
+			return;
+		}
+		const verb = pause ? "pause" : "resume";
+		const res = await guard(verb, () => api("POST", "sources/" + encodeURIComponent(source) + "/" + verb));
+		if (res) {
+			say("Source " + res.source + (res.paused ? " paused" : " resumed"));
+			loadStats();
+		}
+	}
+
+	// ---- DLQ list ----
+
+	let cursor = "";
+	let nextCursor = "";
+
+	function filters() {
+		return {
+			source: $("f-source").value.trim(),
+			status: $("f-status").value,
+			since: $("f-since").value.trim(),
+			limit: $("f-limit").value.trim(),
+		};
+	}
+
+	async function loadList() {
+		const f = filters();
+		const qs = new URLSearchParams();
+		for (const [k, v] of Object.entries(f)) if (v) qs.set(k, v);
+		if (cursor) qs.set("cursor", cursor);
+		const page = await guard("Loading the DLQ", () => api("GET", "dlq?" + qs.toString()));
+		if (!page) return;
+		const rows = $("dlq-rows");
+		rows.replaceChildren();
+		const entries = Array.isArray(page.entries) ? page.entries : [];
+		for (const e of entries) {
+			const tr = el("tr", { "class": "entry status-" + String(e.status).replace(/[^a-z]/g, ""), "data-id": e.id, "data-event-id": e.event_id, tabIndex: 0 },
+				el("td", {}, fmtTime(e.created_at)),
+				el("td", {}, e.source),
+				el("td", { "class": "mono" }, e.event_id),
+				el("td", {}, e.status),
+				el("td", {}, e.last_status ? String(e.last_status) : ""),
+				el("td", { "class": "err" }, e.error));
+			tr.addEventListener("click", () => openEntry(e.id));
+			tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter") openEntry(e.id); });
+			rows.append(tr);
+		}
+		$("dlq-empty").hidden = entries.length > 0;
+		nextCursor = page.next_cursor || "";
+		$("next-page").disabled = !nextCursor;
+		$("first-page").disabled = !cursor;
+	}
+
+	function reloadFromStart() {
+		cursor = "";
+		loadList();
+	}
+
+	// ---- one entry ----
+
+	let current = null;
+
+	async function openEntry(id) {
+		const e = await guard("Loading entry", () => api("GET", "dlq/" + encodeURIComponent(id)));
+		if (!e) return;
+		current = e;
+		$("d-id").textContent = e.id;
+		const fields = $("d-fields");
+		fields.replaceChildren();
+		const add = (k, v) => {
+			if (v === undefined || v === null || v === "") return;
+			fields.append(el("dt", {}, k), el("dd", {}, String(v)));
+		};
+		add("Event ID", e.event_id);
+		add("Source", e.source);
+		add("Status", e.status);
+		add("Upstream", e.upstream);
+		add("Error", e.error);
+		add("Last status", e.last_status);
+		add("Received", fmtTime(e.received_at));
+		add("Dead since", fmtTime(e.created_at));
+		add("Updated", fmtTime(e.updated_at));
+		add("Resolution", e.resolution);
+		add("Reason", e.reason);
+		add("Retries", e.retries);
+		let payload = e.payload || "";
+		if (e.payload_encoding === "text") {
+			try {
+				payload = JSON.stringify(JSON.parse(payload), null, 2);
+			} catch (err) {
+				// not JSON: shown as received
+			}
+		}
+		$("d-payload").textContent = payload;
+		$("d-payload-encoding").textContent = e.payload_encoding === "base64" ? "(binary, base64)" : "";
+		const hdrs = $("d-headers");
+		hdrs.replaceChildren();
+		for (const name of Object.keys(e.headers || {}).sort()) {
+			for (const v of e.headers[name] || []) hdrs.append(el("tr", {}, el("th", {}, name), el("td", { "class": "mono" }, v)));
+		}
+		const att = $("d-attempts");
+		att.replaceChildren();
+		for (const a of e.attempts || []) {
+			att.append(el("tr", {},
+				el("td", {}, String(a.n)),
+				el("td", {}, fmtTime(a.at)),
+				el("td", {}, a.status ? String(a.status) : "no response"),
+				el("td", {}, fmtDuration(a.duration_ns)),
+				el("td", { "class": "err" }, a.error || "")));
+		}
+		const open = e.status === "pending" || e.status === "investigating";
+		for (const b of ["btn-retry", "btn-resolve", "btn-discard", "btn-investigate"]) $(b).disabled = !open;
+		$("detail").hidden = false;
+		$("detail").scrollIntoView({ block: "nearest" });
+	}
+
+	async function act(verb, body, done) {
+		if (!current) return;
+		const id = current.id;
+		const res = await guard(verb, () => api("POST", "dlq/" + encodeURIComponent(id) + "/" + verb, body));
+		if (!res) return;
+		say(done + ": " + id);
+		await Promise.all([openEntry(id), loadList(), loadStats()]);
+	}
+
+	function retryCurrent() {
+		if (!current) return;
+		if (!window.confirm("Re-enqueue event " + current.event_id + " (" + current.source + ") for delivery?")) return;
+		act("retry", undefined, "Re-enqueued");
+	}
+
+	function withText(verb, field, question, done) {
+		if (!current) return;
+		const text = window.prompt(question, "");
+		if (text === null) return; // cancelled
+		act(verb, { [field]: text }, done);
+	}
+
+	// ---- bulk retry ----
+
+	let bulkRequest = null;
+
+	function bulkBody(dryRun) {
+		const f = filters();
+		const body = { status: f.status || "pending", dry_run: dryRun };
+		if (f.source) body.source = f.source;
+		if (f.since) body.since = f.since;
+		if (f.limit) body.limit = parseInt(f.limit, 10);
+		return body;
+	}
+
+	async function bulkDryRun() {
+		const req = bulkBody(true);
+		const res = await guard("Bulk retry (dry run)", () => api("POST", "dlq/retry", req));
+		if (!res) return;
+		bulkRequest = Object.assign({}, req, { dry_run: false });
+		const n = (res.retried || []).length;
+		const skipped = (res.skipped_delivered || []).length;
+		$("bulk-summary").textContent = "Matched " + res.matched + " " + req.status + " entr" + (res.matched === 1 ? "y" : "ies") +
+			(req.source ? " of " + req.source : "") + ": " + n + " would be re-enqueued" +
+			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + ".";
+		const list = $("bulk-list");
+		list.replaceChildren();
+		for (const id of res.retried || []) list.append(el("li", { "class": "mono" }, id));
+		$("bulk-confirm").disabled = n === 0;
+		$("bulk-panel").hidden = false;
+	}
+
+	async function bulkConfirm() {
+		if (!bulkRequest) return;
+		const req = bulkRequest;
+		bulkRequest = null;
+		$("bulk-panel").hidden = true;
+		const res = await guard("Bulk retry", () => api("POST", "dlq/retry", req));
+		if (!res) return;
+		const failed = Object.keys(res.failed || {}).length;
+		say("Re-enqueued " + (res.retried || []).length + " entries" + (res.spread ? " over " + res.spread : "") +
+			(failed ? ", " + failed + " failed" : ""), failed > 0);
+		reloadFromStart();
+		loadStats();
+	}
+
+	// ---- wiring ----
+
+	document.addEventListener("DOMContentLoaded", () => {
+		$("refresh").addEventListener("click", () => { loadStats(); loadList(); });
+		$("pause-btn").addEventListener("click", () => setPaused(true));
+		$("resume-btn").addEventListener("click", () => setPaused(false));
+		$("pause-form").addEventListener("submit", (ev) => ev.preventDefault());
+		$("dlq-filters").addEventListener("submit", (ev) => { ev.preventDefault(); reloadFromStart(); });
+		$("next-page").addEventListener("click", () => { if (nextCursor) { cursor = nextCursor; loadList(); } });
+		$("first-page").addEventListener("click", reloadFromStart);
+		$("bulk-retry-btn").addEventListener("click", bulkDryRun);
+		$("bulk-confirm").addEventListener("click", bulkConfirm);
+		$("bulk-cancel").addEventListener("click", () => { bulkRequest = null; $("bulk-panel").hidden = true; });
+		$("btn-retry").addEventListener("click", retryCurrent);
+		$("btn-resolve").addEventListener("click", () => withText("resolve", "resolution", "Resolution (what was done):", "Resolved"));
+		$("btn-discard").addEventListener("click", () => withText("discard", "reason", "Reason for discarding:", "Discarded"));
+		$("btn-investigate").addEventListener("click", () => withText("investigate", "note", "Note (optional):", "Marked as investigating"));
+		$("btn-close").addEventListener("click", () => { current = null; $("detail").hidden = true; });
+		loadStats();
+		loadList();
+		setInterval(loadStats, 5000);
+	});
+})();
