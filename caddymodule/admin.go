@@ -184,8 +184,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
-// handleStats answers the queue's current sizes. (Counters by source and
-// rates over time are the operator-surface work of a later issue.)
+// handleStats answers the queue's current sizes and, by source, what was
+// received, rejected, delivered and dead-lettered over the last hour and
+// all-time, with success rate, DLQ rate and average attempts. Counts are
+// those of every node sharing the store (written every 2s).
 func handleStats(w http.ResponseWriter, r *http.Request) error {
 	app, st, err := activeStore()
 	if err != nil {
@@ -195,7 +197,41 @@ func handleStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"queue": c, "paused_sources": app.PausedSources()})
+	recent, all, err := st.Stats(r.Context(), time.Now().Add(-time.Hour))
+	if err != nil {
+		return storeErr(err)
+	}
+	type window struct {
+		LastHour sourceStats `json:"last_hour"`
+		AllTime  sourceStats `json:"all_time"`
+	}
+	sources := map[string]window{}
+	totalRecent, totalAll := map[string]int64{}, map[string]int64{}
+	for source := range all {
+		if source == alertSource {
+			continue
+		}
+		sources[source] = window{LastHour: summarize(orEmpty(recent[source])), AllTime: summarize(all[source])}
+		for k, v := range recent[source] {
+			totalRecent[k] += v
+		}
+		for k, v := range all[source] {
+			totalAll[k] += v
+		}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"queue":          c,
+		"paused_sources": app.PausedSources(),
+		"sources":        sources,
+		"total":          window{LastHour: summarize(totalRecent), AllTime: summarize(totalAll)},
+	})
+}
+
+func orEmpty(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return map[string]int64{}
+	}
+	return m
 }
 
 func handleDLQList(w http.ResponseWriter, r *http.Request) error {

@@ -79,6 +79,8 @@ type App struct {
 	cleanerDone chan struct{}
 	alerter     *alerter
 	alertsDone  chan struct{}
+	stats       *statsBuffer
+	statsDone   chan struct{}
 }
 
 // Source is one webhook_ingress source as the workers need it.
@@ -104,6 +106,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.sourceMu = new(sync.RWMutex)
 	a.disp = new(atomic.Pointer[retryqueue.Dispatcher])
 	a.paused = new(pausedCache)
+	a.stats = new(statsBuffer)
 	if a.Workers == 0 {
 		a.Workers = retryqueue.DefaultWorkers
 	}
@@ -206,6 +209,11 @@ func (a *App) Start() error {
 	a.stopCleaner = cancel
 	a.cleanerDone = make(chan struct{})
 	go a.cleaner(ctx, st)
+	a.statsDone = make(chan struct{})
+	go func() {
+		defer close(a.statsDone)
+		a.statsFlusher(ctx, st)
+	}()
 	if a.alerter != nil {
 		a.alertsDone = make(chan struct{})
 		go func() {
@@ -226,6 +234,7 @@ func (a *App) Stop() error {
 	if a.stopCleaner != nil {
 		a.stopCleaner()
 		<-a.cleanerDone
+		<-a.statsDone
 		if a.alertsDone != nil {
 			<-a.alertsDone
 		}
@@ -431,6 +440,8 @@ func (a *App) onResult(r retryqueue.Report) {
 	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
 	if r.Attempt != nil && result != "" {
 		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
+		a.Count(r.Job.Source, result, 1)
+		a.Count(r.Job.Source, "attempts", 1)
 	}
 	if !r.Job.Dedupe || a.seen == nil {
 		return

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -147,12 +148,52 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
+	type window struct {
+		LastHour sourceStats `json:"last_hour"`
+		AllTime  sourceStats `json:"all_time"`
+	}
 	var v struct {
-		Queue storage.Counts `json:"queue"`
+		Queue   storage.Counts    `json:"queue"`
+		Paused  []string          `json:"paused_sources"`
+		Sources map[string]window `json:"sources"`
 	}
 	return output(fl, raw, &v, func(w io.Writer) {
-		fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)")
-		fmt.Fprintf(w, "%d\t%d\t%d\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead)
+		fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)\tPAUSED")
+		paused := strings.Join(v.Paused, ",")
+		if paused == "" {
+			paused = "-"
+		}
+		fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
+		if len(v.Sources) == 0 {
+			return
+		}
+		fmt.Fprintln(w, "\nSOURCE\tWINDOW\tRECEIVED\tDUPLICATES\tREJECTED\tDELIVERED\tDEAD\tSUCCESS\tDLQ RATE\tAVG ATTEMPTS")
+		names := make([]string, 0, len(v.Sources))
+		for n := range v.Sources {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		pct := func(f *float64) string {
+			if f == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f%%", 100**f)
+		}
+		num := func(f *float64) string {
+			if f == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", *f)
+		}
+		for _, n := range names {
+			for _, row := range []struct {
+				label string
+				s     sourceStats
+			}{{"last hour", v.Sources[n].LastHour}, {"all time", v.Sources[n].AllTime}} {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", n, row.label, row.s.Received, row.s.Duplicates,
+					row.s.Rejected, row.s.Delivered, row.s.Dead, pct(row.s.SuccessRate), pct(row.s.DLQRate), num(row.s.AvgAttempts))
+			}
+		}
 	})
 }
 

@@ -917,3 +917,48 @@ func TestAlertsDelivered(t *testing.T) {
 	case <-time.After(2500 * time.Millisecond):
 	}
 }
+
+// TestStatsBySource: after known traffic the stats route counts it by
+// source, last hour and all-time, with the derived rates.
+func TestStatsBySource(t *testing.T) {
+	up := newUpstream(t)
+	var fail atomic.Bool
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	startCaddy(t, up, "", "")
+	for i := range 3 {
+		body := []byte(fmt.Sprintf(`{"s":%d}`, i))
+		post(t, "/hooks/gen", body, signedHeaders(body, fmt.Sprintf("st-%d", i)))
+		up.next(t, 5*time.Second)
+	}
+	body := []byte(`{"s":0}`)
+	post(t, "/hooks/gen", body, signedHeaders(body, "st-0"))                              // duplicate
+	post(t, "/hooks/gen", body, map[string]string{"X-Signature": sign([]byte("forged"))}) // unauthorized
+	fail.Store(true)
+	post(t, "/hooks/gen", []byte(`{"s":9}`), signedHeaders([]byte(`{"s":9}`), "st-9"))
+	up.next(t, 5*time.Second) // dead at once (400)
+
+	var gen map[string]any
+	waitFor(t, func() bool {
+		_, st := admin(t, "GET", "/webhooks/stats", "")
+		sources, _ := st["sources"].(map[string]any)
+		g, _ := sources["gen"].(map[string]any)
+		if g == nil {
+			return false
+		}
+		gen = g["last_hour"].(map[string]any)
+		return gen["dead"] == float64(1) && gen["delivered"] == float64(3)
+	})
+	want := map[string]float64{"received": 4, "duplicates": 1, "rejected": 1, "delivered": 3, "dead": 1,
+		"success_rate": 0.75, "dlq_rate": 0.25, "avg_attempts": 1}
+	for k, v := range want {
+		if gen[k] != v {
+			t.Errorf("last_hour %s = %v, want %v (%v)", k, gen[k], v, gen)
+		}
+	}
+}

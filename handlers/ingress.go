@@ -270,7 +270,7 @@ func (h *Ingress) Validate() error {
 // the ingress answers every request of its route.
 func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method == http.MethodGet && h.handshaker != nil && h.handshaker.HandshakeGET(w, r) {
-		caddymodule.ObserveReceived(h.Source, "handshake")
+		h.observe("handshake")
 		return nil
 	}
 	if r.Method != http.MethodPost {
@@ -311,7 +311,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 	if h.handshaker != nil && h.handshaker.HandshakePOST(w, r, body) {
-		caddymodule.ObserveReceived(h.Source, "handshake")
+		h.observe("handshake")
 		return nil
 	}
 	if h.RequireJSON && !json.Valid(body) {
@@ -374,7 +374,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		seen.Add(key, string(storage.StatusQueued), ttl)
 	}
 	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))
-	caddymodule.ObserveReceived(h.Source, "accepted")
+	h.observe("accepted")
 	writeJSON(w, h.AckStatus, map[string]string{
 		"message":  "Webhook accepted for processing",
 		"event_id": eventID,
@@ -382,9 +382,15 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	return nil
 }
 
+// observe counts an answer in the metrics and in the stats.
+func (h *Ingress) observe(outcome string) {
+	caddymodule.ObserveReceived(h.Source, outcome)
+	h.app.Count(h.Source, outcome, 1)
+}
+
 // reject writes an error answer and counts it under its code.
 func (h *Ingress) reject(w http.ResponseWriter, status int, code, msg string, retryAfter int, details map[string]any) {
-	caddymodule.ObserveReceived(h.Source, strings.ToLower(code))
+	h.observe(strings.ToLower(code))
 	writeError(w, status, code, msg, retryAfter, details)
 }
 
@@ -403,7 +409,7 @@ func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
 }
 
 func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
-	caddymodule.ObserveReceived(h.Source, "duplicate")
+	h.observe("duplicate")
 	if status == string(storage.StatusInFlight) {
 		status = string(storage.StatusQueued)
 	}

@@ -163,6 +163,13 @@ type Store interface {
 	// Paused lists the paused sources.
 	Paused(ctx context.Context) (map[string]bool, error)
 
+	// AddStats adds counter deltas (by source, then counter name) to the
+	// all-time totals and to the minute bucket of at.
+	AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error
+	// Stats returns the counters summed over the minute buckets since
+	// since, and the all-time totals.
+	Stats(ctx context.Context, since time.Time) (recent, allTime map[string]map[string]int64, err error)
+
 	// Cleanup deletes finished events older than retention, expired
 	// claims, and DLQ entries older than dlqRetention (0: keep). It returns
 	// how many records it removed.

@@ -60,9 +60,18 @@ func TestCLI(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	out, err := cli("stats")
+	var out string
+	deadline = time.Now().Add(10 * time.Second)
+	for { // counts reach the store within a couple of seconds
+		out, err = cli("stats")
+		if err == nil && strings.Contains(out, "t       last hour") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if err != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], "QUEUED") || strings.Join(strings.Fields(lines[1]), " ") != "0 0 1" {
+	if err != nil || len(lines) < 5 || !strings.HasPrefix(lines[0], "QUEUED") || strings.Join(strings.Fields(lines[1]), " ") != "0 0 1 -" ||
+		!strings.HasPrefix(lines[3], "SOURCE") || strings.Join(strings.Fields(lines[4]), " ") != "t last hour 1 0 0 0 1 0.0% 100.0% 1.00" {
 		t.Fatalf("stats table: %v\n%s", err, out)
 	}
 	out, err = cli("dlq", "list", "--source", "t", "--status", "pending")

@@ -42,9 +42,10 @@ var (
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
 	bIDs      = []byte("ids")      // source\x00event_id -> id, while the event record exists
 	bPaused   = []byte("paused")   // source -> nil
+	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 )
 
-var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused}
+var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats}
 
 // record is an event as stored in bEvents.
 type record struct {
@@ -615,6 +616,73 @@ func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
 	return out, err
 }
 
+// statsKey is the minute (0: all-time) then source\x00name.
+func statsKey(minute int64, source, name string) []byte {
+	k := make([]byte, 8, 8+len(source)+1+len(name))
+	binary.BigEndian.PutUint64(k, uint64(minute))
+	k = append(k, source...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+// StatsBucketKeep is how long minute buckets are kept.
+const StatsBucketKeep = 48 * time.Hour
+
+// AddStats implements storage.Store.
+func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
+	minute := at.Unix() / 60
+	return s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bStats)
+		for source, m := range deltas {
+			for name, d := range m {
+				for _, k := range [][]byte{statsKey(0, source, name), statsKey(minute, source, name)} {
+					var n int64
+					if v := b.Get(k); len(v) == 8 {
+						n = int64(binary.BigEndian.Uint64(v))
+					}
+					v := make([]byte, 8)
+					binary.BigEndian.PutUint64(v, uint64(n+d))
+					if err := b.Put(k, v); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Stats implements storage.Store.
+func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[string]int64, map[string]map[string]int64, error) {
+	recent, all := map[string]map[string]int64{}, map[string]map[string]int64{}
+	add := func(out map[string]map[string]int64, k, v []byte) {
+		source, name, ok := bytes.Cut(k[8:], []byte{0})
+		if !ok || len(v) != 8 {
+			return
+		}
+		m := out[string(source)]
+		if m == nil {
+			m = map[string]int64{}
+			out[string(source)] = m
+		}
+		m[string(name)] += int64(binary.BigEndian.Uint64(v))
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bStats).Cursor()
+		zero := make([]byte, 8)
+		for k, v := c.First(); k != nil && bytes.HasPrefix(k, zero); k, v = c.Next() {
+			add(all, k, v)
+		}
+		from := make([]byte, 8)
+		binary.BigEndian.PutUint64(from, uint64(max(since.Unix()/60, 1)))
+		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
+			add(recent, k, v)
+		}
+		return nil
+	})
+	return recent, all, err
+}
+
 // cleanupChunk bounds the work of one cleanup transaction.
 const cleanupChunk = 1000
 
@@ -645,6 +713,11 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				}
 				return tx.Bucket(bEvents).Delete(id)
 			})
+			n += m
+			if err != nil {
+				return err
+			}
+			m, err = sweepStats(tx, now.Add(-StatsBucketKeep), cleanupChunk)
 			n += m
 			if err != nil {
 				return err
@@ -692,6 +765,25 @@ func sweep(tx *bolt.Tx, b []byte, before time.Time, max int, del func(k []byte) 
 			return 0, err
 		}
 		if err := bkt.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
+// sweepStats deletes minute buckets older than before (never the all-time ones).
+func sweepStats(tx *bolt.Tx, before time.Time, max int) (int, error) {
+	b := tx.Bucket(bStats)
+	end := before.Unix() / 60
+	var keys [][]byte
+	c := b.Cursor()
+	first := make([]byte, 8)
+	binary.BigEndian.PutUint64(first, 1)
+	for k, _ := c.Seek(first); k != nil && len(keys) < max && int64(binary.BigEndian.Uint64(k[:8])) < end; k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
 			return 0, err
 		}
 	}

@@ -75,6 +75,7 @@ func Run(t *testing.T, f Factory) {
 		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
 		{"DLQRetryAfterRetention", testDLQRetryAfterRetention},
 		{"Paused", testPaused},
+		{"Stats", testStats},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -1065,6 +1066,38 @@ func testPaused(t *testing.T, f Factory) {
 	}
 	if p, err := s.Paused(ctx); err != nil || !maps.Equal(p, map[string]bool{"stripe": true}) {
 		t.Fatalf("Paused = %v, %v; want only stripe", p, err)
+	}
+}
+
+// testStats: counters add up per source in minute buckets and all-time.
+func testStats(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	now := time.Now()
+	old := now.Add(-3 * time.Hour)
+	for _, step := range []struct {
+		at time.Time
+		d  map[string]map[string]int64
+	}{
+		{old, map[string]map[string]int64{"stripe": {"accepted": 5, "dead": 1}}},
+		{now.Add(-10 * time.Minute), map[string]map[string]int64{"stripe": {"accepted": 2}, "github": {"unauthorized": 3}}},
+		{now, map[string]map[string]int64{"stripe": {"accepted": 1, "delivered": 3}}},
+	} {
+		if err := s.AddStats(ctx, step.at, step.d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent, all, err := s.Stats(ctx, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRecent := map[string]map[string]int64{"stripe": {"accepted": 3, "delivered": 3}, "github": {"unauthorized": 3}}
+	wantAll := map[string]map[string]int64{"stripe": {"accepted": 8, "dead": 1, "delivered": 3}, "github": {"unauthorized": 3}}
+	if !reflect.DeepEqual(recent, wantRecent) {
+		t.Errorf("last hour = %v, want %v", recent, wantRecent)
+	}
+	if !reflect.DeepEqual(all, wantAll) {
+		t.Errorf("all time = %v, want %v", all, wantAll)
 	}
 }
 
