@@ -45,6 +45,8 @@ const maxAdminBody = 64 << 10
 func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "GET /webhooks/stats", Handler: caddy.AdminHandlerFunc(handleStats)},
+		// anything else under /webhooks/: a JSON 404, or 405 with Allow
+		{Pattern: "/webhooks/", Handler: caddy.AdminHandlerFunc(handleUnknown)},
 		{Pattern: "GET /webhooks/dlq", Handler: caddy.AdminHandlerFunc(handleDLQList)},
 		{Pattern: "POST /webhooks/dlq/retry", Handler: caddy.AdminHandlerFunc(handleDLQBulkRetry)},
 		{Pattern: "POST /webhooks/sources/{source}/pause", Handler: caddy.AdminHandlerFunc(handlePause(true))},
@@ -60,18 +62,26 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 
 // apiMux routes the admin API in-process (for the dashboard): the routes
 // of Routes, each reporting its error through the request's context.
-var apiMux = sync.OnceValue(func() *http.ServeMux {
-	mux := http.NewServeMux()
-	for _, rt := range (AdminAPI{}).Routes() {
-		h := rt.Handler
-		mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
-			if p, ok := r.Context().Value(serveAPIErrKey{}).(*error); ok {
-				*p = h.ServeHTTP(w, r)
-			}
-		})
-	}
-	return mux
-})
+func apiMux() *http.ServeMux {
+	apiMuxOnce.Do(func() {
+		mux := http.NewServeMux()
+		for _, rt := range (AdminAPI{}).Routes() {
+			h := rt.Handler
+			mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+				if p, ok := r.Context().Value(serveAPIErrKey{}).(*error); ok {
+					*p = h.ServeHTTP(w, r)
+				}
+			})
+		}
+		apiMuxVal = mux
+	})
+	return apiMuxVal
+}
+
+var (
+	apiMuxOnce sync.Once
+	apiMuxVal  *http.ServeMux
+)
 
 type serveAPIErrKey struct{}
 
@@ -133,6 +143,25 @@ func ServeAPI(w http.ResponseWriter, r *http.Request, path string) error {
 	}
 	_ = writeJSON(w, status, map[string]string{"error": msg})
 	return herr
+}
+
+// handleUnknown answers a path or method no route has.
+func handleUnknown(w http.ResponseWriter, r *http.Request) error {
+	mux := apiMux()
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, p := mux.Handler(r2); p != "" && p != "/webhooks/" {
+			w.Header().Add("Allow", m)
+		}
+	}
+	if w.Header().Get("Allow") != "" {
+		return apiErr(http.StatusMethodNotAllowed, "method not allowed")
+	}
+	return apiErr(http.StatusNotFound, "no such webhooks route")
 }
 
 // activeApp is the running webhooks app, if any.

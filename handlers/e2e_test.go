@@ -572,6 +572,10 @@ func TestPermanentToDLQAndAdminRetry(t *testing.T) {
 		{"GET", "/webhooks/dlq?status=bogus", "", 400},
 		{"GET", "/webhooks/dlq?cursor=%21%21", "", 400},
 		{"GET", "/webhooks/events/gen/unknown", "", 404},
+		{"DELETE", "/webhooks/dlq", "", 405},
+		{"GET", "/webhooks/dlq/" + id2 + "/retry", "", 405},
+		{"GET", "/webhooks/nothing-here", "", 404},
+		{"POST", "/webhooks/dlq/" + id2 + "/discard", strings.Repeat("x", 70_000), 413},
 	} {
 		if code, m := admin(t, tc.method, tc.path, tc.body); code != tc.status || m["error"] == nil {
 			t.Errorf("%s %s: %d %v, want %d with an error", tc.method, tc.path, code, m, tc.status)
