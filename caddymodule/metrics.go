@@ -3,10 +3,12 @@ package caddymodule
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -70,13 +72,28 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	return reg.Register(&queueCollector{app: a})
 }
 
-// queueCollector reads the queue depth from the store at scrape time.
-type queueCollector struct{ app *App }
+// queueCollector reads the queue depth and the DLQ size from the store at
+// scrape time (the DLQ counts are cached for dlqCountsTTL: they read every entry).
+type queueCollector struct {
+	app *App
+
+	mu       sync.Mutex
+	dlqAt    time.Time
+	dlqCache map[string]map[dlq.Status]int
+}
+
+const dlqCountsTTL = 15 * time.Second
+
+var dlqEntriesDesc = prometheus.NewDesc("caddy_webhooks_dlq_entries",
+	"Dead letter queue entries, by source and status.", []string{"source", "status"}, nil)
 
 var queueDepthDesc = prometheus.NewDesc("caddy_webhooks_queue_depth",
 	"Events in the delivery queue, by state (queued, in_flight) and open DLQ entries (dead).", []string{"state"}, nil)
 
-func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDepthDesc }
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- dlqEntriesDesc
+}
 
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	st, err := q.app.Store()
@@ -91,5 +108,17 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for state, n := range map[storage.Status]int{storage.StatusQueued: c.Queued, storage.StatusInFlight: c.InFlight, storage.StatusDead: c.Dead} {
 		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), string(state))
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if time.Since(q.dlqAt) > dlqCountsTTL {
+		if counts, err := st.DLQCounts(ctx); err == nil {
+			q.dlqCache, q.dlqAt = counts, time.Now()
+		}
+	}
+	for source, m := range q.dlqCache {
+		for status, n := range m {
+			ch <- prometheus.MustNewConstMetric(dlqEntriesDesc, prometheus.GaugeValue, float64(n), source, string(status))
+		}
 	}
 }

@@ -560,6 +560,11 @@ func TestPermanentToDLQAndAdminRetry(t *testing.T) {
 	if full["status"] != "discarded" || full["reason"] != "test event" {
 		t.Fatalf("discarded entry %v", full)
 	}
+	// the DLQ gauge, read at scrape time (first scrape of this config)
+	if m := scrape(t); !strings.Contains(m, `caddy_webhooks_dlq_entries{source="gen",status="discarded"} 1`) ||
+		!strings.Contains(m, `caddy_webhooks_dlq_entries{source="gen",status="retried"} 1`) {
+		t.Errorf("dlq_entries metric missing or wrong:\n%s", grepLines(m, "dlq_entries"))
+	}
 	// bad admin input
 	for _, tc := range []struct {
 		method, path, body string
@@ -736,6 +741,16 @@ func TestSignatureFailuresBlockAndMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func scrape(t *testing.T) string {

@@ -150,6 +150,8 @@ type Store interface {
 	DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error)
 	// DLQGet returns one entry with its payload, or dlq.ErrNotFound.
 	DLQGet(ctx context.Context, id string) (*dlq.Entry, error)
+	// DLQCounts counts DLQ entries by source and status.
+	DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error)
 	// DLQRetry re-enqueues the entry's event, due now, with a fresh
 	// attempt budget; the entry becomes "retried". Entries already retried
 	// or discarded give dlq.ErrConflict.

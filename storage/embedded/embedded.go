@@ -501,6 +501,28 @@ func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
 	return page, err
 }
 
+// DLQCounts implements storage.Store.
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
+	out := map[string]map[dlq.Status]int{}
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bDLQ).ForEach(func(_, v []byte) error {
+			var e struct {
+				Source string     `json:"source"`
+				Status dlq.Status `json:"status"`
+			}
+			if json.Unmarshal(v, &e) != nil {
+				return nil
+			}
+			if out[e.Source] == nil {
+				out[e.Source] = map[dlq.Status]int{}
+			}
+			out[e.Source][e.Status]++
+			return nil
+		})
+	})
+	return out, err
+}
+
 // DLQGet implements storage.Store.
 func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
 	var e *dlq.Entry

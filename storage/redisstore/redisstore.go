@@ -626,6 +626,45 @@ func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry
 	return partition{}, nil, dlq.ErrNotFound
 }
 
+// DLQCounts implements storage.Store. It reads every entry's status: meant
+// for metrics scraped every few seconds at most (the collector caches it).
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
+	out := map[string]map[dlq.Status]int{}
+	for _, p := range s.parts {
+		ids, err := s.c.ZRange(ctx, p.key("dlqidx"), 0, -1).Result()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for start := 0; start < len(ids); start += 500 {
+			chunk := ids[start:min(start+500, len(ids))]
+			cmds := make([]*redis.StringCmd, len(chunk))
+			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for i, id := range chunk {
+					cmds[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, unavailable(err)
+			}
+			for _, c := range cmds {
+				var e struct {
+					Source string     `json:"source"`
+					Status dlq.Status `json:"status"`
+				}
+				if v, err := c.Result(); err != nil || json.Unmarshal([]byte(v), &e) != nil {
+					continue
+				}
+				if out[e.Source] == nil {
+					out[e.Source] = map[dlq.Status]int{}
+				}
+				out[e.Source][e.Status]++
+			}
+		}
+	}
+	return out, nil
+}
+
 // DLQGet implements storage.Store.
 func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
 	_, e, err := s.findEntry(ctx, id)

@@ -76,6 +76,7 @@ func Run(t *testing.T, f Factory) {
 		{"DLQRetryAfterRetention", testDLQRetryAfterRetention},
 		{"Paused", testPaused},
 		{"Stats", testStats},
+		{"DLQCounts", testDLQCounts},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -1066,6 +1067,29 @@ func testPaused(t *testing.T, f Factory) {
 	}
 	if p, err := s.Paused(ctx); err != nil || !maps.Equal(p, map[string]bool{"stripe": true}) {
 		t.Fatalf("Paused = %v, %v; want only stripe", p, err)
+	}
+}
+
+// testDLQCounts counts entries by source and status.
+func testDLQCounts(t *testing.T, f Factory) {
+	s := f.Open(t)
+	kill := func(source string) *storage.Event {
+		ev := newEvent(t, source, "")
+		ev.EventID, ev.Dedupe = ev.ID, false
+		mustEnqueue(t, s, ev, time.Time{})
+		finish(t, s, leaseOneOf(t, s, ev.ID), storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: "x"})
+		return ev
+	}
+	kill("stripe")
+	kill("stripe")
+	d := kill("github")
+	if err := s.DLQSetStatus(t.Context(), d.ID, dlq.StatusDiscarded, "noise", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.DLQCounts(t.Context())
+	want := map[string]map[dlq.Status]int{"stripe": {dlq.StatusPending: 2}, "github": {dlq.StatusDiscarded: 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("DLQCounts = %v, %v; want %v", got, err, want)
 	}
 }
 
