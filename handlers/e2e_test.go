@@ -553,6 +553,15 @@ func TestPermanentToDLQAndAdminRetry(t *testing.T) {
 		id2 = entries[0].(map[string]any)["id"].(string)
 		return strings.Contains(entries[0].(map[string]any)["error"].(string), "gave up after 3 attempts")
 	})
+	if code, m := admin(t, "POST", "/webhooks/dlq/"+id2+"/investigate", `{"note":"looking"}`); code != 200 || m["status"] != "investigating" {
+		t.Fatalf("investigate: %d %v", code, m)
+	}
+	if code, m := admin(t, "POST", "/webhooks/dlq/"+id2+"/resolve", `{"resolution":"fixed by hand"}`); code != 200 || m["status"] != "resolved" {
+		t.Fatalf("resolve: %d %v", code, m)
+	}
+	if _, full := admin(t, "GET", "/webhooks/dlq/"+id2, ""); full["resolution"] != "fixed by hand" {
+		t.Fatalf("resolved entry %v", full)
+	}
 	if code, m := admin(t, "POST", "/webhooks/dlq/"+id2+"/discard", `{"reason":"test event"}`); code != 200 {
 		t.Fatalf("discard: %d %v", code, m)
 	}
