@@ -126,27 +126,30 @@ func (al *alerter) allow(key string, now time.Time) bool {
 	return true
 }
 
+// alertMsg is one alert to send, with its rate-limit key.
+type alertMsg struct{ key, text string }
+
 // check decides which alerts are due; it runs every alertCheckEvery.
-func (al *alerter) check(now time.Time) []string {
+func (al *alerter) check(now time.Time) []alertMsg {
 	al.mu.Lock()
 	defer al.mu.Unlock()
-	var msgs []string
+	var msgs []alertMsg
 	if th := al.cfg.DLQThreshold; th > 0 {
 		total := 0
 		for _, n := range al.dead {
 			total += n
 		}
 		if total >= th && al.allow("dlq", now) {
-			msgs = append(msgs, fmt.Sprintf(":rotating_light: hookline: %d event(s) entered the dead letter queue (%s). Inspect: `caddy webhooks dlq list`.",
-				total, perSource(al.dead)))
+			msgs = append(msgs, alertMsg{"dlq", fmt.Sprintf(":rotating_light: hookline: %d event(s) entered the dead letter queue (%s). Inspect: `caddy webhooks dlq list`.",
+				total, perSource(al.dead))})
 			clear(al.dead)
 		}
 	}
 	if th := al.cfg.SignatureFailures; th > 0 {
 		for src, n := range al.sig {
 			if n >= th && al.allow("sig:"+src, now) {
-				msgs = append(msgs, fmt.Sprintf(":warning: hookline: %d signature failures for source %q within %s: a wrong secret or someone probing the endpoint.",
-					n, src, time.Duration(al.cfg.SignatureWindow)))
+				msgs = append(msgs, alertMsg{"sig:" + src, fmt.Sprintf(":warning: hookline: %d signature failures for source %q within %s: a wrong secret or someone probing the endpoint.",
+					n, src, time.Duration(al.cfg.SignatureWindow))})
 				al.sig[src] = 0
 			}
 		}
@@ -154,8 +157,8 @@ func (al *alerter) check(now time.Time) []string {
 	if rate := al.cfg.ErrorRate; rate > 0 {
 		for src, n := range al.attempts {
 			if f := al.failures[src]; n >= al.cfg.ErrorMinAttempts && float64(f)/float64(n) >= rate && al.allow("err:"+src, now) {
-				msgs = append(msgs, fmt.Sprintf(":warning: hookline: %d of %d deliveries for source %q failed recently (%.0f%%): is the upstream down?",
-					f, n, src, 100*float64(f)/float64(n)))
+				msgs = append(msgs, alertMsg{"err:" + src, fmt.Sprintf(":warning: hookline: %d of %d deliveries for source %q failed recently (%.0f%%): is the upstream down?",
+					f, n, src, 100*float64(f)/float64(n))})
 			}
 		}
 		if now.Sub(al.errStart) > errorRateWindow {
@@ -185,8 +188,8 @@ func (al *alerter) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			for _, msg := range al.check(now) {
-				al.send(ctx, msg, now)
+			for _, m := range al.check(now) {
+				al.send(ctx, m.key, m.text, now)
 			}
 		}
 	}
@@ -194,16 +197,21 @@ func (al *alerter) run(ctx context.Context) {
 
 // send enqueues an alert as a job of the internal alert source: it is
 // delivered (and retried) like any webhook.
-func (al *alerter) send(ctx context.Context, text string, now time.Time) {
+func (al *alerter) send(ctx context.Context, key, text string, now time.Time) {
 	body, _ := json.Marshal(map[string]string{"text": text})
 	id, err := uuid.NewV7()
 	if err != nil {
 		return
 	}
-	ev := &storage.Event{ID: id.String(), EventID: id.String(), Source: alertSource, Upstream: al.cfg.URL,
+	// the URL (often a secret Slack hook) is not stored with the event:
+	// delivery resolves the alert source's target from the config
+	ev := &storage.Event{ID: id.String(), EventID: id.String(), Source: alertSource, Upstream: "alert",
 		Headers: http.Header{"Content-Type": {"application/json"}}, Body: body, ReceivedAt: now}
 	if _, err := al.app.Enqueue(ctx, ev, 0); err != nil {
-		al.log.Error("queueing an alert", zap.Error(err))
+		al.log.Error("queueing an alert; it will be tried again", zap.Error(err))
+		al.mu.Lock()
+		delete(al.last, key) // not sent: not rate-limited either
+		al.mu.Unlock()
 		return
 	}
 	al.log.Warn("alert queued", zap.String("text", text))

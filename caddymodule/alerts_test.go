@@ -17,6 +17,14 @@ func report(source string, res storage.Result, class retryqueue.Class) retryqueu
 	return retryqueue.Report{Job: &storage.Job{Event: storage.Event{Source: source}}, Result: res, Class: class, Attempt: &dlq.Attempt{N: 1}}
 }
 
+func texts(ms []alertMsg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.text)
+	}
+	return out
+}
+
 func TestAlerterRules(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	al := newAlerter(AlertConfig{URL: "http://x", DLQThreshold: 2, SignatureFailures: 3,
@@ -30,7 +38,7 @@ func TestAlerterRules(t *testing.T) {
 	}
 	// a second one: one alert naming the source and the count
 	al.noteResult(report("stripe", storage.Dead, retryqueue.Permanent))
-	msgs := al.check(t0.Add(time.Second))
+	msgs := texts(al.check(t0.Add(time.Second)))
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "2 event(s) entered the dead letter queue") || !strings.Contains(msgs[0], "stripe: 2") {
 		t.Fatalf("DLQ alert: %v", msgs)
 	}
@@ -38,11 +46,11 @@ func TestAlerterRules(t *testing.T) {
 	for range 50 {
 		al.noteResult(report("stripe", storage.Dead, retryqueue.Permanent))
 	}
-	if msgs := al.check(t0.Add(time.Minute)); len(msgs) != 0 {
+	if msgs := texts(al.check(t0.Add(time.Minute))); len(msgs) != 0 {
 		t.Fatalf("alert within min_interval: %v", msgs)
 	}
 	// ...and one summary after it
-	msgs = al.check(t0.Add(11 * time.Minute))
+	msgs = texts(al.check(t0.Add(11 * time.Minute)))
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "50 event(s)") {
 		t.Fatalf("summary after min_interval: %v", msgs)
 	}
@@ -52,14 +60,14 @@ func TestAlerterRules(t *testing.T) {
 		al.noteSignatureFailure("github", t0)
 	}
 	al.noteSignatureFailure("shopify", t0)
-	msgs = al.check(t0.Add(2 * time.Second))
+	msgs = texts(al.check(t0.Add(2 * time.Second)))
 	if len(msgs) != 1 || !strings.Contains(msgs[0], `"github"`) {
 		t.Fatalf("signature alert: %v", msgs)
 	}
 	// failures spread beyond the window do not add up
 	al.noteSignatureFailure("shopify", t0.Add(2*time.Minute))
 	al.noteSignatureFailure("shopify", t0.Add(4*time.Minute))
-	if msgs := al.check(t0.Add(4 * time.Minute)); len(msgs) != 0 {
+	if msgs := texts(al.check(t0.Add(4 * time.Minute))); len(msgs) != 0 {
 		t.Fatalf("spread failures alerted: %v", msgs)
 	}
 
@@ -68,7 +76,7 @@ func TestAlerterRules(t *testing.T) {
 	for _, c := range []retryqueue.Class{retryqueue.Transient, retryqueue.Transient, retryqueue.Success, retryqueue.Transient} {
 		al.noteResult(report("paddle", storage.Retry, c))
 	}
-	msgs = al.check(t0.Add(5 * time.Minute))
+	msgs = texts(al.check(t0.Add(5 * time.Minute)))
 	if len(msgs) != 1 || !strings.Contains(msgs[0], `3 of 4 deliveries for source "paddle"`) {
 		t.Fatalf("error rate alert: %v", msgs)
 	}

@@ -246,6 +246,14 @@ func (a *App) Stop() error {
 // config uses it anymore (handlers of an old config may enqueue until the
 // http app has drained, so this is not done in Stop).
 func (a *App) Cleanup() error {
+	// counts of deliveries and requests that finished after Stop
+	if a.stats != nil && a.shared != nil {
+		if st, ok := a.shared.opened(); ok { // never open a store just for this (caddy validate)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			a.flushStats(ctx, st)
+			cancel()
+		}
+	}
 	var err error
 	if a.poolKey != "" {
 		_, err = storePool.Delete(a.poolKey)

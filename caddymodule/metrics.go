@@ -112,8 +112,9 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if time.Since(q.dlqAt) > dlqCountsTTL {
+		q.dlqAt = time.Now() // a failure is retried after the TTL too, not at every scrape
 		if counts, err := st.DLQCounts(ctx); err == nil {
-			q.dlqCache, q.dlqAt = counts, time.Now()
+			q.dlqCache = counts
 		}
 	}
 	for source, m := range q.dlqCache {

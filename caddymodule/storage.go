@@ -122,6 +122,14 @@ func (p *sharedStore) get() (storage.Store, error) {
 	return s, nil
 }
 
+// opened returns the store if it is open, without opening it.
+func (p *sharedStore) opened() (storage.Store, bool) {
+	if b := p.store.Load(); b != nil {
+		return b.s, true
+	}
+	return nil, false
+}
+
 // Destruct implements caddy.Destructor: closes the store when the last
 // config using it is gone.
 func (p *sharedStore) Destruct() error {

@@ -125,7 +125,7 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 		if r.ContentLength > maxDashboardBody {
 			return dashboardError(w, http.StatusRequestEntityTooLarge, "request body too large")
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxDashboardBody)
+		r.Body = http.MaxBytesReader(w, r.Body, maxDashboardBody+1) // the API answers 413 beyond the limit
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
 		return dashboardError(w, http.StatusMethodNotAllowed, "method not allowed")
@@ -147,7 +147,8 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) error {
 	a, ok := dashboardAssets[name]
 	if !ok || name == "index.html" {
 		// the page itself: its relative links need a path ending in "/"
-		if orig := originalPath(r); !strings.HasSuffix(orig, "/") && name != "index.html" {
+		if orig := originalPath(r); !strings.HasSuffix(orig, "/") && name != "index.html" &&
+			!strings.HasPrefix(orig, "//") && !strings.Contains(orig, "\\") { // never redirect off-site
 			target := orig + "/"
 			if r.URL.RawQuery != "" {
 				target += "?" + r.URL.RawQuery

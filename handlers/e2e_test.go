@@ -820,7 +820,7 @@ drained:
 	if code, m := admin(t, "POST", "/webhooks/sources/gen/resume", ""); code != 200 || m["paused"] != false {
 		t.Fatalf("resume: %d %v", code, m)
 	}
-	if r := up.next(t, 10*time.Second); r.Header.Get("Webhook-Id") != "pz-1" {
+	if r := up.next(t, 20*time.Second); r.Header.Get("Webhook-Id") != "pz-1" {
 		t.Fatalf("after resume: %s", r.Header.Get("Webhook-Id"))
 	}
 	waitFor(t, func() bool {

@@ -322,8 +322,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // pausedRecheck is how long a paused source's job waits before it is
-// looked at again.
-const pausedRecheck = 5 * time.Second
+// looked at again (each look is a lease and a release in the store).
+const pausedRecheck = 15 * time.Second
 
 // run delivers one leased job and records the outcome.
 func (d *Dispatcher) run(job *storage.Job) {
@@ -356,7 +356,7 @@ func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
 			zap.String("id", job.ID), zap.String("source", job.Source), zap.Error(err))
 		return
 	}
-	if out.Result == storage.Retry || out.Result == storage.Release {
+	if out.Result == storage.Retry || (out.Result == storage.Release && !out.Due.After(time.Now().Add(pausedRecheck/2))) {
 		d.Notify() // the loop may be sleeping past the new due time
 	}
 	if out.Result != storage.Release && d.cfg.OnResult != nil {

@@ -463,7 +463,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	}
 	keys := []string{p.ev(job.ID), p.key("due"), p.key("inflight"), p.key("done"),
 		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen")}
-	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON}
+	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, finishScript, keys, args...)
@@ -637,28 +637,35 @@ func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, e
 		}
 		for start := 0; start < len(ids); start += 500 {
 			chunk := ids[start:min(start+500, len(ids))]
-			cmds := make([]*redis.StringCmd, len(chunk))
+			// the small fields only, not the entries with their payloads
+			cmds := make([]*redis.SliceCmd, len(chunk))
 			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 				for i, id := range chunk {
-					cmds[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
+					cmds[i] = pipe.HMGet(ctx, p.dlqEntry(id), "src", "st")
 				}
 				return nil
 			})
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return nil, unavailable(err)
 			}
-			for _, c := range cmds {
-				var e struct {
-					Source string     `json:"source"`
-					Status dlq.Status `json:"status"`
+			for i, c := range cmds {
+				v := c.Val()
+				if len(v) != 2 || v[1] == nil {
+					continue // removed meanwhile
 				}
-				if v, err := c.Result(); err != nil || json.Unmarshal([]byte(v), &e) != nil {
-					continue
+				src, _ := v[0].(string)
+				st, _ := v[1].(string)
+				if src == "" { // written before the src field existed
+					e, err := s.getEntry(ctx, p, chunk[i])
+					if err != nil {
+						continue
+					}
+					src = e.Source
 				}
-				if out[e.Source] == nil {
-					out[e.Source] = map[dlq.Status]int{}
+				if out[src] == nil {
+					out[src] = map[dlq.Status]int{}
 				}
-				out[e.Source][e.Status]++
+				out[src][dlq.Status(st)]++
 			}
 		}
 	}

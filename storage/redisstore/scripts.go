@@ -74,7 +74,7 @@ return out
 //
 //	KEYS: event hash, due, inflight, done, dlq entry, dlq index, dlq open
 //	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
-//	      attempts JSON, stripped event JSON, dlq entry JSON
+//	      attempts JSON, stripped event JSON, dlq entry JSON, source
 //	returns 1, or 0 when the lease was lost
 var finishScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
@@ -91,7 +91,7 @@ redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 if r == 'dead' then
 	local old = redis.call('HGET', KEYS[5], 'at')
 	if old then redis.call('ZREM', KEYS[6], ARGV[1]) end
-	redis.call('HSET', KEYS[5], 'json', ARGV[8], 'st', 'pending', 'at', ARGV[4])
+	redis.call('HSET', KEYS[5], 'json', ARGV[8], 'st', 'pending', 'at', ARGV[4], 'src', ARGV[9])
 	redis.call('ZADD', KEYS[6], ARGV[4], ARGV[1])
 	redis.call('SADD', KEYS[7], ARGV[1])
 end
