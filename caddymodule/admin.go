@@ -230,17 +230,42 @@ func handleStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err)
 	}
+	queues, err := st.QueueBySource(r.Context())
+	if err != nil {
+		return storeErr(err)
+	}
+	dead, err := st.DLQCounts(r.Context())
+	if err != nil {
+		return storeErr(err)
+	}
+	type perSource struct {
+		Queue    storage.Counts `json:"queue"`
+		LastHour sourceStats    `json:"last_hour"`
+		AllTime  sourceStats    `json:"all_time"`
+	}
 	type window struct {
 		LastHour sourceStats `json:"last_hour"`
 		AllTime  sourceStats `json:"all_time"`
 	}
-	sources := map[string]window{}
-	totalRecent, totalAll := map[string]int64{}, map[string]int64{}
-	for source := range all {
-		if source == alertSource {
-			continue
+	names := map[string]bool{}
+	for _, m := range []map[string]map[string]int64{all, recent} {
+		for src := range m {
+			names[src] = true
 		}
-		sources[source] = window{LastHour: summarize(orEmpty(recent[source])), AllTime: summarize(all[source])}
+	}
+	for src := range queues {
+		names[src] = true
+	}
+	for src := range dead {
+		names[src] = true
+	}
+	delete(names, alertSource)
+	sources := map[string]perSource{}
+	totalRecent, totalAll := map[string]int64{}, map[string]int64{}
+	for source := range names {
+		q := queues[source]
+		q.Dead = dead[source][dlq.StatusPending] + dead[source][dlq.StatusInvestigating]
+		sources[source] = perSource{Queue: q, LastHour: summarize(orEmpty(recent[source])), AllTime: summarize(orEmpty(all[source]))}
 		for k, v := range recent[source] {
 			totalRecent[k] += v
 		}

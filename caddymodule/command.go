@@ -149,8 +149,9 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	type window struct {
-		LastHour sourceStats `json:"last_hour"`
-		AllTime  sourceStats `json:"all_time"`
+		Queue    storage.Counts `json:"queue"`
+		LastHour sourceStats    `json:"last_hour"`
+		AllTime  sourceStats    `json:"all_time"`
 	}
 	var v struct {
 		Queue   storage.Counts    `json:"queue"`
@@ -166,6 +167,16 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 		fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
 		if len(v.Sources) == 0 {
 			return
+		}
+		fmt.Fprintln(w, "\nSOURCE\tQUEUED\tIN FLIGHT\tDLQ OPEN")
+		names0 := make([]string, 0, len(v.Sources))
+		for n := range v.Sources {
+			names0 = append(names0, n)
+		}
+		slices.Sort(names0)
+		for _, n := range names0 {
+			q := v.Sources[n].Queue
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", n, q.Queued, q.InFlight, q.Dead)
 		}
 		fmt.Fprintln(w, "\nSOURCE\tWINDOW\tRECEIVED\tDUPLICATES\tREJECTED\tDELIVERED\tDEAD\tSUCCESS\tDLQ RATE\tAVG ATTEMPTS")
 		names := make([]string, 0, len(v.Sources))

@@ -982,6 +982,10 @@ func TestStatsBySource(t *testing.T) {
 		gen = g["last_hour"].(map[string]any)
 		return gen["dead"] == float64(1) && gen["delivered"] == float64(3)
 	})
+	_, st := admin(t, "GET", "/webhooks/stats", "")
+	if q := st["sources"].(map[string]any)["gen"].(map[string]any)["queue"]; fmt.Sprint(q) != "map[dead:1 in_flight:0 queued:0]" {
+		t.Errorf("gen queue %v", q)
+	}
 	want := map[string]float64{"received": 4, "duplicates": 1, "rejected": 1, "delivered": 3, "dead": 1,
 		"success_rate": 0.75, "dlq_rate": 0.25, "avg_attempts": 1}
 	for k, v := range want {

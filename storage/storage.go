@@ -145,6 +145,10 @@ type Store interface {
 
 	// Counts returns current queue sizes.
 	Counts(ctx context.Context) (Counts, error)
+	// QueueBySource returns the queued and in-flight jobs of each source
+	// (Dead is left zero: DLQCounts has it). It reads every queued job:
+	// for operators, not for hot paths.
+	QueueBySource(ctx context.Context) (map[string]Counts, error)
 
 	// DLQList lists entries, newest first.
 	DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error)

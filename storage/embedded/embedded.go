@@ -455,6 +455,36 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	return c, err
 }
 
+// QueueBySource implements storage.Store.
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	now := s.now()
+	out := map[string]storage.Counts{}
+	err := s.view(func(tx *bolt.Tx) error {
+		events := tx.Bucket(bEvents)
+		c := tx.Bucket(bDue).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			var r struct { // the body is skipped, not decoded
+				Source     string         `json:"source"`
+				Status     storage.Status `json:"status"`
+				LeaseUntil time.Time      `json:"lease_until"`
+			}
+			v := events.Get(k[8:])
+			if v == nil || json.Unmarshal(v, &r) != nil {
+				continue
+			}
+			n := out[r.Source]
+			if r.Status == storage.StatusInFlight && r.LeaseUntil.After(now) {
+				n.InFlight++
+			} else {
+				n.Queued++
+			}
+			out[r.Source] = n
+		}
+		return nil
+	})
+	return out, err
+}
+
 // DLQList implements storage.Store.
 func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
 	page := dlq.Page{Entries: []dlq.Entry{}}

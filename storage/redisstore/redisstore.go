@@ -202,7 +202,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if s.opts.MinReplicas > 0 {
 		touch = "1"
 	}
-	args := []any{ev.ID, dedupe, ttl, data, ms(now), ck, touch}
+	args := []any{ev.ID, dedupe, ttl, data, ms(now), ck, touch, ev.Source}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, enqueueScript, keys, args...)
@@ -585,6 +585,55 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	return c, nil
 }
 
+// QueueBySource implements storage.Store.
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	now := ms(time.Now())
+	out := map[string]storage.Counts{}
+	for _, p := range s.parts {
+		ids, err := s.c.ZRange(ctx, p.key("due"), 0, -1).Result()
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		for start := 0; start < len(ids); start += 500 {
+			chunk := ids[start:min(start+500, len(ids))]
+			cmds := make([]*redis.SliceCmd, len(chunk))
+			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for i, id := range chunk {
+					cmds[i] = pipe.HMGet(ctx, p.ev(id), "src", "st", "lu")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, unavailable(err)
+			}
+			for i, c := range cmds {
+				v := c.Val()
+				if len(v) != 3 || v[1] == nil {
+					continue
+				}
+				src, _ := v[0].(string)
+				if src == "" { // enqueued before the src field existed
+					h, err := s.getEvent(ctx, p, chunk[i])
+					if err != nil || h == nil {
+						continue
+					}
+					src = h.ev.Source
+				}
+				st, _ := v[1].(string)
+				lu, _ := strconv.ParseInt(fmt.Sprint(v[2]), 10, 64)
+				n := out[src]
+				if st == string(storage.StatusInFlight) && lu > now {
+					n.InFlight++
+				} else {
+					n.Queued++
+				}
+				out[src] = n
+			}
+		}
+	}
+	return out, nil
+}
+
 // getEntry reads a DLQ entry; dlq.ErrNotFound when absent.
 func (s *Store) getEntry(ctx context.Context, p partition, id string) (*dlq.Entry, error) {
 	v, err := s.c.HGet(ctx, p.dlqEntry(id), "json").Result()
@@ -702,7 +751,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
 	}
 	v, err := s.run(ctx, p, dlqRetryScript,
 		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("due"), p.key("done")},
-		id, ms(now), entryJSON, evJSON, attJSON, len(e.Attempts), ck)
+		id, ms(now), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source)
 	if err != nil {
 		return unavailable(err)
 	}

@@ -12,7 +12,7 @@ import "github.com/redis/go-redis/v9"
 //	KEYS: claim, ids, event hash, due, claim expiry index
 //	ARGV: id, dedupe (0|1), claim TTL ms, event JSON, now ms, claim key text,
 //	      touch (1: a duplicate rewrites its claim's TTL, so that a following
-//	      WAIT also covers the original write)
+//	      WAIT also covers the original write), source
 //	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 var enqueueScript = redis.NewScript(`
 if ARGV[2] == '1' then
@@ -26,7 +26,7 @@ if ARGV[2] == '1' then
 	redis.call('SET', KEYS[2], ARGV[1])
 	redis.call('ZADD', KEYS[5], tonumber(ARGV[5]) + tonumber(ARGV[3]), ARGV[6])
 end
-redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'st', 'queued', 'due', ARGV[5], 'rs', '0', 'att', '[]', 'ck', ARGV[6])
+redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'st', 'queued', 'due', ARGV[5], 'rs', '0', 'att', '[]', 'ck', ARGV[6], 'src', ARGV[8])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
 return {0, ARGV[1]}
 `)
@@ -101,7 +101,7 @@ return 1
 // dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget.
 //
 //	KEYS: dlq entry, dlq open, event hash, due, done
-//	ARGV: id, now ms, entry JSON (retried), event JSON, attempts JSON, round start, claim key text
+//	ARGV: id, now ms, entry JSON (retried), event JSON, attempts JSON, round start, claim key text, source
 //	returns 1, 0 (no entry) or -1 (conflict)
 var dlqRetryScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'st')
@@ -111,7 +111,7 @@ local est = redis.call('HGET', KEYS[3], 'st')
 if est and est ~= 'dead' then return -1 end
 redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', 'retried')
 redis.call('SREM', KEYS[2], ARGV[1])
-redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7])
+redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7], 'src', ARGV[8])
 redis.call('ZREM', KEYS[5], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
 return 1

@@ -77,6 +77,7 @@ func Run(t *testing.T, f Factory) {
 		{"Paused", testPaused},
 		{"Stats", testStats},
 		{"DLQCounts", testDLQCounts},
+		{"QueueBySource", testQueueBySource},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -1067,6 +1068,23 @@ func testPaused(t *testing.T, f Factory) {
 	}
 	if p, err := s.Paused(ctx); err != nil || !maps.Equal(p, map[string]bool{"stripe": true}) {
 		t.Fatalf("Paused = %v, %v; want only stripe", p, err)
+	}
+}
+
+// testQueueBySource counts queued and leased jobs per source.
+func testQueueBySource(t *testing.T, f Factory) {
+	s := f.Open(t)
+	for _, src := range []string{"stripe", "stripe", "stripe", "github"} {
+		mustEnqueue(t, s, newEvent(t, src, ""), time.Now().Add(time.Hour))
+	}
+	// lease one stripe job (the oldest is a stripe one)
+	if jobs := lease(t, s, time.Now(), 1, time.Minute); len(jobs) != 1 || jobs[0].Source != "stripe" {
+		t.Fatalf("leased %v", jobIDs(jobs))
+	}
+	got, err := s.QueueBySource(t.Context())
+	want := map[string]storage.Counts{"stripe": {Queued: 2, InFlight: 1}, "github": {Queued: 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("QueueBySource = %v, %v; want %v", got, err, want)
 	}
 }
 
