@@ -589,49 +589,61 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
 	now := ms(time.Now())
 	out := map[string]storage.Counts{}
+	err := s.scanFields(ctx, "due", partition.ev, []string{"src", "st", "lu"}, func(p partition, id string, v []any) {
+		if v[1] == nil {
+			return // removed meanwhile
+		}
+		src, _ := v[0].(string)
+		if src == "" { // enqueued before the src field existed
+			h, err := s.getEvent(ctx, p, id)
+			if err != nil || h == nil {
+				return
+			}
+			src = h.ev.Source
+		}
+		st, _ := v[1].(string)
+		lu, _ := strconv.ParseInt(fmt.Sprint(v[2]), 10, 64)
+		n := out[src]
+		if st == string(storage.StatusInFlight) && lu > now {
+			n.InFlight++
+		} else {
+			n.Queued++
+		}
+		out[src] = n
+	})
+	return out, err
+}
+
+// scanFields reads the given hash fields of every member of each
+// partition's sorted set index (e.g. "due"), 500 per round trip, calling fn
+// with the values (nil where absent). Meant for operator views and metrics.
+func (s *Store) scanFields(ctx context.Context, index string, hashKey func(partition, string) string,
+	fields []string, fn func(p partition, id string, vals []any)) error {
 	for _, p := range s.parts {
-		ids, err := s.c.ZRange(ctx, p.key("due"), 0, -1).Result()
+		ids, err := s.c.ZRange(ctx, p.key(index), 0, -1).Result()
 		if err != nil {
-			return nil, unavailable(err)
+			return unavailable(err)
 		}
 		for start := 0; start < len(ids); start += 500 {
 			chunk := ids[start:min(start+500, len(ids))]
 			cmds := make([]*redis.SliceCmd, len(chunk))
 			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 				for i, id := range chunk {
-					cmds[i] = pipe.HMGet(ctx, p.ev(id), "src", "st", "lu")
+					cmds[i] = pipe.HMGet(ctx, hashKey(p, id), fields...)
 				}
 				return nil
 			})
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, unavailable(err)
+				return unavailable(err)
 			}
 			for i, c := range cmds {
-				v := c.Val()
-				if len(v) != 3 || v[1] == nil {
-					continue
+				if v := c.Val(); len(v) == len(fields) {
+					fn(p, chunk[i], v)
 				}
-				src, _ := v[0].(string)
-				if src == "" { // enqueued before the src field existed
-					h, err := s.getEvent(ctx, p, chunk[i])
-					if err != nil || h == nil {
-						continue
-					}
-					src = h.ev.Source
-				}
-				st, _ := v[1].(string)
-				lu, _ := strconv.ParseInt(fmt.Sprint(v[2]), 10, 64)
-				n := out[src]
-				if st == string(storage.StatusInFlight) && lu > now {
-					n.InFlight++
-				} else {
-					n.Queued++
-				}
-				out[src] = n
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // getEntry reads a DLQ entry; dlq.ErrNotFound when absent.
@@ -675,50 +687,30 @@ func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry
 	return partition{}, nil, dlq.ErrNotFound
 }
 
-// DLQCounts implements storage.Store. It reads every entry's status: meant
-// for metrics scraped every few seconds at most (the collector caches it).
+// DLQCounts implements storage.Store. It reads two small fields of every
+// entry (not the entries with their payloads): meant for metrics scraped
+// every few seconds at most (the collector caches it).
 func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
 	out := map[string]map[dlq.Status]int{}
-	for _, p := range s.parts {
-		ids, err := s.c.ZRange(ctx, p.key("dlqidx"), 0, -1).Result()
-		if err != nil {
-			return nil, unavailable(err)
+	err := s.scanFields(ctx, "dlqidx", partition.dlqEntry, []string{"src", "st"}, func(p partition, id string, v []any) {
+		if v[1] == nil {
+			return // removed meanwhile
 		}
-		for start := 0; start < len(ids); start += 500 {
-			chunk := ids[start:min(start+500, len(ids))]
-			// the small fields only, not the entries with their payloads
-			cmds := make([]*redis.SliceCmd, len(chunk))
-			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-				for i, id := range chunk {
-					cmds[i] = pipe.HMGet(ctx, p.dlqEntry(id), "src", "st")
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, unavailable(err)
+		src, _ := v[0].(string)
+		st, _ := v[1].(string)
+		if src == "" { // written before the src field existed
+			e, err := s.getEntry(ctx, p, id)
+			if err != nil {
+				return
 			}
-			for i, c := range cmds {
-				v := c.Val()
-				if len(v) != 2 || v[1] == nil {
-					continue // removed meanwhile
-				}
-				src, _ := v[0].(string)
-				st, _ := v[1].(string)
-				if src == "" { // written before the src field existed
-					e, err := s.getEntry(ctx, p, chunk[i])
-					if err != nil {
-						continue
-					}
-					src = e.Source
-				}
-				if out[src] == nil {
-					out[src] = map[dlq.Status]int{}
-				}
-				out[src][dlq.Status(st)]++
-			}
+			src = e.Source
 		}
-	}
-	return out, nil
+		if out[src] == nil {
+			out[src] = map[dlq.Status]int{}
+		}
+		out[src][dlq.Status(st)]++
+	})
+	return out, err
 }
 
 // DLQGet implements storage.Store.
