@@ -348,6 +348,10 @@ func viewEntry(e *dlq.Entry) entryView {
 }
 
 func handleDLQGet(w http.ResponseWriter, r *http.Request) error {
+	if r.PathValue("id") == "retry" { // GET on the bulk retry route
+		w.Header().Set("Allow", http.MethodPost)
+		return apiErr(http.StatusMethodNotAllowed, "method not allowed")
+	}
 	_, st, err := activeStore()
 	if err != nil {
 		return err

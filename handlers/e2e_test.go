@@ -589,6 +589,7 @@ func TestPermanentToDLQAndAdminRetry(t *testing.T) {
 		{"DELETE", "/webhooks/dlq", "", 405},
 		{"GET", "/webhooks/dlq/" + id2 + "/retry", "", 405},
 		{"GET", "/webhooks/nothing-here", "", 404},
+		{"GET", "/webhooks/dlq/retry", "", 405},
 		{"POST", "/webhooks/dlq/" + id2 + "/discard", strings.Repeat("x", 70_000), 413},
 	} {
 		if code, m := admin(t, tc.method, tc.path, tc.body); code != tc.status || m["error"] == nil {

@@ -156,10 +156,11 @@ type Store interface {
 	DLQGet(ctx context.Context, id string) (*dlq.Entry, error)
 	// DLQCounts counts DLQ entries by source and status.
 	DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error)
-	// DLQRetry re-enqueues the entry's event, due now, with a fresh
-	// attempt budget; the entry becomes "retried". Entries already retried
-	// or discarded give dlq.ErrConflict.
-	DLQRetry(ctx context.Context, id string, now time.Time) error
+	// DLQRetry re-enqueues the entry's event, due at due (now for an
+	// immediate retry; later to pace a bulk retry), with a fresh attempt
+	// budget; the entry becomes "retried". Entries already retried or
+	// discarded give dlq.ErrConflict.
+	DLQRetry(ctx context.Context, id string, due time.Time) error
 	// DLQSetStatus moves an entry to investigating, resolved or discarded,
 	// with the operator's text (resolution or reason).
 	DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error

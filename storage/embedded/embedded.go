@@ -568,7 +568,8 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
 }
 
 // DLQRetry implements storage.Store.
-func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
+func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
+	now := s.now()
 	return s.update(func(tx *bolt.Tx) error {
 		e, err := getEntry(tx, id)
 		if err != nil {
@@ -602,11 +603,11 @@ func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
 		rec.RoundStart = len(e.Attempts)
 		rec.Status = storage.StatusQueued
 		rec.FinishedAt = time.Time{}
-		rec.Due = now
+		rec.Due = due
 		if err := putRecord(tx, rec); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bDue).Put(timeKey(now, []byte(id)), nil); err != nil {
+		if err := tx.Bucket(bDue).Put(timeKey(due, []byte(id)), nil); err != nil {
 			return err
 		}
 		e.Status = dlq.StatusRetried

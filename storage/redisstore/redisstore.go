@@ -720,7 +720,8 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
 }
 
 // DLQRetry implements storage.Store.
-func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
+func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
+	now := time.Now()
 	p, e, err := s.findEntry(ctx, id)
 	if err != nil {
 		return err
@@ -743,7 +744,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, now time.Time) error {
 	}
 	v, err := s.run(ctx, p, dlqRetryScript,
 		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("due"), p.key("done")},
-		id, ms(now), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source)
+		id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source)
 	if err != nil {
 		return unavailable(err)
 	}
