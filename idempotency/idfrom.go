@@ -8,9 +8,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+)
+
+// The kinds of id_from rules.
+const (
+	KindHeader   = "header"    // a request header
+	KindJSON     = "json"      // a dot path into the JSON body
+	KindForm     = "form"      // a field of a url-encoded form body
+	KindBodyHash = "body_hash" // hash of the normalized body plus a time bucket
+	KindRawHash  = "raw_hash"  // hash of the exact received bytes, no window
 )
 
 // Rule is one id_from rule: where to find a webhook's event ID.
@@ -19,21 +29,87 @@ import (
 //	json <dot.path>        # array indices allowed: entry.0.id
 //	form <field>
 //	body_hash <window>     # hash of the normalized JSON (or raw body) + time bucket
+//	raw_hash               # hash of the exact received bytes (no window)
+//
+// raw_hash and conditions come from scheme defaults (and JSON config); the
+// Caddyfile's id_from takes one kind and one argument.
+//
+// A rule may carry conditions on the JSON body: it applies only when every
+// path in IfPresent holds a value and every path in IfAbsent does not (a
+// missing key, an index past the end of an array and null are absent;
+// anything else, even "" or [], is present). A rule that does not apply is
+// skipped as if it had found nothing. This is how a default takes a field
+// only from notifications where that field names the one event carried
+// ("messages.0.id, unless the notification also carries statuses").
+//
+// raw_hash is for providers with no delivery id: two deliveries of one
+// event are merged only when they are byte-identical, and two distinct
+// events are never merged unless the provider sends them byte for byte
+// alike. An empty body gives no id.
 type Rule struct {
 	Kind   string        `json:"kind"`
 	Arg    string        `json:"arg,omitempty"`
 	Window time.Duration `json:"window,omitempty"` // body_hash only
+
+	// IfPresent: JSON paths that must each hold a value for the rule to apply.
+	IfPresent []string `json:"if_present,omitempty"`
+	// IfAbsent: JSON paths that must each be missing or null for the rule to apply.
+	IfAbsent []string `json:"if_absent,omitempty"`
+}
+
+// Header is the rule "header <name>".
+func Header(name string) Rule { return Rule{Kind: KindHeader, Arg: name} }
+
+// JSON is the rule "json <path>".
+func JSON(path string) Rule { return Rule{Kind: KindJSON, Arg: path} }
+
+// Form is the rule "form <field>".
+func Form(field string) Rule { return Rule{Kind: KindForm, Arg: field} }
+
+// RawHash is the rule "raw_hash": the SHA-256 of the exact received bytes.
+func RawHash() Rule { return Rule{Kind: KindRawHash} }
+
+// OnlyIf returns r applying only when every one of the JSON paths holds a value.
+func (r Rule) OnlyIf(paths ...string) Rule {
+	r.IfPresent = append(slices.Clip(r.IfPresent), paths...)
+	return r
+}
+
+// Unless returns r applying only when none of the JSON paths holds a value.
+func (r Rule) Unless(paths ...string) Rule {
+	r.IfAbsent = append(slices.Clip(r.IfAbsent), paths...)
+	return r
+}
+
+// String writes the rule as its words ("json id"), each condition after
+// them as "if <path>" or "unless <path>", for messages and tests.
+func (r Rule) String() string {
+	var b strings.Builder
+	b.WriteString(r.Kind)
+	switch {
+	case r.Kind == KindBodyHash:
+		b.WriteString(" " + r.Window.String())
+	case r.Arg != "":
+		b.WriteString(" " + r.Arg)
+	}
+	for _, p := range r.IfPresent {
+		b.WriteString(" if " + p)
+	}
+	for _, p := range r.IfAbsent {
+		b.WriteString(" unless " + p)
+	}
+	return b.String()
 }
 
 // ParseRule builds a rule from its Caddyfile words.
 func ParseRule(kind, arg string) (Rule, error) {
 	r := Rule{Kind: kind, Arg: arg}
 	switch kind {
-	case "header", "json", "form":
+	case KindHeader, KindJSON, KindForm:
 		if arg == "" {
 			return r, fmt.Errorf("id_from %s needs an argument", kind)
 		}
-	case "body_hash":
+	case KindBodyHash:
 		if arg == "" {
 			return r, fmt.Errorf("id_from body_hash needs a window, such as 5m")
 		}
@@ -42,45 +118,91 @@ func ParseRule(kind, arg string) (Rule, error) {
 			return r, fmt.Errorf("id_from body_hash: invalid window %q", arg)
 		}
 		r.Window, r.Arg = d, ""
+	case KindRawHash:
+		if arg != "" {
+			return r, fmt.Errorf("id_from raw_hash takes no argument")
+		}
 	default:
-		return r, fmt.Errorf("unknown id_from kind %q (want header, json, form or body_hash)", kind)
+		return r, fmt.Errorf("unknown id_from kind %q (want header, json, form, body_hash or raw_hash)", kind)
 	}
 	return r, nil
 }
 
-// maxIDLen bounds an extracted ID; longer values are hashed.
-const maxIDLen = 200
+// Validate checks a rule built in code or decoded from JSON config as
+// ParseRule checks Caddyfile words, and that its condition paths are not
+// empty.
+func (r Rule) Validate() error {
+	arg := r.Arg
+	if r.Kind == KindBodyHash {
+		if r.Arg != "" || r.Window <= 0 {
+			return fmt.Errorf("id_from body_hash needs a positive window")
+		}
+		arg = r.Window.String()
+	} else if r.Window != 0 {
+		return fmt.Errorf("id_from %s takes no window", r.Kind)
+	}
+	if _, err := ParseRule(r.Kind, arg); err != nil {
+		return err
+	}
+	for _, p := range slices.Concat(r.IfPresent, r.IfAbsent) {
+		if p == "" {
+			return fmt.Errorf("id_from %s: empty JSON path in a condition", r.Kind)
+		}
+	}
+	return nil
+}
 
 // Extract returns the event ID the rules find in the request, trying them
-// in order, or "" when none matches. body is the raw body.
+// in order, or "" when none matches. body is the raw body. The ID is
+// returned normalized (see Normalize), so it can always travel in a header.
 func Extract(rules []Rule, r *http.Request, body []byte, now time.Time) string {
 	var doc any
 	parsed := false
+	jsonDoc := func() any {
+		if !parsed {
+			parsed = true
+			doc = decodeJSON(body)
+		}
+		return doc
+	}
 	for _, rule := range rules {
+		if !rule.applies(jsonDoc) {
+			continue
+		}
 		var id string
 		switch rule.Kind {
-		case "header":
+		case KindHeader:
 			id = strings.TrimSpace(r.Header.Get(rule.Arg))
-		case "json":
-			if !parsed {
-				parsed = true
-				doc = decodeJSON(body)
-			}
-			id = jsonPath(doc, rule.Arg)
-		case "form":
+		case KindJSON:
+			id = jsonPath(jsonDoc(), rule.Arg)
+		case KindForm:
 			id = formValue(r, body, rule.Arg)
-		case "body_hash":
+		case KindBodyHash:
 			id = bodyHash(body, rule.Window, now)
+		case KindRawHash:
+			id = rawHash(body)
 		}
 		if id != "" {
-			if len(id) > maxIDLen {
-				sum := sha256.Sum256([]byte(id))
-				id = "sha256:" + hex.EncodeToString(sum[:])
-			}
-			return id
+			return Normalize(id)
 		}
 	}
 	return ""
+}
+
+// applies reports whether the rule's JSON conditions hold; doc decodes the
+// body on first use.
+func (r Rule) applies(doc func() any) bool {
+	for _, p := range r.IfPresent {
+		if !jsonPresent(doc(), p) {
+			return false
+		}
+	}
+	for _, p := range r.IfAbsent {
+		if jsonPresent(doc(), p) {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeJSON(body []byte) any {
@@ -93,25 +215,43 @@ func decodeJSON(body []byte) any {
 	return v
 }
 
-// jsonPath walks a dot path; numeric segments index arrays. Strings and
-// numbers are returned as text; anything else gives "".
-func jsonPath(doc any, path string) string {
+// jsonLookup walks a dot path; numeric segments index arrays. found is
+// false when a key is missing, an index is out of range or a segment walks
+// into something that is neither an object nor an array.
+func jsonLookup(doc any, path string) (v any, found bool) {
 	cur := doc
 	for _, seg := range strings.Split(path, ".") {
 		switch v := cur.(type) {
 		case map[string]any:
-			cur = v[seg]
+			next, ok := v[seg]
+			if !ok {
+				return nil, false
+			}
+			cur = next
 		case []any:
 			i, err := strconv.Atoi(seg)
 			if err != nil || i < 0 || i >= len(v) {
-				return ""
+				return nil, false
 			}
 			cur = v[i]
 		default:
-			return ""
+			return nil, false
 		}
 	}
-	switch v := cur.(type) {
+	return cur, true
+}
+
+// jsonPresent reports whether path holds a value other than null.
+func jsonPresent(doc any, path string) bool {
+	v, found := jsonLookup(doc, path)
+	return found && v != nil
+}
+
+// jsonPath returns the string or number at path as text; anything else
+// gives "".
+func jsonPath(doc any, path string) string {
+	v, _ := jsonLookup(doc, path)
+	switch v := v.(type) {
 	case string:
 		return v
 	case json.Number:
@@ -147,4 +287,15 @@ func bodyHash(body []byte, window time.Duration, now time.Time) string {
 	h.Write(canon)
 	fmt.Fprintf(h, "|%d", now.UnixNano()/int64(window))
 	return "bh:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// rawHash is the SHA-256 of the exact received bytes: no decoding, no
+// normalization, no time bucket. An empty body gives "" (nothing tells
+// two empty bodies apart).
+func rawHash(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(body)
+	return "rh:" + hex.EncodeToString(sum[:])
 }

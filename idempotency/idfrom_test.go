@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ func TestParseRule(t *testing.T) {
 		{kind: "body_hash", arg: "5m", expect: Rule{Kind: "body_hash", Window: 5 * time.Minute}},
 		{kind: "body_hash", arg: "1h30m", expect: Rule{Kind: "body_hash", Window: 90 * time.Minute}},
 		{kind: "body_hash", arg: "1ns", expect: Rule{Kind: "body_hash", Window: time.Nanosecond}},
+		{kind: "raw_hash", arg: "", expect: Rule{Kind: "raw_hash"}},
 
 		{kind: "header", arg: "", expectErr: "id_from header needs an argument"},
 		{kind: "json", arg: "", expectErr: "id_from json needs an argument"},
@@ -32,6 +34,7 @@ func TestParseRule(t *testing.T) {
 		{kind: "body_hash", arg: "soon", expectErr: "invalid window"},
 		{kind: "body_hash", arg: "0s", expectErr: "invalid window"},
 		{kind: "body_hash", arg: "-5m", expectErr: "invalid window"},
+		{kind: "raw_hash", arg: "5m", expectErr: "raw_hash takes no argument"},
 		{kind: "query", arg: "id", expectErr: `unknown id_from kind "query"`},
 		{kind: "Header", arg: "X-Id", expectErr: "unknown id_from kind"},
 		{kind: "", arg: "", expectErr: "unknown id_from kind"},
@@ -47,7 +50,7 @@ func TestParseRule(t *testing.T) {
 			t.Errorf("Test %d: ParseRule(%q, %q): unexpected error: %v", i, tc.kind, tc.arg, err)
 			continue
 		}
-		if actual != tc.expect {
+		if !reflect.DeepEqual(actual, tc.expect) {
 			t.Errorf("Test %d: ParseRule(%q, %q) = %+v, expected %+v", i, tc.kind, tc.arg, actual, tc.expect)
 		}
 	}
@@ -68,7 +71,7 @@ func mustRules(t *testing.T, words ...string) []Rule {
 
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:])
 }
 
 func TestExtract(t *testing.T) {
@@ -78,8 +81,8 @@ func TestExtract(t *testing.T) {
 	)
 	messenger := `{"object":"page","entry":[{"id":"p1","messaging":[{"message":{"mid":"m_abc","seq":7}}]},{"id":"p2"}]}`
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	long := strings.Repeat("x", 201)
-	longest := strings.Repeat("y", 200)
+	long := strings.Repeat("x", MaxIDLen+1)
+	longest := strings.Repeat("y", MaxIDLen)
 
 	for i, tc := range []struct {
 		rules   []string // kind, arg pairs
@@ -143,7 +146,7 @@ func TestExtract(t *testing.T) {
 		{rules: []string{"json", "id", "header", "X-Id"}, body: `{"id":"x"}`, expect: "x"},
 		{rules: nil, headers: map[string]string{"X-Id": "h"}, body: `{"id":"x"}`, expect: ""},
 
-		// long IDs are hashed; up to 200 bytes they are kept
+		// long IDs are hashed; up to 256 bytes they are kept
 		{rules: []string{"header", "X-Id"}, headers: map[string]string{"X-Id": longest}, expect: longest},
 		{rules: []string{"header", "X-Id"}, headers: map[string]string{"X-Id": long}, expect: sha(long)},
 		{rules: []string{"json", "id"}, body: `{"id":"` + long + `"}`, expect: sha(long)},
@@ -156,8 +159,8 @@ func TestExtract(t *testing.T) {
 		if actual != tc.expect {
 			t.Errorf("Test %d: rules %q on %q with %v: got %q, expected %q", i, tc.rules, tc.body, tc.headers, actual, tc.expect)
 		}
-		if len(actual) > maxIDLen {
-			t.Errorf("Test %d: ID of %d bytes, expected at most %d", i, len(actual), maxIDLen)
+		if len(actual) > MaxIDLen {
+			t.Errorf("Test %d: ID of %d bytes, expected at most %d", i, len(actual), MaxIDLen)
 		}
 	}
 }

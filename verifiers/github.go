@@ -91,8 +91,8 @@ func (g *GitHub) Verify(r *http.Request, body []byte, now time.Time) error {
 }
 
 // DefaultIDFrom returns the delivery GUID header.
-func (*GitHub) DefaultIDFrom() [][2]string {
-	return [][2]string{{"header", GitHubDeliveryHeader}}
+func (*GitHub) DefaultIDFrom() []IDRule {
+	return []IDRule{idHeader(GitHubDeliveryHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -116,8 +116,8 @@ func TestGitHubProvision(t *testing.T) {
 }
 
 func TestGitHubDefaultIDFrom(t *testing.T) {
-	got := (&GitHub{}).DefaultIDFrom()
-	if want := [][2]string{{"header", "X-GitHub-Delivery"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&GitHub{}).DefaultIDFrom())
+	if want := []string{"header X-GitHub-Delivery"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

@@ -19,8 +19,8 @@ func init() {
 // header must equal one of the configured tokens. GitLab sends the token
 // as is; it signs nothing, so the body is not authenticated (anyone who
 // knows the token can send any body) and there is no replay window;
-// deduplication on Idempotency-Key or X-Gitlab-Event-UUID covers
-// redeliveries. Several tokens mean rotation: any one may match. Tokens
+// deduplication on Idempotency-Key (or, before GitLab 17.4, on the exact
+// bytes) covers redeliveries. Several tokens mean rotation: any one may match. Tokens
 // are compared in constant time, through their SHA-256 digests, so the
 // time does not depend on the configured tokens' lengths either.
 //
@@ -85,9 +85,14 @@ func (g *GitLab) Verify(r *http.Request, body []byte, now time.Time) error {
 }
 
 // DefaultIDFrom returns the Idempotency-Key header (GitLab 17.4 and later,
-// stable across retries), then X-Gitlab-Event-UUID.
-func (*GitLab) DefaultIDFrom() [][2]string {
-	return [][2]string{{"header", DefaultIDHeader}, {"header", GitLabEventUUIDHeader}}
+// stable across retries), otherwise a hash of the exact received bytes.
+//
+// X-Gitlab-Event-UUID is not a default: GitLab gives "recursive" webhooks
+// (triggered by an earlier webhook's receiver calling GitLab, such as a bot
+// answering a comment) the same X-Gitlab-Event-UUID as the webhook that
+// triggered them, so it would merge distinct events.
+func (*GitLab) DefaultIDFrom() []IDRule {
+	return []IDRule{idHeader(DefaultIDHeader), idRawHash()}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -96,8 +96,8 @@ func TestGitLabProvision(t *testing.T) {
 }
 
 func TestGitLabDefaultIDFrom(t *testing.T) {
-	got := (&GitLab{}).DefaultIDFrom()
-	if want := [][2]string{{"header", "Idempotency-Key"}, {"header", "X-Gitlab-Event-UUID"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&GitLab{}).DefaultIDFrom())
+	if want := []string{"header Idempotency-Key", "raw_hash"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

@@ -230,11 +230,11 @@ func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 
 // DefaultIDFrom returns the id header: id_header when set, otherwise
 // Idempotency-Key.
-func (h *HMAC) DefaultIDFrom() [][2]string {
+func (h *HMAC) DefaultIDFrom() []IDRule {
 	if h.IDHeader != "" {
-		return [][2]string{{"header", h.IDHeader}}
+		return []IDRule{idHeader(h.IDHeader)}
 	}
-	return [][2]string{{"header", DefaultIDHeader}}
+	return []IDRule{idHeader(DefaultIDHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

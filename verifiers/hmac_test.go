@@ -224,8 +224,8 @@ func TestHMACDefaultIDFrom(t *testing.T) {
 		{HMAC{Secrets: []string{"k"}, IDHeader: "webhook-id", SignedContent: "{id}.{body}"}, "webhook-id"},
 	} {
 		for _, h := range []*HMAC{&tc.cfg, provisionHMAC(t, tc.cfg)} {
-			got := h.DefaultIDFrom()
-			if len(got) != 1 || got[0] != [2]string{"header", tc.want} {
+			got := ruleStrings(h.DefaultIDFrom())
+			if len(got) != 1 || got[0] != "header "+tc.want {
 				t.Errorf("DefaultIDFrom() = %v, want [[header %s]]", got, tc.want)
 			}
 		}

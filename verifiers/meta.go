@@ -27,7 +27,8 @@ func init() {
 // received bytes, never on a decoded or re-serialized form. Several
 // secrets mean rotation: any one may match. Meta signs no timestamp and
 // sends no delivery id, so there is no replay window; deduplication uses
-// the ids in the payload (see DefaultIDFrom).
+// the message id of a notification carrying one message, otherwise the
+// exact bytes (see DefaultIDFrom).
 //
 // Meta checks the endpoint with a subscription handshake, answered at the
 // edge and never queued: `GET ?hub.mode=subscribe&hub.verify_token=<token>
@@ -129,12 +130,33 @@ func (*Meta) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) 
 	return false
 }
 
-// DefaultIDFrom returns the Messenger/Instagram message id, then the
-// entry (page or account) id.
-func (*Meta) DefaultIDFrom() [][2]string {
-	return [][2]string{
-		{"json", "entry.0.messaging.0.message.mid"},
-		{"json", "entry.0.id"},
+// DefaultIDFrom returns, in order:
+//
+//   - WhatsApp: the id of the message (wamid) of a notification that
+//     carries exactly one entry, one change and one message and no
+//     statuses;
+//   - Messenger and Instagram messaging: the mid of a notification that
+//     carries exactly one entry and one messaging event, that event being
+//     a message (not a read, delivery, reaction, postback or edit, which
+//     name another message or none) that is not an Instagram unsend
+//     (is_deleted, which repeats the mid of the message it deletes);
+//   - otherwise a hash of the exact received bytes: status updates of one
+//     message, read and delivery receipts, feed and comment changes and
+//     batched notifications all differ in bytes, and Meta sends no
+//     delivery id.
+//
+// The entry id names a page or a business account, never one
+// notification, so it is not a default.
+func (*Meta) DefaultIDFrom() []IDRule {
+	return []IDRule{
+		idJSON("entry.0.changes.0.value.messages.0.id").Unless(
+			"entry.1", "entry.0.changes.1",
+			"entry.0.changes.0.value.messages.1",
+			"entry.0.changes.0.value.statuses"),
+		idJSON("entry.0.messaging.0.message.mid").Unless(
+			"entry.1", "entry.0.messaging.1",
+			"entry.0.messaging.0.message.is_deleted"),
+		idRawHash(),
 	}
 }
 

@@ -239,9 +239,13 @@ func TestMetaProvision(t *testing.T) {
 }
 
 func TestMetaDefaultIDFrom(t *testing.T) {
-	want := [][2]string{{"json", "entry.0.messaging.0.message.mid"}, {"json", "entry.0.id"}}
+	want := []string{
+		"json entry.0.changes.0.value.messages.0.id unless entry.1 unless entry.0.changes.1 unless entry.0.changes.0.value.messages.1 unless entry.0.changes.0.value.statuses",
+		"json entry.0.messaging.0.message.mid unless entry.1 unless entry.0.messaging.1 unless entry.0.messaging.0.message.is_deleted",
+		"raw_hash",
+	}
 	for _, v := range []IDDefaulter{&Meta{}, &Facebook{}, &WhatsApp{}, &Instagram{}} {
-		if got := v.DefaultIDFrom(); !reflect.DeepEqual(got, want) {
+		if got := ruleStrings(v.DefaultIDFrom()); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%T.DefaultIDFrom() = %v, want %v", v, got, want)
 		}
 	}

@@ -34,8 +34,8 @@ func (None) CaddyModule() caddy.ModuleInfo {
 func (None) Verify(r *http.Request, body []byte, now time.Time) error { return nil }
 
 // DefaultIDFrom returns the Idempotency-Key header.
-func (None) DefaultIDFrom() [][2]string {
-	return [][2]string{{"header", DefaultIDHeader}}
+func (None) DefaultIDFrom() []IDRule {
+	return []IDRule{idHeader(DefaultIDHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

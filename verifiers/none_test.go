@@ -27,8 +27,8 @@ func TestNoneVerify(t *testing.T) {
 }
 
 func TestNoneDefaultIDFrom(t *testing.T) {
-	got := None{}.DefaultIDFrom()
-	if want := [][2]string{{"header", "Idempotency-Key"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings(None{}.DefaultIDFrom())
+	if want := []string{"header Idempotency-Key"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

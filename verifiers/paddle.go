@@ -25,10 +25,11 @@ func init() {
 // are ignored. An element without "=", an empty value, or a repeated ts is
 // a malformed header.
 //
-// Like Paddle's Node SDK, the timestamp is only checked for age: it is
-// refused when more than tolerance in the past (a difference exactly equal
-// to the tolerance is accepted), and a timestamp in the future is
-// accepted.
+// The timestamp check is the gateway policy of shared/SIGNATURES.md,
+// stricter than Paddle's Node SDK (which checks only the age): ts is
+// refused when it is more than tolerance before or after the current time
+// (a difference exactly equal to the tolerance is accepted), so a
+// timestamp too far in the future is refused too.
 //
 // Caddyfile syntax (the words after `verify`):
 //
@@ -42,8 +43,8 @@ type Paddle struct {
 	// that resolve to nothing are ignored, but at least one must remain.
 	Secrets []string `json:"secrets,omitempty"`
 
-	// How far in the past the signed timestamp may be. Default: 5s, as in
-	// Paddle's SDKs.
+	// How far the signed timestamp may be from the current time, in either
+	// direction. Default: 5s, as in Paddle's SDKs.
 	Tolerance caddy.Duration `json:"tolerance,omitempty"`
 
 	keys [][]byte
@@ -90,7 +91,7 @@ func (p *Paddle) Verify(r *http.Request, body []byte, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("header %s: %w", PaddleSignatureHeader, err)
 	}
-	if err := checkTimestampAge(t, now, time.Duration(p.Tolerance)); err != nil {
+	if err := CheckTimestamp(t, now, time.Duration(p.Tolerance)); err != nil {
 		return err
 	}
 	return CheckHMAC(sha256.New, p.keys, EncodingHex, sigs, []byte(ts), []byte{':'}, body)
@@ -128,8 +129,8 @@ func parsePaddleSignature(raw string) (ts string, h1 []string, err error) {
 }
 
 // DefaultIDFrom returns the event id in the body.
-func (*Paddle) DefaultIDFrom() [][2]string {
-	return [][2]string{{"json", "event_id"}}
+func (*Paddle) DefaultIDFrom() []IDRule {
+	return []IDRule{idJSON("event_id")}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -82,8 +82,10 @@ func TestPaddleVerify(t *testing.T) {
 		{name: "official: 6s old", cfg: one, header: pdHeader, body: pdBody, now: at(6 * time.Second), want: ErrTimestamp},
 		{name: "official: four days old", cfg: one, header: pdHeader, body: pdBody, now: time.Date(2023, 11, 5, 0, 0, 0, 0, time.UTC), want: ErrTimestamp},
 
-		// past only: the future is accepted, as by the Node SDK
-		{name: "1h in the future", cfg: one, header: pdHeader, body: pdBody, now: at(-time.Hour)},
+		// |now - ts| <= tolerance (gateway policy; the Node SDK checks the
+		// age only, see TestPaddleFutureTimestamp)
+		{name: "1h in the future", cfg: one, header: pdHeader, body: pdBody, now: at(-time.Hour), want: ErrTimestamp},
+		{name: "5s in the future, the boundary", cfg: one, header: pdHeader, body: pdBody, now: at(-5 * time.Second)},
 		{name: "custom tolerance, at the boundary", cfg: Paddle{Secrets: []string{pdSecret}, Tolerance: caddy.Duration(10 * time.Second)}, header: pdHeader, body: pdBody, now: at(10 * time.Second)},
 		{name: "custom tolerance, 1s beyond", cfg: Paddle{Secrets: []string{pdSecret}, Tolerance: caddy.Duration(10 * time.Second)}, header: pdHeader, body: pdBody, now: at(11 * time.Second), want: ErrTimestamp},
 
@@ -117,7 +119,7 @@ func TestPaddleVerify(t *testing.T) {
 		{name: "non-numeric ts", cfg: one, header: "ts=16987968OO;h1=" + pdHex, body: pdBody, now: at(0), want: ErrFormat},
 		{name: "negative ts", cfg: one, header: "ts=-1698796800;h1=" + pdHex, body: pdBody, now: at(0), want: ErrFormat},
 		{name: "fractional ts", cfg: one, header: "ts=1698796800.0;h1=" + pdHex, body: pdBody, now: at(0), want: ErrFormat},
-		{name: "millisecond ts", cfg: one, header: "ts=1698796800000;h1=" + pdHex, body: pdBody, now: at(0), want: ErrMismatch},
+		{name: "millisecond ts", cfg: one, header: "ts=1698796800000;h1=" + pdHex, body: pdBody, now: at(0), want: ErrTimestamp},
 		{name: "missing header", cfg: one, body: pdBody, now: at(0), want: ErrFormat},
 
 		// rotation
@@ -187,8 +189,8 @@ func TestPaddleProvision(t *testing.T) {
 }
 
 func TestPaddleDefaultIDFrom(t *testing.T) {
-	got := (&Paddle{}).DefaultIDFrom()
-	if want := [][2]string{{"json", "event_id"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&Paddle{}).DefaultIDFrom())
+	if want := []string{"json event_id"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }
@@ -294,7 +296,7 @@ func FuzzPaddleHeader(f *testing.F) {
 			}
 		}
 		n, perr := strconv.ParseInt(ts, 10, 64)
-		if nts != 1 || perr != nil || ts[0] < '0' || ts[0] > '9' || now.Unix()-n > 5 {
+		if nts != 1 || perr != nil || ts[0] < '0' || ts[0] > '9' || now.Unix()-n > 5 || n-now.Unix() > 5 {
 			t.Fatalf("accepted %q: ts not a single fresh number", header)
 		}
 		want := EncodingHex.Encode(hmacOf(sha256.New, []byte(pdSecret), []byte(ts), []byte(":"), body))
@@ -305,6 +307,38 @@ func FuzzPaddleHeader(f *testing.F) {
 		}
 		t.Fatalf("accepted %q, no h1 is %q", header, want)
 	})
+}
+
+// TestPaddleFutureTimestamp checks the gateway policy of SIGNATURES.md
+// ("reject when |now - ts| > tolerance; exactly equal is accepted") for
+// timestamps ahead of the clock, which Paddle's Node SDK accepts: a
+// signature dated more than the tolerance in the future is refused, one
+// dated exactly the tolerance ahead is accepted.
+func TestPaddleFutureTimestamp(t *testing.T) {
+	def := Paddle{Secrets: []string{pdSecret}}
+	tol60 := Paddle{Secrets: []string{pdSecret}, Tolerance: caddy.Duration(time.Minute)}
+	for _, tc := range []struct {
+		name string
+		cfg  Paddle
+		at   int64 // signing time; the clock is pdTS
+		want error
+	}{
+		{name: "default: 1s ahead", cfg: def, at: pdTS + 1},
+		{name: "default: exactly 5s ahead", cfg: def, at: pdTS + 5},
+		{name: "default: 6s ahead", cfg: def, at: pdTS + 6, want: ErrTimestamp},
+		{name: "default: a day ahead", cfg: def, at: pdTS + 86400, want: ErrTimestamp},
+		{name: "tolerance 1m: exactly 60s ahead", cfg: tol60, at: pdTS + 60},
+		{name: "tolerance 1m: 61s ahead", cfg: tol60, at: pdTS + 61, want: ErrTimestamp},
+		{name: "tolerance 1m: exactly 60s old", cfg: tol60, at: pdTS - 60},
+		{name: "tolerance 1m: 61s old", cfg: tol60, at: pdTS - 61, want: ErrTimestamp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := provisionPaddle(t, tc.cfg)
+			h := "ts=" + strconv.FormatInt(tc.at, 10) + ";h1=" + pdSign(pdSecret, tc.at, pdBody)
+			err := p.Verify(newRequest("Paddle-Signature", h), []byte(pdBody), time.Unix(pdTS, 0))
+			checkErr(t, err, tc.want, pdSecret)
+		})
+	}
 }
 
 func BenchmarkVerifyPaddle(b *testing.B) {

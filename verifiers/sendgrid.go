@@ -195,10 +195,14 @@ func decodeSendGridSignature(sig64 string) ([]byte, error) {
 	return sig, nil
 }
 
-// DefaultIDFrom returns the first event's sg_event_id (the body is a JSON
-// array of events).
-func (*SendGrid) DefaultIDFrom() [][2]string {
-	return [][2]string{{"json", "0.sg_event_id"}}
+// DefaultIDFrom returns the sg_event_id of a batch of one event (the body
+// is a JSON array of events), otherwise a hash of the exact received
+// bytes. The first event's id is not a default for a batch of several:
+// SendGrid delivers an event more than once (sendgrid/docs#2933), so a
+// batch could start with an event already received and carry new ones
+// after it, which would be answered "already processed" and lost.
+func (*SendGrid) DefaultIDFrom() []IDRule {
+	return []IDRule{idJSON("0.sg_event_id").Unless("1"), idRawHash()}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -252,8 +252,8 @@ func TestSendGridProvision(t *testing.T) {
 }
 
 func TestSendGridDefaultIDFrom(t *testing.T) {
-	got := (&SendGrid{}).DefaultIDFrom()
-	if want := [][2]string{{"json", "0.sg_event_id"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&SendGrid{}).DefaultIDFrom())
+	if want := []string{"json 0.sg_event_id unless 1", "raw_hash"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

@@ -20,6 +20,12 @@ func init() {
 // Shopify's Events (shopify-* headers) send the same signature as
 // shopify-hmac-sha256, which is read when X-Shopify-Hmac-Sha256 is absent.
 //
+// Like Shopify's own library (shopify-api-js), a request with an empty body
+// or without a delivery id is refused as malformed (ErrFormat): Shopify
+// always signs a body and always sends X-Shopify-Webhook-Id, or for Events
+// shopify-event-id (X-Shopify-Event-Id is accepted too). Header names are
+// matched in any letter case.
+//
 // Several secrets mean rotation: after a client secret is rotated Shopify
 // may keep signing with the old one for up to an hour, so configure
 // [new, old] until then. Shopify signs no timestamp (X-Shopify-Triggered-At
@@ -46,7 +52,14 @@ const (
 	ShopifyEventsHMACHeader = "shopify-hmac-sha256"
 	ShopifyWebhookIDHeader  = "X-Shopify-Webhook-Id"
 	ShopifyEventIDHeader    = "X-Shopify-Event-Id"
+	// ShopifyEventsEventIDHeader is the delivery id of Shopify's Events
+	// (shopify-* headers).
+	ShopifyEventsEventIDHeader = "shopify-event-id"
 )
+
+// shopifyIDHeaders are the headers of which at least one must carry the
+// delivery id.
+var shopifyIDHeaders = []string{ShopifyWebhookIDHeader, ShopifyEventIDHeader, ShopifyEventsEventIDHeader}
 
 // CaddyModule returns the Caddy module information.
 func (Shopify) CaddyModule() caddy.ModuleInfo {
@@ -72,12 +85,35 @@ func (s *Shopify) Verify(r *http.Request, body []byte, now time.Time) error {
 	if sig == "" {
 		return fmt.Errorf("%w: header %s missing", ErrFormat, ShopifyHMACHeader)
 	}
+	if len(body) == 0 {
+		return fmt.Errorf("%w: empty body", ErrFormat)
+	}
+	if !hasShopifyID(r.Header) {
+		return fmt.Errorf("%w: header %s (or %s) missing", ErrFormat, ShopifyWebhookIDHeader, ShopifyEventsEventIDHeader)
+	}
 	return CheckHMAC(sha256.New, s.keys, EncodingBase64, []string{sig}, body)
 }
 
+// hasShopifyID reports whether h has a non-empty delivery id header.
+// http.Header.Get matches the name in any letter case.
+func hasShopifyID(h http.Header) bool {
+	for _, name := range shopifyIDHeaders {
+		if h.Get(name) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultIDFrom returns the webhook id header, then the event id header.
-func (*Shopify) DefaultIDFrom() [][2]string {
-	return [][2]string{{"header", ShopifyWebhookIDHeader}, {"header", ShopifyEventIDHeader}}
+//
+// X-Shopify-Webhook-Id comes first: Shopify sends one webhook per
+// subscription for the same event, all sharing X-Shopify-Event-Id (the
+// docs' "ignore duplicates" guide), and subscriptions differ in topic
+// filters and include_fields, so the event id would merge their
+// deliveries. The event id is used only when a delivery has no webhook id.
+func (*Shopify) DefaultIDFrom() []IDRule {
+	return []IDRule{idHeader(ShopifyWebhookIDHeader), idHeader(ShopifyEventIDHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

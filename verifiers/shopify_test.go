@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,7 +24,16 @@ const (
 	shopifySecret = "test_secret_key"
 	shopifyBody   = `{"foo": "bar"}`
 	shopifySig    = "B23tXN681gZ0qIWNRrgtzBE9XSDo5yaUu6wfmhu3a7g="
+	// shopifyID is the X-Shopify-Webhook-Id of the test requests: Verify
+	// requires a delivery id, as shopify-api-js does.
+	shopifyID = "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"
 )
+
+// shopifyRequest returns a request with the given headers and a delivery
+// id (X-Shopify-Webhook-Id).
+func shopifyRequest(headers ...string) *http.Request {
+	return newRequest(append([]string{"X-Shopify-Webhook-Id", shopifyID}, headers...)...)
+}
 
 func provisionShopify(t testing.TB, s Shopify) *Shopify {
 	t.Helper()
@@ -41,7 +51,7 @@ func TestShopifyVerify(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		cfg     Shopify
-		headers []string
+		headers []string // sent with X-Shopify-Webhook-Id
 		body    string
 		want    error
 	}{
@@ -55,7 +65,7 @@ func TestShopifyVerify(t *testing.T) {
 		{name: "wrong secret", cfg: Shopify{Secrets: []string{"test_secret_keY"}}, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: shopifyBody, want: ErrMismatch},
 		{name: "one body byte changed", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: `{"foo": "baz"}`, want: ErrMismatch},
 		{name: "re-serialized JSON", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: `{"foo":"bar"}`, want: ErrMismatch},
-		{name: "empty body", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: "", want: ErrMismatch},
+		{name: "empty body", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: "", want: ErrFormat},
 		{name: "one signature digit changed", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", "C" + shopifySig[1:]}, body: shopifyBody, want: ErrMismatch},
 		{name: "unpadded", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", strings.TrimRight(shopifySig, "=")}, body: shopifyBody, want: ErrMismatch},
 		{name: "hex instead of base64", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", EncodingHex.Encode(raw)}, body: shopifyBody, want: ErrFormat},
@@ -69,8 +79,42 @@ func TestShopifyVerify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := provisionShopify(t, tc.cfg)
-			err := s.Verify(newRequest(tc.headers...), []byte(tc.body), now)
+			err := s.Verify(shopifyRequest(tc.headers...), []byte(tc.body), now)
 			checkErr(t, err, tc.want, shopifySecret, shopifySig)
+		})
+	}
+}
+
+// TestShopifyRequiresBodyAndID: like shopify-api-js, an empty body or a
+// request without a delivery id (X-Shopify-Webhook-Id; for Events
+// shopify-event-id, or X-Shopify-Event-Id) is malformed (ErrFormat), even
+// with a correct HMAC. Header names match in any letter case.
+func TestShopifyRequiresBodyAndID(t *testing.T) {
+	s := provisionShopify(t, Shopify{Secrets: []string{shopifySecret}})
+	emptySig := EncodingBase64.Encode(hmacOf(sha256.New, []byte(shopifySecret), nil))
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		body    string
+		want    error
+	}{
+		{name: "webhook id", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Webhook-Id", shopifyID}, body: shopifyBody},
+		{name: "webhook id, lowercase name", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "x-shopify-webhook-id", shopifyID}, body: shopifyBody},
+		{name: "events: shopify-event-id", headers: []string{"shopify-hmac-sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody},
+		{name: "events: Shopify-Event-Id", headers: []string{"Shopify-Hmac-Sha256", shopifySig, "Shopify-Event-Id", shopifyID}, body: shopifyBody},
+		{name: "X-Shopify-Event-Id", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Event-Id", shopifyID}, body: shopifyBody},
+		{name: "X-Shopify-Hmac with shopify-event-id", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody},
+		{name: "no id header", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: shopifyBody, want: ErrFormat},
+		{name: "events: no id header", headers: []string{"shopify-hmac-sha256", shopifySig}, body: shopifyBody, want: ErrFormat},
+		{name: "empty webhook id", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Webhook-Id", ""}, body: shopifyBody, want: ErrFormat},
+		{name: "id in another header only", headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Topic", "orders/create", "Webhook-Id", shopifyID}, body: shopifyBody, want: ErrFormat},
+		{name: "empty body, its correct HMAC", headers: []string{"X-Shopify-Hmac-Sha256", emptySig, "X-Shopify-Webhook-Id", shopifyID}, body: "", want: ErrFormat},
+		{name: "events: empty body, its correct HMAC", headers: []string{"shopify-hmac-sha256", emptySig, "shopify-event-id", shopifyID}, body: "", want: ErrFormat},
+		{name: "empty body and no id", headers: []string{"X-Shopify-Hmac-Sha256", emptySig}, body: "", want: ErrFormat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Verify(newRequest(tc.headers...), []byte(tc.body), time.Unix(1700000000, 0))
+			checkErr(t, err, tc.want, shopifySecret, shopifySig, emptySig)
 		})
 	}
 }
@@ -86,8 +130,8 @@ func TestShopifyURLAlphabetRefused(t *testing.T) {
 			continue
 		}
 		url := strings.NewReplacer("+", "-", "/", "_").Replace(std)
-		checkErr(t, s.Verify(newRequest("X-Shopify-Hmac-Sha256", std), body, time.Now()), nil)
-		checkErr(t, s.Verify(newRequest("X-Shopify-Hmac-Sha256", url), body, time.Now()), ErrMismatch, shopifySecret, std)
+		checkErr(t, s.Verify(shopifyRequest("X-Shopify-Hmac-Sha256", std), body, time.Now()), nil)
+		checkErr(t, s.Verify(shopifyRequest("X-Shopify-Hmac-Sha256", url), body, time.Now()), ErrMismatch, shopifySecret, std)
 		return
 	}
 }
@@ -117,14 +161,14 @@ func TestShopifyProvision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkErr(t, s.Verify(newRequest("X-Shopify-Hmac-Sha256", shopifySig), []byte(shopifyBody), time.Now()), nil)
+			checkErr(t, s.Verify(shopifyRequest("X-Shopify-Hmac-Sha256", shopifySig), []byte(shopifyBody), time.Now()), nil)
 		})
 	}
 }
 
 func TestShopifyDefaultIDFrom(t *testing.T) {
-	got := (&Shopify{}).DefaultIDFrom()
-	if want := [][2]string{{"header", "X-Shopify-Webhook-Id"}, {"header", "X-Shopify-Event-Id"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&Shopify{}).DefaultIDFrom())
+	if want := []string{"header X-Shopify-Webhook-Id", "header X-Shopify-Event-Id"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }
@@ -171,7 +215,7 @@ func TestShopifyModule(t *testing.T) {
 	if _, ok := v.(IDDefaulter); !ok {
 		t.Fatalf("%T is not an IDDefaulter", v)
 	}
-	checkErr(t, v.(Verifier).Verify(newRequest("X-Shopify-Hmac-Sha256", shopifySig), []byte(shopifyBody), time.Now()), nil)
+	checkErr(t, v.(Verifier).Verify(shopifyRequest("X-Shopify-Hmac-Sha256", shopifySig), []byte(shopifyBody), time.Now()), nil)
 	if _, err := ctx.LoadModuleByID("webhooks.verifiers.shopify", json.RawMessage(`{}`)); err == nil {
 		t.Fatal("module without secrets provisioned")
 	}
@@ -183,7 +227,7 @@ func TestShopifyModule(t *testing.T) {
 // FuzzShopifyHeader feeds arbitrary X-Shopify-Hmac-Sha256 values and
 // bodies. Verify must never panic, must never report anything but the
 // documented errors, and must accept only the canonical base64 HMAC of
-// the exact body under one of the secrets.
+// the exact, non-empty body under one of the secrets.
 func FuzzShopifyHeader(f *testing.F) {
 	f.Add([]byte(shopifyBody), shopifySig)
 	f.Add([]byte(shopifyBody), strings.TrimRight(shopifySig, "="))
@@ -197,7 +241,7 @@ func FuzzShopifyHeader(f *testing.F) {
 	now := time.Unix(1700000000, 0)
 
 	f.Fuzz(func(t *testing.T, body []byte, sig string) {
-		r := newRequest()
+		r := shopifyRequest()
 		r.Header["X-Shopify-Hmac-Sha256"] = []string{sig}
 		err := s.Verify(r, body, now)
 		if err != nil {
@@ -208,6 +252,9 @@ func FuzzShopifyHeader(f *testing.F) {
 				t.Fatalf("error leaks the secret: %v", err)
 			}
 			return
+		}
+		if len(body) == 0 {
+			t.Fatal("accepted an empty body")
 		}
 		for _, key := range secrets {
 			if sig == EncodingBase64.Encode(hmacOf(sha256.New, []byte(key), body)) {
@@ -221,7 +268,7 @@ func FuzzShopifyHeader(f *testing.F) {
 func BenchmarkVerifyShopify(b *testing.B) {
 	s := provisionShopify(b, Shopify{Secrets: []string{shopifySecret}})
 	body := verifierBenchBody()
-	r := newRequest("X-Shopify-Hmac-Sha256", EncodingBase64.Encode(hmacOf(sha256.New, []byte(shopifySecret), body)))
+	r := shopifyRequest("X-Shopify-Hmac-Sha256", EncodingBase64.Encode(hmacOf(sha256.New, []byte(shopifySecret), body)))
 	now := time.Unix(1700000000, 0)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))

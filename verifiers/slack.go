@@ -104,8 +104,8 @@ func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
 }
 
 // DefaultIDFrom returns the Events API event id in the body.
-func (*Slack) DefaultIDFrom() [][2]string {
-	return [][2]string{{"json", "event_id"}}
+func (*Slack) DefaultIDFrom() []IDRule {
+	return []IDRule{idJSON("event_id")}
 }
 
 // HandshakeGET returns false: Slack has no GET handshake.

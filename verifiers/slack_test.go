@@ -199,8 +199,8 @@ func TestSlackProvision(t *testing.T) {
 }
 
 func TestSlackDefaultIDFrom(t *testing.T) {
-	got := (&Slack{}).DefaultIDFrom()
-	if want := [][2]string{{"json", "event_id"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&Slack{}).DefaultIDFrom())
+	if want := []string{"json event_id"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

@@ -39,7 +39,9 @@ func init() {
 // Each secret is routed by its prefix: "whsec_<base64>" (or the bare
 // base64, as the reference libraries accept) is an HMAC secret, decoded
 // before use; "whpk_<base64>" is a 32-byte ed25519 public key. Both must be
-// canonical, padded standard base64, or provisioning fails. A "whsk_"
+// canonical standard base64, or provisioning fails; a whsec_ secret may
+// also leave out its '=' padding, as the Python reference library accepts
+// (the padded and unpadded spellings give the same key). A "whsk_"
 // private key is refused: configure its public key instead. Several
 // secrets mean rotation: any one may match.
 //
@@ -121,9 +123,9 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 		case bytes.HasPrefix(sec, []byte(standardPrivateKeyPrefix)):
 			return fmt.Errorf("secret %d is a whsk_ ed25519 private key: configure its whpk_ public key instead", n)
 		default:
-			key, ok := decodeCanonicalBase64(string(bytes.TrimPrefix(sec, []byte(standardSecretPrefix))))
+			key, ok := decodeWhsec(string(bytes.TrimPrefix(sec, []byte(standardSecretPrefix))))
 			if !ok {
-				return fmt.Errorf("secret %d: a whsec_ secret must be padded standard base64 after the prefix (unpadded and URL-alphabet secrets are refused)", n)
+				return fmt.Errorf("secret %d: a whsec_ secret must be standard base64 after the prefix, padded or not (URL-alphabet secrets are refused)", n)
 			}
 			if len(key) == 0 {
 				return fmt.Errorf("secret %d: empty whsec_ secret", n)
@@ -139,6 +141,23 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 func decodeCanonicalBase64(s string) ([]byte, bool) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
+// decodeWhsec decodes the base64 of a whsec_ secret, padded or not: the
+// Python reference library appends "==" before decoding, so it accepts
+// both, while the Go one (StdEncoding) refuses unpadded secrets. Either
+// spelling must be canonical (no line breaks, no non-zero padding bits, no
+// URL alphabet), so a truncated or mistyped secret still fails
+// provisioning instead of silently giving another key.
+func decodeWhsec(s string) ([]byte, bool) {
+	if b, ok := decodeCanonicalBase64(s); ok {
+		return b, true
+	}
+	b, err := base64.RawStdEncoding.Strict().DecodeString(s)
+	if err != nil || base64.RawStdEncoding.EncodeToString(b) != s {
 		return nil, false
 	}
 	return b, true
@@ -236,8 +255,8 @@ func parseStandardSignatures(list string) (v1, v1a []string, err error) {
 }
 
 // DefaultIDFrom returns the webhook-id header, then svix-id.
-func (*Standard) DefaultIDFrom() [][2]string {
-	return [][2]string{{"header", StandardIDHeader}, {"header", SvixIDHeader}}
+func (*Standard) DefaultIDFrom() []IDRule {
+	return []IDRule{idHeader(StandardIDHeader), idHeader(SvixIDHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -207,7 +207,7 @@ func mustB64(s string) []byte {
 
 func TestStandardProvision(t *testing.T) {
 	t.Setenv("HOOKLINE_TEST_STD", stdSecret)
-	unpadded := "whsec_" + base64.RawStdEncoding.EncodeToString([]byte("twenty-five bytes secret!"))
+	urlAlphabet := "whsec_" + base64.URLEncoding.EncodeToString([]byte{0xfb, 0xff, 0xfe, 1, 2, 3})
 	for _, tc := range []struct {
 		name    string
 		cfg     Standard
@@ -221,14 +221,17 @@ func TestStandardProvision(t *testing.T) {
 		{name: "none", wantErr: "no secret"},
 		{name: "all empty", cfg: Standard{Secrets: []string{"{env.HOOKLINE_TEST_UNSET_XYZ}"}}, wantErr: "non-empty"},
 		{name: "negative tolerance", cfg: Standard{Secrets: []string{stdSecret}, Tolerance: -1}, wantErr: "negative"},
-		{name: "unpadded whsec_", cfg: Standard{Secrets: []string{unpadded}}, wantErr: "padded standard base64"},
-		{name: "URL-alphabet whsec_", cfg: Standard{Secrets: []string{"whsec_" + base64.URLEncoding.EncodeToString([]byte{0xfb, 0xff, 0xfe, 1, 2, 3})}}, wantErr: "padded standard base64"},
-		{name: "non-zero padding bits", cfg: Standard{Secrets: []string{"whsec_AB=="}}, wantErr: "padded standard base64"},
-		{name: "line break inside", cfg: Standard{Secrets: []string{"whsec_MfKQ9r8GKYqrTwjU\nPD8ILPZIo2LaLaSw"}}, wantErr: "padded standard base64"},
-		{name: "not base64", cfg: Standard{Secrets: []string{"whsec_not base64!"}}, wantErr: "padded standard base64"},
-		{name: "plain string", cfg: Standard{Secrets: []string{"my webhook secret"}}, wantErr: "padded standard base64"},
+		{name: "URL-alphabet whsec_", cfg: Standard{Secrets: []string{urlAlphabet}}, wantErr: "standard base64"},
+		{name: "URL-alphabet whsec_, unpadded", cfg: Standard{Secrets: []string{strings.TrimRight(urlAlphabet, "=")}}, wantErr: "standard base64"},
+		{name: "non-zero padding bits", cfg: Standard{Secrets: []string{"whsec_AB=="}}, wantErr: "standard base64"},
+		{name: "non-zero padding bits, unpadded", cfg: Standard{Secrets: []string{"whsec_AB"}}, wantErr: "standard base64"},
+		{name: "partial padding", cfg: Standard{Secrets: []string{"whsec_AA="}}, wantErr: "standard base64"},
+		{name: "impossible length", cfg: Standard{Secrets: []string{"whsec_MfKQ9"}}, wantErr: "standard base64"},
+		{name: "line break inside", cfg: Standard{Secrets: []string{"whsec_MfKQ9r8GKYqrTwjU\nPD8ILPZIo2LaLaSw"}}, wantErr: "standard base64"},
+		{name: "not base64", cfg: Standard{Secrets: []string{"whsec_not base64!"}}, wantErr: "standard base64"},
+		{name: "plain string", cfg: Standard{Secrets: []string{"my webhook secret"}}, wantErr: "standard base64"},
 		{name: "empty whsec_", cfg: Standard{Secrets: []string{"whsec_"}}, wantErr: "empty"},
-		{name: "second secret bad", cfg: Standard{Secrets: []string{stdSecret, unpadded}}, wantErr: "secret 2"},
+		{name: "second secret bad", cfg: Standard{Secrets: []string{stdSecret, urlAlphabet}}, wantErr: "secret 2"},
 		{name: "whpk_ of 31 bytes", cfg: Standard{Secrets: []string{"whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 31))}}, wantErr: "32-byte"},
 		{name: "whpk_ unpadded", cfg: Standard{Secrets: []string{strings.TrimRight(stdEdPub, "=")}}, wantErr: "32-byte"},
 		{name: "whsk_ private key", cfg: Standard{Secrets: []string{"whsk_VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTlk="}}, wantErr: "public key instead"},
@@ -258,10 +261,52 @@ func TestStandardProvision(t *testing.T) {
 	}
 }
 
+// TestStandardUnpaddedSecret: a whsec_ secret whose base64 leaves out the
+// '=' padding provisions, as in the Python reference library (which
+// appends "==" before decoding), and gives the same key as the padded
+// spelling. The official secret needs no padding (24 bytes), so the padded
+// pairs use keys of 25 and 26 bytes (one and two '='), and their
+// signatures of the official message are computed here with crypto/hmac.
+func TestStandardUnpaddedSecret(t *testing.T) {
+	at := time.Unix(stdTSInt, 0)
+	for _, tc := range []struct {
+		name     string
+		key      []byte
+		official bool // the key of the official vector: sig must be stdSig
+	}{
+		{name: "official 24-byte key (no padding)", key: mustB64(stdBareKey), official: true},
+		{name: "25-byte key (two =)", key: []byte("twenty-five bytes secret!")},
+		{name: "26-byte key (one =)", key: []byte("twenty-six bytes secret!!!")},
+		{name: "32-byte key (one =)", key: []byte("0123456789abcdef0123456789abcdef")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			padded := base64.StdEncoding.EncodeToString(tc.key)
+			unpadded := base64.RawStdEncoding.EncodeToString(tc.key)
+			sig := "v1," + base64.StdEncoding.EncodeToString(hmacOf(sha256.New, tc.key, []byte(stdID+"."+stdTS+"."+stdPayload)))
+			if tc.official && sig != stdSig {
+				t.Fatalf("official vector: %s, want %s", sig, stdSig)
+			}
+			for _, sec := range []string{
+				"whsec_" + padded, "whsec_" + unpadded, padded, unpadded,
+			} {
+				s := provisionStandard(t, Standard{Secrets: []string{sec}})
+				if len(s.hmacKeys) != 1 || string(s.hmacKeys[0]) != string(tc.key) {
+					t.Fatalf("%q: decoded to another key", sec)
+				}
+				checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, sig)...), []byte(stdPayload), at), nil, sec, padded)
+				checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, stdInvalid)...), []byte(stdPayload), at), ErrMismatch, sec, padded)
+			}
+		})
+	}
+	// the official vector with a padded and an unpadded secret side by side
+	s := provisionStandard(t, Standard{Secrets: []string{"whsec_" + base64.RawStdEncoding.EncodeToString([]byte("twenty-five bytes secret!")), stdSecret}})
+	checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, stdSig)...), []byte(stdPayload), at), nil)
+}
+
 func TestStandardDefaultIDFrom(t *testing.T) {
-	want := [][2]string{{"header", "webhook-id"}, {"header", "svix-id"}}
+	want := []string{"header webhook-id", "header svix-id"}
 	for _, v := range []IDDefaulter{&Standard{}, &Svix{}} {
-		if got := v.DefaultIDFrom(); !reflect.DeepEqual(got, want) {
+		if got := ruleStrings(v.DefaultIDFrom()); !reflect.DeepEqual(got, want) {
 			t.Fatalf("%T.DefaultIDFrom() = %v, want %v", v, got, want)
 		}
 	}

@@ -32,9 +32,11 @@ func init() {
 //
 // The header is parsed strictly, like stripe-go: an element without
 // exactly one '=' makes the whole header malformed, and so does a missing,
-// repeated or non-numeric t. The timestamp check is the Stripe SDKs': only
-// the age is limited (default 5m; an age exactly equal to the tolerance is
-// accepted), and a timestamp in the future is accepted.
+// repeated or non-numeric t. The timestamp check is the gateway policy of
+// shared/SIGNATURES.md, stricter than the Stripe SDKs (which check only the
+// age): t must be within tolerance of the current time in either direction
+// (default 5m; a difference exactly equal to the tolerance is accepted), so
+// a timestamp too far in the future is refused too.
 //
 // Caddyfile syntax (the words after `verify`):
 //
@@ -49,8 +51,8 @@ type Stripe struct {
 	// least one must remain.
 	Secrets []string `json:"secrets,omitempty"`
 
-	// The oldest signing time accepted, relative to the current time.
-	// Default: 5m.
+	// How far the signing time may be from the current time, in either
+	// direction. Default: 5m.
 	Tolerance caddy.Duration `json:"tolerance,omitempty"`
 
 	keys [][]byte
@@ -104,7 +106,7 @@ func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
 	if !anyWellFormed(EncodingHex, sigs, sha256.Size) {
 		return fmt.Errorf("%w: header %s has no v1 signature of %d hex bytes", ErrFormat, StripeSignatureHeader, sha256.Size)
 	}
-	if err := checkTimestampAge(t, now, time.Duration(s.Tolerance)); err != nil {
+	if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
 		return err
 	}
 	return CheckHMAC(sha256.New, s.keys, EncodingHex, sigs, []byte(ts), []byte("."), body)
@@ -139,8 +141,8 @@ func parseStripeSignature(h string) (ts string, v1 []string, err error) {
 }
 
 // DefaultIDFrom returns the event id in the body (evt_...).
-func (*Stripe) DefaultIDFrom() [][2]string {
-	return [][2]string{{"json", "id"}}
+func (*Stripe) DefaultIDFrom() []IDRule {
+	return []IDRule{idJSON("id")}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -125,14 +125,16 @@ func TestStripeVerify(t *testing.T) {
 		{name: "empty element", cfg: one, header: stripeHdr(valid + ","), body: stripePayload, now: now, want: ErrFormat},
 		{name: "doubled comma", cfg: one, header: stripeHdr("t=1700000000,,v1=" + stripeSig(stripeSecret, ts, stripePayload)), body: stripePayload, now: now, want: ErrFormat},
 
-		// timestamps: past only
+		// timestamps: |now - t| <= tolerance (gateway policy; the SDKs
+		// check the age only, see TestStripeFutureTimestamp)
 		{name: "exactly 300s old", cfg: one, header: stripeHdr(sigAt(ts - 300)), body: stripePayload, now: now},
 		{name: "301s old", cfg: one, header: stripeHdr(sigAt(ts - 301)), body: stripePayload, now: now, want: ErrTimestamp},
 		{name: "stale and malformed is a format error", cfg: one, header: stripeHdr("t=1,v1=abc"), body: stripePayload, now: now, want: ErrFormat},
 		{name: "stale with a wrong signature", cfg: one, header: stripeHdr("t=1,v1=" + rolled), body: stripePayload, now: now, want: ErrTimestamp},
-		{name: "future: 301s ahead accepted", cfg: one, header: stripeHdr(sigAt(ts + 301)), body: stripePayload, now: now},
-		{name: "future: a day ahead accepted", cfg: one, header: stripeHdr(sigAt(ts + 86400)), body: stripePayload, now: now},
-		{name: "milliseconds: in the future, so accepted", cfg: one, header: stripeHdr("t=1700000000000,v1=" + stripeSig(stripeSecret, 1700000000000, stripePayload)), body: stripePayload, now: now},
+		{name: "future: exactly 300s ahead accepted", cfg: one, header: stripeHdr(sigAt(ts + 300)), body: stripePayload, now: now},
+		{name: "future: 301s ahead refused", cfg: one, header: stripeHdr(sigAt(ts + 301)), body: stripePayload, now: now, want: ErrTimestamp},
+		{name: "future: a day ahead refused", cfg: one, header: stripeHdr(sigAt(ts + 86400)), body: stripePayload, now: now, want: ErrTimestamp},
+		{name: "milliseconds: far in the future, refused", cfg: one, header: stripeHdr("t=1700000000000,v1=" + stripeSig(stripeSecret, 1700000000000, stripePayload)), body: stripePayload, now: now, want: ErrTimestamp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := provisionStripe(t, tc.cfg)
@@ -142,6 +144,43 @@ func TestStripeVerify(t *testing.T) {
 			}
 			err := s.Verify(r, []byte(tc.body), tc.now)
 			checkErr(t, err, tc.want, stripeSecret, stripeSig19991, stripeSig(stripeSecret, ts, stripePayload))
+		})
+	}
+}
+
+// TestStripeFutureTimestamp checks the gateway policy of SIGNATURES.md
+// ("reject when |now - ts| > tolerance; exactly equal is accepted") for
+// timestamps ahead of the clock, which the Stripe SDKs accept: a signature
+// dated more than the tolerance in the future is refused, one dated
+// exactly the tolerance ahead is accepted.
+func TestStripeFutureTimestamp(t *testing.T) {
+	const ts = 1700000000
+	now := time.Unix(ts, 0)
+	sigAt := func(at int64) *string {
+		return stripeHdr("t=" + strconv.FormatInt(at, 10) + ",v1=" + stripeSig(stripeSecret, at, stripePayload))
+	}
+	def := Stripe{Secrets: []string{stripeSecret}}
+	tol10 := Stripe{Secrets: []string{stripeSecret}, Tolerance: caddy.Duration(10 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		cfg  Stripe
+		at   int64 // signing time
+		now  time.Time
+		want error
+	}{
+		{name: "default: 1s ahead", cfg: def, at: ts + 1, now: now},
+		{name: "default: exactly 300s ahead", cfg: def, at: ts + 300, now: now},
+		{name: "default: 301s ahead", cfg: def, at: ts + 301, now: now, want: ErrTimestamp},
+		{name: "default: an hour ahead", cfg: def, at: ts + 3600, now: now, want: ErrTimestamp},
+		{name: "tolerance 10: exactly 10s ahead", cfg: tol10, at: ts + 10, now: now},
+		{name: "tolerance 10: 11s ahead", cfg: tol10, at: ts + 11, now: now, want: ErrTimestamp},
+		{name: "tolerance 10: exactly 10s old", cfg: tol10, at: ts - 10, now: now},
+		{name: "tolerance 10: 11s old", cfg: tol10, at: ts - 11, now: now, want: ErrTimestamp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := provisionStripe(t, tc.cfg)
+			err := s.Verify(newRequest("Stripe-Signature", *sigAt(tc.at)), []byte(stripePayload), tc.now)
+			checkErr(t, err, tc.want, stripeSecret)
 		})
 	}
 }
@@ -192,8 +231,8 @@ func TestStripeProvision(t *testing.T) {
 }
 
 func TestStripeDefaultIDFrom(t *testing.T) {
-	got := (&Stripe{}).DefaultIDFrom()
-	if want := [][2]string{{"json", "id"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&Stripe{}).DefaultIDFrom())
+	if want := []string{"json id"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }
@@ -257,7 +296,7 @@ func TestStripeModule(t *testing.T) {
 // FuzzStripeHeader feeds arbitrary Stripe-Signature values and bodies.
 // Verify must never panic, must never report anything but the documented
 // errors, and must accept only a header with exactly one t, within the
-// tolerance or in the future, and a v1 element that is the lowercase hex
+// tolerance of now in either direction, and a v1 element that is the lowercase hex
 // HMAC of the exact t and body under one of the secrets.
 func FuzzStripeHeader(f *testing.F) {
 	f.Add([]byte(stripePayload), "t=19991,v1="+stripeSig19991)
@@ -301,8 +340,8 @@ func FuzzStripeHeader(f *testing.F) {
 			t.Fatalf("accepted header %q without exactly one t", header)
 		}
 		sec, err := ParseUnixSeconds(ts[0])
-		if err != nil || stripeNow-sec > 10 {
-			t.Fatalf("accepted header %q with a bad or stale t", header)
+		if err != nil || stripeNow-sec > 10 || sec-stripeNow > 10 {
+			t.Fatalf("accepted header %q with a bad, stale or future t", header)
 		}
 		for _, key := range secrets {
 			want := EncodingHex.Encode(hmacOf(sha256.New, []byte(key), []byte(ts[0]+"."), body))

@@ -296,10 +296,12 @@ func splitTwilioHostPort(hostport string) (host, port string) {
 	return hostport[:i], hostport[i+1:]
 }
 
-// DefaultIDFrom returns the I-Twilio-Idempotency-Token header, then the
-// MessageSid form field.
-func (*Twilio) DefaultIDFrom() [][2]string {
-	return [][2]string{{"header", TwilioIdempotencyHeader}, {"form", "MessageSid"}}
+// DefaultIDFrom returns the I-Twilio-Idempotency-Token header (one per
+// webhook, the same on Twilio's retries), otherwise a hash of the exact
+// received bytes. MessageSid is not a default: the status callbacks of one
+// message (queued, sent, delivered, read...) all carry its MessageSid.
+func (*Twilio) DefaultIDFrom() []IDRule {
+	return []IDRule{idHeader(TwilioIdempotencyHeader), idRawHash()}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -350,8 +350,8 @@ func TestTwilioProvision(t *testing.T) {
 }
 
 func TestTwilioDefaultIDFrom(t *testing.T) {
-	got := (&Twilio{}).DefaultIDFrom()
-	if want := [][2]string{{"header", "I-Twilio-Idempotency-Token"}, {"form", "MessageSid"}}; !reflect.DeepEqual(got, want) {
+	got := ruleStrings((&Twilio{}).DefaultIDFrom())
+	if want := []string{"header I-Twilio-Idempotency-Token", "raw_hash"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package verifiers
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -26,7 +27,11 @@ func init() {
 // X checks the endpoint with a challenge-response check (CRC), answered at
 // the edge and never queued: `GET ?crc_token=<token>` gets 200 with the
 // JSON body {"response_token":"sha256=<base64 HMAC-SHA256 of the token>"},
-// keyed with the first configured secret.
+// keyed with the first configured secret. Since that answer is also the
+// signature of a POST whose body is the token, only short opaque tokens
+// are answered: one that could be an event body (JSON, a form, anything
+// with quotes, braces, '=', '&' or spaces, or over 256 bytes) gets 400
+// with code INVALID_SIGNATURE_FORMAT instead.
 //
 // X sends no delivery id, and no payload field identifies one delivery, so
 // this scheme has no default id_from: without an id_from line every event
@@ -83,11 +88,17 @@ func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
 }
 
 // HandshakeGET answers X's CRC. A GET without a crc_token is not a CRC
-// and is left to the ingress.
+// and is left to the ingress. A crc_token that is not a plausible CRC
+// token (see validCRCToken) is refused with 400, code
+// INVALID_SIGNATURE_FORMAT, and is never signed.
 func (t *Twitter) HandshakeGET(w http.ResponseWriter, r *http.Request) bool {
 	tok := r.URL.Query().Get("crc_token")
 	if tok == "" {
 		return false
+	}
+	if !validCRCToken(tok) {
+		handshakeMalformed(w, fmt.Sprintf("crc_token must be at most %d characters of A-Z a-z 0-9 - _ + / . and must not be JSON", maxCRCTokenLen))
+		return true
 	}
 	m := hmac.New(sha256.New, t.keys[0])
 	m.Write([]byte(tok))
@@ -97,6 +108,38 @@ func (t *Twitter) HandshakeGET(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// maxCRCTokenLen is the longest crc_token answered. The tokens X sends
+// are short (48 characters: the base64 of a UUID).
+const maxCRCTokenLen = 256
+
+// validCRCToken reports whether tok may be answered as a CRC token.
+//
+// X keys the CRC answer and the signature of its POSTed events with the
+// same consumer secret and the same encoding, so the answer to
+// crc_token=<b> is exactly the X-Twitter-Webhooks-Signature of a POST whose
+// body is b: answering every token would make this endpoint a signing
+// oracle for forged events. Only tokens that cannot be a useful event body
+// are answered: 1 to maxCRCTokenLen bytes of A-Z a-z 0-9 - _ + / . (no
+// braces, brackets, quotes, '=', '&', '%', ':', spaces or control
+// characters, so never a JSON object, array or string, nor a form body
+// with a value), and not a valid JSON text either, which refuses the bare
+// scalars this charset can spell (123, -1.5e3, true, false, null). What is
+// left (an opaque word such as X's own tokens) is no JSON document and no
+// name=value form; an ingress with require_json refuses it as a body.
+func validCRCToken(tok string) bool {
+	if len(tok) == 0 || len(tok) > maxCRCTokenLen {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '_' || c == '+' || c == '/' || c == '.') {
+			return false
+		}
+	}
+	return !json.Valid([]byte(tok))
+}
+
 // HandshakePOST does nothing: X has no handshake by POST.
 func (*Twitter) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	return false
@@ -104,7 +147,7 @@ func (*Twitter) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byt
 
 // DefaultIDFrom returns no rule: X sends no delivery id (see the type's
 // documentation).
-func (*Twitter) DefaultIDFrom() [][2]string {
+func (*Twitter) DefaultIDFrom() []IDRule {
 	return nil
 }
 

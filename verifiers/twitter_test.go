@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,7 +97,7 @@ func TestTwitterVerify(t *testing.T) {
 func TestTwitterHandshakeGET(t *testing.T) {
 	// the expected token is computed here independently for the escaped case
 	m := hmac.New(sha256.New, []byte(xSecret))
-	m.Write([]byte("a+b c"))
+	m.Write([]byte("a+b.c"))
 	escapedResp := "sha256=" + base64.StdEncoding.EncodeToString(m.Sum(nil))
 
 	for _, tc := range []struct {
@@ -109,7 +110,7 @@ func TestTwitterHandshakeGET(t *testing.T) {
 		{name: "crc", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
 		{name: "crc with other parameters", cfg: Twitter{Secrets: []string{xSecret}}, query: "?nonce=1&crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
 		{name: "crc answered with the first secret", cfg: Twitter{Secrets: []string{xSecret, "older-secret"}}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
-		{name: "crc token escaped in the query", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=a%2Bb+c", handshake: true, wantToken: escapedResp},
+		{name: "crc token escaped in the query", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=a%2Bb.c", handshake: true, wantToken: escapedResp},
 		{name: "not a crc: no query", cfg: Twitter{Secrets: []string{xSecret}}, query: ""},
 		{name: "not a crc: empty crc_token", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token="},
 		{name: "not a crc: Meta handshake", cfg: Twitter{Secrets: []string{xSecret}}, query: "?hub.mode=subscribe&hub.challenge=1"},
@@ -139,6 +140,95 @@ func TestTwitterHandshakeGET(t *testing.T) {
 			}
 			if want := map[string]any{"response_token": tc.wantToken}; !reflect.DeepEqual(body, want) {
 				t.Fatalf("body %v, want %v", body, want)
+			}
+		})
+	}
+}
+
+// TestTwitterCRCSigningOracle reproduces the attack on X's CRC: its answer
+// to crc_token=<b> is the HMAC X puts in X-Twitter-Webhooks-Signature for
+// the body b, so an endpoint answering any token signs forged events. Each
+// forged body is first shown to verify with its HMAC (the premise of the
+// attack), then requested as a CRC token: the request must be refused with
+// 400 INVALID_SIGNATURE_FORMAT, and no answer may verify as a signature.
+func TestTwitterCRCSigningOracle(t *testing.T) {
+	tw := provisionTwitter(t, Twitter{Secrets: []string{xSecret}})
+	now := time.Unix(1700000000, 0)
+	long := strings.Repeat("a", maxCRCTokenLen)
+	for _, tc := range []struct {
+		name   string
+		token  string // the forged body, sent as the crc_token
+		answer bool   // true: a CRC token that must be answered
+	}{
+		{name: "forged JSON event", token: `{"for_user_id":"2244994945","tweet_create_events":[{"id_str":"666","text":"forged"}]}`},
+		{name: "forged minimal JSON object", token: `{}`},
+		{name: "forged JSON array", token: `[{"id":"1"}]`},
+		{name: "JSON string", token: `"abc"`},
+		{name: "JSON object with leading space", token: ` {"a":1}`},
+		{name: "JSON with trailing newline", token: "{\"a\":1}\n"},
+		{name: "form body", token: "a=b&c=d"},
+		{name: "form body without &", token: "payload=x"},
+		{name: "bare JSON true", token: "true"},
+		{name: "bare JSON false", token: "false"},
+		{name: "bare JSON null", token: "null"},
+		{name: "bare JSON integer", token: "123"},
+		{name: "bare JSON negative number", token: "-1.5e3"},
+		{name: "bare JSON exponent with +", token: "1E+2"},
+		{name: "colon", token: "a:b"},
+		{name: "space", token: "a b"},
+		{name: "tab", token: "a\tb"},
+		{name: "NUL", token: "a\x00b"},
+		{name: "DEL", token: "a\x7fb"},
+		{name: "percent", token: "a%41"},
+		{name: "semicolon", token: "a;b"},
+		{name: "non-ASCII", token: "caf\u00e9"},
+		{name: "one byte too long", token: long + "a"},
+
+		{name: "X's token format (base64 of a UUID)", token: "M2RkODJkZmMtYjlkYi00NmQ4LTk0MGUtM2JjYzkwM2Q4MjQ0", answer: true},
+		{name: "our fixture token", token: xCRCToken, answer: true},
+		{name: "base64 characters + / . _", token: "ab+/cd._-Z9", answer: true},
+		{name: "word that is not a JSON literal", token: "True", answer: true},
+		{name: "digits then a letter", token: "123a", answer: true},
+		{name: "longest token", token: long, answer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.token)
+			// the premise: the HMAC of the body is a valid signature for it
+			forged := "sha256=" + base64.StdEncoding.EncodeToString(hmacOf(sha256.New, []byte(xSecret), body))
+			checkErr(t, tw.Verify(newRequest("X-Twitter-Webhooks-Signature", forged), body, now), nil)
+
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/hooks/x?crc_token="+url.QueryEscape(tc.token), nil)
+			if !tw.HandshakeGET(rec, req) {
+				t.Fatal("a GET with a crc_token was left to the ingress")
+			}
+			var got struct {
+				ResponseToken string `json:"response_token"`
+				Error         string `json:"error"`
+				Code          string `json:"code"`
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Fatalf("Content-Type %q, want application/json", ct)
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatalf("body %q: %v", rec.Body, err)
+			}
+			if tc.answer {
+				if rec.Code != http.StatusOK || got.ResponseToken != forged {
+					t.Fatalf("CRC token refused: %d %q", rec.Code, rec.Body)
+				}
+				return
+			}
+			// the attack: the CRC answer used as the POST's signature
+			if got.ResponseToken != "" {
+				err := tw.Verify(newRequest("X-Twitter-Webhooks-Signature", got.ResponseToken), body, now)
+				t.Fatalf("CRC signed a forged body (status %d; Verify with the answer: %v)", rec.Code, err)
+			}
+			if rec.Code != http.StatusBadRequest || got.Code != "INVALID_SIGNATURE_FORMAT" || got.Error == "" {
+				t.Fatalf("refusal %d %q, want 400 with code INVALID_SIGNATURE_FORMAT", rec.Code, rec.Body)
+			}
+			if strings.Contains(rec.Body.String(), xSecret) || strings.Contains(rec.Body.String(), forged[len("sha256="):]) {
+				t.Fatalf("refusal leaks the secret or a MAC: %q", rec.Body)
 			}
 		})
 	}

@@ -8,8 +8,7 @@ import (
 )
 
 // More pieces shared by the stripe, standard, shopify and slack schemes,
-// next to those in util.go (and util_more.go: checkTimestampAge,
-// parseToleranceOption).
+// next to those in util.go (and util_more.go: parseToleranceOption).
 
 // anyWellFormed reports whether at least one of sigs is well formed (see
 // Encoding.WellFormed) as size bytes in enc. Schemes call it before the

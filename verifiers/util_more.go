@@ -3,10 +3,8 @@ package verifiers
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -22,6 +20,12 @@ import (
 // signature mismatch (DESIGN.md: UNAUTHORIZED).
 const handshakeErrorCode = "UNAUTHORIZED"
 
+// handshakeMalformedCode is the code of a handshake whose challenge is
+// malformed (answered 400): the documented code of a malformed signature
+// input (DESIGN.md: INVALID_SIGNATURE_FORMAT), since the challenge is what
+// the scheme would sign.
+const handshakeMalformedCode = "INVALID_SIGNATURE_FORMAT"
+
 // handshakeJSON writes v as a JSON handshake answer with the given status,
 // in the same form as the ingress's own answers.
 func handshakeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
@@ -33,6 +37,16 @@ func handshakeRefuse(w http.ResponseWriter, msg string) {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}{msg, handshakeErrorCode})
+}
+
+// handshakeMalformed answers a handshake whose challenge is malformed with
+// 400 and the ingress's JSON error body. msg must not contain a secret or
+// the received challenge.
+func handshakeMalformed(w http.ResponseWriter, msg string) {
+	handshakeJSON(w, http.StatusBadRequest, struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}{msg, handshakeMalformedCode})
 }
 
 // handshakeText writes body as a 200 text/plain handshake answer.
@@ -83,16 +97,4 @@ func parseToleranceOption(d *caddyfile.Dispenser) (caddy.Duration, error) {
 		return 0, d.Err("tolerance must not be negative")
 	}
 	return caddy.Duration(dur), nil
-}
-
-// checkTimestampAge returns an error wrapping ErrTimestamp when ts (Unix
-// seconds) is more than tolerance before now. Timestamps in the future are
-// accepted, as by the SDKs that check age only (Paddle's Node SDK). The
-// difference is taken in whole seconds (now is truncated to its Unix
-// second), and one exactly equal to the tolerance is accepted.
-func checkTimestampAge(ts int64, now time.Time, tolerance time.Duration) error {
-	if age := now.Unix() - ts; age > int64(tolerance/time.Second) {
-		return fmt.Errorf("%w: timestamp is %ds old, tolerance is %s", ErrTimestamp, age, tolerance)
-	}
-	return nil
 }

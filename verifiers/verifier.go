@@ -20,10 +20,19 @@ type Verifier interface {
 }
 
 // IDDefaulter is implemented by schemes that know where their provider puts
-// the event ID. DefaultIDFrom returns id_from rules, tried in order; each
-// rule is a kind ("header", "json", "form") and its argument.
+// the event ID. DefaultIDFrom returns the id_from rules the ingress uses
+// when the source sets none, tried in order (see IDRule: header, json and
+// form rules, raw_hash, each with optional conditions on the JSON body).
+//
+// A default may fail to merge two deliveries of one event (the upstream
+// then sees a rare duplicate) but must never give two distinct events the
+// same id: the second would be answered "already processed" and dropped.
+// A field naming a page, an account, a message or a customer rather than
+// this one notification is never a default; where the provider sends no
+// id for the notification, raw_hash (a hash of the exact received bytes)
+// is.
 type IDDefaulter interface {
-	DefaultIDFrom() [][2]string
+	DefaultIDFrom() []IDRule
 }
 
 // The three ways a signature check fails, mapped by the ingress to the
