@@ -129,11 +129,15 @@ type Store interface {
 	Enqueue(ctx context.Context, ev *Event, dedupeUntil time.Time) (EnqueueResult, error)
 
 	// Lease hands out up to n jobs due at or before now, each leased until
-	// now+lease: no other Lease returns it before then.
-	Lease(ctx context.Context, now time.Time, n int, lease time.Duration) ([]*Job, error)
+	// now+lease: no other Lease returns it before then. The gate decides
+	// which lanes may be leased and at what pace (see Gate): jobs of a
+	// skipped or not-yet-due lane are not touched. Lanes take turns (see
+	// PickFair), so one lane's backlog does not starve the others.
+	Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *Gate) ([]*Job, error)
 
-	// NextDue is the earliest due time of any job (ok false when empty).
-	NextDue(ctx context.Context) (due time.Time, ok bool, err error)
+	// NextDue is the earliest time a job the gate lets through is due, or
+	// its lane's next paced slot if later (ok false when there is none).
+	NextDue(ctx context.Context, gate *Gate) (due time.Time, ok bool, err error)
 
 	// Finish records the outcome of a leased job. ErrLeaseLost means the
 	// lease expired and another worker took the job; the outcome was not

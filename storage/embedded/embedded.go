@@ -32,7 +32,6 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 // that cursors walk them in time order.
 var (
 	bEvents   = []byte("events")   // id -> record
-	bDue      = []byte("due")      // time|id -> nil: queued and leased jobs
 	bInFlight = []byte("inflight") // id -> nil: leased jobs
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
@@ -45,19 +44,20 @@ var (
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 )
 
-var allBuckets = [][]byte{bEvents, bDue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats}
 
 // record is an event as stored in bEvents.
 type record struct {
 	storage.Job
 	Status     storage.Status `json:"status"`
-	Due        time.Time      `json:"due,omitzero"`         // key in bDue, if queued
+	Due        time.Time      `json:"due,omitzero"`         // key in bQueue, if queued or leased
 	FinishedAt time.Time      `json:"finished_at,omitzero"` // key in bDone, if finished
 }
 
 // Store is the bbolt-backed storage.Store.
 type Store struct {
 	db        *bolt.DB
+	pace      storage.Pacer
 	c         *committer
 	now       func() time.Time
 	closeOnce sync.Once
@@ -73,6 +73,11 @@ type Options struct {
 	Timeout time.Duration
 	// Now replaces time.Now (tests).
 	Now func() time.Time
+	// BeforeCommit, when set, runs in every group commit after the
+	// batch's writes and before the transaction commits (and fsyncs), with
+	// the number of writes in the batch. Blocking in it stalls commits as
+	// a hung fsync would; an error fails the batch. For tests.
+	BeforeCommit func(writes int) error
 }
 
 // Open opens (creating if needed) the store file at path.
@@ -100,13 +105,13 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		return migrateLegacyDue(tx)
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: initializing %s: %v", storage.ErrUnavailable, path, err)
 	}
-	return &Store{db: db, c: newCommitter(db), now: opts.Now}, nil
+	return &Store{db: db, c: newCommitter(db, opts.BeforeCommit), now: opts.Now}, nil
 }
 
 // Path is the file the store uses.
@@ -125,11 +130,12 @@ func (s *Store) Close() error {
 // update runs fn in a shared, durable write transaction. An expected
 // outcome (lost lease, unknown or conflicting DLQ entry) is returned by fn
 // before it writes anything; it is passed back to the caller without
-// failing the transaction, so it does not make the other writers of the
-// batch commit one by one.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+// failing the transaction, so it does not roll back the batch it shares.
+// When ctx ends first, it returns ErrUnavailable (the write may still be
+// committed later).
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	var outcome error
-	err := s.c.update(func(tx *bolt.Tx) error {
+	err := s.c.update(ctx, func(tx *bolt.Tx) error {
 		outcome = nil
 		if err := fn(tx); err != nil {
 			if isOutcome(err) {
@@ -177,7 +183,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	now := s.now()
 	var res storage.EnqueueResult
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if ev.Dedupe {
 			claims := tx.Bucket(bClaims)
 			ck := claimKey(ev.Source, ev.EventID)
@@ -206,7 +212,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		if err := putRecord(tx, rec); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bDue).Put(timeKey(now, []byte(ev.ID)), nil); err != nil {
+		if err := putDue(tx, rec); err != nil {
 			return err
 		}
 		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}
@@ -215,8 +221,9 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	return res, err
 }
 
-// Lease implements storage.Store.
-func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration) ([]*storage.Job, error) {
+// Lease implements storage.Store. The pace of a lane is kept in memory:
+// one process at a time uses the file.
+func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -224,32 +231,38 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		return nil, nil
 	}
 	// cheap read first: most calls of an idle worker find nothing due
-	var any bool
+	var cands []storage.Candidate
 	if err := s.view(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bDue).Cursor().First()
-		any = k != nil && !timeAt(k).After(now)
+		cands = candidates(tx, now, n, gate, nil)
 		return nil
-	}); err != nil || !any {
+	}); err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	var jobs []*storage.Job
-	err := s.update(func(tx *bolt.Tx) error {
-		jobs = jobs[:0]
-		due := tx.Bucket(bDue)
-		var keys [][]byte
-		c := due.Cursor()
-		for k, _ := c.First(); k != nil && len(keys) < n && !timeAt(k).After(now); k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
+	// take the pace's slots for what would be leased, then lease in one
+	// write; a slot taken for a job another lease got first is not given
+	// back (the lane goes a little slower, never faster)
+	limit := make(map[string]int)
+	for lane, k := range storage.CountLanes(storage.PickFair(cands, n, nil)) {
+		if r, ok := gate.RateOf(lane); ok {
+			limit[lane] = s.pace.Take(lane, r, now, k)
 		}
+	}
+	var jobs []*storage.Job
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		jobs = jobs[:0]
+		picked := storage.PickFair(candidates(tx, now, n, gate, nil), n, limit)
 		until := now.Add(lease)
-		for _, k := range keys {
-			if err := due.Delete(k); err != nil {
+		for _, c := range picked {
+			id := []byte(c.ID)
+			if err := tx.Bucket(bQueue).Delete(dueKey(c.Lane, c.Due, id)); err != nil {
 				return err
 			}
-			id := k[8:]
 			rec, err := getRecord(tx, id)
-			if err != nil {
-				return err
+			if err != nil { // unreadable: to the DLQ, not back at every lease
+				if err := poison(tx, c.Lane, id, err, s.now()); err != nil {
+					return err
+				}
+				continue
 			}
 			if rec == nil { // orphan index key
 				continue
@@ -261,7 +274,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 			if err := putRecord(tx, rec); err != nil {
 				return err
 			}
-			if err := due.Put(timeKey(until, id), nil); err != nil {
+			if err := putDue(tx, rec); err != nil {
 				return err
 			}
 			if err := tx.Bucket(bInFlight).Put(id, nil); err != nil {
@@ -279,14 +292,26 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 }
 
 // NextDue implements storage.Store.
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, bool, error) {
 	var t time.Time
 	var ok bool
 	err := s.view(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(bDue).Cursor().First(); k != nil {
-			t, ok = timeAt(k), true
-		}
-		return nil
+		return laneHeads(tx, func(_ *bolt.Cursor, laneB []byte, k []byte) error {
+			lane := string(laneB)
+			if gate.Skipped(lane) {
+				return nil
+			}
+			_, due, _, _ := splitDueKey(k)
+			if r, paced := gate.RateOf(lane); paced {
+				if next := s.pace.Next(lane, r); next.After(due) {
+					due = next
+				}
+			}
+			if !ok || due.Before(t) {
+				t, ok = due, true
+			}
+			return nil
+		})
 	})
 	return t, ok, err
 }
@@ -294,7 +319,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 // Finish implements storage.Store.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := s.now()
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		id := []byte(job.ID)
 		rec, err := getRecord(tx, id)
 		if err != nil {
@@ -303,7 +328,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		if rec == nil || rec.Lease == "" || rec.Lease != job.Lease {
 			return storage.ErrLeaseLost
 		}
-		if err := tx.Bucket(bDue).Delete(timeKey(rec.Due, id)); err != nil {
+		if err := deleteDue(tx, rec); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bInFlight).Delete(id); err != nil {
@@ -327,7 +352,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 			if err := putRecord(tx, rec); err != nil {
 				return err
 			}
-			return tx.Bucket(bDue).Put(timeKey(due, id), nil)
+			return putDue(tx, rec)
 		case storage.Dead:
 			if err := deadLetter(tx, rec, out.Error, now); err != nil {
 				return err
@@ -448,39 +473,33 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	var c storage.Counts
 	err := s.view(func(tx *bolt.Tx) error {
 		c.InFlight = tx.Bucket(bInFlight).Stats().KeyN
-		c.Queued = tx.Bucket(bDue).Stats().KeyN - c.InFlight
+		c.Queued = tx.Bucket(bQueue).Stats().KeyN - c.InFlight
 		c.Dead = tx.Bucket(bDLQOpen).Stats().KeyN
 		return nil
 	})
 	return c, err
 }
 
-// QueueBySource implements storage.Store.
+// QueueBySource implements storage.Store. It reads index keys only.
 func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
 	now := s.now()
 	out := map[string]storage.Counts{}
 	err := s.view(func(tx *bolt.Tx) error {
-		events := tx.Bucket(bEvents)
-		c := tx.Bucket(bDue).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			var r struct { // the body is skipped, not decoded
-				Source     string         `json:"source"`
-				Status     storage.Status `json:"status"`
-				LeaseUntil time.Time      `json:"lease_until"`
+		inflight := tx.Bucket(bInFlight)
+		return tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+			lane, due, id, ok := splitDueKey(k)
+			if !ok {
+				return nil
 			}
-			v := events.Get(k[8:])
-			if v == nil || json.Unmarshal(v, &r) != nil {
-				continue
-			}
-			n := out[r.Source]
-			if r.Status == storage.StatusInFlight && r.LeaseUntil.After(now) {
+			n := out[string(lane)]
+			if due.After(now) && inflight.Get(id) != nil {
 				n.InFlight++
 			} else {
 				n.Queued++
 			}
-			out[r.Source] = n
-		}
-		return nil
+			out[string(lane)] = n
+			return nil
+		})
 	})
 	return out, err
 }
@@ -570,7 +589,7 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
 // DLQRetry implements storage.Store.
 func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	now := s.now()
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		e, err := getEntry(tx, id)
 		if err != nil {
 			return err
@@ -607,7 +626,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		if err := putRecord(tx, rec); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bDue).Put(timeKey(due, []byte(id)), nil); err != nil {
+		if err := putDue(tx, rec); err != nil {
 			return err
 		}
 		e.Status = dlq.StatusRetried
@@ -624,7 +643,7 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, 
 	default:
 		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		e, err := getEntry(tx, id)
 		if err != nil {
 			return err
@@ -649,7 +668,7 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, 
 
 // SetPaused implements storage.Store.
 func (s *Store) SetPaused(ctx context.Context, source string, paused bool) error {
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		if paused {
 			return tx.Bucket(bPaused).Put([]byte(source), nil)
 		}
@@ -684,7 +703,7 @@ const StatsBucketKeep = 48 * time.Hour
 // AddStats implements storage.Store.
 func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
 	minute := at.Unix() / 60
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bStats)
 		for source, m := range deltas {
 			for name, d := range m {
@@ -747,15 +766,18 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			return total, err
 		}
 		var n int
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.update(ctx, func(tx *bolt.Tx) error {
 			n = 0
 			var err error
 			var m int
 			m, err = sweep(tx, bDone, now.Add(-retention), cleanupChunk, func(k []byte) error {
 				id := k[8:]
 				rec, err := getRecord(tx, id)
-				if err != nil || rec == nil {
-					return err
+				if err != nil { // unreadable and past retention: drop it rather than stop every cleanup
+					return tx.Bucket(bEvents).Delete(id)
+				}
+				if rec == nil {
+					return nil
 				}
 				ids := tx.Bucket(bIDs)
 				ck := claimKey(rec.Source, rec.EventID)

@@ -165,3 +165,37 @@ func BenchmarkEnqueueParallel(b *testing.B) {
 		})
 	}
 }
+
+// TestLegacyDueIndexMigrated: a file written by a version with one due
+// index for every source (due|id keys in bucket "due") is upgraded to lane
+// queues when opened, and its jobs are leased.
+func TestLegacyDueIndexMigrated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookline.db")
+	s := openStore(t, path)
+	ctx := t.Context()
+	until := time.Now().Add(time.Hour)
+	var ids []string
+	for _, src := range []string{"stripe", "github"} {
+		ev := &storage.Event{ID: uuid.NewString(), EventID: "evt_" + src, Dedupe: true, Source: src,
+			Upstream: "http://127.0.0.1:1/", ReceivedAt: time.Now()}
+		if _, err := s.Enqueue(ctx, ev, until); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	path = s.Path()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := embedded.RewriteAsLegacyDue(path); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, path)
+	jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("leased %d jobs after the upgrade, want 2", len(jobs))
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
 )
 
 // scriptCall is one invocation of a script.
@@ -18,19 +20,30 @@ type scriptCall struct {
 // evalPipelined runs several invocations of one script in a single round
 // trip (per Cluster node). Scripts the server does not have yet are loaded
 // and the pipeline is sent once more. Each command carries its own result;
-// err is the first failure, if any.
-func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
+// err is the first failure, if any. Scripts that are not retryable are
+// sent at most once (see retryable). The store's layout is checked first
+// (see CheckLayout). A panic (in go-redis, in a hook) is returned as a
+// *storage.PanicError, with no commands.
+func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []scriptCall) (cmds []*redis.Cmd, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			cmds, err = nil, storage.Recovered(r)
+		}
+	}()
+	if err := s.CheckLayout(ctx); err != nil {
+		return nil, err
+	}
 	run := func(calls []scriptCall) ([]*redis.Cmd, error) {
 		cmds := make([]*redis.Cmd, len(calls))
 		_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for i, c := range calls {
-				cmds[i] = sc.EvalSha(ctx, pipe, c.keys, c.args...)
+				cmds[i] = evalSha(ctx, pipe, sc, c.keys, c.args)
 			}
 			return nil
 		})
 		return cmds, err
 	}
-	cmds, err := run(calls)
+	cmds, err = run(calls)
 	if err == nil || !isNoScript(cmds) {
 		return cmds, err
 	}
@@ -151,22 +164,38 @@ func (b *batcher) loop() {
 				break drain
 			}
 		}
-		calls := make([]scriptCall, len(batch))
-		for i, r := range batch {
-			calls[i] = r.call
-		}
-		// the batch outlives any one caller's context; bound it on its own
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		cmds, err := b.s.evalPipelined(ctx, b.sc, calls)
-		cancel()
-		for i, r := range batch {
-			if i < len(cmds) && cmds[i] != nil {
-				v, cerr := cmds[i].Result()
-				r.res <- batchRes{v: v, err: cerr}
-			} else {
-				r.res <- batchRes{err: err}
+		b.send(batch)
+		clear(batch) // let the answered requests go
+	}
+}
+
+// send runs one batch and answers each of its requests exactly once. A
+// panic fails the requests not answered yet instead of killing the process.
+func (b *batcher) send(batch []batchReq) {
+	answered := 0
+	defer func() {
+		if r := recover(); r != nil {
+			err := storage.Recovered(r)
+			for _, req := range batch[answered:] {
+				req.res <- batchRes{err: err}
 			}
 		}
+	}()
+	calls := make([]scriptCall, len(batch))
+	for i, r := range batch {
+		calls[i] = r.call
+	}
+	// the batch outlives any one caller's context; bound it on its own
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmds, err := b.s.evalPipelined(ctx, b.sc, calls)
+	for i, r := range batch {
+		res := batchRes{err: err}
+		if i < len(cmds) && cmds[i] != nil {
+			res.v, res.err = cmds[i].Result()
+		}
+		answered++
+		r.res <- res
 	}
 }
 

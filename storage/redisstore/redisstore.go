@@ -11,6 +11,9 @@
 //	{hookline:7}:ids:<source>\x00<event id>    id, while the event is kept
 //	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease
 //	{hookline:7}:due                           zset id -> due ms (queued and leased jobs)
+//	{hookline:7}:q:<lane>                      zset id -> due ms, the same jobs by lane (leasing)
+//	{hookline:7}:lanes                         set of lanes with jobs in the partition
+//	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes
 //	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup)
 //	{hookline:7}:inflight                      set of leased ids
 //	{hookline:7}:done                          zset id -> finished ms (retention)
@@ -36,6 +39,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,6 +76,10 @@ type Store struct {
 	parts    []partition
 	enqueues *batcher
 	finishes *batcher
+	layout   layoutState
+
+	migrateMu sync.Mutex
+	migrated  atomic.Bool
 }
 
 // Interface guard
@@ -86,6 +95,8 @@ func (p partition) evPrefix() string          { return p.tag + ":ev:" }
 func (p partition) dlqEntry(id string) string { return p.tag + ":dlq:" + id }
 func (p partition) claim(ck string) string    { return p.tag + ":claim:" + ck }
 func (p partition) ids(ck string) string      { return p.tag + ":ids:" + ck }
+func (p partition) lanePrefix() string        { return p.tag + ":q:" }
+func (p partition) lane(lane string) string   { return p.tag + ":q:" + lane }
 
 // New wraps a connected client. Close closes the client.
 func New(c redis.UniversalClient, opts Options) *Store {
@@ -155,9 +166,11 @@ func fromMS(v int64) time.Time {
 // run runs a writing script; with MinReplicas it also waits for replicas.
 // WAIT must run on the connection of the write, so both go in one pipeline.
 func (s *Store) run(ctx context.Context, p partition, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if err := s.CheckLayout(ctx); err != nil {
+		return nil, err
+	}
 	if s.opts.MinReplicas <= 0 {
-		v, err := sc.Run(ctx, s.c, keys, args...).Result()
-		return v, err
+		return s.eval(ctx, sc, keys, args...) // at most once, unless retryable
 	}
 	// make sure the script is cached, then EVALSHA + WAIT on one connection
 	if err := sc.Load(ctx, s.c).Err(); err != nil {
@@ -166,7 +179,7 @@ func (s *Store) run(ctx context.Context, p partition, sc *redis.Script, keys []s
 	var evalCmd *redis.Cmd
 	var waitCmd *redis.Cmd
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		evalCmd = sc.EvalSha(ctx, pipe, keys, args...)
+		evalCmd = evalSha(ctx, pipe, sc, keys, args)
 		waitCmd = pipe.Do(ctx, "WAIT", s.opts.MinReplicas, s.opts.WaitTimeout.Milliseconds())
 		return nil
 	})
@@ -192,17 +205,18 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	ck := ""
 	dedupe := "0"
-	ttl := int64(1)
+	expires := ms(now) + 1
 	if ev.Dedupe {
 		ck, dedupe = claimKeyText(ev.Source, ev.EventID), "1"
-		ttl = max(dedupeUntil.Sub(now).Milliseconds(), 1)
+		expires = max(ms(dedupeUntil), expires)
 	}
-	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp")}
+	lane := storage.LaneOf(ev)
+	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp"), p.lane(lane), p.key("lanes")}
 	touch := "0"
 	if s.opts.MinReplicas > 0 {
 		touch = "1"
 	}
-	args := []any{ev.ID, dedupe, ttl, data, ms(now), ck, touch, ev.Source}
+	args := []any{ev.ID, dedupe, expires, data, ms(now), ck, touch, ev.Source, lane}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, enqueueScript, keys, args...)
@@ -259,60 +273,45 @@ func (s *Store) statusOf(ctx context.Context, p partition, id string, now time.T
 	return storage.StatusDelivered, nil
 }
 
-// Lease implements storage.Store. One pipelined read finds the n oldest
-// due jobs over all partitions; then each partition holding some of them
-// leases its share atomically. Jobs are handed out in due order, and a
-// node never leases more than it has idle workers for, so several nodes
-// sharing a backlog do not herd onto it.
-func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration) ([]*storage.Job, error) {
+// Lease implements storage.Store. One pipelined read finds, in every
+// partition, the due jobs of each lane the gate lets through; the lanes
+// take turns (storage.PickFair); paced lanes take their slots from the
+// pace all nodes share; then each partition holding some of the chosen
+// jobs leases them atomically, skipping any another node leased
+// meanwhile. A node never leases more than it has idle workers for, so
+// several nodes sharing a backlog do not herd onto it.
+func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if n <= 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.ZSliceCmd, len(s.parts))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, p := range s.parts {
-			cmds[i] = pipe.ZRangeByScoreWithScores(ctx, p.key("due"), &redis.ZRangeBy{
-				Min: "-inf", Max: strconv.FormatInt(ms(now), 10), Count: int64(n)})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, unavailable(err)
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
 	}
-	type cand struct {
-		due  int64
-		id   string
-		part int
+	cands, err := s.peek(ctx, now, n, gate)
+	if err != nil || len(cands) == 0 {
+		return nil, err
 	}
-	var cands []cand
-	for i, c := range cmds {
-		for _, z := range c.Val() {
-			cands = append(cands, cand{int64(z.Score), z.Member.(string), i})
-		}
+	picked := storage.PickFair(cands, n, nil)
+	if limit, err := s.pace(ctx, now, storage.CountLanes(picked), gate); err != nil {
+		return nil, err
+	} else if len(limit) > 0 {
+		picked = storage.PickFair(cands, n, limit)
 	}
-	if len(cands) == 0 {
+	if len(picked) == 0 {
 		return nil, nil
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		if a.due != b.due {
-			return cmpInt(a.due, b.due)
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	rank := make(map[string]int, len(cands))
-	for i, c := range cands {
-		rank[c.id] = i
-	}
-	share := make(map[int]int)
+	rank := make(map[string]int, len(picked))
 	var order []int
-	for _, c := range cands[:min(n, len(cands))] {
-		if share[c.part] == 0 {
-			order = append(order, c.part)
+	byPart := make(map[int][]any)
+	for i, c := range picked {
+		rank[c.ID] = i
+		if byPart[c.Part] == nil {
+			order = append(order, c.Part)
 		}
-		share[c.part]++
+		byPart[c.Part] = append(byPart[c.Part], c.Lane, c.ID)
 	}
 	until := now.Add(lease)
 	calls := make([]scriptCall, len(order))
@@ -320,8 +319,8 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		p := s.parts[i]
 		// the token names the partition: Finish must find the job where it
 		// was leased, whatever its event fields hash to
-		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight")},
-			args: []any{ms(now), share[i], ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken()}}
+		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken(), p.lanePrefix()}
+		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight")}, args: append(args, byPart[i]...)}
 	}
 	// one round trip for every partition's share
 	leased, err := s.evalPipelined(ctx, leaseScript, calls)
@@ -335,7 +334,8 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		for _, row := range rows {
 			job, derr := decodeLeased(row, until)
 			if derr != nil {
-				continue // undecodable record: left leased, it comes back after the lease
+				s.poison(ctx, row, derr) // undecodable record: to the DLQ, not back at every lease
+				continue
 			}
 			jobs = append(jobs, job)
 		}
@@ -343,21 +343,104 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	if len(jobs) == 0 && err != nil {
 		return nil, unavailable(err)
 	}
-	// hand out in due order, as a single queue would
-	slices.SortStableFunc(jobs, func(a, b *storage.Job) int {
-		ra, oka := rank[a.ID]
-		rb, okb := rank[b.ID]
-		switch {
-		case oka && okb:
-			return ra - rb
-		case oka:
-			return -1
-		case okb:
-			return 1
-		}
-		return 0
-	})
+	// hand out in the order chosen
+	slices.SortStableFunc(jobs, func(a, b *storage.Job) int { return rank[a.ID] - rank[b.ID] })
 	return jobs, nil
+}
+
+// skipArgs lists the lanes the gate skips, as script arguments.
+func skipArgs(gate *storage.Gate) []any {
+	if gate == nil {
+		return nil
+	}
+	var out []any
+	for lane, skip := range gate.Skip {
+		if skip {
+			out = append(out, lane)
+		}
+	}
+	return out
+}
+
+// peek lists up to n due jobs of each lane the gate lets through, in every
+// partition, in one pipelined round trip.
+func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Gate) ([]storage.Candidate, error) {
+	skip := skipArgs(gate)
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: append([]any{ms(now), n, p.lanePrefix()}, skip...)}
+	}
+	cmds, err := s.evalPipelined(ctx, peekScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var out []storage.Candidate
+	for i, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		for j := 0; j+2 < len(v); j += 3 {
+			lane, _ := v[j].(string)
+			id, _ := v[j+1].(string)
+			due, _ := strconv.ParseFloat(fmt.Sprint(v[j+2]), 64)
+			out = append(out, storage.Candidate{Lane: lane, ID: id, Due: time.UnixMilli(int64(due)), Part: i})
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) paceKey(lane string) string { return "{" + s.opts.Prefix + ":pace:" + lane + "}" }
+
+// pace takes, for each paced lane in want, up to that many slots of the
+// lane's shared pace, and returns how many each got.
+func (s *Store) pace(ctx context.Context, now time.Time, want map[string]int, gate *storage.Gate) (map[string]int, error) {
+	var lanes []string
+	var calls []scriptCall
+	for lane, k := range want {
+		r, ok := gate.RateOf(lane)
+		if !ok {
+			continue
+		}
+		lanes = append(lanes, lane)
+		calls = append(calls, scriptCall{keys: []string{s.paceKey(lane)},
+			args: []any{now.UnixMicro(), k, max(r.Interval().Microseconds(), 1), r.Burst()}})
+	}
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	cmds, err := s.evalPipelined(ctx, paceScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make(map[string]int, len(lanes))
+	for i, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		if len(v) == 2 {
+			g, _ := v[0].(int64)
+			out[lanes[i]] = int(g)
+		}
+	}
+	return out, nil
+}
+
+// migrate builds the lane queues of partitions written before lanes
+// existed, once per Store.
+func (s *Store) migrate(ctx context.Context) error {
+	if s.migrated.Load() {
+		return nil
+	}
+	s.migrateMu.Lock()
+	defer s.migrateMu.Unlock()
+	if s.migrated.Load() {
+		return nil
+	}
+	for _, p := range s.parts {
+		err := migrateLanesScript.Run(ctx, s.c, []string{p.key("due"), p.key("lanes"), p.key("lanes:v1")},
+			p.evPrefix(), p.lanePrefix()).Err()
+		if err != nil {
+			return unavailable(err)
+		}
+	}
+	s.migrated.Store(true)
+	return nil
 }
 
 func decodeLeased(row any, until time.Time) (*storage.Job, error) {
@@ -379,28 +462,57 @@ func decodeLeased(row any, until time.Time) (*storage.Job, error) {
 	return job, nil
 }
 
-// NextDue implements storage.Store.
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	cmds := make([]*redis.ZSliceCmd, len(s.parts))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, p := range s.parts {
-			cmds[i] = pipe.ZRangeWithScores(ctx, p.key("due"), 0, 0)
-		}
-		return nil
-	})
+// NextDue implements storage.Store: the first job of every lane the gate
+// lets through, and the next slot of the paced ones, in one round trip.
+func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, bool, error) {
+	if err := s.migrate(ctx); err != nil {
+		return time.Time{}, false, err
+	}
+	skip := skipArgs(gate)
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: append([]any{p.lanePrefix()}, skip...)}
+	}
+	heads, err := s.evalPipelined(ctx, headsScript, calls)
 	if err != nil {
 		return time.Time{}, false, unavailable(err)
 	}
-	best := int64(math.MaxInt64)
-	for _, c := range cmds {
-		if z := c.Val(); len(z) > 0 && int64(z[0].Score) < best {
-			best = int64(z[0].Score)
+	paces := map[string]*redis.StringCmd{}
+	if gate != nil && len(gate.Pace) > 0 {
+		_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for lane := range gate.Pace {
+				if _, ok := gate.RateOf(lane); ok && !gate.Skipped(lane) {
+					paces[lane] = pipe.Get(ctx, s.paceKey(lane))
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return time.Time{}, false, unavailable(err)
 		}
 	}
-	if best == math.MaxInt64 {
-		return time.Time{}, false, nil
+	var best time.Time
+	var ok bool
+	for _, c := range heads {
+		v, _ := c.Val().([]any)
+		for j := 0; j+1 < len(v); j += 2 {
+			lane, _ := v[j].(string)
+			d, _ := strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
+			due := time.UnixMilli(int64(d))
+			if pc, paced := paces[lane]; paced {
+				if tat, err := pc.Int64(); err == nil {
+					r, _ := gate.RateOf(lane)
+					if next := r.NextSlot(time.UnixMicro(tat)); next.After(due) {
+						due = next
+					}
+				}
+			}
+			if !ok || due.Before(best) {
+				best, ok = due, true
+			}
+		}
 	}
-	return time.UnixMilli(best), true, nil
+	return best, ok, nil
 }
 
 // Finish implements storage.Store.
@@ -461,9 +573,10 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	default:
 		return fmt.Errorf("unknown result %d", out.Result)
 	}
+	lane := storage.LaneOf(&job.Event)
 	keys := []string{p.ev(job.ID), p.key("due"), p.key("inflight"), p.key("done"),
-		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen")}
-	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source}
+		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
+	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, finishScript, keys, args...)
@@ -742,9 +855,10 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	if ev.Dedupe {
 		ck = claimKeyText(ev.Source, ev.EventID)
 	}
+	lane := storage.LaneOf(&ev)
 	v, err := s.run(ctx, p, dlqRetryScript,
-		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("due"), p.key("done")},
-		id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source)
+		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("due"), p.key("done"), p.lane(lane), p.key("lanes")},
+		id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -938,8 +1052,8 @@ func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]ma
 		for source, m := range deltas {
 			for name, d := range m {
 				field := source + "\x00" + name
-				pipe.HIncrBy(ctx, s.statsKey(0), field, d)
-				pipe.HIncrBy(ctx, s.statsKey(minute), field, d)
+				hincrByOnce(ctx, pipe, s.statsKey(0), field, d) // a replayed MULTI would count twice
+				hincrByOnce(ctx, pipe, s.statsKey(minute), field, d)
 			}
 		}
 		pipe.Expire(ctx, s.statsKey(minute), statsBucketTTL)

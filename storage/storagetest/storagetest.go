@@ -80,6 +80,9 @@ func Run(t *testing.T, f Factory) {
 		{"QueueBySource", testQueueBySource},
 		{"Durability", testDurability},
 		{"CancelledContext", testCancelledContext},
+		{"GateSkip", testGateSkip},
+		{"GateFair", testGateFair},
+		{"GatePace", testGatePace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })
@@ -177,7 +180,7 @@ func testEnqueueLease(t *testing.T, f Factory) {
 			if err := s.Finish(t.Context(), job, storage.Outcome{Result: storage.Delivered}); !errors.Is(err, storage.ErrLeaseLost) {
 				t.Errorf("second Finish of the same job: err = %v, want ErrLeaseLost", err)
 			}
-			if _, ok, err := s.NextDue(t.Context()); err != nil || ok {
+			if _, ok, err := s.NextDue(t.Context(), nil); err != nil || ok {
 				t.Errorf("NextDue after delivery = ok %v, err %v; want nothing due", ok, err)
 			}
 		})
@@ -410,7 +413,7 @@ func testLeaseExpiry(t *testing.T, f Factory) {
 			t.Fatalf("job leased again %v into a %v lease", at, d)
 		}
 	}
-	if due, ok, err := s.NextDue(t.Context()); err != nil || !ok || !closeTo(due, base.Add(d)) {
+	if due, ok, err := s.NextDue(t.Context(), nil); err != nil || !ok || !closeTo(due, base.Add(d)) {
 		t.Errorf("NextDue = %v %v %v, want the lease expiry %v", due, ok, err, base.Add(d))
 	}
 
@@ -469,7 +472,7 @@ func testLeaseConcurrent(t *testing.T, f Factory) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				jobs, err := s.Lease(t.Context(), base, 3, d)
+				jobs, err := s.Lease(t.Context(), base, 3, d, nil)
 				mu.Lock()
 				leased = append(leased, jobs...)
 				if err != nil {
@@ -550,7 +553,7 @@ func testRetryOrder(t *testing.T, f Factory) {
 		finish(t, s, byID[ev.ID], storage.Outcome{Result: storage.Retry, Attempt: attempt(1, base, 503, "busy"), Due: base.Add(dues[i])})
 	}
 	wantCounts(t, s, storage.Counts{Queued: 5})
-	if due, ok, err := s.NextDue(t.Context()); err != nil || !ok || !closeTo(due, base.Add(time.Second)) {
+	if due, ok, err := s.NextDue(t.Context(), nil); err != nil || !ok || !closeTo(due, base.Add(time.Second)) {
 		t.Errorf("NextDue = %v %v %v, want %v", due, ok, err, base.Add(time.Second))
 	}
 	info := lookup(t, s, "stripe", evs[3].EventID)
@@ -587,7 +590,7 @@ func testRetryOrder(t *testing.T, f Factory) {
 		}
 	}
 	// every job is now leased; the earliest due time is the first lease expiry
-	if due, ok, err := s.NextDue(t.Context()); err != nil || !ok || !closeTo(due, base.Add(time.Second+time.Minute)) {
+	if due, ok, err := s.NextDue(t.Context(), nil); err != nil || !ok || !closeTo(due, base.Add(time.Second+time.Minute)) {
 		t.Errorf("NextDue = %v %v %v, want first lease expiry %v", due, ok, err, base.Add(time.Second+time.Minute))
 	}
 }
@@ -691,7 +694,7 @@ func testAttemptHistory(t *testing.T, f Factory) {
 func testCounts(t *testing.T, f Factory) {
 	s := f.Open(t)
 	wantCounts(t, s, storage.Counts{})
-	if _, ok, err := s.NextDue(t.Context()); err != nil || ok {
+	if _, ok, err := s.NextDue(t.Context(), nil); err != nil || ok {
 		t.Errorf("NextDue on an empty store: ok %v err %v", ok, err)
 	}
 	for range 5 {
@@ -777,7 +780,7 @@ func testDLQEntry(t *testing.T, f Factory) {
 	if jobs := lease(t, s, base.Add(time.Hour), 10, time.Minute); len(jobs) != 0 {
 		t.Errorf("dead job leased again: %v", jobIDs(jobs))
 	}
-	if _, ok, err := s.NextDue(t.Context()); err != nil || ok {
+	if _, ok, err := s.NextDue(t.Context(), nil); err != nil || ok {
 		t.Errorf("NextDue with only a dead job: ok %v err %v", ok, err)
 	}
 }
@@ -1496,7 +1499,7 @@ func mustEnqueue(t testing.TB, s storage.Store, ev *storage.Event, until time.Ti
 
 func lease(t testing.TB, s storage.Store, now time.Time, n int, d time.Duration) []*storage.Job {
 	t.Helper()
-	jobs, err := s.Lease(t.Context(), now, n, d)
+	jobs, err := s.Lease(t.Context(), now, n, d, nil)
 	if err != nil {
 		t.Fatalf("Lease: %v", err)
 	}

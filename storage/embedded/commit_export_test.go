@@ -1,0 +1,24 @@
+package embedded
+
+import (
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// UpdateForTest runs fn as one write of the group commit, as the Store's
+// own methods do.
+func (s *Store) UpdateForTest(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return s.update(ctx, fn)
+}
+
+// QueuedWrites is how many writes wait for the next group commit.
+func (s *Store) QueuedWrites() int { return len(s.c.ops) }
+
+// PutRawRecordForTest overwrites the stored record of event id with raw
+// bytes (a corrupted or undecodable record).
+func (s *Store) PutRawRecordForTest(id string, raw []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bEvents).Put([]byte(id), raw)
+	})
+}

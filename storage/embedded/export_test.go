@@ -1,0 +1,32 @@
+package embedded
+
+import (
+	bolt "go.etcd.io/bbolt"
+)
+
+// RewriteAsLegacyDue turns the lane queue of the file at path back into the
+// single due index of earlier versions (tests of the upgrade).
+func RewriteAsLegacyDue(path string) error {
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		old, err := tx.CreateBucket(bLegacyDue)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+			_, due, id, _ := splitDueKey(k)
+			return old.Put(timeKey(due, id), nil)
+		}); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bQueue); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket(bQueue)
+		return err
+	})
+}

@@ -1,0 +1,41 @@
+package embedded
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// poison dead-letters the job id of lane whose record cannot be decoded
+// (cause), inside the lease transaction that met it (its due key already
+// removed): without this every lease would fail on it, forever. The DLQ
+// entry keeps what could be salvaged of the event, or the raw record as
+// its payload; the record is replaced by a readable dead one, so that
+// lookups, DLQ retries and retention work as for any dead event.
+func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) error {
+	raw := bytes.Clone(tx.Bucket(bEvents).Get(id))
+	ev, attempts, ok := storage.SalvageEvent(raw)
+	salvaged := ok && ev.Upstream != "" // a real event always has one
+	ev.ID = string(id)
+	if ev.EventID == "" {
+		ev.EventID = ev.ID // found by its internal id, as events without a provider id
+	}
+	if ev.Source == "" {
+		ev.Source = lane
+	}
+	if !salvaged {
+		ev.Body, ev.Headers = raw, nil
+	}
+	rec := &record{Job: storage.Job{Event: ev, Attempts: attempts}}
+	if err := deadLetter(tx, rec, storage.PoisonError(cause, !salvaged), now); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bInFlight).Delete(id); err != nil {
+		return err
+	}
+	rec.Status = storage.StatusDead
+	return finishRecord(tx, rec, now)
+}

@@ -1,0 +1,126 @@
+package embedded
+
+import (
+	"bytes"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The due index, one run of keys per lane:
+//
+//	lane \x00 due (8 bytes, Unix nanoseconds, big-endian) id -> nil
+//
+// Queued and leased jobs are both in it (a lease is a due time in the
+// future). A cursor finds a lane's oldest job with one Seek and jumps over
+// a whole lane with another, so a lane the gate holds back costs nothing
+// however many jobs it holds.
+var bQueue = []byte("queue")
+
+// bLegacyDue is the index of earlier versions (due|id for every lane),
+// moved into bQueue when the store is opened.
+var bLegacyDue = []byte("due")
+
+// dueKey is the index key of a job of lane due at t.
+func dueKey(lane string, t time.Time, id []byte) []byte {
+	k := make([]byte, 0, len(lane)+1+8+len(id))
+	k = append(k, lane...)
+	k = append(k, 0)
+	return append(k, timeKey(t, id)...)
+}
+
+// splitDueKey returns a due key's lane, time and id (ok false if malformed).
+func splitDueKey(k []byte) (lane []byte, due time.Time, id []byte, ok bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(k) < i+1+8 {
+		return nil, time.Time{}, nil, false
+	}
+	return k[:i], timeAt(k[i+1:]), k[i+1+8:], true
+}
+
+// putDue indexes rec (queued or leased) at rec.Due.
+func putDue(tx *bolt.Tx, rec *record) error {
+	return tx.Bucket(bQueue).Put(dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)), nil)
+}
+
+// deleteDue removes rec's index key at rec.Due.
+func deleteDue(tx *bolt.Tx, rec *record) error {
+	return tx.Bucket(bQueue).Delete(dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)))
+}
+
+// laneHeads calls fn with the first key of every lane, in lane order; fn
+// may walk the lane with the cursor. It returns fn's first error.
+func laneHeads(tx *bolt.Tx, fn func(c *bolt.Cursor, lane []byte, k []byte) error) error {
+	c := tx.Bucket(bQueue).Cursor()
+	for k, _ := c.First(); k != nil; {
+		lane, _, _, ok := splitDueKey(k)
+		if !ok {
+			k, _ = c.Next()
+			continue
+		}
+		lane = bytes.Clone(lane)
+		if err := fn(c, lane, k); err != nil {
+			return err
+		}
+		// jump to the first key after the lane: lane \x01 sorts after every lane \x00 ...
+		k, _ = c.Seek(append(lane, 1))
+	}
+	return nil
+}
+
+// candidates lists up to limit due jobs (due at or before now) of each lane
+// the gate lets through, at most want of a paced lane. It reads only the
+// keys it returns and one key per lane.
+func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate, want func(lane string) int) []storage.Candidate {
+	var out []storage.Candidate
+	_ = laneHeads(tx, func(c *bolt.Cursor, laneB []byte, k []byte) error {
+		lane := string(laneB)
+		if gate.Skipped(lane) {
+			return nil
+		}
+		n := limit
+		if want != nil {
+			n = min(n, want(lane))
+		}
+		for i := 0; k != nil && i < n; i++ {
+			l, due, id, ok := splitDueKey(k)
+			if !ok || !bytes.Equal(l, laneB) || due.After(now) {
+				break
+			}
+			out = append(out, storage.Candidate{Lane: lane, Due: due, ID: string(id)})
+			k, _ = c.Next()
+		}
+		return nil
+	})
+	return out
+}
+
+// migrateLegacyDue moves the index of an earlier version into bQueue.
+func migrateLegacyDue(tx *bolt.Tx) error {
+	old := tx.Bucket(bLegacyDue)
+	if old == nil {
+		return nil
+	}
+	err := old.ForEach(func(k, _ []byte) error {
+		if len(k) < 8 {
+			return nil
+		}
+		rec, err := getRecord(tx, k[8:])
+		lane := ""
+		switch {
+		case err == nil && rec == nil:
+			return nil // an orphan key
+		case err == nil:
+			lane = storage.LaneOf(&rec.Event)
+		}
+		// an unreadable record keeps an index key (lane ""), so that a lease
+		// meets it and dead-letters it instead of losing it
+		return tx.Bucket(bQueue).Put(dueKey(lane, timeAt(k), k[8:]), nil)
+	})
+	if err != nil {
+		return err
+	}
+	return tx.DeleteBucket(bLegacyDue)
+}

@@ -1,0 +1,205 @@
+package storage
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Lanes. Every queued job belongs to one lane, the unit that is paused,
+// paced and held back as a whole: today a job's lane is its source. The
+// backends index due jobs per lane, so that a lane that must wait costs
+// no store work however many jobs it holds: its jobs are simply not
+// looked at until the gate lets them through.
+
+// LaneOf is the lane of a job's event.
+func LaneOf(ev *Event) string { return ev.Source }
+
+// Gate says, at lease time, which lanes may be leased and how fast. A nil
+// Gate lets every lane through unpaced.
+type Gate struct {
+	// Skip holds lanes whose jobs must not be leased now (a paused source,
+	// an upstream whose circuit breaker is open). Their jobs stay due,
+	// untouched, and are leased as soon as the lane is no longer skipped.
+	Skip map[string]bool
+	// Pace limits how many jobs of a lane leave the store: a lane whose
+	// next slot is in the future is not leased. With a shared backend the
+	// rate holds for all the nodes together.
+	Pace map[string]Rate
+}
+
+// skipped reports whether lane must not be leased now.
+func (g *Gate) skipped(lane string) bool { return g != nil && g.Skip[lane] }
+
+// Skipped reports whether lane must not be leased now.
+func (g *Gate) Skipped(lane string) bool { return g.skipped(lane) }
+
+// RateOf returns the lane's rate (ok false: unpaced).
+func (g *Gate) RateOf(lane string) (Rate, bool) {
+	if g == nil {
+		return Rate{}, false
+	}
+	r, ok := g.Pace[lane]
+	return r, ok && r.Valid()
+}
+
+// Rate is a pace: Events per Per, spread evenly (one every Per/Events,
+// no bursts).
+type Rate struct {
+	Events int           `json:"events"`
+	Per    time.Duration `json:"per"`
+}
+
+// Valid reports whether the rate limits anything.
+func (r Rate) Valid() bool { return r.Events > 0 && r.Per > 0 }
+
+// Interval is the time between two slots.
+func (r Rate) Interval() time.Duration {
+	if !r.Valid() {
+		return 0
+	}
+	return max(r.Per/time.Duration(r.Events), time.Nanosecond)
+}
+
+// paceWindow is the span over which a pace may bunch its slots: a lane
+// at 500/s may send 50 jobs within 100ms, never more (and a slow pace,
+// one every 100ms or slower, sends exactly one at a time). It keeps one
+// lease per slot from costing a store round trip at high rates.
+const paceWindow = 100 * time.Millisecond
+
+// Burst is how many slots the rate may grant at once.
+func (r Rate) Burst() int {
+	iv := r.Interval()
+	if iv <= 0 {
+		return 0
+	}
+	return max(1, int(paceWindow/iv))
+}
+
+// Take is the pacing rule (GCRA), decided here for every backend that
+// paces in Go: given the lane's theoretical arrival time tat (zero: never
+// used), it grants up to want slots at now and returns how many and the
+// new tat. The lane's next slot opens at NextSlot(newTAT). The Redis
+// backend runs the same arithmetic in Lua (paceScript) so that all nodes
+// share one pace.
+func (r Rate) Take(tat, now time.Time, want int) (granted int, newTAT time.Time) {
+	iv := r.Interval()
+	if iv <= 0 {
+		return want, tat
+	}
+	if tat.Before(now) {
+		tat = now
+	}
+	// a slot is free while tat - now <= (burst-1) * iv
+	room := time.Duration(r.Burst()-1)*iv - tat.Sub(now)
+	if room < 0 || want <= 0 {
+		return 0, tat
+	}
+	granted = min(want, int(room/iv)+1)
+	return granted, tat.Add(time.Duration(granted) * iv)
+}
+
+// NextSlot is when a lane whose theoretical arrival time is tat may take
+// its next slot.
+func (r Rate) NextSlot(tat time.Time) time.Time {
+	return tat.Add(-time.Duration(r.Burst()-1) * r.Interval())
+}
+
+// Pacer keeps the lanes' pacing state in memory, for a backend that only
+// one process uses at a time (the embedded store). It is safe for
+// concurrent use.
+type Pacer struct {
+	mu  sync.Mutex
+	tat map[string]time.Time
+}
+
+// Take grants up to want of the lane's jobs at now under r.
+func (p *Pacer) Take(lane string, r Rate, now time.Time, want int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tat == nil {
+		p.tat = make(map[string]time.Time)
+	}
+	n, tat := r.Take(p.tat[lane], now, want)
+	p.tat[lane] = tat
+	return n
+}
+
+// Next is when the lane's next slot under r opens (zero or past: now).
+func (p *Pacer) Next(lane string, r Rate) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tat, ok := p.tat[lane]
+	if !ok {
+		return time.Time{}
+	}
+	return r.NextSlot(tat)
+}
+
+// Candidate is a due job a backend could lease.
+type Candidate struct {
+	Lane string
+	Due  time.Time
+	ID   string
+	// Part is backend-private (the Redis partition).
+	Part int
+}
+
+// CountLanes counts candidates by lane.
+func CountLanes(cands []Candidate) map[string]int {
+	out := make(map[string]int)
+	for _, c := range cands {
+		out[c.Lane]++
+	}
+	return out
+}
+
+// PickFair chooses up to n candidates to lease, taking lanes in turn
+// (oldest job of each lane first, lanes ordered by their oldest job) so
+// that one lane's backlog never starves the others, and no more of a lane
+// than limit allows (limit nil or a lane missing from it: no limit). The
+// result is in the order the jobs should be handed out.
+func PickFair(cands []Candidate, n int, limit map[string]int) []Candidate {
+	if n <= 0 || len(cands) == 0 {
+		return nil
+	}
+	byLane := make(map[string][]Candidate)
+	for _, c := range cands {
+		byLane[c.Lane] = append(byLane[c.Lane], c)
+	}
+	lanes := make([]string, 0, len(byLane))
+	for lane, cs := range byLane {
+		slices.SortFunc(cs, func(a, b Candidate) int {
+			return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.ID, b.ID))
+		})
+		if l, ok := limit[lane]; ok && len(cs) > l {
+			byLane[lane] = cs[:max(l, 0)]
+		}
+		lanes = append(lanes, lane)
+	}
+	slices.SortFunc(lanes, func(a, b string) int {
+		ca, cb := byLane[a], byLane[b]
+		if len(ca) == 0 || len(cb) == 0 {
+			return cmp.Compare(len(cb), len(ca))
+		}
+		return cmp.Or(ca[0].Due.Compare(cb[0].Due), cmp.Compare(a, b))
+	})
+	out := make([]Candidate, 0, min(n, len(cands)))
+	for round := 0; len(out) < n; round++ {
+		took := false
+		for _, lane := range lanes {
+			if cs := byLane[lane]; round < len(cs) {
+				out = append(out, cs[round])
+				took = true
+				if len(out) == n {
+					break
+				}
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return out
+}

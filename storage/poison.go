@@ -1,0 +1,53 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hookline/hookline/dlq"
+)
+
+// A poison record is a stored job that cannot be decoded (a bug, a
+// downgrade, a corrupted value). Leasing it would fail every time, so the
+// backends move it to the DLQ instead, as a dead event whose DLQ entry says
+// why, with whatever could be salvaged of it.
+
+// PoisonReason starts the Error of the DLQ entry of a poison record.
+const PoisonReason = "stored record could not be decoded"
+
+// PoisonError is the DLQ entry error for a record that failed to decode
+// with cause; raw tells that the entry's payload is the raw stored record
+// (the event's own body could not be salvaged).
+func PoisonError(cause error, raw bool) string {
+	msg := fmt.Sprintf("%s: %v", PoisonReason, cause)
+	if raw {
+		msg += " (the payload is the raw stored record)"
+	}
+	return msg
+}
+
+// SalvageEvent decodes what it can of a stored event (or job) that does not
+// decode as a whole, each field on its own: a field of the wrong type is
+// left zero instead of losing the rest. ok is false when raw is not even
+// a JSON object (nothing was salvaged).
+func SalvageEvent(raw []byte) (ev Event, attempts []dlq.Attempt, ok bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return Event{}, nil, false
+	}
+	get := func(name string, into any) {
+		if v, found := fields[name]; found {
+			_ = json.Unmarshal(v, into)
+		}
+	}
+	get("id", &ev.ID)
+	get("event_id", &ev.EventID)
+	get("dedupe", &ev.Dedupe)
+	get("source", &ev.Source)
+	get("upstream", &ev.Upstream)
+	get("headers", &ev.Headers)
+	get("body", &ev.Body)
+	get("received_at", &ev.ReceivedAt)
+	get("attempts", &attempts)
+	return ev, attempts, true
+}

@@ -1,0 +1,114 @@
+package redisstore
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// At most once. go-redis sends a command again when the connection fails
+// after the command was written (MaxRetries, 3 by default): the first run
+// may well have been applied, only its reply lost. Reads and idempotent
+// scripts may run twice; the other writes must not, so they are sent at
+// most once, whatever the client's MaxRetries (go-redis's per-command
+// NoRetry): a lost reply is an error for the caller, who sees
+// ErrUnavailable (the ingress answers 503 and the provider resends, which
+// the claim answers as a duplicate; a lost lease just expires).
+//
+// Per script:
+//
+//	enqueue        retried: a second run finds the event it stored (its id
+//	               is unique) and answers "stored" again, not "duplicate"
+//	lease          at most once: a second run would lease nothing (the jobs
+//	               are no longer due) and the caller would lose the first
+//	               run's jobs until their lease expires
+//	finish         at most once: a second run finds the lease gone and
+//	               answers "lease lost" for a recorded outcome
+//	pace           at most once: a second run takes the lane's slots twice
+//	dlqRetry       at most once: a second run answers "conflict" (retried)
+//	dlqStatus      at most once: it could undo an operator's later change
+//	peek, heads    retried: read only
+//	layout         retried: sets the partition count only if absent
+//	expireClaim,   retried: a second run finds nothing left to remove
+//	removeEvent,
+//	removeEntry
+//	migrateLanes   retried: guarded by its marker key
+//
+// AddStats' counter increments are sent at most once as well (a second
+// MULTI/EXEC would count twice). Scripts not listed in retryable are sent
+// at most once.
+var retryable = map[*redis.Script]bool{
+	enqueueScript:      true,
+	peekScript:         true,
+	headsScript:        true,
+	layoutScript:       true,
+	expireClaimScript:  true,
+	removeEventScript:  true,
+	removeEntryScript:  true,
+	migrateLanesScript: true,
+}
+
+// onceCmd is a command go-redis never sends twice: not on another
+// connection after a network error, and no pipeline holding one is
+// replayed. Redirections (MOVED, ASK) and NOSCRIPT still work: the command
+// did not run.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry implements redis.Cmder.
+func (onceCmd) NoRetry() bool { return true }
+
+// Clone implements redis.Cmder (keeping NoRetry).
+func (c onceCmd) Clone() redis.Cmder { return onceCmd{c.Cmd.Clone().(*redis.Cmd)} }
+
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// scriptCmd builds EVALSHA sha numkeys keys... args..., as go-redis does.
+func scriptCmd(ctx context.Context, sha string, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", sha, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // the cluster slot is the first key's
+	}
+	return cmd
+}
+
+// evalSha queues (on a pipeline) or runs (on a client) EVALSHA of sc,
+// at most once unless sc is retryable.
+func evalSha(ctx context.Context, c processor, sc *redis.Script, keys []string, args []any) *redis.Cmd {
+	if retryable[sc] {
+		if p, ok := c.(redis.Scripter); ok {
+			return sc.EvalSha(ctx, p, keys, args...)
+		}
+	}
+	cmd := scriptCmd(ctx, sc.Hash(), keys, args)
+	_ = c.Process(ctx, onceCmd{cmd})
+	return cmd
+}
+
+// eval runs sc as Script.Run does (EVALSHA, loading the script when the
+// server does not have it), at most once unless sc is retryable.
+func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if retryable[sc] {
+		return sc.Run(ctx, s.c, keys, args...).Result()
+	}
+	cmd := evalSha(ctx, s.c, sc, keys, args)
+	if noScript(cmd.Err()) { // it did not run: load it and send it once
+		if err := sc.Load(ctx, s.c).Err(); err != nil {
+			return nil, err
+		}
+		cmd = evalSha(ctx, s.c, sc, keys, args)
+	}
+	return cmd.Result()
+}
+
+// hincrByOnce queues HINCRBY, sent at most once.
+func hincrByOnce(ctx context.Context, pipe redis.Pipeliner, key, field string, d int64) {
+	_ = pipe.Process(ctx, onceCmd{redis.NewCmd(ctx, "hincrby", key, field, d)})
+}

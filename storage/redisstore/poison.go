@@ -1,0 +1,61 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// poison dead-letters a job Lease has just leased whose stored record
+// cannot be decoded (cause): left leased it would come back at every lease
+// expiry, forever. It finishes the job as Dead under the lease just taken,
+// so the DLQ entry and the event's state are written as for any dead job;
+// the entry keeps what could be salvaged of the event, or the raw record
+// as its payload. If that fails (Redis unreachable), the job stays leased
+// and the next lease after its expiry tries again.
+func (s *Store) poison(ctx context.Context, row any, cause error) {
+	f, _ := row.([]any)
+	if len(f) != 5 {
+		return
+	}
+	str := func(i int) string { v, _ := f[i].(string); return v }
+	id, token, raw := str(0), str(1), str(2)
+	p, ok := s.leasePartition(token)
+	if id == "" || !ok {
+		return
+	}
+	ev, attempts, decoded := storage.SalvageEvent([]byte(raw))
+	if a := str(3); a != "" {
+		var att []dlq.Attempt
+		if json.Unmarshal([]byte(a), &att) == nil {
+			attempts = att
+		}
+	}
+	// the fields the lease did not return: the source (the job's lane)
+	// and the claim key (source \x00 event id)
+	vals, err := s.c.HMGet(ctx, p.ev(id), "src", "ck").Result()
+	if err != nil || len(vals) != 2 {
+		return
+	}
+	src, _ := vals[0].(string)
+	ck, _ := vals[1].(string)
+	job := &storage.Job{Event: ev, Attempts: attempts, Lease: token}
+	job.ID = id
+	if src != "" {
+		job.Source = src
+	}
+	if _, eventID, ok := strings.Cut(ck, "\x00"); ok && eventID != "" {
+		job.EventID = eventID
+	}
+	if job.EventID == "" {
+		job.EventID = id // found by its internal id, as events without a provider id
+	}
+	salvaged := decoded && ev.Upstream != "" // a real event always has one
+	if !salvaged {
+		job.Body, job.Headers = []byte(raw), nil
+	}
+	_ = s.Finish(ctx, job, storage.Outcome{Result: storage.Dead, Error: storage.PoisonError(cause, !salvaged)})
+}
