@@ -314,6 +314,11 @@ func handleDLQList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err)
 	}
+	shown := make([]dlq.Entry, len(page.Entries)) // a copy: never edit what the store returned
+	for i := range page.Entries {
+		shown[i] = redactEntry(page.Entries[i])
+	}
+	page.Entries = shown
 	return writeJSON(w, http.StatusOK, page)
 }
 
@@ -329,7 +334,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // entryView is a DLQ entry as the API shows it: the payload as text when
-// it is UTF-8, base64 otherwise.
+// it is UTF-8, base64 otherwise; credentials redacted (redactEntry).
 type entryView struct {
 	*dlq.Entry
 	Payload         string `json:"payload"`
@@ -337,7 +342,8 @@ type entryView struct {
 }
 
 func viewEntry(e *dlq.Entry) entryView {
-	v := entryView{Entry: e, PayloadEncoding: "text"}
+	red := redactEntry(*e)
+	v := entryView{Entry: &red, PayloadEncoding: "text"}
 	if utf8.Valid(e.Payload) {
 		v.Payload = string(e.Payload)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,14 +65,18 @@ type App struct {
 	// Alert sends operator alerts to a Slack-compatible webhook URL.
 	Alert *AlertConfig `json:"alert,omitempty"`
 
-	backend  Backend
-	poolKey  string
-	seenKey  string
-	shared   *sharedStore
-	seen     *idempotency.Seen
-	log      *zap.Logger
-	sourceMu *sync.RWMutex
-	sources  map[string]*Source
+	backend Backend
+	poolKey string
+	seenKey string
+	// breakersKey names the upstreams' circuit breakers in breakerPool:
+	// like the store, they outlive a reload
+	breakersKey string
+	breakers    *retryqueue.Breakers
+	shared      *sharedStore
+	seen        *seenRef
+	log         *zap.Logger
+	sourceMu    *sync.RWMutex
+	sources     map[string]*Source
 
 	disp        *atomic.Pointer[retryqueue.Dispatcher]
 	paused      *pausedCache
@@ -107,6 +112,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.disp = new(atomic.Pointer[retryqueue.Dispatcher])
 	a.paused = new(pausedCache)
 	a.stats = new(statsBuffer)
+	a.seen = new(seenRef)
 	if a.Workers == 0 {
 		a.Workers = retryqueue.DefaultWorkers
 	}
@@ -155,7 +161,18 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.seenKey = ""
 		return err
 	}
-	a.seen = seen.(seenDestructor).Seen
+	a.seen.p.Store(seen.(seenDestructor).Seen)
+	// one set of breakers per store: every config's dispatcher on it sees
+	// the same upstream state, across reloads
+	a.breakersKey = "breakers|" + a.poolKey
+	br, _, err := breakerPool.LoadOrNew(a.breakersKey, func() (caddy.Destructor, error) {
+		return retryqueue.NewBreakers(0, 0, a.log.Named("delivery")), nil
+	})
+	if err != nil {
+		a.breakersKey = ""
+		return err
+	}
+	a.breakers = br.(*retryqueue.Breakers)
 	if a.Alert != nil {
 		cfg := *a.Alert
 		cfg.URL = caddy.NewReplacer().ReplaceAll(cfg.URL, "") // {env.SLACK_WEBHOOK_URL}
@@ -163,8 +180,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return err
 		}
 		a.alerter = newAlerter(cfg, a)
+		// the alert target has no timeout setting: the default one, fitted to the lease
+		lease := time.Duration(a.Lease)
+		timeout := retryqueue.EffectiveTimeout(0, lease)
+		if err := retryqueue.CheckTimeout(timeout, lease); err != nil {
+			return fmt.Errorf("alert: %v", err)
+		}
 		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: retryqueue.Target{
-			URL: cfg.URL, Timeout: 10 * time.Second, Policy: retryqueue.Policy{}.WithDefaults()}}
+			URL: cfg.URL, Timeout: timeout, Policy: retryqueue.Policy{}.WithDefaults()}}
 	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
@@ -182,6 +205,53 @@ func (a *App) Validate() error {
 
 var seenPool = caddy.NewUsagePool()
 
+// breakerPool holds the upstreams' circuit breakers of each store, so that
+// a reload neither closes an open breaker nor splits its failure count.
+var breakerPool = caddy.NewUsagePool()
+
+// seenRef holds an app's L1 cache so that Cleanup can take it away from
+// late users (OnResult of workers still finishing after Stop) without a
+// lock on their path: they load it once, Cleanup swaps in nil and waits
+// for the users that loaded it before closing it.
+type seenRef struct {
+	p     atomic.Pointer[idempotency.Seen]
+	users atomic.Int64
+}
+
+// seenReleaseWait bounds how long Cleanup waits for users of the cache.
+const seenReleaseWait = time.Second
+
+// load returns the cache, or nil once released.
+func (r *seenRef) load() *idempotency.Seen {
+	if r == nil {
+		return nil
+	}
+	return r.p.Load()
+}
+
+// use calls f with the cache unless it was released; the cache is not
+// closed while f runs.
+func (r *seenRef) use(f func(*idempotency.Seen)) {
+	if r == nil {
+		return
+	}
+	r.users.Add(1)
+	defer r.users.Add(-1)
+	if s := r.p.Load(); s != nil {
+		f(s)
+	}
+}
+
+// release takes the cache away from new users and waits, at most wait,
+// for those that hold it.
+func (r *seenRef) release(wait time.Duration) {
+	r.p.Store(nil)
+	deadline := time.Now().Add(wait)
+	for r.users.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 type seenDestructor struct{ *idempotency.Seen }
 
 func (s seenDestructor) Destruct() error { s.Close(); return nil }
@@ -198,7 +268,9 @@ func (a *App) Start() error {
 		Workers:  a.Workers,
 		Lease:    time.Duration(a.Lease),
 		Resolve:  a.resolve,
+		Sources:  a.sourceNames,
 		Paused:   a.SourcePaused,
+		Breakers: a.breakers,
 		Logger:   a.log.Named("delivery"),
 		OnResult: a.onResult,
 	})
@@ -259,8 +331,15 @@ func (a *App) Cleanup() error {
 		_, err = storePool.Delete(a.poolKey)
 		a.poolKey = ""
 	}
+	if a.breakersKey != "" {
+		if _, e := breakerPool.Delete(a.breakersKey); e != nil && err == nil {
+			err = e
+		}
+		a.breakersKey = ""
+	}
 	if a.seenKey != "" {
-		a.seen = nil
+		// late workers (still finishing after Stop) may be updating it
+		a.seen.release(seenReleaseWait)
 		if _, e := seenPool.Delete(a.seenKey); e != nil && err == nil {
 			err = e
 		}
@@ -293,15 +372,31 @@ func (a *App) cleaner(ctx context.Context, st storage.Store) {
 }
 
 // RegisterSource makes a source's delivery settings known to the workers.
-// Each source name may be defined once per config.
+// Each source name may be defined once per config. A Target.Timeout of 0
+// gets retryqueue.EffectiveTimeout for the app's lease; an explicit one
+// that does not fit the lease (retryqueue.CheckTimeout) is refused.
 func (a *App) RegisterSource(src *Source) error {
 	a.sourceMu.Lock()
 	defer a.sourceMu.Unlock()
 	if _, dup := a.sources[src.Name]; dup {
 		return fmt.Errorf("webhook source %q is defined more than once", src.Name)
 	}
+	// an explicit timeout must fit the lease; none gets the default fitted to it
+	lease := time.Duration(a.Lease)
+	if err := retryqueue.CheckTimeout(src.Target.Timeout, lease); err != nil {
+		return err
+	}
+	src.Target.Timeout = retryqueue.EffectiveTimeout(src.Target.Timeout, lease)
 	a.sources[src.Name] = src
 	return nil
+}
+
+// sourceNames lists the configured sources (alerts included): the lanes
+// the dispatcher gates.
+func (a *App) sourceNames() []string {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	return slices.Collect(maps.Keys(a.sources))
 }
 
 func (a *App) resolve(source string) (*retryqueue.Target, bool) {
@@ -402,16 +497,15 @@ func (a *App) PausedSources() []string {
 func (a *App) redrivePace(source string) time.Duration {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
-	if src, ok := a.sources[source]; ok && src.Target.Limiter != nil {
-		if lim := src.Target.Limiter.Limit(); lim > 0 {
-			return time.Duration(float64(time.Second) / float64(lim))
-		}
+	if src, ok := a.sources[source]; ok && src.Target.Rate.Valid() {
+		return src.Target.Rate.Interval()
 	}
 	return defaultRedrivePace
 }
 
-// Seen returns the L1 cache of seen event IDs.
-func (a *App) Seen() *idempotency.Seen { return a.seen }
+// Seen returns the L1 cache of seen event IDs (nil once the app is
+// cleaned up).
+func (a *App) Seen() *idempotency.Seen { return a.seen.load() }
 
 // Enqueue stores ev durably (claiming its id for window) and wakes the
 // workers. It returns only after the store has made the event durable.
@@ -451,7 +545,7 @@ func (a *App) onResult(r retryqueue.Report) {
 		a.Count(r.Job.Source, result, 1)
 		a.Count(r.Job.Source, "attempts", 1)
 	}
-	if !r.Job.Dedupe || a.seen == nil {
+	if !r.Job.Dedupe {
 		return
 	}
 	var status storage.Status
@@ -470,7 +564,9 @@ func (a *App) onResult(r retryqueue.Report) {
 	}
 	a.sourceMu.RUnlock()
 	ttl := time.Until(r.Job.ReceivedAt.Add(window))
-	a.seen.Update(idempotency.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+	a.seen.use(func(s *idempotency.Seen) {
+		s.Update(idempotency.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+	})
 }
 
 // Interface guards

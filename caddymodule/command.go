@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
@@ -33,6 +35,7 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
   caddy webhooks dlq retry --source S [--status pending] [--since 24h] [--limit 100] [--dry-run]
+  caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (every pending entry)
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
@@ -69,13 +72,9 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			list.Flags().String("cursor", "", "Next page: the cursor printed by the previous one")
 			show := &cobra.Command{Use: "show <id>", Short: "Shows one entry with its payload and attempts",
 				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQShow)}
-			retry := &cobra.Command{Use: "retry [<id>]", Short: "Re-enqueues one entry, or every entry matching the filters, with a fresh attempt budget",
+			retry := &cobra.Command{Use: "retry [<id>]", Short: "Re-enqueues one entry, or every entry matching the filters (or --all), with a fresh attempt budget",
 				Args: cobra.MaximumNArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQRetry)}
-			retry.Flags().String("source", "", "Bulk: only this source")
-			retry.Flags().String("status", "", "Bulk: entries in this status (default pending)")
-			retry.Flags().String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
-			retry.Flags().Int("limit", 0, "Bulk: at most this many (default 100)")
-			retry.Flags().Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
+			retryFlags(retry.Flags())
 			resolve := &cobra.Command{Use: "resolve <id>", Short: "Marks an entry resolved",
 				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("resolve", "resolution"))}
 			resolve.Flags().String("resolution", "", "What was done")
@@ -294,13 +293,41 @@ func cmdDLQAction(action, field string) caddycmd.CommandFunc {
 	}
 }
 
+// retryFlags defines the flags of `caddy webhooks dlq retry`.
+func retryFlags(fs *pflag.FlagSet) {
+	fs.String("source", "", "Bulk: only this source")
+	fs.String("status", "", "Bulk: entries in this status (default pending)")
+	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
+	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
+	fs.Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
+	fs.Bool("all", false, "Bulk: every entry in the status (default pending), with no other filter")
+}
+
+// errRetryNoFilter refuses a bulk retry that names nothing to select by.
+var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --status, --since), " +
+	"or --all to re-enqueue every pending entry (--dry-run shows which)")
+
+// bulkRetryFromFlags builds the bulk retry request of the flags. With no
+// id and no filter it refuses unless --all (or --dry-run, which changes
+// nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
+func bulkRetryFromFlags(fl caddycmd.Flags) (bulkRetryRequest, error) {
+	req := bulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
+		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+	if req.Source == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
+		return req, errRetryNoFilter
+	}
+	return req, nil
+}
+
 // cmdDLQRetry retries one entry by id, or in bulk by filter.
 func cmdDLQRetry(fl caddycmd.Flags) (int, error) {
 	if fl.NArg() == 1 {
 		return cmdDLQAction("retry", "")(fl)
 	}
-	req := bulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
-		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+	req, err := bulkRetryFromFlags(fl)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
 	raw, err := adminCall(fl, "POST", "/webhooks/dlq/retry", req)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
@@ -197,15 +198,25 @@ func (s *RedisStorage) prefix() string {
 	return s.KeyPrefix
 }
 
-// Open implements Backend. It does not wait for Redis: when Redis is down
-// the ingress answers 503 and the workers back off until it returns.
+// Open implements Backend. It checks at once, within a second, that the
+// store at the key prefix was created with the configured number of
+// partitions (a *redisstore.LayoutError otherwise: the queued events would
+// be orphaned), but does not wait for Redis: when Redis is down the check
+// is made on first use, the ingress answers 503 and the workers back off
+// until it returns.
 func (s *RedisStorage) Open() (storage.Store, error) {
-	return redisstore.New(redis.NewUniversalClient(s.opts), redisstore.Options{
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := redisstore.Open(ctx, redis.NewUniversalClient(s.opts), redisstore.Options{
 		Prefix:      s.prefix(),
 		Partitions:  s.Partitions,
 		MinReplicas: s.MinReplicas,
 		WaitTimeout: time.Duration(s.WaitTimeout),
-	}), nil
+	})
+	if err != nil {
+		return nil, err // not a nil *Store in an interface
+	}
+	return st, nil
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens; see the

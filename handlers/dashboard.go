@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -147,13 +148,14 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) error {
 	a, ok := dashboardAssets[name]
 	if !ok || name == "index.html" {
 		// the page itself: its relative links need a path ending in "/"
-		if orig := originalPath(r); !strings.HasSuffix(orig, "/") && name != "index.html" &&
-			!strings.HasPrefix(orig, "//") && !strings.Contains(orig, "\\") { // never redirect off-site
-			target := orig + "/"
+		if orig := originalPath(r); !strings.HasSuffix(orig, "/") && name != "index.html" {
+			target := sameSitePath(orig + "/")
 			if r.URL.RawQuery != "" {
 				target += "?" + r.URL.RawQuery
 			}
-			http.Redirect(w, r, target, http.StatusPermanentRedirect)
+			// not http.Redirect: it would rewrite the target again
+			w.Header().Set("Location", target)
+			w.WriteHeader(http.StatusPermanentRedirect)
 			return nil
 		}
 		a = dashboardAssets["index.html"]
@@ -163,6 +165,17 @@ func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("ETag", a.etag)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
 	return nil
+}
+
+// sameSitePath turns a decoded request path into a Location that can only
+// point into this site: every byte outside the path's safe set is
+// percent-encoded (control characters such as a tab, which browsers drop
+// from a URL, "\\", which they read as "/", spaces), so the browser sees
+// the path the client asked for, and leading slashes are collapsed to one,
+// so it is never a network-path reference ("//host/...").
+func sameSitePath(p string) string {
+	escaped := (&url.URL{Path: p}).EscapedPath()
+	return "/" + strings.TrimLeft(escaped, "/")
 }
 
 // originalPath is the request's path as the client sent it (before

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -17,7 +18,9 @@ const (
 )
 
 // BlockConfig is the signature-failure guard of a source: a client IP with
-// Failures failed verifications within Window is answered 429 for Cooldown.
+// Failures failed verifications within Window has its failing requests
+// answered 429 (instead of 401) for Cooldown. Its validly signed requests
+// are never refused: behind a proxy every provider may share one IP.
 //
 //	block_failures <count> <window> [<cooldown>]    # default 20 1m 5m
 //	block_failures off
@@ -48,6 +51,32 @@ type clientFailures struct {
 func newGuard(failures int, window, cooldown time.Duration) *guard {
 	return &guard{failures: failures, window: window, cooldown: cooldown, clients: make(map[string]*clientFailures)}
 }
+
+// guardPool shares each source's guard across config reloads, so that a
+// reload does not lift the blocks in force. It is keyed by the source name
+// and the guard's settings: changed settings get a fresh guard.
+var guardPool = caddy.NewUsagePool()
+
+// guardKey is the pool key of a source's guard.
+func guardKey(source string, bc BlockConfig) string {
+	return fmt.Sprintf("guard|%s|%d|%s|%s", source, bc.Failures, time.Duration(bc.Window), time.Duration(bc.Cooldown))
+}
+
+// acquireGuard takes a reference on the source's shared guard; the caller
+// releases it with guardPool.Delete(key).
+func acquireGuard(source string, bc BlockConfig) (*guard, string, error) {
+	key := guardKey(source, bc)
+	v, _, err := guardPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return newGuard(bc.Failures, time.Duration(bc.Window), time.Duration(bc.Cooldown)), nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return v.(*guard), key, nil
+}
+
+// Destruct implements caddy.Destructor: a guard holds only memory.
+func (g *guard) Destruct() error { return nil }
 
 // blocked reports whether ip is cooling down, and for how long still.
 func (g *guard) blocked(ip string, now time.Time) (time.Duration, bool) {

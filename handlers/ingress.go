@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"github.com/hookline/hookline/caddymodule"
 	"github.com/hookline/hookline/idempotency"
@@ -57,7 +57,7 @@ const (
 //		dedupe_window 24h
 //		max_body 1MB
 //		require_json
-//		timeout 10s                         # per delivery attempt
+//		timeout 10s                         # per delivery attempt; default 10s, at most half the lease
 //		retry {
 //			max_attempts 10
 //			backoff <initial> <max> [multiplier <m>] [jitter <j>]
@@ -82,7 +82,9 @@ type Ingress struct {
 	MaxBody int64 `json:"max_body,omitempty"`
 	// RequireJSON rejects bodies that are not JSON (400 INVALID_JSON).
 	RequireJSON bool `json:"require_json,omitempty"`
-	// Timeout bounds each delivery attempt (default 10s).
+	// Timeout bounds each delivery attempt (default 10s, or half the
+	// webhooks lease when that is shorter; an explicit one must fit the
+	// lease: retryqueue.CheckTimeout).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Retry is the retry policy of failed deliveries.
 	Retry *RetryConfig `json:"retry,omitempty"`
@@ -96,10 +98,13 @@ type Ingress struct {
 
 	verifier   verifiers.Verifier
 	handshaker verifiers.Handshaker
-	guard      *guard
-	app        *caddymodule.App
-	rules      []idempotency.Rule
-	log        *zap.Logger
+	// secretHeaders carry the scheme's secret itself: dropped once verified
+	secretHeaders []string
+	guard         *guard
+	guardKey      string // the key of guard in guardPool, released in Cleanup
+	app           *caddymodule.App
+	rules         []idempotency.Rule
+	log           *zap.Logger
 }
 
 // RetryConfig is the JSON form of retryqueue.Policy.
@@ -166,6 +171,11 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	}
 	h.verifier = mod.(verifiers.Verifier)
 	h.handshaker, _ = mod.(verifiers.Handshaker)
+	if sh, ok := mod.(verifiers.SecretHeaderer); ok {
+		for _, name := range sh.SecretHeaders() {
+			h.secretHeaders = append(h.secretHeaders, http.CanonicalHeaderKey(name))
+		}
+	}
 	bc := BlockConfig{Failures: DefaultBlockFailures, Window: caddy.Duration(DefaultBlockWindow), Cooldown: caddy.Duration(DefaultBlockCooldown)}
 	if b := h.BlockFailures; b != nil {
 		bc.Off = b.Off
@@ -180,7 +190,12 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		}
 	}
 	if !bc.Off {
-		h.guard = newGuard(bc.Failures, time.Duration(bc.Window), time.Duration(bc.Cooldown))
+		// shared across reloads: a reload must not lift a client's block
+		g, key, err := acquireGuard(h.Source, bc)
+		if err != nil {
+			return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+		}
+		h.guard, h.guardKey = g, key
 	}
 
 	u, err := url.Parse(h.ForwardTo)
@@ -192,9 +207,6 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	}
 	if h.DedupeWindow == 0 {
 		h.DedupeWindow = caddy.Duration(DefaultDedupeWindow)
-	}
-	if h.Timeout == 0 {
-		h.Timeout = caddy.Duration(retryqueue.DefaultTimeout)
 	}
 	if h.AckStatus == 0 {
 		h.AckStatus = http.StatusAccepted
@@ -218,9 +230,8 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	h.rules = h.IDFrom
 	if len(h.rules) == 0 {
 		if d, ok := h.verifier.(verifiers.IDDefaulter); ok {
-			for _, r := range d.DefaultIDFrom() {
-				rule, err := idempotency.ParseRule(r[0], r[1])
-				if err != nil {
+			for _, rule := range d.DefaultIDFrom() {
+				if err := rule.Validate(); err != nil {
 					return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
 				}
 				h.rules = append(h.rules, rule)
@@ -233,17 +244,29 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: getting webhooks app: %v", h.Source, err)
 	}
 	h.app = appIface.(*caddymodule.App)
-	if time.Duration(h.Timeout) >= time.Duration(h.app.Lease) {
-		return fmt.Errorf("webhook_ingress %s: timeout (%s) must be shorter than the webhooks lease (%s)",
-			h.Source, time.Duration(h.Timeout), time.Duration(h.app.Lease))
-	}
+	// no timeout (0): the app fits the default to its lease (retryqueue.EffectiveTimeout)
 	target := retryqueue.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
 	if rl := h.RateLimit; rl != nil {
-		target.Limiter = rate.NewLimiter(rate.Every(time.Duration(h.RateLimit.Interval)/time.Duration(h.RateLimit.Events)), 1)
+		target.Rate = storage.Rate{Events: rl.Events, Per: time.Duration(rl.Interval)}
 	}
-	return h.app.RegisterSource(&caddymodule.Source{
+	if err := h.app.RegisterSource(&caddymodule.Source{
 		Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow),
-	})
+	}); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
+	return nil
+}
+
+// Cleanup releases the source's reference on its shared guard.
+func (h *Ingress) Cleanup() error {
+	if h.guardKey != "" {
+		key := h.guardKey
+		h.guardKey = ""
+		if _, err := guardPool.Delete(key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Validate checks the settings.
@@ -284,13 +307,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			"this webhook source is paused; retry later", pausedRetryAfter, nil)
 		return nil
 	}
-	ip := clientIP(r)
 	now := time.Now()
-	if left, blocked := h.guard.blocked(ip, now); blocked {
-		h.reject(w, http.StatusTooManyRequests, CodeRateLimitExceeded,
-			"too many failed signature checks; retry later", int(left/time.Second)+1, nil)
-		return nil
-	}
 	if r.ContentLength > h.MaxBody {
 		h.tooLarge(w)
 		return nil
@@ -306,8 +323,10 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 
+	// verify first: a validly signed request is never refused by the guard
+	// (behind a proxy every provider may share one client IP)
 	if err := h.verifier.Verify(r, body, now); err != nil {
-		h.rejectSignature(w, ip, now, err)
+		h.rejectSignature(w, clientIP(r), now, err)
 		return nil
 	}
 	if h.handshaker != nil && h.handshaker.HandshakePOST(w, r, body) {
@@ -346,7 +365,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		Dedupe:     dedupe,
 		Source:     h.Source,
 		Upstream:   h.ForwardTo,
-		Headers:    forwardHeaders(r.Header),
+		Headers:    storedHeaders(r.Header, h.secretHeaders),
 		Body:       body,
 		ReceivedAt: now,
 	}
@@ -421,7 +440,9 @@ func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string)
 }
 
 // rejectSignature answers a failed verification with the documented code,
-// counts it, and starts a cool-down for a client failing too often.
+// counts it, and starts a cool-down for a client failing too often. A
+// client cooling down gets 429 + Retry-After instead of 401 for its failing
+// requests (its validly signed ones never get here).
 func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Time, err error) {
 	status, code, msg := http.StatusUnauthorized, CodeUnauthorized, "signature verification failed"
 	switch {
@@ -434,6 +455,12 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 	h.app.NoteSignatureFailure(h.Source)
 	h.log.Info("webhook signature rejected",
 		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+	if left, blocked := h.guard.blocked(ip, now); blocked {
+		h.guard.fail(ip, now) // still counted: a client failing on keeps failing after the cool-down
+		h.reject(w, http.StatusTooManyRequests, CodeRateLimitExceeded,
+			"too many failed signature checks; retry later", int(left/time.Second)+1, nil)
+		return
+	}
 	if h.guard.fail(ip, now) {
 		h.log.Warn("security: client blocked after repeated signature failures",
 			zap.String("source", h.Source), zap.String("client_ip", ip),
@@ -450,23 +477,47 @@ func clientIP(r *http.Request) string {
 	return r.RemoteAddr
 }
 
+// initialBodyBuffer caps the buffer allocated for a body before any of it
+// arrived: a client announcing a large Content-Length and sending little
+// must not make the server allocate what it announced.
+const initialBodyBuffer = 64 << 10
+
 // readBody reads at most max bytes; beyond that it returns an
-// *http.MaxBytesError. With a known length the buffer is sized once.
+// *http.MaxBytesError. With a known length, the buffer starts at
+// min(Content-Length, initialBodyBuffer) and grows with what is received,
+// never beyond Content-Length.
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	rd := http.MaxBytesReader(w, r.Body, max)
-	if r.ContentLength > 0 {
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(rd, buf); err != nil {
+	n := r.ContentLength
+	if n <= 0 {
+		return io.ReadAll(rd)
+	}
+	n = min(n, max+1) // beyond max the reader fails anyway
+	buf := make([]byte, 0, min(n, initialBodyBuffer))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			// grow by doubling, bounded by the announced length
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), n-int64(len(buf)))))
+		}
+		end := int(min(int64(cap(buf)), n))
+		m, err := rd.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			if int64(len(buf)) < n {
+				return nil, io.ErrUnexpectedEOF
+			}
+			break
+		}
+		if err != nil {
 			return nil, err
 		}
-		// a body longer than its Content-Length is a client error
-		var one [1]byte
-		if n, _ := rd.Read(one[:]); n > 0 {
-			return nil, errors.New("body longer than Content-Length")
-		}
-		return buf, nil
 	}
-	return io.ReadAll(rd)
+	// a body longer than its Content-Length is a client error
+	var one [1]byte
+	if m, _ := rd.Read(one[:]); m > 0 {
+		return nil, errors.New("body longer than Content-Length")
+	}
+	return buf, nil
 }
 
 // hopHeaders are not forwarded (RFC 9110 7.6.1), like reverse_proxy.
@@ -474,6 +525,17 @@ var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Content-Length",
+}
+
+// storedHeaders are the request headers stored with the event (and so
+// forwarded to the upstream): forwardHeaders without the headers that
+// carry the scheme's secret itself (DESIGN "Data at rest").
+func storedHeaders(in http.Header, secret []string) http.Header {
+	out := forwardHeaders(in)
+	for _, name := range secret {
+		out.Del(name)
+	}
+	return out
 }
 
 // forwardHeaders copies the request headers the upstream should get.
@@ -495,6 +557,7 @@ func forwardHeaders(in http.Header) http.Header {
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*Ingress)(nil)
+	_ caddy.CleanerUpper          = (*Ingress)(nil)
 	_ caddy.Validator             = (*Ingress)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Ingress)(nil)
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/idempotency"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -27,8 +27,10 @@ type Target struct {
 	URL     string
 	Timeout time.Duration
 	Policy  Policy
-	// Limiter paces deliveries to the upstream (nil: unlimited).
-	Limiter *rate.Limiter
+	// Rate paces deliveries to the upstream (zero: unlimited). It is
+	// applied when jobs are leased, by the store, so that with a shared
+	// store it holds for all nodes together and no worker ever waits for it.
+	Rate storage.Rate
 }
 
 // Report is passed to Config.OnResult after each finished job.
@@ -48,6 +50,11 @@ type Config struct {
 	// Resolve returns the delivery target of a source; when it reports
 	// false the job's stored upstream is used with the default policy.
 	Resolve func(source string) (*Target, bool)
+	// Sources, if set, lists the configured sources: at each lease the
+	// dispatcher holds back those paused or whose upstream's breaker is
+	// open, and paces those with a Rate (see storage.Gate). Their waiting
+	// jobs cost no store work.
+	Sources func() []string
 	// Paused, if set, reports sources an operator paused: their jobs wait,
 	// with no attempt used.
 	Paused func(source string) bool
@@ -63,6 +70,9 @@ type Config struct {
 	// Workers; negative: none). Prefetching lets one lease (one store round
 	// trip, one fsync) cover many jobs while the workers are busy.
 	Prefetch int
+	// Breakers are the upstreams' circuit breakers, shared across reloads
+	// (nil: a set of the dispatcher's own with the settings below).
+	Breakers *Breakers
 	// Breaker settings per upstream host: it opens after Failures
 	// consecutive transient failures and stays open for Open.
 	BreakerFailures uint32
@@ -104,8 +114,7 @@ type Dispatcher struct {
 	loopDone    chan struct{}
 	wg          sync.WaitGroup
 
-	mu       sync.Mutex
-	breakers map[string]*gobreaker.CircuitBreaker[int]
+	breakers *Breakers
 }
 
 // New makes a Dispatcher; call Start to run it.
@@ -145,7 +154,10 @@ func New(cfg Config) *Dispatcher {
 		queue:    make(chan *storage.Job, prefetch),
 		batch:    1,
 		loopDone: make(chan struct{}),
-		breakers: make(map[string]*gobreaker.CircuitBreaker[int]),
+		breakers: cfg.Breakers,
+	}
+	if d.breakers == nil {
+		d.breakers = NewBreakers(cfg.BreakerFailures, cfg.BreakerOpen, cfg.Logger)
 	}
 	if prefetch > 0 {
 		d.batch = max(1, (cfg.Workers+prefetch)/2)
@@ -268,7 +280,8 @@ func (d *Dispatcher) loop() {
 				return
 			}
 		}
-		jobs, err := d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease)
+		gate := d.gate()
+		jobs, err := d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease, gate)
 		for range free - len(jobs) {
 			d.slots <- struct{}{}
 		}
@@ -291,11 +304,12 @@ func (d *Dispatcher) loop() {
 			continue // there may be more due right now
 		}
 		wait := d.cfg.Idle
-		if next, ok, err := d.cfg.Store.NextDue(ctx); err == nil && ok {
+		if next, ok, err := d.cfg.Store.NextDue(ctx, gate); err == nil && ok {
 			wait = min(max(time.Until(next), 0), wait)
 		}
 		if wait == 0 && len(jobs) == 0 {
-			// due but not leasable (leased elsewhere this instant): don't spin
+			// due but not leasable (leased elsewhere this instant, or a
+			// paced slot taken by another node): don't spin
 			wait = 10 * time.Millisecond
 		}
 		t := time.NewTimer(wait)
@@ -321,22 +335,64 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// pausedRecheck is how long a paused source's job waits before it is
-// looked at again (each look is a lease and a release in the store).
+// gate is what the store must hold back at this lease: the configured
+// sources an operator paused or whose upstream's breaker is open, and the
+// paces of those with a rate limit. Jobs of sources no longer configured
+// are not gated (they are delivered with the defaults, as run decides).
+func (d *Dispatcher) gate() *storage.Gate {
+	if d.cfg.Sources == nil {
+		return nil
+	}
+	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}}
+	for _, src := range d.cfg.Sources() {
+		if d.cfg.Paused != nil && d.cfg.Paused(src) {
+			g.Skip[src] = true
+			continue
+		}
+		t, ok := d.cfg.Resolve(src)
+		if !ok || t == nil {
+			continue
+		}
+		if d.breakers.holds(t.URL) {
+			g.Skip[src] = true
+			continue
+		}
+		if t.Rate.Valid() {
+			g.Pace[src] = t.Rate
+		}
+	}
+	return g
+}
+
+// pausedRecheck is how long a job of a source that is not gated (no
+// longer configured) waits when handed back because its source is paused
+// or its upstream's breaker is open (each look is a lease and a release).
 const pausedRecheck = 15 * time.Second
 
 // run delivers one leased job and records the outcome.
 func (d *Dispatcher) run(job *storage.Job) {
+	target, ok := d.cfg.Resolve(job.Source)
+	gated := ok && target != nil && d.cfg.Sources != nil
 	if d.cfg.Paused != nil && d.cfg.Paused(job.Source) {
-		d.finish(job, storage.Outcome{Result: storage.Release, Due: time.Now().Add(pausedRecheck)}, Report{})
+		// leased just before the pause: hand it back untouched
+		d.finish(job, storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)}, Report{})
 		return
 	}
-	target, ok := d.cfg.Resolve(job.Source)
 	if !ok || target == nil {
-		target = &Target{URL: job.Upstream, Policy: Policy{}.WithDefaults()}
+		target = &Target{URL: job.Upstream, Timeout: EffectiveTimeout(0, d.cfg.Lease), Policy: Policy{}.WithDefaults()}
 	}
-	out, rep := d.attempt(job, target)
+	out, rep := d.attempt(job, target, gated)
 	d.finish(job, out, rep)
+}
+
+// waitDue is when a job handed back because its lane must wait is due
+// again: at once when the gate holds its lane back from now on (it is
+// leased again as soon as the lane opens), else after wait.
+func (d *Dispatcher) waitDue(gated bool, wait time.Duration) time.Time {
+	if gated {
+		return time.Time{}
+	}
+	return time.Now().Add(wait)
 }
 
 // finish records a job's outcome and frees its slot.
@@ -364,27 +420,18 @@ func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
 	}
 }
 
-// attempt makes one delivery attempt (unless the breaker or the rate
-// limiter say not now) and decides the outcome.
-func (d *Dispatcher) attempt(job *storage.Job, t *Target) (storage.Outcome, Report) {
+// attempt makes one delivery attempt (unless the breaker says not now)
+// and decides the outcome.
+func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.Outcome, Report) {
 	rep := Report{Job: job, Upstream: t.URL}
-	if t.Limiter != nil {
-		if err := t.Limiter.Wait(d.deliverCtx); err != nil {
-			return storage.Outcome{Result: storage.Release}, rep
-		}
-	}
-	// a prefetched job may have waited (workers busy, rate limit): if its
-	// lease could run out during the attempt, hand it back rather than risk
-	// another worker delivering it at the same time
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	margin := min(leaseMargin, (d.cfg.Lease-timeout)/2)
-	if time.Until(job.LeaseUntil) < timeout+margin {
+	// a prefetched job may have waited for a worker: if its lease could
+	// run out during the attempt, hand it back rather than risk another
+	// worker delivering it at the same time
+	timeout := EffectiveTimeout(t.Timeout, d.cfg.Lease)
+	if time.Until(job.LeaseUntil) < timeout+AttemptMargin(timeout, d.cfg.Lease) {
 		return storage.Outcome{Result: storage.Release}, rep
 	}
-	cb := d.breaker(t.URL)
+	cb := d.breakers.get(t.URL)
 	var status int
 	var hdr http.Header
 	start := time.Now()
@@ -398,7 +445,7 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target) (storage.Outcome, Repo
 	})
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		// the upstream is known to be down: wait without using an attempt
-		return storage.Outcome{Result: storage.Release, Due: time.Now().Add(d.cfg.BreakerOpen / 2)}, rep
+		return storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, d.breakers.open/2)}, rep
 	}
 	if d.deliverCtx.Err() != nil && derr != nil {
 		// shutting down cut the attempt short: not the upstream's fault
@@ -448,17 +495,9 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target) (storage.Outcome, Repo
 
 var errTransient = errors.New("transient upstream failure")
 
-// leaseMargin is the most lease time, beyond the attempt's timeout, that
-// must be left for an attempt to start (less with short leases).
-const leaseMargin = time.Second
-
 // send POSTs the job to the upstream and returns the status and headers.
 func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error) {
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(d.deliverCtx, timeout)
+	ctx, cancel := context.WithTimeout(d.deliverCtx, EffectiveTimeout(t.Timeout, d.cfg.Lease))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(job.Body))
 	if err != nil {
@@ -470,7 +509,8 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 		}
 		req.Header[k] = vv
 	}
-	req.Header.Set("Webhook-Id", job.EventID)
+	// ids are normalized at ingress; this covers events stored before that
+	req.Header.Set("Webhook-Id", idempotency.Normalize(job.EventID))
 	req.Header.Set("X-Webhook-Source", job.Source)
 	req.Header.Set("X-Webhook-Attempt", strconv.Itoa(len(job.Attempts)+1))
 	req.Header.Set("X-Webhook-Received-At", job.ReceivedAt.UTC().Format(time.RFC3339))
@@ -494,31 +534,4 @@ func describe(err error) string {
 		return "timeout waiting for the upstream"
 	}
 	return err.Error()
-}
-
-// breaker returns the circuit breaker of the upstream's host.
-func (d *Dispatcher) breaker(upstream string) *gobreaker.CircuitBreaker[int] {
-	key := upstream
-	if u, err := url.Parse(upstream); err == nil {
-		key = u.Scheme + "://" + u.Host
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	cb, ok := d.breakers[key]
-	if !ok {
-		failures := d.cfg.BreakerFailures
-		log := d.log
-		cb = gobreaker.NewCircuitBreaker[int](gobreaker.Settings{
-			Name:        key,
-			MaxRequests: 1,
-			Timeout:     d.cfg.BreakerOpen,
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-			OnStateChange: func(name string, from, to gobreaker.State) {
-				log.Warn("upstream circuit breaker", zap.String("upstream", name),
-					zap.String("from", from.String()), zap.String("to", to.String()))
-			},
-		})
-		d.breakers[key] = cb
-	}
-	return cb
 }

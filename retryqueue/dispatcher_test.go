@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
@@ -648,42 +647,6 @@ func TestDispatcherStopIdle(t *testing.T) {
 	d.Stop(5 * time.Second)
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Stop with nothing in flight took %v, expected no wait for the grace period", took)
-	}
-}
-
-func TestDispatcherRateLimit(t *testing.T) {
-	st := newStore(t)
-	up := newUpstream(t, nil)
-	reports := make(chan Report, 10)
-	limiter := rate.NewLimiter(rate.Every(100*time.Millisecond), 1)
-	start := time.Now()
-	d := startDispatcher(t, Config{
-		Store:    st,
-		Resolve:  resolveTo(map[string]*Target{"paced": {URL: up.URL, Policy: fastPolicy(3), Limiter: limiter}}),
-		OnResult: reportsTo(reports),
-	})
-	for range 5 {
-		enqueue(t, st, storage.Event{Source: "paced"})
-	}
-	d.Notify()
-	for range 5 {
-		if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Delivered {
-			t.Fatalf("result %v, expected delivered", r.Result)
-		}
-	}
-	reqs := up.requests()
-	if len(reqs) != 5 {
-		t.Fatalf("upstream got %d requests, expected 5", len(reqs))
-	}
-	last := reqs[len(reqs)-1].at
-	if took := last.Sub(start); took < 400*time.Millisecond {
-		t.Errorf("5 deliveries at 1 per 100ms took %v, expected at least 400ms", took)
-	}
-	// the limiter delays deliveries, it does not fail them: all at the first attempt
-	for i, r := range reqs {
-		if r.header.Get("X-Webhook-Attempt") != "1" {
-			t.Errorf("request %d was attempt %s, expected 1", i, r.header.Get("X-Webhook-Attempt"))
-		}
 	}
 }
 

@@ -1,0 +1,92 @@
+package retryqueue
+
+import (
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"go.uber.org/zap"
+)
+
+// Breakers holds one circuit breaker per upstream host. The app keeps one
+// Breakers per store in a caddy.UsagePool, so that a reload neither closes
+// an open breaker nor lets two configs' dispatchers count failures apart.
+type Breakers struct {
+	failures uint32
+	open     time.Duration
+	log      *zap.Logger
+
+	mu sync.Mutex
+	m  map[string]*gobreaker.CircuitBreaker[int]
+}
+
+// NewBreakers makes a set of breakers that open after failures
+// consecutive transient failures and stay open for open (zero values:
+// DefaultBreakerFailures, DefaultBreakerOpen).
+func NewBreakers(failures uint32, open time.Duration, log *zap.Logger) *Breakers {
+	if failures == 0 {
+		failures = DefaultBreakerFailures
+	}
+	if open <= 0 {
+		open = DefaultBreakerOpen
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Breakers{failures: failures, open: open, log: log, m: make(map[string]*gobreaker.CircuitBreaker[int])}
+}
+
+// Destruct implements caddy.Destructor (nothing to release).
+func (b *Breakers) Destruct() error { return nil }
+
+// breakerKey is the breaker's name for an upstream: its scheme and host,
+// never the path or the user info.
+func breakerKey(upstream string) string {
+	if u, err := url.Parse(upstream); err == nil {
+		return u.Scheme + "://" + u.Host
+	}
+	return upstream
+}
+
+// get returns the breaker of the upstream's host, made on first use.
+func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
+	key := breakerKey(upstream)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cb, ok := b.m[key]
+	if !ok {
+		failures, log := b.failures, b.log
+		cb = gobreaker.NewCircuitBreaker[int](gobreaker.Settings{
+			Name:        key,
+			MaxRequests: 1,
+			Timeout:     b.open,
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+			OnStateChange: func(name string, from, to gobreaker.State) {
+				log.Warn("upstream circuit breaker", zap.String("upstream", name),
+					zap.String("from", from.String()), zap.String("to", to.String()))
+			},
+		})
+		b.m[key] = cb
+	}
+	return cb
+}
+
+// holds reports whether deliveries to the upstream must wait: its breaker
+// is open, or half-open with its one trial request already under way.
+// It makes no breaker for an upstream never tried.
+func (b *Breakers) holds(upstream string) bool {
+	b.mu.Lock()
+	cb, ok := b.m[breakerKey(upstream)]
+	b.mu.Unlock()
+	if !ok {
+		return false
+	}
+	switch cb.State() { // State also moves an expired open breaker to half-open
+	case gobreaker.StateOpen:
+		return true
+	case gobreaker.StateHalfOpen:
+		return cb.Counts().Requests > 0
+	}
+	return false
+}

@@ -1,0 +1,201 @@
+package retryqueue
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// countingStore records what the dispatcher asks of the store: the jobs
+// each Lease handed out and each Release, by source.
+type countingStore struct{ *storagetest.Faulty }
+
+func newCountingStore(st storage.Store) countingStore {
+	return countingStore{storagetest.NewFaulty(st)}
+}
+
+func (c countingStore) leases(source string) int   { return c.Leased(source) }
+func (c countingStore) releases(source string) int { return c.Released(source) }
+
+func sourcesOf(targets map[string]*Target) func() []string {
+	return func() []string {
+		var out []string
+		for s := range targets {
+			out = append(out, s)
+		}
+		return out
+	}
+}
+
+// A rate-limited source is paced when its jobs are leased: no worker waits
+// for it, other sources are not held back, and no job is leased and handed
+// back for want of a slot.
+func TestDispatcherPacesAtLease(t *testing.T) {
+	st := newCountingStore(newStore(t))
+	up := newUpstream(t, nil)
+	targets := map[string]*Target{
+		"paced": {URL: up.URL + "/paced", Policy: fastPolicy(3), Rate: storage.Rate{Events: 10, Per: time.Second}},
+		"other": {URL: up.URL + "/other", Policy: fastPolicy(3)},
+	}
+	reports := make(chan Report, 100)
+	for range 8 {
+		enqueue(t, st, storage.Event{Source: "paced"})
+	}
+	for range 20 {
+		enqueue(t, st, storage.Event{Source: "other"})
+	}
+	start := time.Now()
+	startDispatcher(t, Config{Store: st, Workers: 2, Resolve: resolveTo(targets), Sources: sourcesOf(targets), OnResult: reportsTo(reports)})
+	var otherDone, pacedDone time.Time
+	others, paced := 0, 0
+	for others < 20 || paced < 8 {
+		r := nextReport(t, reports, 5*time.Second)
+		if r.Result != storage.Delivered {
+			t.Fatalf("result %v, want delivered", r.Result)
+		}
+		switch r.Job.Source {
+		case "other":
+			if others++; others == 20 {
+				otherDone = time.Now()
+			}
+		case "paced":
+			if paced++; paced == 8 {
+				pacedDone = time.Now()
+			}
+		}
+	}
+	// 8 paced jobs at 10/s take 700ms at least; the 20 others do not wait for them
+	if took := pacedDone.Sub(start); took < 650*time.Millisecond {
+		t.Errorf("8 jobs at 10/s delivered in %v, want at least 700ms", took)
+	}
+	if took := otherDone.Sub(start); took > 600*time.Millisecond {
+		t.Errorf("the unpaced source's 20 jobs took %v: held back by the paced one", took)
+	}
+	var last time.Time
+	for i, r := range up.requests() {
+		if r.path != "/paced" {
+			continue
+		}
+		if !last.IsZero() && r.at.Sub(last) < 80*time.Millisecond {
+			t.Errorf("paced request %d came %v after the previous one, want about 100ms", i, r.at.Sub(last))
+		}
+		last = r.at
+		if r.header.Get("X-Webhook-Attempt") != "1" {
+			t.Errorf("paced request %d was attempt %s, want 1", i, r.header.Get("X-Webhook-Attempt"))
+		}
+	}
+	if n := st.releases("paced") + st.releases("other"); n != 0 {
+		t.Errorf("%d jobs were leased and handed back; pacing must not lease what it cannot send", n)
+	}
+	if n := st.leases("paced"); n != 8 {
+		t.Errorf("paced jobs leased %d times, want 8 (each once)", n)
+	}
+}
+
+// A paused source's backlog costs no store work: its jobs are not leased
+// (so never released) while it is paused, other sources flow, and resume
+// delivers them at once.
+func TestDispatcherPausedSourceNotLeased(t *testing.T) {
+	st := newCountingStore(newStore(t))
+	up := newUpstream(t, nil)
+	targets := map[string]*Target{
+		"held": {URL: up.URL + "/held", Policy: fastPolicy(3)},
+		"live": {URL: up.URL + "/live", Policy: fastPolicy(3)},
+	}
+	var paused atomic.Bool
+	paused.Store(true)
+	for range 50 {
+		enqueue(t, st, storage.Event{Source: "held"})
+	}
+	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+		Paused: func(s string) bool { return s == "held" && paused.Load() }})
+	for range 5 {
+		enqueue(t, st, storage.Event{Source: "live"})
+	}
+	d.Notify()
+	waitFor(t, 2*time.Second, "the live source's deliveries", func() bool { return up.count() >= 5 })
+	time.Sleep(300 * time.Millisecond) // many lease rounds (Idle is 20ms)
+	if n := st.leases("held"); n != 0 {
+		t.Fatalf("paused source's jobs leased %d times while paused, want 0", n)
+	}
+	if n := st.releases("held"); n != 0 {
+		t.Fatalf("paused source's jobs released %d times, want 0", n)
+	}
+	resumed := time.Now()
+	paused.Store(false)
+	d.Notify()
+	waitFor(t, 2*time.Second, "the held backlog after resume", func() bool { return up.count() >= 55 })
+	if took := time.Since(resumed); took > time.Second {
+		t.Errorf("resume took %v to deliver the backlog", took)
+	}
+}
+
+// While an upstream's breaker is open its source's jobs stay in the store:
+// after the jobs already leased when it opened are handed back (once), none
+// is leased again until the open period ends; then they are delivered.
+func TestDispatcherOpenBreakerNotLeased(t *testing.T) {
+	const open = 600 * time.Millisecond
+	st := newCountingStore(newStore(t))
+	var down atomic.Bool
+	down.Store(true)
+	up := newUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	})
+	targets := map[string]*Target{"down": {URL: up.URL, Policy: fastPolicy(100)}}
+	for range 30 {
+		enqueue(t, st, storage.Event{Source: "down"})
+	}
+	startDispatcher(t, Config{Store: st, Workers: 2, Prefetch: -1, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+		BreakerFailures: 2, BreakerOpen: open})
+	waitFor(t, 2*time.Second, "the breaker to open", func() bool { return up.count() >= 2 })
+	openedAt := time.Now()
+	time.Sleep(100 * time.Millisecond) // the in-flight ones come back
+	before := st.leases("down")
+	releasedBefore := st.releases("down")
+	time.Sleep(open - 250*time.Millisecond)
+	if n := st.leases("down") - before; n != 0 {
+		t.Errorf("%d jobs of the source leased while its breaker was open, want 0", n)
+	}
+	if n := st.releases("down") - releasedBefore; n != 0 {
+		t.Errorf("%d jobs released while the breaker was open, want 0 (no store work per waiting event)", n)
+	}
+	if n := up.count(); n != 2 {
+		t.Errorf("upstream got %d requests with the breaker open, want 2", n)
+	}
+	if time.Since(openedAt) >= open {
+		t.Fatalf("checks ran past the open period (%v): machine too slow", time.Since(openedAt))
+	}
+	down.Store(false)
+	waitFor(t, 5*time.Second, "all deliveries after the breaker closed", func() bool { return up.count() >= 32 })
+}
+
+// An event id that cannot travel in a header (stored before ids were
+// normalized at ingress, or by another writer) is sent as its SHA-256 hex
+// instead of failing every attempt until the job dead-letters.
+func TestDispatcherSendsUntravelableIDHashed(t *testing.T) {
+	st := newStore(t)
+	up := newUpstream(t, nil)
+	reports := make(chan Report, 1)
+	startDispatcher(t, Config{Store: st, Resolve: resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
+		OnResult: reportsTo(reports)})
+	bad := "evt_1\r\nX-Injected: 1"
+	enqueue(t, st, storage.Event{Source: "s", EventID: bad})
+	if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Delivered {
+		t.Fatalf("result %v (%+v), want delivered", r.Result, r.Attempt)
+	}
+	sum := sha256.Sum256([]byte(bad))
+	if got, want := up.requests()[0].header.Get("Webhook-Id"), hex.EncodeToString(sum[:]); got != want {
+		t.Fatalf("Webhook-Id = %q, want the id's SHA-256 hex %q", got, want)
+	}
+	if h := up.requests()[0].header.Get("X-Injected"); h != "" {
+		t.Fatalf("header injected through the id: %q", h)
+	}
+}
