@@ -29,15 +29,10 @@ const (
 	httpPort  = 9087
 )
 
-// TestIngressWithFaultyStore drives the ingress through a real Caddy while
-// the store fails, hangs and loses replies: every failure is a 503
-// SERVICE_UNAVAILABLE JSON answer with Retry-After, a hung store is given
-// up within the ingress's store timeout, and every 2xx is stored.
-func TestIngressWithFaultyStore(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-	}))
-	defer up.Close()
+// startCaddy runs Caddy on a faultstore (a fresh file) with the given
+// webhooks options and site routes, and returns the store's fault switch.
+func startCaddy(t *testing.T, options, routes string) *storagetest.Faulty {
+	t.Helper()
 	name := "e2e-" + t.Name()
 	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort})
 	tester.InitServer(fmt.Sprintf(`{
@@ -48,21 +43,35 @@ func TestIngressWithFaultyStore(t *testing.T) {
 	skip_install_trust
 	webhooks {
 		storage faultstore %s %s
-		lease 30s
+		%s
 	}
 }
 http://localhost:%d {
-	webhook_ingress /hooks/gen gen {
-		verify none
-		forward_to %s/in
-		id_from header Idempotency-Key
-	}
+%s
 }
-`, adminPort, httpPort, name, filepath.Join(t.TempDir(), "events.db"), httpPort, up.URL), "caddyfile")
+`, adminPort, httpPort, name, filepath.Join(t.TempDir(), "events.db"), options, httpPort, routes), "caddyfile")
 	f, err := faultstore.Get(name, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestIngressWithFaultyStore drives the ingress through a real Caddy while
+// the store fails, hangs and loses replies: every failure is a 503
+// SERVICE_UNAVAILABLE JSON answer with Retry-After, a hung store is given
+// up within the ingress's store timeout, and every 2xx is stored.
+func TestIngressWithFaultyStore(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer up.Close()
+	f := startCaddy(t, "lease 30s", fmt.Sprintf(`
+	webhook_ingress /hooks/gen gen {
+		verify none
+		forward_to %s/in
+		id_from header Idempotency-Key
+	}`, up.URL))
 	defer f.ClearAll()
 	client := &http.Client{Timeout: time.Minute}
 	post := func(id string) (status int, body map[string]any, hdr http.Header, took time.Duration) {

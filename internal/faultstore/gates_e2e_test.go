@@ -6,15 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddytest"
-
-	"github.com/hookline/hookline/internal/faultstore"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -23,7 +20,8 @@ import (
 // a rate-limited source is paced when leased (never leased and handed
 // back, never holding back another source), a paused source's backlog is
 // not leased until resume, and a lease shorter than the default timeout
-// (lease 5s, no timeout) is accepted and delivers each event with one lease.
+// (lease 5s, no timeout) is accepted and delivers each event with one lease,
+// and an upstream whose breaker is open is not leased for until it closes.
 func TestDeliveryGatesThroughCaddy(t *testing.T) {
 	var mu sync.Mutex
 	arrived := map[string][]time.Time{}
@@ -34,26 +32,24 @@ func TestDeliveryGatesThroughCaddy(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer up.Close()
+	// another host, failing until told otherwise: its breaker opens
+	var downOK atomic.Bool
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		arrived[r.URL.Path] = append(arrived[r.URL.Path], time.Now())
+		mu.Unlock()
+		if !downOK.Load() {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}))
+	defer down.Close()
 	count := func(path string) int {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(arrived[path])
 	}
-	name := "e2e-" + t.Name()
-	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort})
-	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:%d
-	http_port %d
-	https_port 9487
-	grace_period 1ns
-	skip_install_trust
-	webhooks {
-		storage faultstore %s %s
-		lease 5s
-		workers 4
-	}
-}
-http://localhost:%d {
+	f := startCaddy(t, "lease 5s\n\t\tworkers 4", fmt.Sprintf(`
 	webhook_ingress /hooks/paced paced {
 		verify none
 		forward_to %s/paced
@@ -70,12 +66,15 @@ http://localhost:%d {
 		forward_to %s/held
 		id_from header Idempotency-Key
 	}
-}
-`, adminPort, httpPort, name, filepath.Join(t.TempDir(), "events.db"), httpPort, up.URL, up.URL, up.URL), "caddyfile")
-	f, err := faultstore.Get(name, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	webhook_ingress /hooks/down down {
+		verify none
+		forward_to %s/down
+		id_from header Idempotency-Key
+		retry {
+			max_attempts 100
+			backoff 10ms 10ms jitter 0
+		}
+	}`, up.URL, up.URL, up.URL, down.URL))
 	post := func(path, id string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://localhost:%d%s", httpPort, path), bytes.NewReader([]byte(`{"n":1}`)))
@@ -159,4 +158,27 @@ http://localhost:%d {
 	if took := time.Since(resumed); took > 1500*time.Millisecond {
 		t.Errorf("resume took %v to deliver the backlog", took)
 	}
+
+	// an open breaker: after the jobs in flight when it opened come back,
+	// none of the source's backlog is leased until the open period ends
+	for i := range 30 {
+		post("/hooks/down", fmt.Sprintf("d-%d", i))
+	}
+	waitFor("the breaker to open", 3*time.Second, func() bool { return count("/down") >= 5 })
+	time.Sleep(300 * time.Millisecond) // what was in flight comes back
+	leased, released, tried := f.Leased("down"), f.Released("down"), count("/down")
+	time.Sleep(3 * time.Second) // the breaker stays open 10s
+	if l, r, n := f.Leased("down")-leased, f.Released("down")-released, count("/down")-tried; l != 0 || r != 0 || n != 0 {
+		t.Fatalf("breaker open: %d jobs leased, %d released, %d requests in 3s; want none", l, r, n)
+	}
+	downOK.Store(true)
+	waitFor("the backlog delivered after the breaker closed", 15*time.Second, func() bool {
+		for i := range 30 {
+			info, err := f.Inner().Lookup(t.Context(), "down", fmt.Sprintf("d-%d", i))
+			if err != nil || info.Status != storage.StatusDelivered {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -233,7 +233,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	// cheap read first: most calls of an idle worker find nothing due
 	var cands []storage.Candidate
 	if err := s.view(func(tx *bolt.Tx) error {
-		cands = candidates(tx, now, n, gate, nil)
+		cands = candidates(tx, now, n, gate)
 		return nil
 	}); err != nil || len(cands) == 0 {
 		return nil, err
@@ -250,7 +250,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	var jobs []*storage.Job
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		jobs = jobs[:0]
-		picked := storage.PickFair(candidates(tx, now, n, gate, nil), n, limit)
+		picked := storage.PickFair(candidates(tx, now, n, gate), n, limit)
 		until := now.Add(lease)
 		for _, c := range picked {
 			id := []byte(c.ID)

@@ -71,20 +71,16 @@ func laneHeads(tx *bolt.Tx, fn func(c *bolt.Cursor, lane []byte, k []byte) error
 }
 
 // candidates lists up to limit due jobs (due at or before now) of each lane
-// the gate lets through, at most want of a paced lane. It reads only the
-// keys it returns and one key per lane.
-func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate, want func(lane string) int) []storage.Candidate {
+// the gate lets through. It reads only the keys it returns and one key per
+// lane.
+func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate) []storage.Candidate {
 	var out []storage.Candidate
 	_ = laneHeads(tx, func(c *bolt.Cursor, laneB []byte, k []byte) error {
 		lane := string(laneB)
 		if gate.Skipped(lane) {
 			return nil
 		}
-		n := limit
-		if want != nil {
-			n = min(n, want(lane))
-		}
-		for i := 0; k != nil && i < n; i++ {
+		for i := 0; k != nil && i < limit; i++ {
 			l, due, id, ok := splitDueKey(k)
 			if !ok || !bytes.Equal(l, laneB) || due.After(now) {
 				break
