@@ -507,6 +507,21 @@ func (a *App) redrivePace(source string) time.Duration {
 // cleaned up).
 func (a *App) Seen() *idempotency.Seen { return a.seen.load() }
 
+// SeenStatus is what the L1 cache says of key (ok false: not seen, or the
+// cache is gone: ask the store). Safe while Cleanup closes the cache.
+func (a *App) SeenStatus(key string) (status string, ok bool) {
+	a.seen.use(func(s *idempotency.Seen) { status, ok = s.Get(key) })
+	return status, ok
+}
+
+// RememberSeen records in the L1 cache that key was seen with status, for
+// ttl. Safe while Cleanup closes the cache (then it does nothing).
+func (a *App) RememberSeen(key, status string, ttl time.Duration) {
+	if ttl > 0 {
+		a.seen.use(func(s *idempotency.Seen) { s.Add(key, status, ttl) })
+	}
+}
+
 // Enqueue stores ev durably (claiming its id for window) and wakes the
 // workers. It returns only after the store has made the event durable.
 func (a *App) Enqueue(ctx context.Context, ev *storage.Event, window time.Duration) (storage.EnqueueResult, error) {

@@ -79,8 +79,10 @@ func TestTimeoutFitsLease(t *testing.T) {
 	}
 }
 
-// TestSeenCleanupRace: workers finishing after Stop report results while
-// Cleanup releases the L1 cache; run with -race.
+// TestSeenCleanupRace: requests still served and workers finishing after
+// Stop read and write the L1 cache while Cleanup releases and closes it:
+// no panic (ristretto panics on a write to a closed cache), no race (run
+// with -race).
 func TestSeenCleanupRace(t *testing.T) {
 	app, err := provisionApp(t, `{}`)
 	if err != nil {
@@ -102,6 +104,10 @@ func TestSeenCleanupRace(t *testing.T) {
 			defer wg.Done()
 			<-start
 			for i := range 2000 {
+				// what requests (L1 lookups and writes) and workers do
+				key := idempotency.Key("s", "e"+strconv.Itoa(w*10000+i))
+				app.RememberSeen(key, "queued", time.Hour)
+				app.SeenStatus(key)
 				app.onResult(rep(w*10000 + i))
 			}
 		}()

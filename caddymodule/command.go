@@ -35,7 +35,7 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
   caddy webhooks dlq retry --source S [--status pending] [--since 24h] [--limit 100] [--dry-run]
-  caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (every pending entry)
+  caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (pending entries, --limit a call)
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
@@ -300,12 +300,12 @@ func retryFlags(fs *pflag.FlagSet) {
 	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
 	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
 	fs.Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
-	fs.Bool("all", false, "Bulk: every entry in the status (default pending), with no other filter")
+	fs.Bool("all", false, "Bulk: allow a retry with no filter: up to --limit entries in the status (default pending, 100 a call; run again for more)")
 }
 
 // errRetryNoFilter refuses a bulk retry that names nothing to select by.
 var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --status, --since), " +
-	"or --all to re-enqueue every pending entry (--dry-run shows which)")
+	"or --all to re-enqueue pending entries with no filter, --limit a call (--dry-run shows which)")
 
 // bulkRetryFromFlags builds the bulk retry request of the flags. With no
 // id and no filter it refuses unless --all (or --dry-run, which changes

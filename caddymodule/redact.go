@@ -13,7 +13,9 @@ const Redacted = "[redacted]"
 
 // credentialHeaders may carry credentials: they are stored and forwarded
 // (the upstream may need them) but never shown (DESIGN "Data at rest").
-var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+// X-Gitlab-Token is the GitLab scheme's secret itself: the ingress drops
+// it once verified, but events stored before it did may still hold it.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Gitlab-Token"}
 
 // RedactHeaders returns h as the admin API shows it: a copy with the
 // values of credential-bearing headers replaced by Redacted. h is not

@@ -216,14 +216,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	}
 	// rules from JSON configs get the same checks as Caddyfile ones
 	for i, r := range h.IDFrom {
-		arg := r.Arg
-		if r.Kind == "body_hash" {
-			arg = r.Window.String()
-			if r.Window <= 0 {
-				return fmt.Errorf("webhook_ingress %s: id_from %d: body_hash needs a positive window", h.Source, i)
-			}
-		}
-		if _, err := idempotency.ParseRule(r.Kind, arg); err != nil {
+		if err := r.Validate(); err != nil {
 			return fmt.Errorf("webhook_ingress %s: id_from %d: %v", h.Source, i, err)
 		}
 	}
@@ -329,6 +322,11 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.rejectSignature(w, clientIP(r), now, err)
 		return nil
 	}
+	// the scheme's secret itself (GitLab's token): verified, now gone from
+	// the request too, so no log, placeholder or later handler sees it
+	for _, name := range h.secretHeaders {
+		r.Header.Del(name)
+	}
 	if h.handshaker != nil && h.handshaker.HandshakePOST(w, r, body) {
 		h.observe("handshake")
 		return nil
@@ -341,9 +339,8 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	eventID := idempotency.Extract(h.rules, r, body, now)
 	dedupe := eventID != ""
 	key := idempotency.Key(h.Source, eventID)
-	seen := h.app.Seen()
-	if dedupe && seen != nil {
-		if status, ok := seen.Get(key); ok {
+	if dedupe {
+		if status, ok := h.app.SeenStatus(key); ok {
 			h.setPlaceholders(r, eventID)
 			h.answerDuplicate(w, eventID, status)
 			return nil
@@ -365,7 +362,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		Dedupe:     dedupe,
 		Source:     h.Source,
 		Upstream:   h.ForwardTo,
-		Headers:    storedHeaders(r.Header, h.secretHeaders),
+		Headers:    forwardHeaders(r.Header),
 		Body:       body,
 		ReceivedAt: now,
 	}
@@ -383,14 +380,12 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	ttl := time.Duration(h.DedupeWindow)
 	if res.Duplicate {
 		// cache it only for what is left of the claim, never beyond
-		if left := time.Until(res.DedupeUntil); seen != nil && left > 0 {
-			seen.Add(key, string(res.Status), left)
-		}
+		h.app.RememberSeen(key, string(res.Status), time.Until(res.DedupeUntil))
 		h.answerDuplicate(w, eventID, string(res.Status))
 		return nil
 	}
-	if dedupe && seen != nil {
-		seen.Add(key, string(storage.StatusQueued), ttl)
+	if dedupe {
+		h.app.RememberSeen(key, string(storage.StatusQueued), ttl)
 	}
 	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))
 	h.observe("accepted")
@@ -525,17 +520,6 @@ var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Content-Length",
-}
-
-// storedHeaders are the request headers stored with the event (and so
-// forwarded to the upstream): forwardHeaders without the headers that
-// carry the scheme's secret itself (DESIGN "Data at rest").
-func storedHeaders(in http.Header, secret []string) http.Header {
-	out := forwardHeaders(in)
-	for _, name := range secret {
-		out.Del(name)
-	}
-	return out
 }
 
 // forwardHeaders copies the request headers the upstream should get.

@@ -66,8 +66,12 @@ func JSON(path string) Rule { return Rule{Kind: KindJSON, Arg: path} }
 // Form is the rule "form <field>".
 func Form(field string) Rule { return Rule{Kind: KindForm, Arg: field} }
 
-// RawHash is the rule "raw_hash": the SHA-256 of the exact received bytes.
-func RawHash() Rule { return Rule{Kind: KindRawHash} }
+// RawHash is the rule "raw_hash": the SHA-256 of the exact received bytes,
+// and of the values of the given headers when there are any (a delivery
+// id the provider keeps across its retries but that may repeat for
+// distinct events, such as GitLab's X-Gitlab-Event-UUID: together with the
+// bytes it tells apart two events whose bodies are the same).
+func RawHash(headers ...string) Rule { return Rule{Kind: KindRawHash, Arg: strings.Join(headers, ",")} }
 
 // OnlyIf returns r applying only when every one of the JSON paths holds a value.
 func (r Rule) OnlyIf(paths ...string) Rule {
@@ -118,9 +122,11 @@ func ParseRule(kind, arg string) (Rule, error) {
 			return r, fmt.Errorf("id_from body_hash: invalid window %q", arg)
 		}
 		r.Window, r.Arg = d, ""
-	case KindRawHash:
-		if arg != "" {
-			return r, fmt.Errorf("id_from raw_hash takes no argument")
+	case KindRawHash: // arg: headers hashed with the body, comma-separated (optional)
+		for h := range strings.SplitSeq(arg, ",") {
+			if arg != "" && strings.TrimSpace(h) == "" {
+				return r, fmt.Errorf("id_from raw_hash: empty header name in %q", arg)
+			}
 		}
 	default:
 		return r, fmt.Errorf("unknown id_from kind %q (want header, json, form, body_hash or raw_hash)", kind)
@@ -180,7 +186,7 @@ func Extract(rules []Rule, r *http.Request, body []byte, now time.Time) string {
 		case KindBodyHash:
 			id = bodyHash(body, rule.Window, now)
 		case KindRawHash:
-			id = rawHash(body)
+			id = rawHash(r, rule.Arg, body)
 		}
 		if id != "" {
 			return Normalize(id)
@@ -292,10 +298,19 @@ func bodyHash(body []byte, window time.Duration, now time.Time) string {
 // rawHash is the SHA-256 of the exact received bytes: no decoding, no
 // normalization, no time bucket. An empty body gives "" (nothing tells
 // two empty bodies apart).
-func rawHash(body []byte) string {
+func rawHash(r *http.Request, headers string, body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
-	sum := sha256.Sum256(body)
-	return "rh:" + hex.EncodeToString(sum[:])
+	h := sha256.New()
+	if headers != "" {
+		for name := range strings.SplitSeq(headers, ",") {
+			// length-prefixed, so that no two header values and bodies
+			// make the same input
+			v := r.Header.Get(strings.TrimSpace(name))
+			fmt.Fprintf(h, "%d:%s\n", len(v), v)
+		}
+	}
+	h.Write(body)
+	return "rh:" + hex.EncodeToString(h.Sum(nil))
 }

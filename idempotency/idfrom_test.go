@@ -34,7 +34,7 @@ func TestParseRule(t *testing.T) {
 		{kind: "body_hash", arg: "soon", expectErr: "invalid window"},
 		{kind: "body_hash", arg: "0s", expectErr: "invalid window"},
 		{kind: "body_hash", arg: "-5m", expectErr: "invalid window"},
-		{kind: "raw_hash", arg: "5m", expectErr: "raw_hash takes no argument"},
+		{kind: "raw_hash", arg: "X-A,,X-B", expectErr: "empty header name"},
 		{kind: "query", arg: "id", expectErr: `unknown id_from kind "query"`},
 		{kind: "Header", arg: "X-Id", expectErr: "unknown id_from kind"},
 		{kind: "", arg: "", expectErr: "unknown id_from kind"},

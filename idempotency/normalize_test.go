@@ -215,7 +215,7 @@ func TestRuleValidate(t *testing.T) {
 		{rule: Rule{Kind: KindBodyHash}, wantErr: "positive window"},
 		{rule: Rule{Kind: KindBodyHash, Window: -time.Minute}, wantErr: "positive window"},
 		{rule: Rule{Kind: KindJSON, Arg: "id", Window: time.Minute}, wantErr: "takes no window"},
-		{rule: Rule{Kind: KindRawHash, Arg: "x"}, wantErr: "takes no argument"},
+		{rule: Rule{Kind: KindRawHash, Arg: "X-A, "}, wantErr: "empty header name"},
 		{rule: Rule{Kind: "query", Arg: "id"}, wantErr: "unknown id_from kind"},
 		{rule: JSON("id").Unless(""), wantErr: "empty JSON path"},
 	} {
@@ -226,5 +226,28 @@ func TestRuleValidate(t *testing.T) {
 		if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("%v: error %v, want one containing %q", tc.rule, err, tc.wantErr)
 		}
+	}
+}
+
+// raw_hash with headers: the same bytes with different header values are
+// different ids (GitLab: two pushes deleting one branch, each its own
+// X-Gitlab-Event-UUID), the same bytes and values the same id (a retry).
+func TestRawHashWithHeaders(t *testing.T) {
+	rules := []Rule{RawHash("X-Gitlab-Event-UUID")}
+	body := []byte(`{"object_kind":"push","ref":"refs/heads/tmp","after":"0000000000000000000000000000000000000000"}`)
+	req := func(uuid string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("X-Gitlab-Event-UUID", uuid)
+		return r
+	}
+	now := time.Now()
+	a := Extract(rules, req("11111111-1111-1111-1111-111111111111"), body, now)
+	b := Extract(rules, req("22222222-2222-2222-2222-222222222222"), body, now)
+	again := Extract(rules, req("11111111-1111-1111-1111-111111111111"), body, now.Add(time.Hour))
+	if a == "" || a == b || a != again {
+		t.Fatalf("ids %q, %q, retry %q: want distinct for distinct uuids, equal for a retry", a, b, again)
+	}
+	if plain := Extract([]Rule{RawHash()}, req("x"), body, now); plain == a {
+		t.Fatal("the header value did not change the hash")
 	}
 }

@@ -72,21 +72,22 @@ func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
 	return cb
 }
 
-// holds reports whether deliveries to the upstream must wait: its breaker
-// is open, or half-open with its one trial request already under way.
-// It makes no breaker for an upstream never tried.
-func (b *Breakers) holds(upstream string) bool {
+// holds reports whether deliveries to the upstream must wait (its
+// breaker is open, or half-open with its one trial request under way) and
+// whether at most one may go (half-open, trial not started). It makes no
+// breaker for an upstream never tried.
+func (b *Breakers) holds(upstream string) (wait, trial bool) {
 	b.mu.Lock()
 	cb, ok := b.m[breakerKey(upstream)]
 	b.mu.Unlock()
 	if !ok {
-		return false
+		return false, false
 	}
 	switch cb.State() { // State also moves an expired open breaker to half-open
 	case gobreaker.StateOpen:
-		return true
+		return true, false
 	case gobreaker.StateHalfOpen:
-		return cb.Counts().Requests > 0
+		return cb.Counts().Requests > 0, true
 	}
-	return false
+	return false, false
 }

@@ -343,7 +343,7 @@ func (d *Dispatcher) gate() *storage.Gate {
 	if d.cfg.Sources == nil {
 		return nil
 	}
-	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}}
+	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
 	for _, src := range d.cfg.Sources() {
 		if d.cfg.Paused != nil && d.cfg.Paused(src) {
 			g.Skip[src] = true
@@ -353,9 +353,12 @@ func (d *Dispatcher) gate() *storage.Gate {
 		if !ok || t == nil {
 			continue
 		}
-		if d.breakers.holds(t.URL) {
+		switch wait, trial := d.breakers.holds(t.URL); {
+		case wait:
 			g.Skip[src] = true
 			continue
+		case trial:
+			g.Cap[src] = 1 // one trial request: the rest would be handed back
 		}
 		if t.Rate.Valid() {
 			g.Pace[src] = t.Rate

@@ -27,6 +27,9 @@ type Gate struct {
 	// next slot is in the future is not leased. With a shared backend the
 	// rate holds for all the nodes together.
 	Pace map[string]Rate
+	// Cap bounds how many jobs of a lane one lease may take (a half-open
+	// breaker lets one trial through).
+	Cap map[string]int
 }
 
 // skipped reports whether lane must not be leased now.
@@ -54,12 +57,13 @@ type Rate struct {
 // Valid reports whether the rate limits anything.
 func (r Rate) Valid() bool { return r.Events > 0 && r.Per > 0 }
 
-// Interval is the time between two slots.
+// Interval is the time between two slots, in whole microseconds (the
+// unit every backend keeps the pace in).
 func (r Rate) Interval() time.Duration {
 	if !r.Valid() {
 		return 0
 	}
-	return max(r.Per/time.Duration(r.Events), time.Nanosecond)
+	return max((r.Per / time.Duration(r.Events)).Truncate(time.Microsecond), time.Microsecond)
 }
 
 // paceWindow is the span over which a pace may bunch its slots: a lane
@@ -144,6 +148,64 @@ type Candidate struct {
 	ID   string
 	// Part is backend-private (the Redis partition).
 	Part int
+}
+
+// Plan chooses up to n of cands to lease under the gate: lanes take turns
+// (PickFair), a capped lane gives at most its cap, and a paced lane gives
+// only the jobs its pace grants. take asks the paces: given how many jobs
+// of each paced lane not asked yet the pick would take, it returns how many
+// slots each lane got (taken for good: a slot granted for a job that is
+// then not leased is lost, so a lane may go slower, never faster). Lanes
+// are asked in rounds, so that a paced lane with no slot frees its place
+// for the next lanes, paced ones included, and never starves them.
+func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (map[string]int, error)) ([]Candidate, error) {
+	granted := make(map[string]int)
+	for {
+		picked := pickGated(cands, n, gate, granted)
+		want := make(map[string]int)
+		for _, c := range picked {
+			if _, asked := granted[c.Lane]; !asked {
+				if _, paced := gate.RateOf(c.Lane); paced {
+					want[c.Lane]++
+				}
+			}
+		}
+		if len(want) == 0 {
+			return picked, nil
+		}
+		got, err := take(want)
+		if err != nil {
+			return nil, err
+		}
+		for lane := range want {
+			granted[lane] = min(got[lane], want[lane])
+		}
+	}
+}
+
+// pickGated is PickFair under the gate's caps and the slots granted to
+// the paced lanes asked so far (a paced lane not in granted is not limited
+// yet).
+func pickGated(cands []Candidate, n int, gate *Gate, granted map[string]int) []Candidate {
+	limit := make(map[string]int)
+	for _, c := range cands {
+		if _, seen := limit[c.Lane]; seen {
+			continue
+		}
+		l, limited := -1, false
+		if gate != nil {
+			if cp, ok := gate.Cap[c.Lane]; ok {
+				l, limited = cp, true
+			}
+		}
+		if g, asked := granted[c.Lane]; asked && (!limited || g < l) {
+			l, limited = g, true
+		}
+		if limited {
+			limit[c.Lane] = l
+		}
+	}
+	return PickFair(cands, n, limit)
 }
 
 // CountLanes counts candidates by lane.

@@ -105,3 +105,59 @@ func TestPickFair(t *testing.T) {
 		})
 	}
 }
+
+func TestPlan(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	c := func(lane string, sec int, id string) Candidate {
+		return Candidate{Lane: lane, Due: t0.Add(time.Duration(sec) * time.Second), ID: id}
+	}
+	cands := []Candidate{c("a", 1, "a1"), c("a", 2, "a2"), c("b", 3, "b1"), c("b", 4, "b2"), c("c", 5, "c1"), c("c", 6, "c2")}
+	hourly := Rate{Events: 1, Per: time.Hour}
+	ids := func(cs []Candidate) string {
+		s := ""
+		for _, c := range cs {
+			s += c.ID + " "
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		n      int
+		gate   *Gate
+		slots  map[string]int // what each paced lane's pace has
+		want   string
+		rounds int // calls of take
+	}{
+		{"no gate", 4, nil, nil, "a1 b1 c1 a2 ", 0},
+		{"a paced lane with no slot frees its place, also for a paced lane", 1,
+			&Gate{Pace: map[string]Rate{"a": hourly, "b": hourly}}, map[string]int{"a": 0, "b": 1}, "b1 ", 2},
+		{"only unpaced left", 1,
+			&Gate{Pace: map[string]Rate{"a": hourly, "b": hourly}}, map[string]int{"a": 0, "b": 0}, "c1 ", 2},
+		{"granted slots", 4, &Gate{Pace: map[string]Rate{"b": hourly}}, map[string]int{"b": 1}, "a1 b1 c1 a2 ", 1},
+		{"cap", 6, &Gate{Cap: map[string]int{"c": 1}}, nil, "a1 b1 c1 a2 b2 ", 0},
+		{"cap below the pace", 6, &Gate{Cap: map[string]int{"b": 1}, Pace: map[string]Rate{"b": hourly}},
+			map[string]int{"b": 5}, "a1 b1 c1 a2 c2 ", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rounds := 0
+			asked := map[string]int{}
+			got, err := Plan(cands, tc.n, tc.gate, func(want map[string]int) (map[string]int, error) {
+				rounds++
+				out := map[string]int{}
+				for lane, k := range want {
+					if asked[lane]++; asked[lane] > 1 {
+						t.Errorf("lane %s asked twice", lane)
+					}
+					out[lane] = min(k, tc.slots[lane])
+				}
+				return out, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids(got) != tc.want || rounds != tc.rounds {
+				t.Errorf("Plan = %q in %d rounds, want %q in %d", ids(got), rounds, tc.want, tc.rounds)
+			}
+		})
+	}
+}

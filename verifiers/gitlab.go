@@ -85,14 +85,16 @@ func (g *GitLab) Verify(r *http.Request, body []byte, now time.Time) error {
 }
 
 // DefaultIDFrom returns the Idempotency-Key header (GitLab 17.4 and later,
-// stable across retries), otherwise a hash of the exact received bytes.
+// stable across retries), otherwise a hash of the exact received bytes
+// together with X-Gitlab-Event-UUID.
 //
-// X-Gitlab-Event-UUID is not a default: GitLab gives "recursive" webhooks
-// (triggered by an earlier webhook's receiver calling GitLab, such as a bot
-// answering a comment) the same X-Gitlab-Event-UUID as the webhook that
-// triggered them, so it would merge distinct events.
+// X-Gitlab-Event-UUID alone is not a default: every webhook that one
+// request to GitLab triggers carries the same UUID ("recursive" webhooks,
+// such as a bot commenting on the issue it was told about). The bytes alone
+// are not either: two pushes of one ref to the same commits send the same
+// body. A retry has the same UUID and the same bytes.
 func (*GitLab) DefaultIDFrom() []IDRule {
-	return []IDRule{idHeader(DefaultIDHeader), idRawHash()}
+	return []IDRule{idHeader(DefaultIDHeader), idRawHash("X-Gitlab-Event-UUID")}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

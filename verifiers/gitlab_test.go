@@ -97,7 +97,7 @@ func TestGitLabProvision(t *testing.T) {
 
 func TestGitLabDefaultIDFrom(t *testing.T) {
 	got := ruleStrings((&GitLab{}).DefaultIDFrom())
-	if want := []string{"header Idempotency-Key", "raw_hash"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"header Idempotency-Key", "raw_hash X-Gitlab-Event-UUID"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

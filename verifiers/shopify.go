@@ -105,15 +105,16 @@ func hasShopifyID(h http.Header) bool {
 	return false
 }
 
-// DefaultIDFrom returns the webhook id header, then the event id header.
+// DefaultIDFrom returns the webhook id header.
 //
-// X-Shopify-Webhook-Id comes first: Shopify sends one webhook per
-// subscription for the same event, all sharing X-Shopify-Event-Id (the
-// docs' "ignore duplicates" guide), and subscriptions differ in topic
-// filters and include_fields, so the event id would merge their
-// deliveries. The event id is used only when a delivery has no webhook id.
+// X-Shopify-Event-Id is not a default, not even as a fallback: Shopify
+// sends one webhook per subscription for the same event, all sharing
+// X-Shopify-Event-Id (the docs' "ignore duplicates" guide), and
+// subscriptions differ in topic filters and include_fields, so the event
+// id would merge distinct deliveries. A delivery with no webhook id is
+// accepted under a generated id (never deduplicated).
 func (*Shopify) DefaultIDFrom() []IDRule {
-	return []IDRule{idHeader(ShopifyWebhookIDHeader), idHeader(ShopifyEventIDHeader)}
+	return []IDRule{idHeader(ShopifyWebhookIDHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first

@@ -168,7 +168,7 @@ func TestShopifyProvision(t *testing.T) {
 
 func TestShopifyDefaultIDFrom(t *testing.T) {
 	got := ruleStrings((&Shopify{}).DefaultIDFrom())
-	if want := []string{"header X-Shopify-Webhook-Id", "header X-Shopify-Event-Id"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"header X-Shopify-Webhook-Id"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
 	}
 }

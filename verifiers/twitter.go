@@ -74,8 +74,15 @@ func (t *Twitter) Provision(ctx caddy.Context) error {
 	return err
 }
 
-// Verify checks the request's signature over the raw body.
+// Verify checks the request's signature over the raw body. X posts its
+// events as JSON objects; any other body is refused before its signature
+// is looked at, so that no CRC answer (signed the same way, over a token
+// that can never start with '{': see validCRCToken) can pass for an
+// event's signature.
 func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
+	if !startsJSONObject(body) {
+		return fmt.Errorf("%w: an X webhook body is a JSON object", ErrFormat)
+	}
 	vals := r.Header.Values(TwitterSignatureHeader)
 	if len(vals) == 0 {
 		return fmt.Errorf("%w: header %s missing", ErrFormat, TwitterSignatureHeader)
@@ -89,7 +96,7 @@ func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
 
 // HandshakeGET answers X's CRC. A GET without a crc_token is not a CRC
 // and is left to the ingress. A crc_token that is not a plausible CRC
-// token (see validCRCToken) is refused with 400, code
+// token (see validCRCToken) is refused with 401, code
 // INVALID_SIGNATURE_FORMAT, and is never signed.
 func (t *Twitter) HandshakeGET(w http.ResponseWriter, r *http.Request) bool {
 	tok := r.URL.Query().Get("crc_token")
@@ -200,3 +207,16 @@ var (
 	_ IDDefaulter           = (*X)(nil)
 	_ Handshaker            = (*X)(nil)
 )
+
+// startsJSONObject reports whether body, after leading JSON whitespace,
+// starts with '{'.
+func startsJSONObject(body []byte) bool {
+	for _, c := range body {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}

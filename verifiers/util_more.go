@@ -21,8 +21,8 @@ import (
 const handshakeErrorCode = "UNAUTHORIZED"
 
 // handshakeMalformedCode is the code of a handshake whose challenge is
-// malformed (answered 400): the documented code of a malformed signature
-// input (DESIGN.md: INVALID_SIGNATURE_FORMAT), since the challenge is what
+// malformed: the documented code and status of a malformed signature input
+// (DESIGN.md: 401 INVALID_SIGNATURE_FORMAT), since the challenge is what
 // the scheme would sign.
 const handshakeMalformedCode = "INVALID_SIGNATURE_FORMAT"
 
@@ -40,10 +40,10 @@ func handshakeRefuse(w http.ResponseWriter, msg string) {
 }
 
 // handshakeMalformed answers a handshake whose challenge is malformed with
-// 400 and the ingress's JSON error body. msg must not contain a secret or
+// 401 and the ingress's JSON error body. msg must not contain a secret or
 // the received challenge.
 func handshakeMalformed(w http.ResponseWriter, msg string) {
-	handshakeJSON(w, http.StatusBadRequest, struct {
+	handshakeJSON(w, http.StatusUnauthorized, struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}{msg, handshakeMalformedCode})

@@ -241,16 +241,21 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	// take the pace's slots for what would be leased, then lease in one
 	// write; a slot taken for a job another lease got first is not given
 	// back (the lane goes a little slower, never faster)
-	limit := make(map[string]int)
-	for lane, k := range storage.CountLanes(storage.PickFair(cands, n, nil)) {
-		if r, ok := gate.RateOf(lane); ok {
-			limit[lane] = s.pace.Take(lane, r, now, k)
+	planned, _ := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
+		got := make(map[string]int, len(want))
+		for lane, k := range want {
+			r, _ := gate.RateOf(lane)
+			got[lane] = s.pace.Take(lane, r, now, k)
 		}
-	}
+		return got, nil
+	})
+	// the jobs planned may have been leased meanwhile: lease what is still
+	// due of each lane, up to what the plan gave it
+	limit := storage.CountLanes(planned)
 	var jobs []*storage.Job
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		jobs = jobs[:0]
-		picked := storage.PickFair(candidates(tx, now, n, gate), n, limit)
+		picked := storage.PickFair(onlyLanes(candidates(tx, now, n, gate), limit), n, limit)
 		until := now.Add(lease)
 		for _, c := range picked {
 			id := []byte(c.ID)

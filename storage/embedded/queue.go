@@ -120,3 +120,14 @@ func migrateLegacyDue(tx *bolt.Tx) error {
 	}
 	return tx.DeleteBucket(bLegacyDue)
 }
+
+// onlyLanes keeps the candidates of the lanes in limit.
+func onlyLanes(cands []storage.Candidate, limit map[string]int) []storage.Candidate {
+	out := cands[:0]
+	for _, c := range cands {
+		if _, ok := limit[c.Lane]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}

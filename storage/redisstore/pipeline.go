@@ -133,6 +133,14 @@ func (b *batcher) do(ctx context.Context, call scriptCall) (any, error) {
 	select {
 	case r := <-req.res:
 		return r.v, r.err
+	case <-b.done:
+		// closed after the request was queued: the loop may have left it
+		select {
+		case r := <-req.res:
+			return r.v, r.err
+		default:
+			return nil, redis.ErrClosed
+		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

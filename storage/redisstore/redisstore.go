@@ -294,11 +294,11 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	picked := storage.PickFair(cands, n, nil)
-	if limit, err := s.pace(ctx, now, storage.CountLanes(picked), gate); err != nil {
+	picked, err := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
+		return s.pace(ctx, now, want, gate)
+	})
+	if err != nil {
 		return nil, err
-	} else if len(limit) > 0 {
-		picked = storage.PickFair(cands, n, limit)
 	}
 	if len(picked) == 0 {
 		return nil, nil
@@ -320,7 +320,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		// the token names the partition: Finish must find the job where it
 		// was leased, whatever its event fields hash to
 		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken(), p.lanePrefix()}
-		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight")}, args: append(args, byPart[i]...)}
+		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight"), p.key("lanes")}, args: append(args, byPart[i]...)}
 	}
 	// one round trip for every partition's share
 	leased, err := s.evalPipelined(ctx, leaseScript, calls)
@@ -404,7 +404,7 @@ func (s *Store) pace(ctx context.Context, now time.Time, want map[string]int, ga
 			args: []any{now.UnixMicro(), k, max(r.Interval().Microseconds(), 1), r.Burst()}})
 	}
 	if len(calls) == 0 {
-		return nil, nil
+		return map[string]int{}, nil
 	}
 	cmds, err := s.evalPipelined(ctx, paceScript, calls)
 	if err != nil {

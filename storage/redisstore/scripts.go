@@ -122,7 +122,7 @@ return {g, tat}
 // leaseScript leases the given jobs of one partition, each only if it is
 // still due (another node may have leased it since it was peeked).
 //
-//	KEYS: due, inflight
+//	KEYS: due, inflight, lanes
 //	ARGV: now ms, lease-until ms, event key prefix, token prefix,
 //	      lane queue key prefix, then lane, id pairs
 //	returns {{id, token, event JSON, attempts JSON, round start}, ...}
@@ -134,7 +134,11 @@ for i = 6, #ARGV, 2 do
 	local due = redis.call('ZSCORE', q, id)
 	if due and tonumber(due) <= tonumber(ARGV[1]) then
 		local k = ARGV[3] .. id
-		if redis.call('EXISTS', k) == 1 then
+		-- the record decides, not the index: only a queued job or one whose
+		-- lease ran out is leased; any other entry is stale and removed
+		local h = redis.call('HMGET', k, 'st', 'lu')
+		local st = h[1]
+		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
 			local tok = ARGV[4] .. ':' .. i
 			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight')
 			redis.call('ZADD', KEYS[1], ARGV[2], id)
@@ -142,9 +146,13 @@ for i = 6, #ARGV, 2 do
 			redis.call('SADD', KEYS[2], id)
 			local v = redis.call('HMGET', k, 'ev', 'att', 'rs')
 			out[#out + 1] = {id, tok, v[1], v[2], v[3]}
-		else
+		elseif not st then
 			redis.call('ZREM', KEYS[1], id)
 			redis.call('ZREM', q, id)
+			if redis.call('ZCARD', q) == 0 then redis.call('SREM', KEYS[3], lane) end
+		else
+			redis.call('ZREM', q, id)
+			if redis.call('ZCARD', q) == 0 then redis.call('SREM', KEYS[3], lane) end
 		end
 	end
 end

@@ -135,3 +135,44 @@ func testGatePace(t *testing.T, f Factory) {
 		t.Fatalf("Lease at 20/s = %v, want 2 slow (its 100ms burst)", got)
 	}
 }
+
+// testGatePaceEveryLane: every paced lane is held to its pace, also one
+// the fair pick did not reach first (two lanes at 1/hour, one job a lease).
+func testGatePaceEveryLane(t *testing.T, f Factory) {
+	s := f.Open(t)
+	until := time.Now().Add(time.Hour)
+	for _, src := range []string{"a", "b"} {
+		for range 5 {
+			mustEnqueue(t, s, newEvent(t, src, ""), until)
+		}
+	}
+	hourly := storage.Rate{Events: 1, Per: time.Hour}
+	gate := &storage.Gate{Pace: map[string]storage.Rate{"a": hourly, "b": hourly}}
+	now := time.Now().Add(10 * time.Millisecond)
+	got := map[string]int{}
+	for i := range 6 {
+		for src, n := range sourcesOf(gateLease(t, s, now.Add(time.Duration(i)*time.Millisecond), 1, time.Minute, gate)) {
+			got[src] += n
+		}
+	}
+	if got["a"] != 1 || got["b"] != 1 {
+		t.Fatalf("6 leases of one job = %v by source, want one of each lane (1/hour each)", got)
+	}
+}
+
+// testGateCap: a capped lane gives at most its cap to one lease.
+func testGateCap(t *testing.T, f Factory) {
+	s := f.Open(t)
+	until := time.Now().Add(time.Hour)
+	for range 5 {
+		mustEnqueue(t, s, newEvent(t, "trial", ""), until)
+	}
+	for range 3 {
+		mustEnqueue(t, s, newEvent(t, "other", ""), until)
+	}
+	now := time.Now().Add(10 * time.Millisecond)
+	got := sourcesOf(gateLease(t, s, now, 10, time.Minute, &storage.Gate{Cap: map[string]int{"trial": 1}}))
+	if got["trial"] != 1 || got["other"] != 3 {
+		t.Fatalf("Lease with lane %q capped at 1 = %v by source, want 1 trial and 3 other", "trial", got)
+	}
+}

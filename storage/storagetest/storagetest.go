@@ -83,6 +83,8 @@ func Run(t *testing.T, f Factory) {
 		{"GateSkip", testGateSkip},
 		{"GateFair", testGateFair},
 		{"GatePace", testGatePace},
+		{"GatePaceEveryLane", testGatePaceEveryLane},
+		{"GateCap", testGateCap},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })
