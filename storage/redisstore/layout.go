@@ -55,7 +55,8 @@ type layoutState struct{ ok atomic.Bool }
 func (s *Store) layoutKey() string { return "{" + s.opts.Prefix + ":meta}:layout" }
 
 // CheckLayout records the store's partition count on first use, or checks
-// that it is the configured one: a *LayoutError when it is not (not
+// that it is the configured one, and migrates the store's lane queues
+// (migrate) once: a *LayoutError when it is not (not
 // cached: every later call checks again), ErrUnavailable when Redis cannot
 // tell. Writes and leases call it; Open calls it to fail early.
 func (s *Store) CheckLayout(ctx context.Context) error {
@@ -73,6 +74,11 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 	}
 	if stored != len(s.parts) {
 		return &LayoutError{Prefix: s.opts.Prefix, Stored: stored, Configured: len(s.parts)}
+	}
+	// before this Store's first write: a store of an earlier version gets
+	// its lane queues now, a new one only its markers
+	if err := s.migrate(ctx); err != nil {
+		return err
 	}
 	s.layout.ok.Store(true)
 	return nil

@@ -27,7 +27,9 @@ import (
 //	pace           at most once: a second run takes the lane's slots twice
 //	dlqRetry       at most once: a second run answers "conflict" (retried)
 //	dlqStatus      at most once: it could undo an operator's later change
-//	peek, heads    retried: read only
+//	peek, heads,   retried: read only
+//	counts,
+//	laneCounts
 //	layout         retried: sets the partition count only if absent
 //	expireClaim,   retried: a second run finds nothing left to remove
 //	removeEvent,
@@ -41,6 +43,8 @@ var retryable = map[*redis.Script]bool{
 	enqueueScript:      true,
 	peekScript:         true,
 	headsScript:        true,
+	countsScript:       true,
+	laneCountsScript:   true,
 	layoutScript:       true,
 	expireClaimScript:  true,
 	removeEventScript:  true,

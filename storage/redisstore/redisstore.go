@@ -10,9 +10,8 @@
 //	{hookline:7}:claim:<source>\x00<event id>  id, expires with the dedupe window
 //	{hookline:7}:ids:<source>\x00<event id>    id, while the event is kept
 //	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease
-//	{hookline:7}:due                           zset id -> due ms (queued and leased jobs)
-//	{hookline:7}:q:<lane>                      zset id -> due ms, the same jobs by lane (leasing)
-//	{hookline:7}:lanes                         set of lanes with jobs in the partition
+//	{hookline:7}:q:<lane>                      zset id -> due ms: queued and leased jobs of a lane (today a source)
+//	{hookline:7}:lanes                         set of the partition's lanes
 //	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes
 //	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup)
 //	{hookline:7}:inflight                      set of leased ids
@@ -211,7 +210,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		expires = max(ms(dedupeUntil), expires)
 	}
 	lane := storage.LaneOf(ev)
-	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("due"), p.key("claimexp"), p.lane(lane), p.key("lanes")}
+	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("claimexp"), p.lane(lane), p.key("lanes")}
 	touch := "0"
 	if s.opts.MinReplicas > 0 {
 		touch = "1"
@@ -320,7 +319,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		// the token names the partition: Finish must find the job where it
 		// was leased, whatever its event fields hash to
 		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken(), p.lanePrefix()}
-		calls[k] = scriptCall{keys: []string{p.key("due"), p.key("inflight"), p.key("lanes")}, args: append(args, byPart[i]...)}
+		calls[k] = scriptCall{keys: []string{p.key("inflight")}, args: append(args, byPart[i]...)}
 	}
 	// one round trip for every partition's share
 	leased, err := s.evalPipelined(ctx, leaseScript, calls)
@@ -574,7 +573,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		return fmt.Errorf("unknown result %d", out.Result)
 	}
 	lane := storage.LaneOf(&job.Event)
-	keys := []string{p.ev(job.ID), p.key("due"), p.key("inflight"), p.key("done"),
+	keys := []string{p.ev(job.ID), p.key("inflight"), p.key("done"),
 		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
 	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane}
 	var v any
@@ -676,55 +675,60 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	return nil, storage.ErrNotFound
 }
 
-// Counts implements storage.Store.
+// Counts implements storage.Store: one script a partition, in one round
+// trip.
 func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
-	type trio struct{ due, inflight, open *redis.IntCmd }
-	cmds := make([]trio, len(s.parts))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, p := range s.parts {
-			cmds[i] = trio{pipe.ZCard(ctx, p.key("due")), pipe.SCard(ctx, p.key("inflight")), pipe.SCard(ctx, p.key("dlqopen"))}
-		}
-		return nil
-	})
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen")}, args: []any{p.lanePrefix()}}
+	}
+	cmds, err := s.evalPipelined(ctx, countsScript, calls)
 	if err != nil {
 		return storage.Counts{}, unavailable(err)
 	}
 	var c storage.Counts
-	for _, t := range cmds {
-		c.InFlight += int(t.inflight.Val())
-		c.Queued += int(t.due.Val() - t.inflight.Val())
-		c.Dead += int(t.open.Val())
+	for _, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		if len(v) != 3 {
+			continue
+		}
+		jobs, _ := v[0].(int64)
+		leased, _ := v[1].(int64)
+		open, _ := v[2].(int64)
+		c.InFlight += int(leased)
+		c.Queued += int(jobs - leased)
+		c.Dead += int(open)
 	}
 	return c, nil
 }
 
-// QueueBySource implements storage.Store.
+// QueueBySource implements storage.Store: each lane's jobs are counted in
+// Redis; only the records of jobs due later (leased, or waiting for a
+// retry) are read.
 func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
 	now := ms(time.Now())
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: []any{now, p.lanePrefix(), p.evPrefix()}}
+	}
+	cmds, err := s.evalPipelined(ctx, laneCountsScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
 	out := map[string]storage.Counts{}
-	err := s.scanFields(ctx, "due", partition.ev, []string{"src", "st", "lu"}, func(p partition, id string, v []any) {
-		if v[1] == nil {
-			return // removed meanwhile
+	for _, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		for j := 0; j+2 < len(v); j += 3 {
+			lane, _ := v[j].(string)
+			jobs, _ := v[j+1].(int64)
+			leased, _ := v[j+2].(int64)
+			n := out[lane]
+			n.InFlight += int(leased)
+			n.Queued += int(jobs - leased)
+			out[lane] = n
 		}
-		src, _ := v[0].(string)
-		if src == "" { // enqueued before the src field existed
-			h, err := s.getEvent(ctx, p, id)
-			if err != nil || h == nil {
-				return
-			}
-			src = h.ev.Source
-		}
-		st, _ := v[1].(string)
-		lu, _ := strconv.ParseInt(fmt.Sprint(v[2]), 10, 64)
-		n := out[src]
-		if st == string(storage.StatusInFlight) && lu > now {
-			n.InFlight++
-		} else {
-			n.Queued++
-		}
-		out[src] = n
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // scanFields reads the given hash fields of every member of each
@@ -857,7 +861,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	}
 	lane := storage.LaneOf(&ev)
 	v, err := s.run(ctx, p, dlqRetryScript,
-		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("due"), p.key("done"), p.lane(lane), p.key("lanes")},
+		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("done"), p.lane(lane), p.key("lanes")},
 		id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane)
 	if err != nil {
 		return unavailable(err)
@@ -1185,7 +1189,7 @@ func randInt(n int) int {
 func (s *Store) PartitionKeys() []string {
 	keys := make([]string, len(s.parts))
 	for i, p := range s.parts {
-		keys[i] = p.key("due")
+		keys[i] = p.key("lanes")
 	}
 	return keys
 }

@@ -9,7 +9,7 @@ import "github.com/redis/go-redis/v9"
 
 // enqueueScript claims (source, event id) and enqueues the event in one step.
 //
-//	KEYS: claim, ids, event hash, due, claim expiry index, lane queue, lanes
+//	KEYS: claim, ids, event hash, claim expiry index, lane queue, lanes
 //	ARGV: id, dedupe (0|1), claim expiry (Unix ms: the window ends when the
 //	      caller said, however long the call took), event JSON, now ms, claim key text,
 //	      touch (1: a duplicate rewrites its claim's TTL, so that a following
@@ -29,12 +29,11 @@ if ARGV[2] == '1' then
 	end
 	redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
 	redis.call('SET', KEYS[2], ARGV[1])
-	redis.call('ZADD', KEYS[5], ARGV[3], ARGV[6])
+	redis.call('ZADD', KEYS[4], ARGV[3], ARGV[6])
 end
 redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'st', 'queued', 'due', ARGV[5], 'rs', '0', 'att', '[]', 'ck', ARGV[6], 'src', ARGV[8])
-redis.call('ZADD', KEYS[4], ARGV[5], ARGV[1])
-redis.call('ZADD', KEYS[6], ARGV[5], ARGV[1])
-redis.call('SADD', KEYS[7], ARGV[9])
+redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
+redis.call('SADD', KEYS[6], ARGV[9])
 return {0, ARGV[1]}
 `)
 
@@ -119,10 +118,49 @@ redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - no
 return {g, tat}
 `)
 
+// countsScript counts one partition's jobs (read only).
+//
+//	KEYS: lanes, inflight, dlq open
+//	ARGV: lane queue key prefix
+//	returns {queued and leased, leased, open DLQ entries}
+var countsScript = redis.NewScript(`
+local n = 0
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	n = n + redis.call('ZCARD', ARGV[1] .. lane)
+end
+return {n, redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3])}
+`)
+
+// laneCountsScript counts the jobs of each lane of one partition, and the
+// leased ones among them (read only). Only jobs due after now can be
+// leased, so only those records are read.
+//
+//	KEYS: lanes
+//	ARGV: now ms, lane queue key prefix, event key prefix
+//	returns {lane, jobs, leased, lane, jobs, leased, ...}
+var laneCountsScript = redis.NewScript(`
+local out = {}
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	local q = ARGV[2] .. lane
+	local total = redis.call('ZCARD', q)
+	local leased = 0
+	for _, id in ipairs(redis.call('ZRANGEBYSCORE', q, '(' .. ARGV[1], '+inf')) do
+		local h = redis.call('HMGET', ARGV[3] .. id, 'st', 'lu')
+		if h[1] == 'in_flight' and tonumber(h[2] or '0') > tonumber(ARGV[1]) then leased = leased + 1 end
+	end
+	if total > 0 then
+		out[#out + 1] = lane
+		out[#out + 1] = total
+		out[#out + 1] = leased
+	end
+end
+return out
+`)
+
 // leaseScript leases the given jobs of one partition, each only if it is
 // still due (another node may have leased it since it was peeked).
 //
-//	KEYS: due, inflight, lanes
+//	KEYS: inflight
 //	ARGV: now ms, lease-until ms, event key prefix, token prefix,
 //	      lane queue key prefix, then lane, id pairs
 //	returns {{id, token, event JSON, attempts JSON, round start}, ...}
@@ -136,23 +174,16 @@ for i = 6, #ARGV, 2 do
 		local k = ARGV[3] .. id
 		-- the record decides, not the index: only a queued job or one whose
 		-- lease ran out is leased; any other entry is stale and removed
-		local h = redis.call('HMGET', k, 'st', 'lu')
+		local h = redis.call('HMGET', k, 'st', 'lu', 'ev', 'att', 'rs')
 		local st = h[1]
 		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
 			local tok = ARGV[4] .. ':' .. i
 			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight')
-			redis.call('ZADD', KEYS[1], ARGV[2], id)
 			redis.call('ZADD', q, ARGV[2], id)
-			redis.call('SADD', KEYS[2], id)
-			local v = redis.call('HMGET', k, 'ev', 'att', 'rs')
-			out[#out + 1] = {id, tok, v[1], v[2], v[3]}
-		elseif not st then
-			redis.call('ZREM', KEYS[1], id)
-			redis.call('ZREM', q, id)
-			if redis.call('ZCARD', q) == 0 then redis.call('SREM', KEYS[3], lane) end
+			redis.call('SADD', KEYS[1], id)
+			out[#out + 1] = {id, tok, h[3], h[4], h[5]}
 		else
 			redis.call('ZREM', q, id)
-			if redis.call('ZCARD', q) == 0 then redis.call('SREM', KEYS[3], lane) end
 		end
 	end
 end
@@ -160,9 +191,10 @@ return out
 `)
 
 // migrateLanesScript builds the lane queues of one partition from its due
-// index (stores written before lanes existed); it runs once a partition.
+// index (stores written before lanes existed: every job in one zset), then
+// drops that index; it runs once a partition.
 //
-//	KEYS: due, lanes, migrated marker
+//	KEYS: legacy due index, lanes, migrated marker
 //	ARGV: event key prefix, lane queue key prefix
 var migrateLanesScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
@@ -178,46 +210,44 @@ for i = 1, #r, 2 do
 	redis.call('ZADD', ARGV[2] .. src, r[i + 1], id)
 	redis.call('SADD', KEYS[2], src)
 end
+redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[3], '1')
 return #r / 2
 `)
 
 // finishScript records a worker's outcome if it still holds the lease.
 //
-//	KEYS: event hash, due, inflight, done, dlq entry, dlq index, dlq open,
+//	KEYS: event hash, inflight, done, dlq entry, dlq index, dlq open,
 //	      lane queue, lanes
 //	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
 //	      attempts JSON, stripped event JSON, dlq entry JSON, source, lane
 //	returns 1, or 0 when the lease was lost
 var finishScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
-redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[1])
 local r = ARGV[3]
 if r == 'retry' or r == 'release' then
 	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
-	redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
-	redis.call('ZADD', KEYS[8], ARGV[5], ARGV[1])
-	redis.call('SADD', KEYS[9], ARGV[10])
+	redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
+	redis.call('SADD', KEYS[8], ARGV[10])
 	return 1
 end
 redis.call('HSET', KEYS[1], 'ev', ARGV[7], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[8], ARGV[1])
-if redis.call('ZCARD', KEYS[8]) == 0 then redis.call('SREM', KEYS[9], ARGV[10]) end
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
+redis.call('ZREM', KEYS[7], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 if r == 'dead' then
-	local old = redis.call('HGET', KEYS[5], 'at')
-	if old then redis.call('ZREM', KEYS[6], ARGV[1]) end
-	redis.call('HSET', KEYS[5], 'json', ARGV[8], 'st', 'pending', 'at', ARGV[4], 'src', ARGV[9])
-	redis.call('ZADD', KEYS[6], ARGV[4], ARGV[1])
-	redis.call('SADD', KEYS[7], ARGV[1])
+	local old = redis.call('HGET', KEYS[4], 'at')
+	if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
+	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', 'pending', 'at', ARGV[4], 'src', ARGV[9])
+	redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+	redis.call('SADD', KEYS[6], ARGV[1])
 end
 return 1
 `)
 
 // dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget.
 //
-//	KEYS: dlq entry, dlq open, event hash, due, done, lane queue, lanes
+//	KEYS: dlq entry, dlq open, event hash, done, lane queue, lanes
 //	ARGV: id, now ms, entry JSON (retried), event JSON, attempts JSON, round start, claim key text, source, lane
 //	returns 1, 0 (no entry) or -1 (conflict)
 var dlqRetryScript = redis.NewScript(`
@@ -229,10 +259,9 @@ if est and est ~= 'dead' then return -1 end
 redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', 'retried')
 redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7], 'src', ARGV[8])
-redis.call('ZREM', KEYS[5], ARGV[1])
-redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
-redis.call('ZADD', KEYS[6], ARGV[2], ARGV[1])
-redis.call('SADD', KEYS[7], ARGV[9])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[2], ARGV[1])
+redis.call('SADD', KEYS[6], ARGV[9])
 return 1
 `)
 
