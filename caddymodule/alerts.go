@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -90,7 +90,7 @@ func newAlerter(cfg AlertConfig, app *App) *alerter {
 }
 
 // noteResult counts a finished delivery attempt.
-func (al *alerter) noteResult(r retryqueue.Report) {
+func (al *alerter) noteResult(r delivery.Report) {
 	if r.Job.Source == alertSource {
 		return // an alert about alerts would loop
 	}
@@ -101,7 +101,7 @@ func (al *alerter) noteResult(r retryqueue.Report) {
 	}
 	if r.Attempt != nil {
 		al.attempts[r.Job.Source]++
-		if r.Class != retryqueue.Success {
+		if r.Class != delivery.Success {
 			al.failures[r.Job.Source]++
 		}
 	}

@@ -9,12 +9,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dlq"
-	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 )
 
-func report(source string, res storage.Result, class retryqueue.Class) retryqueue.Report {
-	return retryqueue.Report{Job: &storage.Job{Event: storage.Event{Source: source}}, Result: res, Class: class, Attempt: &dlq.Attempt{N: 1}}
+func report(source string, res storage.Result, class delivery.Class) delivery.Report {
+	return delivery.Report{Job: &storage.Job{Event: storage.Event{Source: source}}, Result: res, Class: class, Attempt: &dlq.Attempt{N: 1}}
 }
 
 func texts(ms []alertMsg) []string {
@@ -32,19 +32,19 @@ func TestAlerterRules(t *testing.T) {
 		&App{log: zap.NewNop()})
 
 	// one dead event: below the threshold
-	al.noteResult(report("stripe", storage.Dead, retryqueue.Permanent))
+	al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
 	if msgs := al.check(t0); len(msgs) != 0 {
 		t.Fatalf("alerts below threshold: %v", msgs)
 	}
 	// a second one: one alert naming the source and the count
-	al.noteResult(report("stripe", storage.Dead, retryqueue.Permanent))
+	al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
 	msgs := texts(al.check(t0.Add(time.Second)))
 	if len(msgs) != 1 || !strings.Contains(msgs[0], "2 event(s) entered the dead letter queue") || !strings.Contains(msgs[0], "stripe: 2") {
 		t.Fatalf("DLQ alert: %v", msgs)
 	}
 	// an outage: many more dead events within min_interval give no alert...
 	for range 50 {
-		al.noteResult(report("stripe", storage.Dead, retryqueue.Permanent))
+		al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
 	}
 	if msgs := texts(al.check(t0.Add(time.Minute))); len(msgs) != 0 {
 		t.Fatalf("alert within min_interval: %v", msgs)
@@ -73,7 +73,7 @@ func TestAlerterRules(t *testing.T) {
 
 	// error rate: 3 of 4 attempts failed
 	al = newAlerter(AlertConfig{URL: "http://x", ErrorRate: 0.5, ErrorMinAttempts: 4}, &App{log: zap.NewNop()})
-	for _, c := range []retryqueue.Class{retryqueue.Transient, retryqueue.Transient, retryqueue.Success, retryqueue.Transient} {
+	for _, c := range []delivery.Class{delivery.Transient, delivery.Transient, delivery.Success, delivery.Transient} {
 		al.noteResult(report("paddle", storage.Retry, c))
 	}
 	msgs = texts(al.check(t0.Add(5 * time.Minute)))
@@ -81,7 +81,7 @@ func TestAlerterRules(t *testing.T) {
 		t.Fatalf("error rate alert: %v", msgs)
 	}
 	// alerts about alert deliveries are never counted
-	al.noteResult(report(alertSource, storage.Dead, retryqueue.Transient))
+	al.noteResult(report(alertSource, storage.Dead, delivery.Transient))
 	if n := al.dead[alertSource]; n != 0 {
 		t.Fatalf("alert deliveries counted: %d", n)
 	}

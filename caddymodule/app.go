@@ -17,8 +17,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/hookline/hookline/idempotency"
-	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -71,14 +71,14 @@ type App struct {
 	// breakersKey names the upstreams' circuit breakers in breakerPool:
 	// like the store, they outlive a reload
 	breakersKey string
-	breakers    *retryqueue.Breakers
+	breakers    *delivery.Breakers
 	shared      *sharedStore
 	seen        *seenRef
 	log         *zap.Logger
 	sourceMu    *sync.RWMutex
 	sources     map[string]*Source
 
-	disp        *atomic.Pointer[retryqueue.Dispatcher]
+	disp        *atomic.Pointer[delivery.Dispatcher]
 	paused      *pausedCache
 	stopCleaner context.CancelFunc
 	cleanerDone chan struct{}
@@ -91,7 +91,7 @@ type App struct {
 // Source is one webhook_ingress source as the workers need it.
 type Source struct {
 	Name         string
-	Target       retryqueue.Target
+	Target       delivery.Target
 	DedupeWindow time.Duration
 }
 
@@ -109,15 +109,15 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.log = ctx.Logger()
 	a.sources = make(map[string]*Source)
 	a.sourceMu = new(sync.RWMutex)
-	a.disp = new(atomic.Pointer[retryqueue.Dispatcher])
+	a.disp = new(atomic.Pointer[delivery.Dispatcher])
 	a.paused = new(pausedCache)
 	a.stats = new(statsBuffer)
 	a.seen = new(seenRef)
 	if a.Workers == 0 {
-		a.Workers = retryqueue.DefaultWorkers
+		a.Workers = delivery.DefaultWorkers
 	}
 	if a.Lease == 0 {
-		a.Lease = caddy.Duration(retryqueue.DefaultLease)
+		a.Lease = caddy.Duration(delivery.DefaultLease)
 	}
 	if a.Retention == 0 {
 		a.Retention = caddy.Duration(DefaultRetention)
@@ -151,7 +151,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	// one L1 cache per store: what one store has seen says nothing about another
 	a.seenKey = "seen|" + a.poolKey
 	seen, _, err := seenPool.LoadOrNew(a.seenKey, func() (caddy.Destructor, error) {
-		s, err := idempotency.NewSeen(0)
+		s, err := dedupe.NewSeen(0)
 		if err != nil {
 			return nil, err
 		}
@@ -166,13 +166,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	// the same upstream state, across reloads
 	a.breakersKey = "breakers|" + a.poolKey
 	br, _, err := breakerPool.LoadOrNew(a.breakersKey, func() (caddy.Destructor, error) {
-		return retryqueue.NewBreakers(0, 0, a.log.Named("delivery")), nil
+		return delivery.NewBreakers(0, 0, a.log.Named("delivery")), nil
 	})
 	if err != nil {
 		a.breakersKey = ""
 		return err
 	}
-	a.breakers = br.(*retryqueue.Breakers)
+	a.breakers = br.(*delivery.Breakers)
 	if a.Alert != nil {
 		cfg := *a.Alert
 		cfg.URL = caddy.NewReplacer().ReplaceAll(cfg.URL, "") // {env.SLACK_WEBHOOK_URL}
@@ -182,12 +182,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.alerter = newAlerter(cfg, a)
 		// the alert target has no timeout setting: the default one, fitted to the lease
 		lease := time.Duration(a.Lease)
-		timeout := retryqueue.EffectiveTimeout(0, lease)
-		if err := retryqueue.CheckTimeout(timeout, lease); err != nil {
+		timeout := delivery.EffectiveTimeout(0, lease)
+		if err := delivery.CheckTimeout(timeout, lease); err != nil {
 			return fmt.Errorf("alert: %v", err)
 		}
-		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: retryqueue.Target{
-			URL: cfg.URL, Timeout: timeout, Policy: retryqueue.Policy{}.WithDefaults()}}
+		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: delivery.Target{
+			URL: cfg.URL, Timeout: timeout, Policy: delivery.Policy{}.WithDefaults()}}
 	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
@@ -214,7 +214,7 @@ var breakerPool = caddy.NewUsagePool()
 // lock on their path: they load it once, Cleanup swaps in nil and waits
 // for the users that loaded it before closing it.
 type seenRef struct {
-	p     atomic.Pointer[idempotency.Seen]
+	p     atomic.Pointer[dedupe.Seen]
 	users atomic.Int64
 }
 
@@ -222,7 +222,7 @@ type seenRef struct {
 const seenReleaseWait = time.Second
 
 // load returns the cache, or nil once released.
-func (r *seenRef) load() *idempotency.Seen {
+func (r *seenRef) load() *dedupe.Seen {
 	if r == nil {
 		return nil
 	}
@@ -231,7 +231,7 @@ func (r *seenRef) load() *idempotency.Seen {
 
 // use calls f with the cache unless it was released; the cache is not
 // closed while f runs.
-func (r *seenRef) use(f func(*idempotency.Seen)) {
+func (r *seenRef) use(f func(*dedupe.Seen)) {
 	if r == nil {
 		return
 	}
@@ -252,7 +252,7 @@ func (r *seenRef) release(wait time.Duration) {
 	}
 }
 
-type seenDestructor struct{ *idempotency.Seen }
+type seenDestructor struct{ *dedupe.Seen }
 
 func (s seenDestructor) Destruct() error { s.Close(); return nil }
 
@@ -263,7 +263,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("opening webhook store: %v", err)
 	}
 	a.refreshPaused() // before the first request and the first lease
-	d := retryqueue.New(retryqueue.Config{
+	d := delivery.New(delivery.Config{
 		Store:    st,
 		Workers:  a.Workers,
 		Lease:    time.Duration(a.Lease),
@@ -373,8 +373,8 @@ func (a *App) cleaner(ctx context.Context, st storage.Store) {
 
 // RegisterSource makes a source's delivery settings known to the workers.
 // Each source name may be defined once per config. A Target.Timeout of 0
-// gets retryqueue.EffectiveTimeout for the app's lease; an explicit one
-// that does not fit the lease (retryqueue.CheckTimeout) is refused.
+// gets delivery.EffectiveTimeout for the app's lease; an explicit one
+// that does not fit the lease (delivery.CheckTimeout) is refused.
 func (a *App) RegisterSource(src *Source) error {
 	a.sourceMu.Lock()
 	defer a.sourceMu.Unlock()
@@ -383,10 +383,10 @@ func (a *App) RegisterSource(src *Source) error {
 	}
 	// an explicit timeout must fit the lease; none gets the default fitted to it
 	lease := time.Duration(a.Lease)
-	if err := retryqueue.CheckTimeout(src.Target.Timeout, lease); err != nil {
+	if err := delivery.CheckTimeout(src.Target.Timeout, lease); err != nil {
 		return err
 	}
-	src.Target.Timeout = retryqueue.EffectiveTimeout(src.Target.Timeout, lease)
+	src.Target.Timeout = delivery.EffectiveTimeout(src.Target.Timeout, lease)
 	a.sources[src.Name] = src
 	return nil
 }
@@ -399,7 +399,7 @@ func (a *App) sourceNames() []string {
 	return slices.Collect(maps.Keys(a.sources))
 }
 
-func (a *App) resolve(source string) (*retryqueue.Target, bool) {
+func (a *App) resolve(source string) (*delivery.Target, bool) {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
 	src, ok := a.sources[source]
@@ -505,12 +505,12 @@ func (a *App) redrivePace(source string) time.Duration {
 
 // Seen returns the L1 cache of seen event IDs (nil once the app is
 // cleaned up).
-func (a *App) Seen() *idempotency.Seen { return a.seen.load() }
+func (a *App) Seen() *dedupe.Seen { return a.seen.load() }
 
 // SeenStatus is what the L1 cache says of key (ok false: not seen, or the
 // cache is gone: ask the store). Safe while Cleanup closes the cache.
 func (a *App) SeenStatus(key string) (status string, ok bool) {
-	a.seen.use(func(s *idempotency.Seen) { status, ok = s.Get(key) })
+	a.seen.use(func(s *dedupe.Seen) { status, ok = s.Get(key) })
 	return status, ok
 }
 
@@ -518,7 +518,7 @@ func (a *App) SeenStatus(key string) (status string, ok bool) {
 // ttl. Safe while Cleanup closes the cache (then it does nothing).
 func (a *App) RememberSeen(key, status string, ttl time.Duration) {
 	if ttl > 0 {
-		a.seen.use(func(s *idempotency.Seen) { s.Add(key, status, ttl) })
+		a.seen.use(func(s *dedupe.Seen) { s.Add(key, status, ttl) })
 	}
 }
 
@@ -550,7 +550,7 @@ func (a *App) NoteSignatureFailure(source string) {
 	}
 }
 
-func (a *App) onResult(r retryqueue.Report) {
+func (a *App) onResult(r delivery.Report) {
 	if a.alerter != nil {
 		a.alerter.noteResult(r)
 	}
@@ -579,8 +579,8 @@ func (a *App) onResult(r retryqueue.Report) {
 	}
 	a.sourceMu.RUnlock()
 	ttl := time.Until(r.Job.ReceivedAt.Add(window))
-	a.seen.use(func(s *idempotency.Seen) {
-		s.Update(idempotency.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+	a.seen.use(func(s *dedupe.Seen) {
+		s.Update(dedupe.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
 	})
 }
 

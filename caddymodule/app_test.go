@@ -11,9 +11,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/dlq"
-	"github.com/hookline/hookline/idempotency"
-	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -50,23 +50,23 @@ func TestTimeoutFitsLease(t *testing.T) {
 	}
 	lease := time.Duration(app.Lease)
 	alert, _ := app.resolve(alertSource)
-	if alert == nil || alert.Timeout >= lease || retryqueue.CheckTimeout(alert.Timeout, lease) != nil {
+	if alert == nil || alert.Timeout >= lease || delivery.CheckTimeout(alert.Timeout, lease) != nil {
 		t.Fatalf("alert target timeout %v does not fit lease %s", alert, lease)
 	}
-	if err := app.RegisterSource(&Source{Name: "defaulted", Target: retryqueue.Target{URL: "http://127.0.0.1:1/"}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "defaulted", Target: delivery.Target{URL: "http://127.0.0.1:1/"}}); err != nil {
 		t.Fatalf("a source without timeout under lease 5s: %v", err)
 	}
-	if got, _ := app.resolve("defaulted"); got.Timeout != retryqueue.EffectiveTimeout(0, lease) || got.Timeout != 2500*time.Millisecond {
+	if got, _ := app.resolve("defaulted"); got.Timeout != delivery.EffectiveTimeout(0, lease) || got.Timeout != 2500*time.Millisecond {
 		t.Fatalf("default timeout under lease 5s: %s", got.Timeout)
 	}
-	err = app.RegisterSource(&Source{Name: "explicit", Target: retryqueue.Target{URL: "http://127.0.0.1:1/", Timeout: 10 * time.Second}})
+	err = app.RegisterSource(&Source{Name: "explicit", Target: delivery.Target{URL: "http://127.0.0.1:1/", Timeout: 10 * time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "timeout 10s must be shorter than the webhooks lease 5s") {
 		t.Fatalf("explicit timeout 10s with lease 5s: %v", err)
 	}
 	if _, ok := app.resolve("explicit"); ok {
 		t.Fatal("a refused source was registered")
 	}
-	if err := app.RegisterSource(&Source{Name: "explicit", Target: retryqueue.Target{URL: "http://127.0.0.1:1/", Timeout: 3 * time.Second}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "explicit", Target: delivery.Target{URL: "http://127.0.0.1:1/", Timeout: 3 * time.Second}}); err != nil {
 		t.Fatalf("explicit timeout 3s with lease 5s: %v", err)
 	}
 	// the shortest lease: the alert target still fits
@@ -74,7 +74,7 @@ func TestTimeoutFitsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if alert, _ := app.resolve(alertSource); retryqueue.CheckTimeout(alert.Timeout, time.Second) != nil {
+	if alert, _ := app.resolve(alertSource); delivery.CheckTimeout(alert.Timeout, time.Second) != nil {
 		t.Fatalf("alert timeout %s under lease 1s", alert.Timeout)
 	}
 }
@@ -91,11 +91,11 @@ func TestSeenCleanupRace(t *testing.T) {
 	if app.Seen() == nil {
 		t.Fatal("no cache after provisioning")
 	}
-	rep := func(i int) retryqueue.Report {
+	rep := func(i int) delivery.Report {
 		job := &storage.Job{Event: storage.Event{Source: "s", EventID: "e" + strconv.Itoa(i), Dedupe: true, ReceivedAt: time.Now()}}
-		return retryqueue.Report{Job: job, Result: storage.Delivered, Attempt: &dlq.Attempt{N: 1}}
+		return delivery.Report{Job: job, Result: storage.Delivered, Attempt: &dlq.Attempt{N: 1}}
 	}
-	app.Seen().Add(idempotency.Key("s", "e1"), "queued", time.Hour)
+	app.Seen().Add(dedupe.Key("s", "e1"), "queued", time.Hour)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for w := range 4 {
@@ -105,7 +105,7 @@ func TestSeenCleanupRace(t *testing.T) {
 			<-start
 			for i := range 2000 {
 				// what requests (L1 lookups and writes) and workers do
-				key := idempotency.Key("s", "e"+strconv.Itoa(w*10000+i))
+				key := dedupe.Key("s", "e"+strconv.Itoa(w*10000+i))
 				app.RememberSeen(key, "queued", time.Hour)
 				app.SeenStatus(key)
 				app.onResult(rep(w*10000 + i))

@@ -13,7 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 
-	"github.com/hookline/hookline/idempotency"
+	"github.com/hookline/hookline/dedupe"
 )
 
 func init() {
@@ -63,7 +63,7 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if len(args) != 2 {
 				return d.Errf("id_from wants a kind and an argument (header <name>, json <path>, form <field>, body_hash <window>)")
 			}
-			rule, err := idempotency.ParseRule(args[0], args[1])
+			rule, err := dedupe.ParseRule(args[0], args[1])
 			if err != nil {
 				return d.Err(err.Error())
 			}

@@ -21,8 +21,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/caddymodule"
-	"github.com/hookline/hookline/idempotency"
-	"github.com/hookline/hookline/retryqueue"
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/verifiers"
 )
@@ -75,7 +75,7 @@ type Ingress struct {
 	// ForwardTo is the upstream URL events are POSTed to.
 	ForwardTo string `json:"forward_to"`
 	// IDFrom are the rules that find the event ID, in order.
-	IDFrom []idempotency.Rule `json:"id_from,omitempty"`
+	IDFrom []dedupe.Rule `json:"id_from,omitempty"`
 	// DedupeWindow is how long an event ID stays claimed (default 24h).
 	DedupeWindow caddy.Duration `json:"dedupe_window,omitempty"`
 	// MaxBody is the largest accepted body in bytes (default 1 MiB).
@@ -84,7 +84,7 @@ type Ingress struct {
 	RequireJSON bool `json:"require_json,omitempty"`
 	// Timeout bounds each delivery attempt (default 10s, or half the
 	// webhooks lease when that is shorter; an explicit one must fit the
-	// lease: retryqueue.CheckTimeout).
+	// lease: delivery.CheckTimeout).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Retry is the retry policy of failed deliveries.
 	Retry *RetryConfig `json:"retry,omitempty"`
@@ -103,11 +103,11 @@ type Ingress struct {
 	guard         *guard
 	guardKey      string // the key of guard in guardPool, released in Cleanup
 	app           *caddymodule.App
-	rules         []idempotency.Rule
+	rules         []dedupe.Rule
 	log           *zap.Logger
 }
 
-// RetryConfig is the JSON form of retryqueue.Policy.
+// RetryConfig is the JSON form of delivery.Policy.
 type RetryConfig struct {
 	MaxAttempts int            `json:"max_attempts,omitempty"`
 	Initial     caddy.Duration `json:"initial,omitempty"`
@@ -118,17 +118,17 @@ type RetryConfig struct {
 	Schedule []caddy.Duration `json:"schedule,omitempty"`
 }
 
-// Policy converts to a retryqueue.Policy with defaults filled in.
-func (c *RetryConfig) Policy() retryqueue.Policy {
+// Policy converts to a delivery.Policy with defaults filled in.
+func (c *RetryConfig) Policy() delivery.Policy {
 	if c == nil {
 		c = new(RetryConfig)
 	}
-	p := retryqueue.Policy{
+	p := delivery.Policy{
 		MaxAttempts: c.MaxAttempts,
 		Initial:     time.Duration(c.Initial),
 		Max:         time.Duration(c.Max),
 		Multiplier:  c.Multiplier,
-		Jitter:      retryqueue.DefaultJitter,
+		Jitter:      delivery.DefaultJitter,
 	}
 	if c.Jitter != nil {
 		p.Jitter = *c.Jitter
@@ -237,8 +237,8 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: getting webhooks app: %v", h.Source, err)
 	}
 	h.app = appIface.(*caddymodule.App)
-	// no timeout (0): the app fits the default to its lease (retryqueue.EffectiveTimeout)
-	target := retryqueue.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
+	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
+	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
 	if rl := h.RateLimit; rl != nil {
 		target.Rate = storage.Rate{Events: rl.Events, Per: time.Duration(rl.Interval)}
 	}
@@ -336,10 +336,10 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 
-	eventID := idempotency.Extract(h.rules, r, body, now)
-	dedupe := eventID != ""
-	key := idempotency.Key(h.Source, eventID)
-	if dedupe {
+	eventID := dedupe.Extract(h.rules, r, body, now)
+	deduped := eventID != "" // an id was found: the event is deduplicated
+	key := dedupe.Key(h.Source, eventID)
+	if deduped {
 		if status, ok := h.app.SeenStatus(key); ok {
 			h.setPlaceholders(r, eventID)
 			h.answerDuplicate(w, eventID, status)
@@ -351,7 +351,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.reject(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
 		return nil
 	}
-	if !dedupe {
+	if !deduped {
 		eventID = id.String() // never deduplicated
 	}
 	h.setPlaceholders(r, eventID)
@@ -359,7 +359,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	ev := &storage.Event{
 		ID:         id.String(),
 		EventID:    eventID,
-		Dedupe:     dedupe,
+		Dedupe:     deduped,
 		Source:     h.Source,
 		Upstream:   h.ForwardTo,
 		Headers:    forwardHeaders(r.Header),
@@ -384,7 +384,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.answerDuplicate(w, eventID, string(res.Status))
 		return nil
 	}
-	if dedupe {
+	if deduped {
 		h.app.RememberSeen(key, string(storage.StatusQueued), ttl)
 	}
 	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/idempotency"
+	"github.com/hookline/hookline/dedupe"
 )
 
 // ruleStrings writes rules in their Caddyfile form, for comparisons.
@@ -102,14 +102,14 @@ var defaultersByScheme = map[string][]IDDefaulter{
 
 // extractDefault finds the id of one delivery of s the way the ingress
 // does when the source sets no id_from: the verifier's DefaultIDFrom rules
-// applied by idempotency.Extract to the request and its exact body.
+// applied by dedupe.Extract to the request and its exact body.
 func extractDefault(d IDDefaulter, s corpusSample, now time.Time) string {
 	r := httptest.NewRequest(http.MethodPost, "/hooks/"+s.Scheme, strings.NewReader(string(s.body)))
 	r.Header.Set("Content-Type", s.ContentType)
 	for k, v := range s.Headers {
 		r.Header.Set(k, v)
 	}
-	return idempotency.Extract(d.DefaultIDFrom(), r, append([]byte(nil), s.body...), now)
+	return dedupe.Extract(d.DefaultIDFrom(), r, append([]byte(nil), s.body...), now)
 }
 
 // TestDefaultIDsOnProviderCorpus proves every scheme's default id rules on
@@ -151,7 +151,7 @@ func checkCorpusIDs(t *testing.T, d IDDefaulter, group []corpusSample, now time.
 			t.Errorf("%s: no id (rules %q)", s.name(), ruleStrings(d.DefaultIDFrom()))
 			continue
 		}
-		if ids[i] != idempotency.Normalize(ids[i]) {
+		if ids[i] != dedupe.Normalize(ids[i]) {
 			t.Errorf("%s: id %q cannot travel in a header", s.name(), ids[i])
 		}
 		// a byte-identical resend, ten minutes later

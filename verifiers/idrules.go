@@ -1,15 +1,15 @@
 package verifiers
 
-import "github.com/hookline/hookline/idempotency"
+import "github.com/hookline/hookline/dedupe"
 
 // IDRule is one id_from rule, as a scheme's DefaultIDFrom returns it: a
 // kind (header, json, form, raw_hash) with its argument and optional JSON
-// conditions. See idempotency.Rule.
-type IDRule = idempotency.Rule
+// conditions. See dedupe.Rule.
+type IDRule = dedupe.Rule
 
 // Shorthands for the defaults of the schemes in this package.
 var (
-	idHeader  = idempotency.Header
-	idJSON    = idempotency.JSON
-	idRawHash = idempotency.RawHash
+	idHeader  = dedupe.Header
+	idJSON    = dedupe.JSON
+	idRawHash = dedupe.RawHash
 )

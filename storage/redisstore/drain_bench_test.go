@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/redistest"
-	"github.com/hookline/hookline/retryqueue"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/redisstore"
 )
@@ -51,9 +51,9 @@ func BenchmarkDrain100k(b *testing.B) {
 		done := make(chan struct{})
 		var delivered atomic.Int64
 		var heapPeak atomic.Uint64
-		d := retryqueue.New(retryqueue.Config{Store: st, Workers: drainWorkers,
-			Resolve: func(string) (*retryqueue.Target, bool) { return nil, false },
-			OnResult: func(retryqueue.Report) {
+		d := delivery.New(delivery.Config{Store: st, Workers: drainWorkers,
+			Resolve: func(string) (*delivery.Target, bool) { return nil, false },
+			OnResult: func(delivery.Report) {
 				if n := delivered.Add(1); n == backlog {
 					close(done)
 				} else if n%10_000 == 0 {
@@ -101,7 +101,7 @@ func fill(b *testing.B, st *redisstore.Store, n int, upstream string, body []byt
 }
 
 func directRate(b *testing.B, url string, body []byte, n int) float64 {
-	client := retryqueue.NewClient(16)
+	client := delivery.NewClient(16)
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	start := time.Now()

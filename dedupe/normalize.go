@@ -1,4 +1,4 @@
-package idempotency
+package dedupe
 
 import (
 	"crypto/sha256"

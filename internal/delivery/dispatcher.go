@@ -1,4 +1,4 @@
-package retryqueue
+package delivery
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"go.uber.org/zap"
 
+	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/dlq"
-	"github.com/hookline/hookline/idempotency"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -513,7 +513,7 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 		req.Header[k] = vv
 	}
 	// ids are normalized at ingress; this covers events stored before that
-	req.Header.Set("Webhook-Id", idempotency.Normalize(job.EventID))
+	req.Header.Set("Webhook-Id", dedupe.Normalize(job.EventID))
 	req.Header.Set("X-Webhook-Source", job.Source)
 	req.Header.Set("X-Webhook-Attempt", strconv.Itoa(len(job.Attempts)+1))
 	req.Header.Set("X-Webhook-Received-At", job.ReceivedAt.UTC().Format(time.RFC3339))

@@ -1,4 +1,4 @@
-package retryqueue
+package delivery
 
 import (
 	"fmt"

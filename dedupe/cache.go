@@ -1,8 +1,8 @@
-// Package idempotency holds hookline's deduplication helpers: where to find
+// Package dedupe holds hookline's deduplication helpers: where to find
 // an event's ID (id_from rules) and the in-process L1 cache of IDs already
 // seen. The store is the truth: the cache only ever answers "seen", and a
 // miss always asks the store.
-package idempotency
+package dedupe
 
 import (
 	"time"
