@@ -1,12 +1,13 @@
 // Package hookline is durable webhook ingress for Caddy. Importing it (as
 // xcaddy build --with github.com/hookline/hookline does) registers every
-// hookline module: the webhooks app, the webhook_ingress handler, the
-// admin API, storage backends and signature verifiers.
+// hookline module: the webhooks app (with its admin API and CLI), the
+// webhook_ingress and webhook_dashboard handlers, the storage backends and
+// the signature verifiers. See docs/architecture.md for the packages.
 package hookline
 
 import (
 	// the modules register themselves in init
-	_ "github.com/hookline/hookline/caddymodule"
-	_ "github.com/hookline/hookline/handlers"
+	_ "github.com/hookline/hookline/internal/ingress"
+	_ "github.com/hookline/hookline/internal/webhooks"
 	_ "github.com/hookline/hookline/verifiers"
 )

@@ -3,9 +3,7 @@ package verifiers
 import (
 	"crypto/sha1"
 	"crypto/sha256"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -69,25 +67,13 @@ func (g *GitHub) Provision(ctx caddy.Context) error {
 
 // Verify checks the request's signature over the raw body.
 func (g *GitHub) Verify(r *http.Request, body []byte, now time.Time) error {
-	// a present but empty X-Hub-Signature-256 is malformed; it does not
-	// open the way to the SHA-1 fallback
-	if vals := r.Header.Values(GitHubSignatureHeader); len(vals) > 0 {
-		sig, ok := strings.CutPrefix(vals[0], "sha256=")
-		if !ok {
-			return fmt.Errorf("%w: header %s does not start with sha256=", ErrFormat, GitHubSignatureHeader)
-		}
-		return CheckHMAC(sha256.New, g.keys, EncodingHex, []string{sig}, body)
+	// only an absent X-Hub-Signature-256 opens the way to the SHA-1
+	// fallback: a present but empty one is malformed
+	if g.AllowSHA1 && len(r.Header.Values(GitHubSignatureHeader)) == 0 &&
+		len(r.Header.Values(GitHubSHA1SignatureHeader)) > 0 {
+		return checkPrefixedHMAC(r, GitHubSHA1SignatureHeader, "sha1=", sha1.New, g.keys, EncodingHex, body)
 	}
-	if g.AllowSHA1 {
-		if vals := r.Header.Values(GitHubSHA1SignatureHeader); len(vals) > 0 {
-			sig, ok := strings.CutPrefix(vals[0], "sha1=")
-			if !ok {
-				return fmt.Errorf("%w: header %s does not start with sha1=", ErrFormat, GitHubSHA1SignatureHeader)
-			}
-			return CheckHMAC(sha1.New, g.keys, EncodingHex, []string{sig}, body)
-		}
-	}
-	return fmt.Errorf("%w: header %s missing", ErrFormat, GitHubSignatureHeader)
+	return checkPrefixedHMAC(r, GitHubSignatureHeader, "sha256=", sha256.New, g.keys, EncodingHex, body)
 }
 
 // DefaultIDFrom returns the delivery GUID header.
@@ -98,26 +84,16 @@ func (*GitHub) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (g *GitHub) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	g.Secrets = append(g.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			g.Secrets = append(g.Secrets, args...)
-		case "allow_sha1":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			g.AllowSHA1 = true
-		default:
-			return d.Errf("unrecognized github option %q", d.Val())
+	return parseSecretsBlock(d, &g.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name != "allow_sha1" {
+			return false, nil
 		}
-	}
-	return nil
+		if err := noArgs(d); err != nil {
+			return true, err
+		}
+		g.AllowSHA1 = true
+		return true, nil
+	})
 }
 
 // Interface guards

@@ -70,7 +70,7 @@ func (g *GitLab) Provision(ctx caddy.Context) error {
 func (g *GitLab) Verify(r *http.Request, body []byte, now time.Time) error {
 	tok := r.Header.Get(GitLabTokenHeader)
 	if tok == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, GitLabTokenHeader)
+		return errHeaderMissing(GitLabTokenHeader)
 	}
 	// every token is compared, so the time does not tell which one matched
 	got := tokenDigest([]byte(tok))
@@ -100,22 +100,11 @@ func (*GitLab) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (g *GitLab) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	g.Secrets = append(g.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			g.Secrets = append(g.Secrets, args...)
-		default:
-			return d.Errf("unrecognized gitlab option %q", d.Val())
-		}
-	}
-	return nil
+	return parseSecretsBlock(d, &g.Secrets, nil)
 }
+
+// SecretHeaders returns X-Gitlab-Token: it carries the configured token.
+func (*GitLab) SecretHeaders() []string { return []string{GitLabTokenHeader} }
 
 // Interface guards
 var (
@@ -123,4 +112,5 @@ var (
 	_ caddyfile.Unmarshaler = (*GitLab)(nil)
 	_ Verifier              = (*GitLab)(nil)
 	_ IDDefaulter           = (*GitLab)(nil)
+	_ SecretHeaderer        = (*GitLab)(nil)
 )

@@ -151,7 +151,7 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("unknown encoding %q (want hex or base64)", h.Encoding)
 	}
 	if h.Tolerance < 0 {
-		return errors.New("tolerance must not be negative")
+		return errNegativeTolerance
 	}
 	if h.TimestampHeader == "" && h.Tolerance != 0 {
 		return errors.New("tolerance needs timestamp_header")
@@ -181,7 +181,7 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 	raw := r.Header.Get(h.Header)
 	if raw == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, h.Header)
+		return errHeaderMissing(h.Header)
 	}
 	sig, ok := strings.CutPrefix(raw, h.Prefix)
 	if !ok {
@@ -193,22 +193,19 @@ func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 
 	var ts, id string
 	if h.TimestampHeader != "" {
-		ts = r.Header.Get(h.TimestampHeader)
-		if ts == "" {
-			return fmt.Errorf("%w: header %s missing", ErrFormat, h.TimestampHeader)
+		var t int64
+		var err error
+		if ts, t, err = timestampHeader(r, h.TimestampHeader); err != nil {
+			return err
 		}
-		t, err := ParseUnixSeconds(ts)
-		if err != nil {
-			return fmt.Errorf("header %s: %w", h.TimestampHeader, err)
-		}
-		if err := CheckTimestamp(t, now, time.Duration(h.Tolerance)); err != nil {
+		if err = CheckTimestamp(t, now, time.Duration(h.Tolerance)); err != nil {
 			return err
 		}
 	}
 	if h.usesID {
 		id = r.Header.Get(h.IDHeader)
 		if id == "" {
-			return fmt.Errorf("%w: header %s missing", ErrFormat, h.IDHeader)
+			return errHeaderMissing(h.IDHeader)
 		}
 	}
 
@@ -240,71 +237,47 @@ func (h *HMAC) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (h *HMAC) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	h.Secrets = append(h.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			h.Secrets = append(h.Secrets, args...)
-		case "header":
-			if err := oneArg(d, &h.Header); err != nil {
-				return err
-			}
-		case "algorithm":
-			if err := oneArg(d, &h.Algorithm); err != nil {
-				return err
-			}
-			if _, err := hashByName(h.Algorithm); err != nil {
-				return d.Err(err.Error())
-			}
-		case "encoding":
-			if err := oneArg(d, &h.Encoding); err != nil {
-				return err
-			}
-			if !Encoding(h.Encoding).Valid() {
-				return d.Errf("unknown encoding %q (want hex or base64)", h.Encoding)
-			}
-		case "prefix":
-			if err := oneArg(d, &h.Prefix); err != nil {
-				return err
-			}
-		case "timestamp_header":
-			if err := oneArg(d, &h.TimestampHeader); err != nil {
-				return err
-			}
-		case "id_header":
-			if err := oneArg(d, &h.IDHeader); err != nil {
-				return err
-			}
-		case "signed_content":
-			if err := oneArg(d, &h.SignedContent); err != nil {
-				return err
-			}
-			if _, _, err := parseTemplate(h.SignedContent); err != nil {
-				return d.Err(err.Error())
-			}
-		case "tolerance":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return err
-			}
-			dur, err := caddy.ParseDuration(s)
-			if err != nil {
-				return d.Errf("bad tolerance %q: %v", s, err)
-			}
-			if dur < 0 {
-				return d.Err("tolerance must not be negative")
-			}
-			h.Tolerance = caddy.Duration(dur)
-		default:
-			return d.Errf("unrecognized hmac option %q", d.Val())
+	return parseSecretsBlock(d, &h.Secrets, h.caddyfileOption)
+}
+
+// caddyfileOption parses the options of the hmac block other than secret.
+func (h *HMAC) caddyfileOption(d *caddyfile.Dispenser, name string) (bool, error) {
+	switch name {
+	case "header":
+		return true, oneArg(d, &h.Header)
+	case "algorithm":
+		if err := oneArg(d, &h.Algorithm); err != nil {
+			return true, err
 		}
+		if _, err := hashByName(h.Algorithm); err != nil {
+			return true, d.Err(err.Error())
+		}
+	case "encoding":
+		if err := oneArg(d, &h.Encoding); err != nil {
+			return true, err
+		}
+		if !Encoding(h.Encoding).Valid() {
+			return true, d.Errf("unknown encoding %q (want hex or base64)", h.Encoding)
+		}
+	case "prefix":
+		return true, oneArg(d, &h.Prefix)
+	case "timestamp_header":
+		return true, oneArg(d, &h.TimestampHeader)
+	case "id_header":
+		return true, oneArg(d, &h.IDHeader)
+	case "signed_content":
+		if err := oneArg(d, &h.SignedContent); err != nil {
+			return true, err
+		}
+		if _, _, err := parseTemplate(h.SignedContent); err != nil {
+			return true, d.Err(err.Error())
+		}
+	case "tolerance":
+		return true, parseToleranceOption(d, &h.Tolerance)
+	default:
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
 // hashByName returns the hash named by the algorithm option.

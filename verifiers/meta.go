@@ -2,10 +2,7 @@ package verifiers
 
 import (
 	"crypto/sha256"
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -81,9 +78,9 @@ func (m *Meta) Provision(ctx caddy.Context) error {
 	}
 	m.hasToken = false
 	if m.VerifyToken != "" {
-		tok := resolvePlaceholders(m.VerifyToken)
-		if tok == "" {
-			return errors.New("verify_token is empty after placeholder resolution")
+		tok, err := resolveSetting("verify_token", m.VerifyToken)
+		if err != nil {
+			return err
 		}
 		m.token = tokenDigest([]byte(tok))
 		m.hasToken = true
@@ -93,15 +90,7 @@ func (m *Meta) Provision(ctx caddy.Context) error {
 
 // Verify checks the request's signature over the raw body.
 func (m *Meta) Verify(r *http.Request, body []byte, now time.Time) error {
-	vals := r.Header.Values(MetaSignatureHeader)
-	if len(vals) == 0 {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, MetaSignatureHeader)
-	}
-	sig, ok := strings.CutPrefix(vals[0], "sha256=")
-	if !ok {
-		return fmt.Errorf("%w: header %s does not start with sha256=", ErrFormat, MetaSignatureHeader)
-	}
-	return CheckHMAC(sha256.New, m.keys, EncodingHex, []string{sig}, body)
+	return checkPrefixedHMAC(r, MetaSignatureHeader, "sha256=", sha256.New, m.keys, EncodingHex, body)
 }
 
 // HandshakeGET answers Meta's subscription handshake. A GET without
@@ -164,34 +153,23 @@ func (*Meta) DefaultIDFrom() []IDRule {
 // token is the scheme name (meta or one of its aliases). Syntax: see the
 // type's documentation.
 func (m *Meta) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	scheme := d.Val()
-	m.Secrets = append(m.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			m.Secrets = append(m.Secrets, args...)
-		case "verify_token":
-			if m.VerifyToken != "" {
-				return d.Err("verify_token may appear only once")
-			}
-			if err := oneArg(d, &m.VerifyToken); err != nil {
-				return err
-			}
-		default:
-			return d.Errf("unrecognized %s option %q", scheme, d.Val())
+	return parseSecretsBlock(d, &m.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name != "verify_token" {
+			return false, nil
 		}
-	}
-	return nil
+		return true, oneArgOnce(d, &m.VerifyToken)
+	})
 }
 
-// Facebook is the meta scheme registered under the name facebook.
+// Facebook is the meta scheme registered under the name facebook (module ID
+// webhooks.verifiers.facebook): the same JSON fields and behaviour as Meta.
 //
-// Caddyfile syntax: as meta.
+// Caddyfile syntax (the words after `verify`):
+//
+//	facebook [<secret>...] {
+//		secret       <secret>...
+//		verify_token <token>
+//	}
 type Facebook struct{ Meta }
 
 // CaddyModule returns the Caddy module information.
@@ -202,9 +180,15 @@ func (Facebook) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// WhatsApp is the meta scheme registered under the name whatsapp.
+// WhatsApp is the meta scheme registered under the name whatsapp (module ID
+// webhooks.verifiers.whatsapp): the same JSON fields and behaviour as Meta.
 //
-// Caddyfile syntax: as meta.
+// Caddyfile syntax (the words after `verify`):
+//
+//	whatsapp [<secret>...] {
+//		secret       <secret>...
+//		verify_token <token>
+//	}
 type WhatsApp struct{ Meta }
 
 // CaddyModule returns the Caddy module information.
@@ -215,9 +199,15 @@ func (WhatsApp) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Instagram is the meta scheme registered under the name instagram.
+// Instagram is the meta scheme registered under the name instagram (module ID
+// webhooks.verifiers.instagram): the same JSON fields and behaviour as Meta.
 //
-// Caddyfile syntax: as meta.
+// Caddyfile syntax (the words after `verify`):
+//
+//	instagram [<secret>...] {
+//		secret       <secret>...
+//		verify_token <token>
+//	}
 type Instagram struct{ Meta }
 
 // CaddyModule returns the Caddy module information.

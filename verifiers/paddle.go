@@ -2,7 +2,6 @@ package verifiers
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -66,11 +65,8 @@ func (Paddle) CaddyModule() caddy.ModuleInfo {
 
 // Provision resolves the secrets and fills in the default tolerance.
 func (p *Paddle) Provision(ctx caddy.Context) error {
-	if p.Tolerance < 0 {
-		return errors.New("tolerance must not be negative")
-	}
-	if p.Tolerance == 0 {
-		p.Tolerance = caddy.Duration(DefaultPaddleTolerance)
+	if err := provisionTolerance(&p.Tolerance, DefaultPaddleTolerance); err != nil {
+		return err
 	}
 	var err error
 	p.keys, err = ResolveSecrets(p.Secrets)
@@ -81,7 +77,7 @@ func (p *Paddle) Provision(ctx caddy.Context) error {
 func (p *Paddle) Verify(r *http.Request, body []byte, now time.Time) error {
 	raw := r.Header.Get(PaddleSignatureHeader)
 	if raw == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, PaddleSignatureHeader)
+		return errHeaderMissing(PaddleSignatureHeader)
 	}
 	ts, sigs, err := parsePaddleSignature(raw)
 	if err != nil {
@@ -136,27 +132,7 @@ func (*Paddle) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (p *Paddle) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	p.Secrets = append(p.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			p.Secrets = append(p.Secrets, args...)
-		case "tolerance":
-			tol, err := parseToleranceOption(d)
-			if err != nil {
-				return err
-			}
-			p.Tolerance = tol
-		default:
-			return d.Errf("unrecognized paddle option %q", d.Val())
-		}
-	}
-	return nil
+	return parseSecretsBlock(d, &p.Secrets, toleranceOption(&p.Tolerance))
 }
 
 // Interface guards

@@ -82,7 +82,7 @@ func (SendGrid) CaddyModule() caddy.ModuleInfo {
 // Provision resolves and parses the public keys.
 func (s *SendGrid) Provision(ctx caddy.Context) error {
 	if s.Tolerance < 0 {
-		return errors.New("tolerance must not be negative")
+		return errNegativeTolerance
 	}
 	raw, err := ResolveSecrets(s.PublicKeys)
 	if err != nil {
@@ -131,15 +131,11 @@ func parseSendGridKey(k string) (*ecdsa.PublicKey, error) {
 func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
 	sig64 := r.Header.Get(SendGridSignatureHeader)
 	if sig64 == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, SendGridSignatureHeader)
+		return errHeaderMissing(SendGridSignatureHeader)
 	}
-	ts := r.Header.Get(SendGridTimestampHeader)
-	if ts == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, SendGridTimestampHeader)
-	}
-	t, err := ParseUnixSeconds(ts)
+	ts, t, err := timestampHeader(r, SendGridTimestampHeader)
 	if err != nil {
-		return fmt.Errorf("header %s: %w", SendGridTimestampHeader, err)
+		return err
 	}
 	sig, err := decodeSendGridSignature(sig64)
 	if err != nil {
@@ -208,27 +204,13 @@ func (*SendGrid) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (s *SendGrid) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	s.PublicKeys = append(s.PublicKeys, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "public_key", "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			s.PublicKeys = append(s.PublicKeys, args...)
-		case "tolerance":
-			tol, err := parseToleranceOption(d)
-			if err != nil {
-				return err
-			}
-			s.Tolerance = tol
-		default:
-			return d.Errf("unrecognized sendgrid option %q", d.Val())
+	tolerance := toleranceOption(&s.Tolerance)
+	return parseSecretsBlock(d, &s.PublicKeys, func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name == "public_key" {
+			return true, appendSecrets(d, &s.PublicKeys)
 		}
-	}
-	return nil
+		return tolerance(d, name)
+	})
 }
 
 // Interface guards

@@ -83,7 +83,7 @@ func (s *Shopify) Verify(r *http.Request, body []byte, now time.Time) error {
 		sig = r.Header.Get(ShopifyEventsHMACHeader)
 	}
 	if sig == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, ShopifyHMACHeader)
+		return errHeaderMissing(ShopifyHMACHeader)
 	}
 	if len(body) == 0 {
 		return fmt.Errorf("%w: empty body", ErrFormat)
@@ -120,7 +120,7 @@ func (*Shopify) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (s *Shopify) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return unmarshalSecretsBlock(d, &s.Secrets, nil)
+	return parseSecretsBlock(d, &s.Secrets, nil)
 }
 
 // Interface guards

@@ -68,7 +68,7 @@ func (Slack) CaddyModule() caddy.ModuleInfo {
 
 // Provision resolves the secrets and fills in the default tolerance.
 func (s *Slack) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&s.Tolerance); err != nil {
+	if err := provisionTolerance(&s.Tolerance, DefaultTolerance); err != nil {
 		return err
 	}
 	var err error
@@ -80,7 +80,7 @@ func (s *Slack) Provision(ctx caddy.Context) error {
 func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
 	raw := r.Header.Get(SlackSignatureHeader)
 	if raw == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, SlackSignatureHeader)
+		return errHeaderMissing(SlackSignatureHeader)
 	}
 	sig, ok := strings.CutPrefix(raw, "v0=")
 	if !ok {
@@ -89,13 +89,9 @@ func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
 	if !EncodingHex.WellFormed(sig, sha256.Size) {
 		return fmt.Errorf("%w: header %s is not %d hex bytes", ErrFormat, SlackSignatureHeader, sha256.Size)
 	}
-	ts := r.Header.Get(SlackTimestampHeader)
-	if ts == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, SlackTimestampHeader)
-	}
-	t, err := ParseUnixSeconds(ts)
+	ts, t, err := timestampHeader(r, SlackTimestampHeader)
 	if err != nil {
-		return fmt.Errorf("header %s: %w", SlackTimestampHeader, err)
+		return err
 	}
 	if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
 		return err
@@ -137,7 +133,7 @@ func (*Slack) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte)
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (s *Slack) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return unmarshalSecretsBlock(d, &s.Secrets, &s.Tolerance)
+	return parseSecretsBlock(d, &s.Secrets, toleranceOption(&s.Tolerance))
 }
 
 // Interface guards

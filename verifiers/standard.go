@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -103,7 +102,7 @@ func (Standard) CaddyModule() caddy.ModuleInfo {
 // in the default tolerance. Errors name a secret by its position among the
 // non-empty resolved secrets, never by its value.
 func (s *Standard) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&s.Tolerance); err != nil {
+	if err := provisionTolerance(&s.Tolerance, DefaultTolerance); err != nil {
 		return err
 	}
 	secrets, err := ResolveSecrets(s.Secrets)
@@ -134,33 +133,6 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 		}
 	}
 	return nil
-}
-
-// decodeCanonicalBase64 decodes padded standard base64, and accepts it
-// only in its canonical form (no line breaks, no non-zero padding bits).
-func decodeCanonicalBase64(s string) ([]byte, bool) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
-		return nil, false
-	}
-	return b, true
-}
-
-// decodeWhsec decodes the base64 of a whsec_ secret, padded or not: the
-// Python reference library appends "==" before decoding, so it accepts
-// both, while the Go one (StdEncoding) refuses unpadded secrets. Either
-// spelling must be canonical (no line breaks, no non-zero padding bits, no
-// URL alphabet), so a truncated or mistyped secret still fails
-// provisioning instead of silently giving another key.
-func decodeWhsec(s string) ([]byte, bool) {
-	if b, ok := decodeCanonicalBase64(s); ok {
-		return b, true
-	}
-	b, err := base64.RawStdEncoding.Strict().DecodeString(s)
-	if err != nil || base64.RawStdEncoding.EncodeToString(b) != s {
-		return nil, false
-	}
-	return b, true
 }
 
 // Verify checks the request's signatures and timestamp.
@@ -262,7 +234,7 @@ func (*Standard) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (s *Standard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return unmarshalSecretsBlock(d, &s.Secrets, &s.Tolerance)
+	return parseSecretsBlock(d, &s.Secrets, toleranceOption(&s.Tolerance))
 }
 
 // Svix is the Standard scheme under the name svix (module ID

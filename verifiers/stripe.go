@@ -71,7 +71,7 @@ func (Stripe) CaddyModule() caddy.ModuleInfo {
 
 // Provision resolves the secrets and fills in the default tolerance.
 func (s *Stripe) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&s.Tolerance); err != nil {
+	if err := provisionTolerance(&s.Tolerance, DefaultTolerance); err != nil {
 		return err
 	}
 	keys, err := ResolveSecrets(s.Secrets)
@@ -93,7 +93,7 @@ func (s *Stripe) Provision(ctx caddy.Context) error {
 func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
 	raw := r.Header.Get(StripeSignatureHeader)
 	if raw == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, StripeSignatureHeader)
+		return errHeaderMissing(StripeSignatureHeader)
 	}
 	ts, sigs, err := parseStripeSignature(raw)
 	if err != nil {
@@ -148,7 +148,7 @@ func (*Stripe) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (s *Stripe) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return unmarshalSecretsBlock(d, &s.Secrets, &s.Tolerance)
+	return parseSecretsBlock(d, &s.Secrets, toleranceOption(&s.Tolerance))
 }
 
 // Interface guards

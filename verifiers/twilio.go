@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -96,11 +95,13 @@ func (Twilio) CaddyModule() caddy.ModuleInfo {
 func (tw *Twilio) Provision(ctx caddy.Context) error {
 	tw.base = nil
 	if tw.URL != "" {
-		b, err := parseTwilioBase(resolvePlaceholders(tw.URL))
+		u, err := resolveSetting("url", tw.URL)
 		if err != nil {
 			return err
 		}
-		tw.base = b
+		if tw.base, err = parseTwilioBase(u); err != nil {
+			return err
+		}
 	}
 	var err error
 	tw.keys, err = ResolveSecrets(tw.Secrets)
@@ -109,9 +110,6 @@ func (tw *Twilio) Provision(ctx caddy.Context) error {
 
 // parseTwilioBase checks and splits the url option.
 func parseTwilioBase(s string) (*twilioBase, error) {
-	if s == "" {
-		return nil, errors.New("url is empty after placeholder resolution")
-	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("url: %v", err)
@@ -135,7 +133,7 @@ func parseTwilioBase(s string) (*twilioBase, error) {
 func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
 	sig := r.Header.Get(TwilioSignatureHeader)
 	if sig == "" {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, TwilioSignatureHeader)
+		return errHeaderMissing(TwilioSignatureHeader)
 	}
 	if !EncodingBase64.WellFormed(sig, sha1.Size) {
 		return fmt.Errorf("%w: header %s is not %d bytes of base64", ErrFormat, TwilioSignatureHeader, sha1.Size)
@@ -307,28 +305,12 @@ func (*Twilio) DefaultIDFrom() []IDRule {
 // UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
 // token is the scheme name. Syntax: see the type's documentation.
 func (tw *Twilio) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	tw.Secrets = append(tw.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			tw.Secrets = append(tw.Secrets, args...)
-		case "url":
-			if tw.URL != "" {
-				return d.Err("url may appear only once")
-			}
-			if err := oneArg(d, &tw.URL); err != nil {
-				return err
-			}
-		default:
-			return d.Errf("unrecognized twilio option %q", d.Val())
+	return parseSecretsBlock(d, &tw.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name != "url" {
+			return false, nil
 		}
-	}
-	return nil
+		return true, oneArgOnce(d, &tw.URL)
+	})
 }
 
 // Interface guards

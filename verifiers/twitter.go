@@ -1,12 +1,10 @@
 package verifiers
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -83,15 +81,7 @@ func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
 	if !startsJSONObject(body) {
 		return fmt.Errorf("%w: an X webhook body is a JSON object", ErrFormat)
 	}
-	vals := r.Header.Values(TwitterSignatureHeader)
-	if len(vals) == 0 {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, TwitterSignatureHeader)
-	}
-	sig, ok := strings.CutPrefix(vals[0], "sha256=")
-	if !ok {
-		return fmt.Errorf("%w: header %s does not start with sha256=", ErrFormat, TwitterSignatureHeader)
-	}
-	return CheckHMAC(sha256.New, t.keys, EncodingBase64, []string{sig}, body)
+	return checkPrefixedHMAC(r, TwitterSignatureHeader, "sha256=", sha256.New, t.keys, EncodingBase64, body)
 }
 
 // HandshakeGET answers X's CRC. A GET without a crc_token is not a CRC
@@ -107,11 +97,9 @@ func (t *Twitter) HandshakeGET(w http.ResponseWriter, r *http.Request) bool {
 		handshakeMalformed(w, fmt.Sprintf("crc_token must be at most %d characters of A-Z a-z 0-9 - _ + / . and must not be JSON", maxCRCTokenLen))
 		return true
 	}
-	m := hmac.New(sha256.New, t.keys[0])
-	m.Write([]byte(tok))
 	handshakeJSON(w, http.StatusOK, struct {
 		ResponseToken string `json:"response_token"`
-	}{"sha256=" + EncodingBase64.Encode(m.Sum(nil))})
+	}{"sha256=" + signHMAC(sha256.New, t.keys[0], EncodingBase64, []byte(tok))})
 	return true
 }
 
@@ -162,27 +150,17 @@ func (*Twitter) DefaultIDFrom() []IDRule {
 // token is the scheme name (twitter or x). Syntax: see the type's
 // documentation.
 func (t *Twitter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // consume scheme name
-	scheme := d.Val()
-	t.Secrets = append(t.Secrets, d.RemainingArgs()...)
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		switch d.Val() {
-		case "secret":
-			args, err := parseSecrets(d)
-			if err != nil {
-				return err
-			}
-			t.Secrets = append(t.Secrets, args...)
-		default:
-			return d.Errf("unrecognized %s option %q", scheme, d.Val())
-		}
-	}
-	return nil
+	return parseSecretsBlock(d, &t.Secrets, nil)
 }
 
-// X is the twitter scheme registered under the name x.
+// X is the twitter scheme registered under the name x (module ID
+// webhooks.verifiers.x): the same JSON fields and behaviour as Twitter.
 //
-// Caddyfile syntax: as twitter.
+// Caddyfile syntax (the words after `verify`):
+//
+//	x [<consumer_secret>...] {
+//		secret <consumer_secret>...
+//	}
 type X struct{ Twitter }
 
 // CaddyModule returns the Caddy module information.

@@ -6,6 +6,7 @@ package verifiers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -35,6 +36,16 @@ type IDDefaulter interface {
 	DefaultIDFrom() []IDRule
 }
 
+// SecretHeaderer is implemented by schemes whose provider sends the
+// configured secret itself in a request header (GitLab's X-Gitlab-Token),
+// rather than a signature computed with it. The ingress drops those
+// headers once the request is verified, before the event is stored, so
+// the secret is never stored, shown or forwarded to the upstream. Header
+// names are case-insensitive.
+type SecretHeaderer interface {
+	SecretHeaders() []string
+}
+
 // The three ways a signature check fails, mapped by the ingress to the
 // documented 401 codes.
 var (
@@ -46,15 +57,8 @@ var (
 	ErrTimestamp = errors.New("timestamp outside tolerance")
 )
 
-// Handshaker is implemented by schemes whose provider checks the endpoint
-// with a handshake that must be answered at the edge and never queued
-// (Meta's hub.challenge, Slack's url_verification, X's CRC).
-//
-// The ingress calls HandshakeGET for every GET request before answering 405,
-// and HandshakePOST for POST requests after the signature was verified and
-// before enqueueing. A method returns true when the request was a handshake
-// and it wrote the whole answer; false leaves the request to the ingress.
-type Handshaker interface {
-	HandshakeGET(w http.ResponseWriter, r *http.Request) bool
-	HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool
+// errHeaderMissing is the error of a request without the header name (or
+// with it empty): a format error (ErrFormat).
+func errHeaderMissing(name string) error {
+	return fmt.Errorf("%w: header %s missing", ErrFormat, name)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/hookline/hookline/caddymodule"
+	"github.com/hookline/hookline/internal/backends"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -28,7 +28,7 @@ func init() {
 	caddy.RegisterModule(Storage{})
 }
 
-// Storage is the webhooks.storage.faultstore module. (handlers' own tests
+// Storage is the webhooks.storage.faultstore module. (the ingress's own tests
 // register webhooks.storage.faulty, hence the name.)
 type Storage struct {
 	// Name registers the open store for Get.
@@ -58,13 +58,13 @@ func (s *Storage) Provision(caddy.Context) error {
 	return nil
 }
 
-// Key implements caddymodule.Backend.
+// Key implements backends.Backend.
 func (s *Storage) Key() string { return "faultstore:" + s.Name + ":" + s.Path }
 
-// Describe implements caddymodule.Backend.
+// Describe implements backends.Backend.
 func (s *Storage) Describe() string { return "faultstore " + s.Name + " " + s.Path }
 
-// Open implements caddymodule.Backend: it opens the embedded store, wraps
+// Open implements backends.Backend: it opens the embedded store, wraps
 // it and registers the wrapper under Name (replacing any earlier one).
 func (s *Storage) Open() (storage.Store, error) {
 	st, err := embedded.Open(s.Path, embedded.Options{})
@@ -134,5 +134,5 @@ func Get(name string, timeout time.Duration) (*storagetest.Faulty, error) {
 var (
 	_ caddy.Provisioner     = (*Storage)(nil)
 	_ caddyfile.Unmarshaler = (*Storage)(nil)
-	_ caddymodule.Backend   = (*Storage)(nil)
+	_ backends.Backend      = (*Storage)(nil)
 )

@@ -2,12 +2,14 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/hookline/hookline/internal/groupcommit"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -17,10 +19,10 @@ const maxGroup = 512
 // op is one write waiting for a commit. fn may run more than once: when one
 // write of a shared transaction fails, the transaction is rolled back and
 // the others run again together, without it. fn never runs again once its
-// caller has stopped waiting (see abandon).
+// caller has stopped waiting (see abandon; a write abandoned before its
+// commit began is never run at all: groupcommit drops it).
 type op struct {
-	fn   func(*bolt.Tx) error
-	done chan error // buffered: answering never blocks the committer
+	fn func(*bolt.Tx) error
 
 	mu   sync.Mutex // held while fn runs, so that abandon waits for it
 	gone bool       // the caller stopped waiting: fn must not run again
@@ -51,24 +53,30 @@ func (o *op) abandon() {
 	o.mu.Unlock()
 }
 
-// committer implements group commit: the first waiting write is committed
-// at once, and every write that arrives while that commit (and its fsync)
-// is in progress shares the next one. A lone request never waits for a
-// timer, and under load one fsync covers hundreds of events.
+// call is a write in a group commit; its answer is the write's outcome.
+type call = groupcommit.Call[*op, error]
+
+// committer implements group commit (see groupcommit): the first waiting
+// write is committed at once, and every write that arrives while that
+// commit (and its fsync) is in progress shares the next one. A lone
+// request never waits for a timer, and under load one fsync covers
+// hundreds of events.
 type committer struct {
-	db   *bolt.DB
-	ops  chan *op
-	quit chan struct{}
-	done chan struct{}
+	db *bolt.DB
+	b  *groupcommit.Batcher[*op, error]
 	// beforeCommit (Options.BeforeCommit) runs after a batch's writes,
 	// before its transaction commits; nil in production.
 	beforeCommit func(writes int) error
 }
 
 func newCommitter(db *bolt.DB, beforeCommit func(int) error) *committer {
-	c := &committer{db: db, ops: make(chan *op, maxGroup), quit: make(chan struct{}), done: make(chan struct{}),
-		beforeCommit: beforeCommit}
-	go c.loop()
+	c := &committer{db: db, beforeCommit: beforeCommit}
+	c.b = groupcommit.New(c.commit, groupcommit.Options[*op]{
+		MaxBatch: maxGroup,
+		Closed:   errClosed,
+		Recover:  func(v any) error { return storage.Recovered(v) },
+		Abandon:  (*op).abandon,
+	})
 	return c
 }
 
@@ -83,86 +91,32 @@ func unavailableCtx(ctx context.Context) error {
 // It returns when the transaction is committed, or when ctx ends: a stalled
 // disk never holds a caller beyond its deadline.
 func (c *committer) update(ctx context.Context, fn func(*bolt.Tx) error) error {
-	if ctx.Err() != nil {
-		return unavailableCtx(ctx)
-	}
-	o := &op{fn: fn, done: make(chan error, 1)}
-	select {
-	case c.ops <- o:
-	case <-c.quit:
-		return errClosed
-	case <-ctx.Done():
-		return unavailableCtx(ctx) // never queued: never runs
-	}
-	select {
-	case err := <-o.done:
-		return err
-	case <-ctx.Done():
-		o.abandon()
-		// answered meanwhile: that answer stands
-		select {
-		case err := <-o.done:
-			return err
-		default:
+	// the write's outcome is the answer; err is the batcher's own: ctx's
+	// error, errClosed or a panic
+	outcome, err := c.b.Do(ctx, &op{fn: fn})
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 			return unavailableCtx(ctx)
 		}
-	case <-c.done:
-		// the loop ended; it may or may not have answered this op
-		select {
-		case err := <-o.done:
-			return err
-		default:
-			return errClosed
-		}
+		return err
 	}
-}
-
-func (c *committer) loop() {
-	defer close(c.done)
-	batch := make([]*op, 0, maxGroup)
-	for {
-		select {
-		case o := <-c.ops:
-			batch = append(batch[:0], o)
-		case <-c.quit:
-			// fail whatever is still queued
-			for {
-				select {
-				case o := <-c.ops:
-					o.done <- errClosed
-				default:
-					return
-				}
-			}
-		}
-	drain:
-		for len(batch) < maxGroup {
-			select {
-			case o := <-c.ops:
-				batch = append(batch, o)
-			default:
-				break drain
-			}
-		}
-		c.commit(batch)
-		clear(batch) // let the answered ops go
-	}
+	return outcome
 }
 
 // commit commits batch in one transaction. When a write fails (returns an
 // error or panics), the transaction is rolled back, that write alone gets
 // its error, and the rest of the batch runs again in one transaction: k
 // failing writes cost k extra transactions, not one per write.
-func (c *committer) commit(batch []*op) {
+func (c *committer) commit(batch []*call) {
 	for len(batch) > 0 {
 		failed, ferr, err := c.try(batch)
 		if failed < 0 {
-			for _, o := range batch {
-				o.done <- err
+			for _, w := range batch {
+				w.Answer(err, nil)
 			}
 			return
 		}
-		batch[failed].done <- ferr
+		batch[failed].Answer(ferr, nil)
 		batch = slices.Delete(batch, failed, failed+1)
 	}
 }
@@ -171,7 +125,7 @@ func (c *committer) commit(batch []*op) {
 // the index of the write that returned an error or panicked (ferr; the
 // transaction was rolled back), or -1, and then err is the outcome of the
 // commit, for every write of the batch.
-func (c *committer) try(batch []*op) (failed int, ferr, err error) {
+func (c *committer) try(batch []*call) (failed int, ferr, err error) {
 	failed = -1
 	defer func() {
 		// a panic outside the writes (in bbolt, in the test hook): the
@@ -181,8 +135,8 @@ func (c *committer) try(batch []*op) (failed int, ferr, err error) {
 		}
 	}()
 	err = c.db.Update(func(tx *bolt.Tx) error {
-		for i, o := range batch {
-			if err := o.run(tx); err != nil {
+		for i, w := range batch {
+			if err := w.Req.run(tx); err != nil {
 				failed, ferr = i, err
 				return err
 			}
@@ -195,7 +149,4 @@ func (c *committer) try(batch []*op) (failed int, ferr, err error) {
 	return failed, ferr, err
 }
 
-func (c *committer) close() {
-	close(c.quit)
-	<-c.done
-}
+func (c *committer) close() { c.b.Close() }

@@ -13,7 +13,7 @@ func (s *Store) UpdateForTest(ctx context.Context, fn func(*bolt.Tx) error) erro
 }
 
 // QueuedWrites is how many writes wait for the next group commit.
-func (s *Store) QueuedWrites() int { return len(s.c.ops) }
+func (s *Store) QueuedWrites() int { return s.c.b.Queued() }
 
 // PutRawRecordForTest overwrites the stored record of event id with raw
 // bytes (a corrupted or undecodable record).

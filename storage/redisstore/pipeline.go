@@ -3,11 +3,11 @@ package redisstore
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hookline/hookline/internal/groupcommit"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -90,126 +90,51 @@ func noScript(err error) bool { return err != nil && strings.HasPrefix(err.Error
 
 // batcher sends concurrent invocations of one script together: the first
 // waiting call goes at once, and calls arriving meanwhile share the next
-// round trip (as group commit does for the embedded store). Workers
-// finishing deliveries at the same time cost one round trip, not sixteen.
+// round trip (groupcommit, as group commit does for the embedded store).
+// Workers finishing deliveries at the same time cost one round trip, not
+// sixteen. A call whose context ends before its round trip is never sent;
+// a panic fails the calls of its batch with a *storage.PanicError; after
+// close, calls fail with redis.ErrClosed.
 type batcher struct {
-	s    *Store
-	sc   *redis.Script
-	reqs chan batchReq
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
-}
-
-type batchReq struct {
-	ctx  context.Context
-	call scriptCall
-	res  chan batchRes
-}
-
-type batchRes struct {
-	v   any
-	err error
+	s  *Store
+	sc *redis.Script
+	b  *groupcommit.Batcher[scriptCall, any]
 }
 
 const maxBatch = 128
 
 func newBatcher(s *Store, sc *redis.Script) *batcher {
-	b := &batcher{s: s, sc: sc, reqs: make(chan batchReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{})}
-	go b.loop()
+	b := &batcher{s: s, sc: sc}
+	b.b = groupcommit.New(b.send, groupcommit.Options[scriptCall]{
+		MaxBatch: maxBatch,
+		Closed:   redis.ErrClosed,
+		Recover:  func(v any) error { return storage.Recovered(v) },
+	})
 	return b
 }
 
 // do runs one invocation in the next batch.
 func (b *batcher) do(ctx context.Context, call scriptCall) (any, error) {
-	req := batchReq{ctx: ctx, call: call, res: make(chan batchRes, 1)}
-	select {
-	case b.reqs <- req:
-	case <-b.quit:
-		return nil, redis.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	select {
-	case r := <-req.res:
-		return r.v, r.err
-	case <-b.done:
-		// closed after the request was queued: the loop may have left it
-		select {
-		case r := <-req.res:
-			return r.v, r.err
-		default:
-			return nil, redis.ErrClosed
-		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return b.b.Do(ctx, call)
 }
 
-func (b *batcher) loop() {
-	defer close(b.done)
-	batch := make([]batchReq, 0, maxBatch)
-	for {
-		select {
-		case r := <-b.reqs:
-			batch = append(batch[:0], r)
-		case <-b.quit:
-			for {
-				select {
-				case r := <-b.reqs:
-					r.res <- batchRes{err: redis.ErrClosed}
-				default:
-					return
-				}
-			}
-		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-b.reqs:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		b.send(batch)
-		clear(batch) // let the answered requests go
-	}
-}
-
-// send runs one batch and answers each of its requests exactly once. A
-// panic fails the requests not answered yet instead of killing the process.
-func (b *batcher) send(batch []batchReq) {
-	answered := 0
-	defer func() {
-		if r := recover(); r != nil {
-			err := storage.Recovered(r)
-			for _, req := range batch[answered:] {
-				req.res <- batchRes{err: err}
-			}
-		}
-	}()
+// send runs one batch in one pipelined round trip and answers each call.
+func (b *batcher) send(batch []*groupcommit.Call[scriptCall, any]) {
 	calls := make([]scriptCall, len(batch))
-	for i, r := range batch {
-		calls[i] = r.call
+	for i, c := range batch {
+		calls[i] = c.Req
 	}
 	// the batch outlives any one caller's context; bound it on its own
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmds, err := b.s.evalPipelined(ctx, b.sc, calls)
-	for i, r := range batch {
-		res := batchRes{err: err}
+	for i, c := range batch {
+		v, cerr := any(nil), err
 		if i < len(cmds) && cmds[i] != nil {
-			res.v, res.err = cmds[i].Result()
+			v, cerr = cmds[i].Result()
 		}
-		answered++
-		r.res <- res
+		c.Answer(v, cerr)
 	}
 }
 
-func (b *batcher) close() {
-	b.once.Do(func() {
-		close(b.quit)
-		<-b.done
-	})
-}
+func (b *batcher) close() { b.b.Close() }

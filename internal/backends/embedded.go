@@ -1,0 +1,99 @@
+// Package backends holds the webhooks.storage.* guest modules: the Caddy
+// face (JSON config, Caddyfile, placeholders, pool key) of each storage
+// backend, embedded (bbolt) and redis. The stores themselves are in
+// storage/embedded and storage/redisstore.
+package backends
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded"
+)
+
+func init() {
+	caddy.RegisterModule(EmbeddedStorage{})
+}
+
+// Backend is implemented by the guest modules in webhooks.storage. Key
+// identifies the data the backend reaches (two configs with the same key
+// share one open store across reloads); Open connects to it. Open is
+// called lazily, on first use, never in Provision.
+type Backend interface {
+	Key() string
+	Open() (storage.Store, error)
+	// Describe names the backend for logs (no secrets).
+	Describe() string
+}
+
+// EmbeddedStorage keeps events in a single bbolt file, fsynced before
+// every acknowledgement. It is the default backend.
+//
+//	storage embedded [<path>]
+//
+// The default path is hookline/events.db under Caddy's data directory.
+type EmbeddedStorage struct {
+	// Path of the database file.
+	Path string `json:"path,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (EmbeddedStorage) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.storage.embedded",
+		New: func() caddy.Module { return new(EmbeddedStorage) },
+	}
+}
+
+// Provision sets the default path and resolves placeholders in it.
+func (s *EmbeddedStorage) Provision(caddy.Context) error {
+	s.Path = caddy.NewReplacer().ReplaceAll(s.Path, "")
+	if s.Path == "" {
+		s.Path = filepath.Join(caddy.AppDataDir(), "hookline", "events.db")
+	}
+	abs, err := filepath.Abs(s.Path)
+	if err != nil {
+		return fmt.Errorf("embedded storage path: %v", err)
+	}
+	s.Path = abs
+	return nil
+}
+
+// Key implements Backend.
+func (s *EmbeddedStorage) Key() string { return "bolt:" + s.Path }
+
+// Describe implements Backend.
+func (s *EmbeddedStorage) Describe() string { return "embedded " + s.Path }
+
+// Open implements Backend.
+func (s *EmbeddedStorage) Open() (storage.Store, error) {
+	return embedded.Open(s.Path, embedded.Options{})
+}
+
+// UnmarshalCaddyfile sets up the backend from Caddyfile tokens:
+//
+//	storage embedded [<path>]
+func (s *EmbeddedStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // "embedded"
+	if d.NextArg() {
+		s.Path = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(0) {
+		return d.Errf("storage embedded takes no block")
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*EmbeddedStorage)(nil)
+	_ caddyfile.Unmarshaler = (*EmbeddedStorage)(nil)
+	_ Backend               = (*EmbeddedStorage)(nil)
+)

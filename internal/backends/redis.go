@@ -1,0 +1,339 @@
+package backends
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/redisstore"
+)
+
+func init() {
+	caddy.RegisterModule(RedisStorage{})
+}
+
+// RedisStorage keeps events in Redis, so that several Caddy instances
+// share the queue: single node, Sentinel or Cluster (go-redis
+// UniversalClient). See docs/redis.md for durability settings.
+//
+//	storage redis {
+//		address redis://[user:pass@]127.0.0.1:6379/0   # repeatable; rediss:// for TLS
+//		addresses <host:port>...                       # Cluster seed nodes
+//		cluster                                        # Cluster mode with a single address
+//		sentinel <master_name> <addr>...               # Redis Sentinel
+//		sentinel_password <password>
+//		username <user>
+//		password <password>
+//		db <n>
+//		tls
+//		tls_server_name <name>
+//		tls_insecure_skip_verify
+//		key_prefix hookline
+//		partitions 16
+//		min_replicas <n> [<timeout>]                   # WAIT for n replicas before every 202
+//		dial_timeout 2s
+//		pool_size <n>
+//	}
+type RedisStorage struct {
+	Addresses             []string       `json:"addresses,omitempty"`
+	Cluster               bool           `json:"cluster,omitempty"`
+	SentinelMaster        string         `json:"sentinel_master,omitempty"`
+	SentinelAddresses     []string       `json:"sentinel_addresses,omitempty"`
+	SentinelPassword      string         `json:"sentinel_password,omitempty"`
+	Username              string         `json:"username,omitempty"`
+	Password              string         `json:"password,omitempty"`
+	DB                    int            `json:"db,omitempty"`
+	TLS                   bool           `json:"tls,omitempty"`
+	TLSServerName         string         `json:"tls_server_name,omitempty"`
+	TLSInsecureSkipVerify bool           `json:"tls_insecure_skip_verify,omitempty"`
+	KeyPrefix             string         `json:"key_prefix,omitempty"`
+	Partitions            int            `json:"partitions,omitempty"`
+	MinReplicas           int            `json:"min_replicas,omitempty"`
+	WaitTimeout           caddy.Duration `json:"wait_timeout,omitempty"`
+	DialTimeout           caddy.Duration `json:"dial_timeout,omitempty"`
+	PoolSize              int            `json:"pool_size,omitempty"`
+
+	opts *redis.UniversalOptions
+}
+
+// CaddyModule returns the Caddy module information.
+func (RedisStorage) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks.storage.redis",
+		New: func() caddy.Module { return new(RedisStorage) },
+	}
+}
+
+// Provision resolves placeholders ({env.*}, {file.*}) and builds the
+// client options; it connects to nothing.
+func (s *RedisStorage) Provision(caddy.Context) error {
+	repl := caddy.NewReplacer()
+	resolve := func(v string) string { return repl.ReplaceAll(v, "") }
+	opts := &redis.UniversalOptions{
+		Username:         resolve(s.Username),
+		Password:         resolve(s.Password),
+		SentinelPassword: resolve(s.SentinelPassword),
+		DB:               s.DB,
+		MasterName:       resolve(s.SentinelMaster),
+		IsClusterMode:    s.Cluster,
+		DialTimeout:      2 * time.Second,
+		// fail fast when Redis is down: the ingress answers 503 and the
+		// provider retries, instead of holding its request open
+		MaxRetries:         1,
+		MinRetryBackoff:    50 * time.Millisecond,
+		DialerRetries:      1,
+		DialerRetryTimeout: 50 * time.Millisecond,
+		ReadTimeout:        3 * time.Second,
+		WriteTimeout:       3 * time.Second,
+		PoolSize:           s.PoolSize,
+	}
+	if s.DialTimeout > 0 {
+		opts.DialTimeout = time.Duration(s.DialTimeout)
+	}
+	useTLS := s.TLS
+	addrs := s.Addresses
+	if opts.MasterName != "" {
+		addrs = s.SentinelAddresses
+	}
+	for _, a := range addrs {
+		a = resolve(a)
+		if !strings.Contains(a, "://") {
+			opts.Addrs = append(opts.Addrs, a)
+			continue
+		}
+		u, err := redis.ParseURL(a)
+		if err != nil {
+			// the URL may carry a password: never echo it
+			return fmt.Errorf("storage redis: malformed redis URL in address %d", len(opts.Addrs)+1)
+		}
+		opts.Addrs = append(opts.Addrs, u.Addr)
+		if opts.Username == "" {
+			opts.Username = u.Username
+		}
+		if opts.Password == "" {
+			opts.Password = u.Password
+		}
+		if s.DB == 0 {
+			opts.DB = u.DB
+		}
+		if u.TLSConfig != nil {
+			useTLS = true
+		}
+	}
+	if len(opts.Addrs) == 0 {
+		opts.Addrs = []string{"127.0.0.1:6379"}
+	}
+	if useTLS {
+		opts.TLSConfig = &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			ServerName:         s.TLSServerName,
+			InsecureSkipVerify: s.TLSInsecureSkipVerify, //nolint:gosec // the user's explicit choice
+		}
+	}
+	s.opts = opts
+	return nil
+}
+
+// Validate checks the settings.
+func (s *RedisStorage) Validate() error {
+	if s.DB < 0 || s.Partitions < 0 || s.MinReplicas < 0 || s.PoolSize < 0 {
+		return fmt.Errorf("storage redis: db, partitions, min_replicas and pool_size must not be negative")
+	}
+	if s.Partitions > 1024 {
+		return fmt.Errorf("storage redis: at most 1024 partitions")
+	}
+	if s.SentinelMaster != "" && len(s.SentinelAddresses) == 0 {
+		return fmt.Errorf("storage redis: sentinel needs at least one address")
+	}
+	if s.MinReplicas > 0 && s.opts != nil && s.opts.MasterName == "" && (s.opts.IsClusterMode || len(s.opts.Addrs) > 1) {
+		// WAIT must run on the connection of the write; go-redis's cluster
+		// pipelines do not guarantee that
+		return fmt.Errorf("storage redis: min_replicas is not supported with Redis Cluster yet")
+	}
+	return nil
+}
+
+// Key implements Backend: configs with the same resolved settings share
+// one client; any change (TLS, timeouts, pool size...) makes a new one.
+func (s *RedisStorage) Key() string {
+	addrs := slices.Clone(s.opts.Addrs)
+	slices.Sort(addrs)
+	tlsSettings := ""
+	if s.opts.TLSConfig != nil {
+		tlsSettings = fmt.Sprintf("tls:%s:%v", s.opts.TLSConfig.ServerName, s.opts.TLSConfig.InsecureSkipVerify)
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{
+		strings.Join(addrs, ","), s.opts.MasterName, strconv.Itoa(s.opts.DB), s.opts.Username,
+		s.opts.Password, s.opts.SentinelPassword, s.prefix(), strconv.Itoa(s.Partitions),
+		strconv.Itoa(s.MinReplicas), time.Duration(s.WaitTimeout).String(), strconv.FormatBool(s.opts.IsClusterMode || len(addrs) > 1),
+		tlsSettings, s.opts.DialTimeout.String(), strconv.Itoa(s.opts.PoolSize),
+	}, "\x00")))
+	return "redis:" + hex.EncodeToString(sum[:])
+}
+
+// Describe implements Backend (addresses and prefix only, no credentials).
+func (s *RedisStorage) Describe() string {
+	d := "redis " + strings.Join(s.opts.Addrs, ",") + " prefix " + s.prefix()
+	if s.opts.MasterName != "" {
+		d += " sentinel master " + s.opts.MasterName
+	}
+	return d
+}
+
+func (s *RedisStorage) prefix() string {
+	if s.KeyPrefix == "" {
+		return redisstore.DefaultPrefix
+	}
+	return s.KeyPrefix
+}
+
+// Open implements Backend. It checks at once, within a second, that the
+// store at the key prefix was created with the configured number of
+// partitions (a *redisstore.LayoutError otherwise: the queued events would
+// be orphaned), but does not wait for Redis: when Redis is down the check
+// is made on first use, the ingress answers 503 and the workers back off
+// until it returns.
+func (s *RedisStorage) Open() (storage.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := redisstore.Open(ctx, redis.NewUniversalClient(s.opts), redisstore.Options{
+		Prefix:      s.prefix(),
+		Partitions:  s.Partitions,
+		MinReplicas: s.MinReplicas,
+		WaitTimeout: time.Duration(s.WaitTimeout),
+	})
+	if err != nil {
+		return nil, err // not a nil *Store in an interface
+	}
+	return st, nil
+}
+
+// UnmarshalCaddyfile sets up the backend from Caddyfile tokens; see the
+// type's doc comment.
+func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // "redis"
+	if d.NextArg() {
+		s.Addresses = append(s.Addresses, d.Val())
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		opt := d.Val()
+		switch opt {
+		case "address":
+			var a string
+			if !d.AllArgs(&a) {
+				return d.ArgErr()
+			}
+			s.Addresses = append(s.Addresses, a)
+		case "addresses":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			s.Addresses = append(s.Addresses, args...)
+		case "cluster", "tls", "tls_insecure_skip_verify":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			switch opt {
+			case "cluster":
+				s.Cluster = true
+			case "tls":
+				s.TLS = true
+			default:
+				s.TLSInsecureSkipVerify = true
+			}
+		case "sentinel":
+			args := d.RemainingArgs()
+			if len(args) < 2 {
+				return d.Errf("sentinel <master_name> <addr>...")
+			}
+			s.SentinelMaster, s.SentinelAddresses = args[0], args[1:]
+		case "sentinel_password", "username", "password", "tls_server_name", "key_prefix":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			switch opt {
+			case "sentinel_password":
+				s.SentinelPassword = v
+			case "username":
+				s.Username = v
+			case "password":
+				s.Password = v
+			case "tls_server_name":
+				s.TLSServerName = v
+			default:
+				s.KeyPrefix = v
+			}
+		case "db", "partitions", "pool_size":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return d.Errf("%s: want a non-negative integer, got %q", opt, v)
+			}
+			switch opt {
+			case "db":
+				s.DB = n
+			case "partitions":
+				s.Partitions = n
+			default:
+				s.PoolSize = n
+			}
+		case "min_replicas":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(args[0])
+			if err != nil || n < 0 {
+				return d.Errf("min_replicas: want a non-negative integer, got %q", args[0])
+			}
+			s.MinReplicas = n
+			if len(args) == 2 {
+				dur, err := caddy.ParseDuration(args[1])
+				if err != nil || dur <= 0 {
+					return d.Errf("min_replicas: invalid timeout %q", args[1])
+				}
+				s.WaitTimeout = caddy.Duration(dur)
+			}
+		case "dial_timeout":
+			var v string
+			if !d.AllArgs(&v) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("dial_timeout: invalid duration %q", v)
+			}
+			s.DialTimeout = caddy.Duration(dur)
+		default:
+			return d.Errf("unrecognized storage redis option %q", opt)
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*RedisStorage)(nil)
+	_ caddy.Validator       = (*RedisStorage)(nil)
+	_ caddyfile.Unmarshaler = (*RedisStorage)(nil)
+	_ Backend               = (*RedisStorage)(nil)
+)

@@ -1,0 +1,108 @@
+package backends
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func TestRedisStorageProvision(t *testing.T) {
+	t.Setenv("HL_TEST_REDIS_PW", "s3cret")
+	tests := []struct {
+		name      string
+		in        string
+		addrs     string
+		user, pw  string
+		db        int
+		master    string
+		tls       bool
+		cluster   bool
+		wantErr   string
+		sameKeyAs string
+	}{
+		{name: "default", in: "redis", addrs: "127.0.0.1:6379"},
+		{name: "url", in: "redis redis://u:p@10.0.0.1:6380/3", addrs: "10.0.0.1:6380", user: "u", pw: "p", db: 3},
+		{name: "rediss", in: "redis rediss://10.0.0.1:6380", addrs: "10.0.0.1:6380", tls: true},
+		{name: "explicit beats url", in: "redis {\naddress redis://u:p@h:1/3\npassword {env.HL_TEST_REDIS_PW}\ndb 5\n}", addrs: "h:1", user: "u", pw: "s3cret", db: 5},
+		{name: "cluster seeds", in: "redis {\naddresses a:7000 b:7001 c:7002\n}", addrs: "a:7000,b:7001,c:7002", cluster: true},
+		{name: "cluster one address", in: "redis {\naddress a:7000\ncluster\n}", addrs: "a:7000", cluster: true},
+		{name: "sentinel", in: "redis {\nsentinel mymaster s1:26379 s2:26379\n}", addrs: "s1:26379,s2:26379", master: "mymaster"},
+		{name: "bad url", in: "redis redis://u:pw@h:notaport/x", wantErr: "malformed redis URL"},
+		{name: "bad url never echoes the password", in: "redis redis://u:topsecret@h:notaport/x", wantErr: "address 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := new(RedisStorage)
+			if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in)); err != nil {
+				t.Fatalf("unmarshal: %v", err)
+			}
+			err := s.Provision(testContext(t))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "topsecret") {
+					t.Fatalf("error %v, want one containing %q and no password", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := s.opts
+			if got := strings.Join(o.Addrs, ","); got != tc.addrs {
+				t.Errorf("addrs %q, want %q", got, tc.addrs)
+			}
+			if o.Username != tc.user || o.Password != tc.pw || o.DB != tc.db || o.MasterName != tc.master {
+				t.Errorf("user %q pw %q db %d master %q", o.Username, o.Password, o.DB, o.MasterName)
+			}
+			if (o.TLSConfig != nil) != tc.tls {
+				t.Errorf("tls %v, want %v", o.TLSConfig != nil, tc.tls)
+			}
+			if got := o.IsClusterMode || (len(o.Addrs) > 1 && o.MasterName == ""); got != tc.cluster {
+				t.Errorf("cluster %v, want %v", got, tc.cluster)
+			}
+			if strings.Contains(s.Key(), "s3cret") || strings.Contains(s.Key(), ":p@") ||
+				strings.Contains(s.Describe(), "s3cret") || strings.Contains(s.Describe(), ":p@") {
+				t.Errorf("pool key or description holds a password: %s / %s", s.Key(), s.Describe())
+			}
+		})
+	}
+}
+
+func TestRedisStorageKeyDistinguishesData(t *testing.T) {
+	key := func(in string) string {
+		s := new(RedisStorage)
+		if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Provision(testContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return s.Key()
+	}
+	base := key("redis {\naddress h:1\n}")
+	if base != key("redis redis://h:1/0") {
+		t.Error("the same server and db give different keys")
+	}
+	for _, other := range []string{
+		"redis {\naddress h:2\n}",
+		"redis {\naddress h:1\ndb 1\n}",
+		"redis {\naddress h:1\nkey_prefix other\n}",
+		"redis {\naddress h:1\npassword x\n}",
+		"redis {\naddress h:1\npartitions 8\n}",
+		"redis {\naddress h:1\ntls\n}",
+		"redis {\naddress h:1\npool_size 7\n}",
+		"redis {\naddress h:1\ndial_timeout 9s\n}",
+	} {
+		if key(other) == base {
+			t.Errorf("%q shares the key of the base config", other)
+		}
+	}
+}
+
+func testContext(t *testing.T) caddy.Context {
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,406 @@
+package ingress_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hookline/hookline/internal/dashboard"
+)
+
+// dashboardSite mounts the dashboard twice: stripped (handle_path) and
+// unstripped (handle), as users may.
+const dashboardSite = `handle_path /dash/* {
+		webhook_dashboard
+	}
+	handle /ops* {
+		webhook_dashboard
+	}`
+
+const chromiumPath = "/usr/bin/chromium"
+
+// chromium finds the browser, failing (never skipping) when it is missing.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err == nil {
+		return chromiumPath
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("chromium is required for the dashboard browser test and is missing in CI (scripts/test installs it: apt-get install chromium)")
+	}
+	t.Fatalf("chromium is required for the dashboard browser test: install it with `apt-get install -y chromium` (or run scripts/test, which does)")
+	return ""
+}
+
+// dlqEntryOf waits for the pending DLQ entry of an event and returns its id.
+func dlqEntryOf(t *testing.T, eventID string) string {
+	t.Helper()
+	var id string
+	waitFor(t, func() bool {
+		_, page := admin(t, "GET", "/webhooks/dlq?status=pending", "")
+		entries, _ := page["entries"].([]any)
+		for _, e := range entries {
+			if m := e.(map[string]any); m["event_id"] == eventID {
+				id = m["id"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+func pendingIDs(t *testing.T) []string {
+	t.Helper()
+	code, page := admin(t, "GET", "/webhooks/dlq?status=pending", "")
+	if code != 200 {
+		t.Fatalf("dlq list: %d %v", code, page)
+	}
+	var ids []string
+	entries, _ := page["entries"].([]any)
+	for _, e := range entries {
+		ids = append(ids, e.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+func TestDashboardBrowser(t *testing.T) {
+	execPath := chromium(t)
+	up := newUpstream(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	startCaddy(t, up, "", dashboardSite)
+	body := []byte(`{"dash":1,"note":"<img src=x onerror=alert(1)>"}`)
+	post(t, "/hooks/gen", body, signedHeaders(body, "dash-1"))
+	up.next(t, 5*time.Second)
+	id := dlqEntryOf(t, "dash-1")
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(execPath),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelCtx := chromedp.NewContext(allocCtx)
+	defer cancelCtx()
+	if err := chromedp.Do(bctx); err != nil { // starts the browser, with no timeout
+		t.Fatalf("starting chromium: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+
+	var (
+		mu         sync.Mutex
+		exceptions []string
+		dialogs    []string
+	)
+	err := chromedp.Listen(bctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
+			mu.Lock()
+			dialogs = append(dialogs, string(ev.Type)+": "+ev.Message)
+			mu.Unlock()
+			go func() {
+				if _, err := chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil && bctx.Err() == nil {
+					mu.Lock()
+					exceptions = append(exceptions, "accepting a dialog: "+err.Error())
+					mu.Unlock()
+				}
+			}()
+		case *cdplog.EventEntryAdded: // CSP violations, failed loads
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				mu.Lock()
+				exceptions = append(exceptions, string(ev.Entry.Source)+": "+ev.Entry.Text)
+				mu.Unlock()
+			}
+		case *runtime.EventExceptionThrown:
+			mu.Lock()
+			msg := ev.ExceptionDetails.Text
+			if ex := ev.ExceptionDetails.Exception; ex != nil && ex.Description != "" {
+				msg += " " + ex.Description
+			}
+			exceptions = append(exceptions, msg)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	row := chromedp.CSS(`tr[data-event-id="dash-1"]`)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://localhost:9080/dash/"),
+		chromedp.WaitVisible(row),
+		chromedp.Click(row),
+		chromedp.WaitVisible(chromedp.ID("detail")),
+	); err != nil {
+		t.Fatalf("opening the entry: %v", err)
+	}
+	payload, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("d-payload")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(payload, `"dash": 1`) || !strings.Contains(payload, `<img src=x onerror=alert(1)>`) {
+		t.Fatalf("payload shown: %q", payload)
+	}
+	if imgs, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("img").length`)); err != nil || imgs != 0 {
+		t.Fatalf("payload was inserted as HTML: %d img elements (%v)", imgs, err)
+	}
+
+	// the operator fixes the upstream and retries from the page
+	fail.Store(false)
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("btn-retry")),
+		chromedp.WaitNotPresent(row), // the list shows pending entries
+	); err != nil {
+		t.Fatalf("retrying: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("d-fields").textContent.includes("retried")`)); err != nil {
+		t.Fatalf("entry status on the page after retry: %v", err)
+	}
+	r := up.next(t, 5*time.Second)
+	if string(r.Body) != string(body) || r.Header.Get("X-Webhook-Attempt") != "2" {
+		t.Fatalf("redelivery: attempt %s body %q", r.Header.Get("X-Webhook-Attempt"), r.Body)
+	}
+	waitFor(t, func() bool {
+		_, ev := admin(t, "GET", "/webhooks/events/gen/dash-1", "")
+		return ev["status"] == "delivered"
+	})
+	if _, full := admin(t, "GET", "/webhooks/dlq/"+id, ""); full["status"] != "retried" {
+		t.Fatalf("entry after retry: %v", full)
+	}
+	for _, p := range pendingIDs(t) {
+		if p == id {
+			t.Fatalf("entry %s still pending after retry", id)
+		}
+	}
+
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := filepath.Join(os.TempDir(), "hookline-dashboard.png")
+	if err := os.WriteFile(shot, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard screenshot: %s", shot)
+
+	// bulk retry: a dry run lists what would be re-enqueued, then confirm
+	fail.Store(true)
+	body2 := []byte(`{"dash":2}`)
+	post(t, "/hooks/gen", body2, signedHeaders(body2, "dash-2"))
+	up.next(t, 5*time.Second)
+	id2 := dlqEntryOf(t, "dash-2")
+	row2 := chromedp.CSS(`tr[data-event-id="dash-2"]`)
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("refresh")),
+		chromedp.WaitVisible(row2),
+		chromedp.Click(chromedp.ID("bulk-retry-btn")),
+		chromedp.WaitVisible(chromedp.ID("bulk-panel")),
+	); err != nil {
+		t.Fatalf("bulk retry dry run: %v", err)
+	}
+	listed, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("bulk-list")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(listed, id2) {
+		t.Fatalf("dry run lists %q, want %s", listed, id2)
+	}
+	if ids := pendingIDs(t); len(ids) != 1 || ids[0] != id2 {
+		t.Fatalf("a dry run changed the DLQ: pending %v", ids)
+	}
+	fail.Store(false)
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("bulk-confirm")),
+		chromedp.WaitNotPresent(row2),
+	); err != nil {
+		t.Fatalf("bulk retry: %v", err)
+	}
+	waitFor(t, func() bool {
+		_, ev := admin(t, "GET", "/webhooks/events/gen/dash-2", "")
+		return ev["status"] == "delivered"
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(exceptions) > 0 {
+		t.Errorf("browser errors: %q", exceptions)
+	}
+	if len(dialogs) != 1 || !strings.HasPrefix(dialogs[0], "confirm") {
+		t.Errorf("dialogs %q, want the retry confirmation", dialogs)
+	}
+}
+
+func TestDashboardAPI(t *testing.T) {
+	up := newUpstream(t)
+	startCaddy(t, up, "", dashboardSite)
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Get("http://localhost:9080" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	// the page, with its security headers, on both mounts
+	for _, p := range []string{"/dash/", "/ops/", "/dash/index.html"} {
+		resp, b := get(p)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(b, `src="app.js"`) {
+			t.Fatalf("GET %s: %d %s %.80q", p, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("GET %s: CSP %q", p, csp)
+		}
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s: no nosniff", p)
+		}
+	}
+	if resp, _ := get("/ops"); resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != "/ops/" {
+		t.Errorf("GET /ops: %d %q, want a redirect to /ops/", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for p, ct := range map[string]string{"/dash/app.js": "text/javascript", "/ops/app.css": "text/css"} {
+		if resp, b := get(p); resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), ct) || len(b) < 100 {
+			t.Errorf("GET %s: %d %q", p, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+
+	// the API, on both mounts
+	for _, p := range []string{"/dash/api/stats", "/ops/api/stats"} {
+		resp, m := do(t, mustReq(t, "GET", p, "", nil))
+		if resp.StatusCode != 200 || m["queue"] == nil {
+			t.Errorf("GET %s: %d %v", p, resp.StatusCode, m)
+		}
+	}
+	csrf := map[string]string{dashboard.DashboardCSRFHeader: "1"}
+	big := `{"reason":"` + strings.Repeat("x", 70<<10) + `"}`
+	for _, tc := range []struct {
+		method, path, body string
+		hdr                map[string]string
+		status             int
+	}{
+		{"POST", "/dash/api/dlq/retry", `{"dry_run":true}`, nil, http.StatusForbidden},
+		{"POST", "/dash/api/sources/gen/pause", "", nil, http.StatusForbidden},
+		{"POST", "/dash/api/dlq/retry", `{"dry_run":true}`, csrf, http.StatusOK},
+		{"GET", "/dash/api/nope", "", nil, http.StatusNotFound},
+		{"POST", "/dash/api/nope/x", "", csrf, http.StatusNotFound},
+		{"GET", "/dash/api/", "", nil, http.StatusNotFound},
+		{"GET", "/dash/api/dlq/does-not-exist", "", nil, http.StatusNotFound},
+		{"POST", "/dash/api/dlq/does-not-exist/retry", "", csrf, http.StatusNotFound},
+		{"GET", "/dash/api/dlq?status=bogus", "", nil, http.StatusBadRequest},
+		{"GET", "/dash/api/dlq/retry/x", "", nil, http.StatusNotFound},
+		{"POST", "/dash/api/stats", "", csrf, http.StatusMethodNotAllowed},
+		{"PUT", "/dash/api/stats", "", csrf, http.StatusMethodNotAllowed},
+		{"POST", "/dash/api/dlq/abc/discard", big, csrf, http.StatusRequestEntityTooLarge},
+	} {
+		resp, m := do(t, mustReq(t, tc.method, tc.path, tc.body, tc.hdr))
+		if resp.StatusCode != tc.status || m["error"] == nil && tc.status >= 400 {
+			t.Errorf("%s %s: %d %v, want %d", tc.method, tc.path, resp.StatusCode, m, tc.status)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("%s %s: Content-Type %q", tc.method, tc.path, ct)
+		}
+	}
+	// pause and resume through the dashboard
+	if resp, m := do(t, mustReq(t, "POST", "/dash/api/sources/gen/pause", "", csrf)); resp.StatusCode != 200 || m["paused"] != true {
+		t.Fatalf("pause: %d %v", resp.StatusCode, m)
+	}
+	if _, st := admin(t, "GET", "/webhooks/stats", ""); !strings.Contains(strings.Join(toStrings(st["paused_sources"]), ","), "gen") {
+		t.Fatalf("stats after pause: %v", st)
+	}
+	if resp, m := do(t, mustReq(t, "POST", "/ops/api/sources/gen/resume", "", csrf)); resp.StatusCode != 200 || m["paused"] != false {
+		t.Fatalf("resume: %d %v", resp.StatusCode, m)
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+func mustReq(t *testing.T, method, path, body string, hdr map[string]string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://localhost:9080"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// TestDashboardAssetsOffline: the page loads nothing from elsewhere.
+func TestDashboardAssetsOffline(t *testing.T) {
+	for _, name := range []string{"index.html", "app.js", "app.css"} {
+		b, err := os.ReadFile(filepath.Join("dashboard", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"http:", "https:", "//cdn", "@import", ".innerHTML", "insertAdjacentHTML", "document.write", "eval("} {
+			if strings.Contains(string(b), bad) {
+				t.Errorf("%s contains %q", name, bad)
+			}
+		}
+	}
+}
+
+func TestDashboardCaddyfile(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"webhook_dashboard", true},
+		{"webhook_dashboard extra", false},
+		{"webhook_dashboard {\n\tfoo\n}", false},
+	} {
+		var d dashboard.Dashboard
+		err := d.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: err %v, want ok=%v", tc.in, err, tc.ok)
+		}
+	}
+}

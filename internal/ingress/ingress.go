@@ -1,0 +1,553 @@
+// Package ingress is the webhook_ingress HTTP handler: one webhook source
+// at the edge. It verifies the signature on the raw bytes, finds the
+// event's id, deduplicates, stores the event durably through the webhooks
+// app and only then answers 202 (see DESIGN.md "What the provider gets
+// back"). Its end-to-end tests drive a real Caddy with every module.
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/webhooks"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/verifiers"
+)
+
+func init() {
+	caddy.RegisterModule(Ingress{})
+}
+
+// Defaults of a source.
+const (
+	DefaultMaxBody      = 1 << 20 // 1 MiB
+	DefaultDedupeWindow = 24 * time.Hour
+	// storeTimeout bounds the durable write of one event.
+	storeTimeout = 10 * time.Second
+	// unavailableRetryAfter is the Retry-After (seconds) of a 503.
+	unavailableRetryAfter = 5
+	// pausedRetryAfter is the Retry-After (seconds) while a source is paused.
+	pausedRetryAfter = 60
+)
+
+// Ingress receives the webhooks of one source: it verifies the signature
+// on the raw bytes, deduplicates by event ID, stores the event durably and
+// only then answers 202. The webhooks app delivers it to forward_to.
+//
+//	webhook_ingress [<matcher>] <source> {
+//		verify <scheme> [<secret>...] {     # required; "verify none" accepts unsigned webhooks
+//			...                             # scheme options
+//		}
+//		forward_to <url>                    # required
+//		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
+//		id_from body_hash <window>
+//		dedupe_window 24h
+//		max_body 1MB
+//		require_json
+//		timeout 10s                         # per delivery attempt; default 10s, at most half the lease
+//		retry {
+//			max_attempts 10
+//			backoff <initial> <max> [multiplier <m>] [jitter <j>]
+//			schedule <delay>...
+//		}
+//		rate_limit <n>/<s|m|h>              # delivery rate to the upstream
+//		ack_status 202                      # or 200
+//		block_failures 20 1m [5m]           # 429 for a client IP failing signatures this often; or "off"
+//	}
+type Ingress struct {
+	// Source names the webhook source (letters, digits, ".", "_", "-").
+	Source string `json:"source"`
+	// VerifyRaw is the signature scheme (module in webhooks.verifiers).
+	VerifyRaw json.RawMessage `json:"verify,omitempty" caddy:"namespace=webhooks.verifiers inline_key=scheme"`
+	// ForwardTo is the upstream URL events are POSTed to.
+	ForwardTo string `json:"forward_to"`
+	// IDFrom are the rules that find the event ID, in order.
+	IDFrom []dedupe.Rule `json:"id_from,omitempty"`
+	// DedupeWindow is how long an event ID stays claimed (default 24h).
+	DedupeWindow caddy.Duration `json:"dedupe_window,omitempty"`
+	// MaxBody is the largest accepted body in bytes (default 1 MiB).
+	MaxBody int64 `json:"max_body,omitempty"`
+	// RequireJSON rejects bodies that are not JSON (400 INVALID_JSON).
+	RequireJSON bool `json:"require_json,omitempty"`
+	// Timeout bounds each delivery attempt (default 10s, or half the
+	// webhooks lease when that is shorter; an explicit one must fit the
+	// lease: delivery.CheckTimeout).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Retry is the retry policy of failed deliveries.
+	Retry *RetryConfig `json:"retry,omitempty"`
+	// RateLimit caps deliveries to the upstream.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
+	AckStatus int `json:"ack_status,omitempty"`
+	// BlockFailures answers 429 to a client IP failing signature checks
+	// too often (default: 20 in 1m, blocked for 5m).
+	BlockFailures *BlockConfig `json:"block_failures,omitempty"`
+
+	verifier verifiers.Verifier
+	// the scheme's challenge requests, answered at the edge (nil: none)
+	handshakeGET  verifiers.HandshakerGET
+	handshakePOST verifiers.HandshakerPOST
+	// secretHeaders carry the scheme's secret itself: dropped once verified
+	secretHeaders []string
+	guard         *guard
+	guardKey      string // the key of guard in guardPool, released in Cleanup
+	app           *webhooks.App
+	rules         []dedupe.Rule
+	log           *zap.Logger
+}
+
+// RetryConfig is the JSON form of delivery.Policy.
+type RetryConfig struct {
+	MaxAttempts int            `json:"max_attempts,omitempty"`
+	Initial     caddy.Duration `json:"initial,omitempty"`
+	Max         caddy.Duration `json:"max,omitempty"`
+	Multiplier  float64        `json:"multiplier,omitempty"`
+	// Jitter spreads delays by ±Jitter (default 0.1; 0 disables it).
+	Jitter   *float64         `json:"jitter,omitempty"`
+	Schedule []caddy.Duration `json:"schedule,omitempty"`
+}
+
+// Policy converts to a delivery.Policy with defaults filled in.
+func (c *RetryConfig) Policy() delivery.Policy {
+	if c == nil {
+		c = new(RetryConfig)
+	}
+	p := delivery.Policy{
+		MaxAttempts: c.MaxAttempts,
+		Initial:     time.Duration(c.Initial),
+		Max:         time.Duration(c.Max),
+		Multiplier:  c.Multiplier,
+		Jitter:      delivery.DefaultJitter,
+	}
+	if c.Jitter != nil {
+		p.Jitter = *c.Jitter
+	}
+	for _, d := range c.Schedule {
+		p.Schedule = append(p.Schedule, time.Duration(d))
+	}
+	return p.WithDefaults()
+}
+
+// RateLimit allows Events deliveries per Interval.
+type RateLimit struct {
+	Events   int            `json:"events"`
+	Interval caddy.Duration `json:"interval"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (Ingress) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.webhook_ingress",
+		New: func() caddy.Module { return new(Ingress) },
+	}
+}
+
+var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// Provision loads the verifier, registers the source with the webhooks app
+// and fills defaults.
+func (h *Ingress) Provision(ctx caddy.Context) error {
+	h.log = ctx.Logger()
+	if !sourceName.MatchString(h.Source) {
+		return fmt.Errorf("webhook_ingress: invalid source name %q (letters, digits, '.', '_', '-'; at most 64)", h.Source)
+	}
+	if h.VerifyRaw == nil {
+		return fmt.Errorf("webhook_ingress %s: verify is required (write \"verify none\" to accept unsigned webhooks)", h.Source)
+	}
+	mod, err := ctx.LoadModule(h, "VerifyRaw")
+	if err != nil {
+		return fmt.Errorf("webhook_ingress %s: loading verifier: %v", h.Source, err)
+	}
+	h.verifier = mod.(verifiers.Verifier)
+	h.handshakeGET, _ = mod.(verifiers.HandshakerGET)
+	h.handshakePOST, _ = mod.(verifiers.HandshakerPOST)
+	if sh, ok := mod.(verifiers.SecretHeaderer); ok {
+		for _, name := range sh.SecretHeaders() {
+			h.secretHeaders = append(h.secretHeaders, http.CanonicalHeaderKey(name))
+		}
+	}
+	bc := BlockConfig{Failures: DefaultBlockFailures, Window: caddy.Duration(DefaultBlockWindow), Cooldown: caddy.Duration(DefaultBlockCooldown)}
+	if b := h.BlockFailures; b != nil {
+		bc.Off = b.Off
+		if b.Failures > 0 {
+			bc.Failures = b.Failures
+		}
+		if b.Window > 0 {
+			bc.Window = b.Window
+		}
+		if b.Cooldown > 0 {
+			bc.Cooldown = b.Cooldown
+		}
+	}
+	if !bc.Off {
+		// shared across reloads: a reload must not lift a client's block
+		g, key, err := acquireGuard(h.Source, bc)
+		if err != nil {
+			return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+		}
+		h.guard, h.guardKey = g, key
+	}
+
+	u, err := url.Parse(h.ForwardTo)
+	if h.ForwardTo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("webhook_ingress %s: forward_to must be an http(s) URL", h.Source)
+	}
+	if h.MaxBody == 0 {
+		h.MaxBody = DefaultMaxBody
+	}
+	if h.DedupeWindow == 0 {
+		h.DedupeWindow = caddy.Duration(DefaultDedupeWindow)
+	}
+	if h.AckStatus == 0 {
+		h.AckStatus = http.StatusAccepted
+	}
+	if rl := h.RateLimit; rl != nil && (rl.Events < 1 || rl.Interval <= 0) {
+		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
+	}
+	// rules from JSON configs get the same checks as Caddyfile ones
+	for i, r := range h.IDFrom {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("webhook_ingress %s: id_from %d: %v", h.Source, i, err)
+		}
+	}
+	h.rules = h.IDFrom
+	if len(h.rules) == 0 {
+		if d, ok := h.verifier.(verifiers.IDDefaulter); ok {
+			for _, rule := range d.DefaultIDFrom() {
+				if err := rule.Validate(); err != nil {
+					return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
+				}
+				h.rules = append(h.rules, rule)
+			}
+		}
+	}
+
+	appIface, err := ctx.App("webhooks")
+	if err != nil {
+		return fmt.Errorf("webhook_ingress %s: getting webhooks app: %v", h.Source, err)
+	}
+	h.app = appIface.(*webhooks.App)
+	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
+	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
+	if rl := h.RateLimit; rl != nil {
+		target.Rate = storage.Rate{Events: rl.Events, Per: time.Duration(rl.Interval)}
+	}
+	if err := h.app.RegisterSource(&webhooks.Source{
+		Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow),
+	}); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
+	return nil
+}
+
+// Cleanup releases the source's reference on its shared guard.
+func (h *Ingress) Cleanup() error {
+	if h.guardKey != "" {
+		key := h.guardKey
+		h.guardKey = ""
+		if _, err := guardPool.Delete(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks the settings.
+func (h *Ingress) Validate() error {
+	if h.MaxBody < 1 {
+		return fmt.Errorf("webhook_ingress %s: max_body must be positive", h.Source)
+	}
+	if h.AckStatus != http.StatusOK && h.AckStatus != http.StatusAccepted {
+		return fmt.Errorf("webhook_ingress %s: ack_status must be 200 or 202", h.Source)
+	}
+	if h.DedupeWindow < 0 || h.Timeout < 0 {
+		return fmt.Errorf("webhook_ingress %s: durations must not be negative", h.Source)
+	}
+	if err := h.Retry.Policy().Validate(); err != nil {
+		return fmt.Errorf("webhook_ingress %s: retry: %v", h.Source, err)
+	}
+	if rl := h.RateLimit; rl != nil && (rl.Events < 1 || rl.Interval <= 0) {
+		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
+	}
+	return nil
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler. It never calls next:
+// the ingress answers every request of its route.
+func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	if r.Method == http.MethodGet && h.handshakeGET != nil && h.handshakeGET.HandshakeGET(w, r) {
+		h.observe("handshake")
+		return nil
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.reject(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
+		return nil
+	}
+	if h.app.SourcePaused(h.Source) {
+		// the provider keeps the event and sends it again later
+		h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"this webhook source is paused; retry later", pausedRetryAfter, nil)
+		return nil
+	}
+	now := time.Now()
+	if r.ContentLength > h.MaxBody {
+		h.tooLarge(w)
+		return nil
+	}
+	body, err := readBody(w, r, h.MaxBody)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.tooLarge(w)
+			return nil
+		}
+		h.reject(w, http.StatusBadRequest, CodeBadRequest, "could not read the request body", 0, nil)
+		return nil
+	}
+
+	// verify first: a validly signed request is never refused by the guard
+	// (behind a proxy every provider may share one client IP)
+	if err := h.verifier.Verify(r, body, now); err != nil {
+		h.rejectSignature(w, clientIP(r), now, err)
+		return nil
+	}
+	// the scheme's secret itself (GitLab's token): verified, now gone from
+	// the request too, so no log, placeholder or later handler sees it
+	for _, name := range h.secretHeaders {
+		r.Header.Del(name)
+	}
+	if h.handshakePOST != nil && h.handshakePOST.HandshakePOST(w, r, body) {
+		h.observe("handshake")
+		return nil
+	}
+	if h.RequireJSON && !json.Valid(body) {
+		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON", 0, nil)
+		return nil
+	}
+
+	eventID := dedupe.Extract(h.rules, r, body, now)
+	deduped := eventID != "" // an id was found: the event is deduplicated
+	key := dedupe.Key(h.Source, eventID)
+	if deduped {
+		if status, ok := h.app.SeenStatus(key); ok {
+			h.setPlaceholders(r, eventID)
+			h.answerDuplicate(w, eventID, status)
+			return nil
+		}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		h.reject(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
+		return nil
+	}
+	if !deduped {
+		eventID = id.String() // never deduplicated
+	}
+	h.setPlaceholders(r, eventID)
+
+	ev := &storage.Event{
+		ID:         id.String(),
+		EventID:    eventID,
+		Dedupe:     deduped,
+		Source:     h.Source,
+		Upstream:   h.ForwardTo,
+		Headers:    forwardHeaders(r.Header),
+		Body:       body,
+		ReceivedAt: now,
+	}
+	// a provider hanging up must not cut the durable write short
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+	defer cancel()
+	res, err := h.app.Enqueue(ctx, ev, time.Duration(h.DedupeWindow))
+	if err != nil {
+		h.log.Error("storing webhook failed; answered 503",
+			zap.String("source", h.Source), zap.String("event_id", eventID), zap.Error(err))
+		h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"the webhook could not be stored; retry later", unavailableRetryAfter, nil)
+		return nil
+	}
+	ttl := time.Duration(h.DedupeWindow)
+	if res.Duplicate {
+		// cache it only for what is left of the claim, never beyond
+		h.app.RememberSeen(key, string(res.Status), time.Until(res.DedupeUntil))
+		h.answerDuplicate(w, eventID, string(res.Status))
+		return nil
+	}
+	if deduped {
+		h.app.RememberSeen(key, string(storage.StatusQueued), ttl)
+	}
+	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))
+	h.observe("accepted")
+	writeJSON(w, h.AckStatus, map[string]string{
+		"message":  "Webhook accepted for processing",
+		"event_id": eventID,
+	})
+	return nil
+}
+
+// observe counts an answer in the metrics and in the stats.
+func (h *Ingress) observe(outcome string) {
+	webhooks.ObserveReceived(h.Source, outcome)
+	h.app.Count(h.Source, outcome, 1)
+}
+
+// reject writes an error answer and counts it under its code.
+func (h *Ingress) reject(w http.ResponseWriter, status int, code, msg string, retryAfter int, details map[string]any) {
+	h.observe(strings.ToLower(code))
+	writeError(w, status, code, msg, retryAfter, details)
+}
+
+func (h *Ingress) tooLarge(w http.ResponseWriter) {
+	h.reject(w, http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+		"payload too large", 0, map[string]any{"max_bytes": h.MaxBody})
+}
+
+// setPlaceholders lets users log and route on the event:
+// {http.webhook.id} and {http.webhook.source}.
+func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		repl.Set("http.webhook.id", eventID)
+		repl.Set("http.webhook.source", h.Source)
+	}
+}
+
+func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
+	h.observe("duplicate")
+	if status == string(storage.StatusInFlight) {
+		status = string(storage.StatusQueued)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{
+		"message":  "Webhook already processed",
+		"event_id": eventID,
+		"status":   status,
+	})
+}
+
+// rejectSignature answers a failed verification with the documented code,
+// counts it, and starts a cool-down for a client failing too often. A
+// client cooling down gets 429 + Retry-After instead of 401 for its failing
+// requests (its validly signed ones never get here).
+func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Time, err error) {
+	status, code, msg := http.StatusUnauthorized, CodeUnauthorized, "signature verification failed"
+	switch {
+	case errors.Is(err, verifiers.ErrFormat):
+		code, msg = CodeInvalidSignatureFormat, "signature header missing or malformed"
+	case errors.Is(err, verifiers.ErrTimestamp):
+		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
+	}
+	webhooks.ObserveSignatureFailure(h.Source)
+	h.app.NoteSignatureFailure(h.Source)
+	h.log.Info("webhook signature rejected",
+		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+	if left, blocked := h.guard.blocked(ip, now); blocked {
+		h.guard.fail(ip, now) // still counted: a client failing on keeps failing after the cool-down
+		h.reject(w, http.StatusTooManyRequests, CodeRateLimitExceeded,
+			"too many failed signature checks; retry later", int(left/time.Second)+1, nil)
+		return
+	}
+	if h.guard.fail(ip, now) {
+		h.log.Warn("security: client blocked after repeated signature failures",
+			zap.String("source", h.Source), zap.String("client_ip", ip),
+			zap.Int("failures", h.guard.failures), zap.Duration("window", h.guard.window),
+			zap.Duration("cooldown", h.guard.cooldown))
+	}
+	h.reject(w, status, code, msg, 0, nil)
+}
+
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	return r.RemoteAddr
+}
+
+// initialBodyBuffer caps the buffer allocated for a body before any of it
+// arrived: a client announcing a large Content-Length and sending little
+// must not make the server allocate what it announced.
+const initialBodyBuffer = 64 << 10
+
+// readBody reads at most max bytes; beyond that it returns an
+// *http.MaxBytesError. With a known length, the buffer starts at
+// min(Content-Length, initialBodyBuffer) and grows with what is received,
+// never beyond Content-Length.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, max)
+	n := r.ContentLength
+	if n <= 0 {
+		return io.ReadAll(rd)
+	}
+	n = min(n, max+1) // beyond max the reader fails anyway
+	buf := make([]byte, 0, min(n, initialBodyBuffer))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			// grow by doubling, bounded by the announced length
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), n-int64(len(buf)))))
+		}
+		end := int(min(int64(cap(buf)), n))
+		m, err := rd.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			if int64(len(buf)) < n {
+				return nil, io.ErrUnexpectedEOF
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// a body longer than its Content-Length is a client error
+	var one [1]byte
+	if m, _ := rd.Read(one[:]); m > 0 {
+		return nil, errors.New("body longer than Content-Length")
+	}
+	return buf, nil
+}
+
+// hopHeaders are not forwarded (RFC 9110 7.6.1), like reverse_proxy.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Content-Length",
+}
+
+// forwardHeaders copies the request headers the upstream should get.
+func forwardHeaders(in http.Header) http.Header {
+	out := in.Clone()
+	for _, f := range in.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				out.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		out.Del(name)
+	}
+	return out
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Ingress)(nil)
+	_ caddy.CleanerUpper          = (*Ingress)(nil)
+	_ caddy.Validator             = (*Ingress)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Ingress)(nil)
+)

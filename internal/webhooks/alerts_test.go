@@ -1,0 +1,90 @@
+package webhooks
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/storage"
+)
+
+func report(source string, res storage.Result, class delivery.Class) delivery.Report {
+	return delivery.Report{Job: &storage.Job{Event: storage.Event{Source: source}}, Result: res, Class: class, Attempt: &dlq.Attempt{N: 1}}
+}
+
+func texts(ms []alertMsg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.text)
+	}
+	return out
+}
+
+func TestAlerterRules(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	al := newAlerter(AlertConfig{URL: "http://x", DLQThreshold: 2, SignatureFailures: 3,
+		SignatureWindow: caddyDur(time.Minute), MinInterval: caddyDur(10 * time.Minute)},
+		&App{log: zap.NewNop()})
+
+	// one dead event: below the threshold
+	al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
+	if msgs := al.check(t0); len(msgs) != 0 {
+		t.Fatalf("alerts below threshold: %v", msgs)
+	}
+	// a second one: one alert naming the source and the count
+	al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
+	msgs := texts(al.check(t0.Add(time.Second)))
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "2 event(s) entered the dead letter queue") || !strings.Contains(msgs[0], "stripe: 2") {
+		t.Fatalf("DLQ alert: %v", msgs)
+	}
+	// an outage: many more dead events within min_interval give no alert...
+	for range 50 {
+		al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
+	}
+	if msgs := texts(al.check(t0.Add(time.Minute))); len(msgs) != 0 {
+		t.Fatalf("alert within min_interval: %v", msgs)
+	}
+	// ...and one summary after it
+	msgs = texts(al.check(t0.Add(11 * time.Minute)))
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "50 event(s)") {
+		t.Fatalf("summary after min_interval: %v", msgs)
+	}
+
+	// signature failures: 3 within the window alert once, per source
+	for range 3 {
+		al.noteSignatureFailure("github", t0)
+	}
+	al.noteSignatureFailure("shopify", t0)
+	msgs = texts(al.check(t0.Add(2 * time.Second)))
+	if len(msgs) != 1 || !strings.Contains(msgs[0], `"github"`) {
+		t.Fatalf("signature alert: %v", msgs)
+	}
+	// failures spread beyond the window do not add up
+	al.noteSignatureFailure("shopify", t0.Add(2*time.Minute))
+	al.noteSignatureFailure("shopify", t0.Add(4*time.Minute))
+	if msgs := texts(al.check(t0.Add(4 * time.Minute))); len(msgs) != 0 {
+		t.Fatalf("spread failures alerted: %v", msgs)
+	}
+
+	// error rate: 3 of 4 attempts failed
+	al = newAlerter(AlertConfig{URL: "http://x", ErrorRate: 0.5, ErrorMinAttempts: 4}, &App{log: zap.NewNop()})
+	for _, c := range []delivery.Class{delivery.Transient, delivery.Transient, delivery.Success, delivery.Transient} {
+		al.noteResult(report("paddle", storage.Retry, c))
+	}
+	msgs = texts(al.check(t0.Add(5 * time.Minute)))
+	if len(msgs) != 1 || !strings.Contains(msgs[0], `3 of 4 deliveries for source "paddle"`) {
+		t.Fatalf("error rate alert: %v", msgs)
+	}
+	// alerts about alert deliveries are never counted
+	al.noteResult(report(alertSource, storage.Dead, delivery.Transient))
+	if n := al.dead[alertSource]; n != 0 {
+		t.Fatalf("alert deliveries counted: %d", n)
+	}
+}
+
+func caddyDur(d time.Duration) caddy.Duration { return caddy.Duration(d) }

@@ -1,0 +1,598 @@
+// Package webhooks is the webhooks app (as caddypki is the pki app): the
+// pooled store and its lifecycle across reloads, the source registry, the
+// delivery workers, retention, pause, stats, metrics and alerts; its global
+// option; the admin API (admin.api.webhooks) and the `caddy webhooks` CLI
+// over it.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/backends"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/storage"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// Defaults of the app.
+const (
+	DefaultRetention    = 24 * time.Hour
+	DefaultDLQRetention = 7 * 24 * time.Hour
+	// stopGrace bounds how long Stop lets deliveries in progress finish;
+	// the rest are released to the queue for the next instance.
+	stopGrace       = 3 * time.Second
+	cleanupInterval = time.Minute
+)
+
+// App is the webhooks app: it owns the store, the delivery workers,
+// retention cleanup and the DLQ. A config with a webhook_ingress handler
+// and no webhooks global option gets this app with its defaults.
+//
+//	{
+//		webhooks {
+//			storage embedded [<path>]
+//			workers 16
+//			lease 1m
+//			retention 24h
+//			dlq_retention 168h
+//		}
+//	}
+type App struct {
+	// StorageRaw is the backend (default: embedded).
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=webhooks.storage inline_key=module"`
+	// Workers is the number of concurrent deliveries (default 16).
+	Workers int `json:"workers,omitempty"`
+	// Lease is how long a delivery may take before the job is handed to
+	// another worker (default 1m). It must exceed every source's timeout.
+	Lease caddy.Duration `json:"lease,omitempty"`
+	// Retention is how long delivered events stay queryable (default 24h).
+	Retention caddy.Duration `json:"retention,omitempty"`
+	// DLQRetention is how long DLQ entries are kept (default 168h; a
+	// negative value keeps them forever: "0" in the Caddyfile).
+	DLQRetention caddy.Duration `json:"dlq_retention,omitempty"`
+	// Alert sends operator alerts to a Slack-compatible webhook URL.
+	Alert *AlertConfig `json:"alert,omitempty"`
+
+	backend backends.Backend
+	poolKey string
+	seenKey string
+	// breakersKey names the upstreams' circuit breakers in breakerPool:
+	// like the store, they outlive a reload
+	breakersKey string
+	breakers    *delivery.Breakers
+	shared      *sharedStore
+	seen        *seenRef
+	log         *zap.Logger
+	sourceMu    *sync.RWMutex
+	sources     map[string]*Source
+
+	disp        *atomic.Pointer[delivery.Dispatcher]
+	paused      *pausedCache
+	stopCleaner context.CancelFunc
+	cleanerDone chan struct{}
+	alerter     *alerter
+	alertsDone  chan struct{}
+	stats       *statsBuffer
+	statsDone   chan struct{}
+}
+
+// Source is one webhook_ingress source as the workers need it.
+type Source struct {
+	Name         string
+	Target       delivery.Target
+	DedupeWindow time.Duration
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "webhooks",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// Provision loads the storage backend and takes a reference on its pooled
+// store. It opens nothing: `caddy validate` provisions but never starts.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.log = ctx.Logger()
+	a.sources = make(map[string]*Source)
+	a.sourceMu = new(sync.RWMutex)
+	a.disp = new(atomic.Pointer[delivery.Dispatcher])
+	a.paused = new(pausedCache)
+	a.stats = new(statsBuffer)
+	a.seen = new(seenRef)
+	if a.Workers == 0 {
+		a.Workers = delivery.DefaultWorkers
+	}
+	if a.Lease == 0 {
+		a.Lease = caddy.Duration(delivery.DefaultLease)
+	}
+	if a.Retention == 0 {
+		a.Retention = caddy.Duration(DefaultRetention)
+	}
+	if a.DLQRetention == 0 {
+		a.DLQRetention = caddy.Duration(DefaultDLQRetention)
+	}
+	if a.StorageRaw != nil {
+		mod, err := ctx.LoadModule(a, "StorageRaw")
+		if err != nil {
+			return fmt.Errorf("loading storage module: %v", err)
+		}
+		a.backend = mod.(backends.Backend)
+	} else {
+		def := new(backends.EmbeddedStorage)
+		if err := def.Provision(ctx); err != nil {
+			return err
+		}
+		a.backend = def
+	}
+	a.poolKey = a.backend.Key()
+	backend := a.backend
+	val, _, err := storePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
+		return &sharedStore{backend: backend}, nil
+	})
+	if err != nil {
+		a.poolKey = ""
+		return err
+	}
+	a.shared = val.(*sharedStore)
+	// one L1 cache per store: what one store has seen says nothing about another
+	a.seenKey = "seen|" + a.poolKey
+	seen, _, err := seenPool.LoadOrNew(a.seenKey, func() (caddy.Destructor, error) {
+		s, err := dedupe.NewSeen(0)
+		if err != nil {
+			return nil, err
+		}
+		return seenDestructor{s}, nil
+	})
+	if err != nil {
+		a.seenKey = ""
+		return err
+	}
+	a.seen.p.Store(seen.(seenDestructor).Seen)
+	// one set of breakers per store: every config's dispatcher on it sees
+	// the same upstream state, across reloads
+	a.breakersKey = "breakers|" + a.poolKey
+	br, _, err := breakerPool.LoadOrNew(a.breakersKey, func() (caddy.Destructor, error) {
+		return delivery.NewBreakers(0, 0, a.log.Named("delivery")), nil
+	})
+	if err != nil {
+		a.breakersKey = ""
+		return err
+	}
+	a.breakers = br.(*delivery.Breakers)
+	if a.Alert != nil {
+		cfg := *a.Alert
+		cfg.URL = caddy.NewReplacer().ReplaceAll(cfg.URL, "") // {env.SLACK_WEBHOOK_URL}
+		if err := validateAlertURL(cfg.URL); err != nil {
+			return err
+		}
+		a.alerter = newAlerter(cfg, a)
+		// the alert target has no timeout setting: the default one, fitted to the lease
+		lease := time.Duration(a.Lease)
+		timeout := delivery.EffectiveTimeout(0, lease)
+		if err := delivery.CheckTimeout(timeout, lease); err != nil {
+			return fmt.Errorf("alert: %v", err)
+		}
+		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: delivery.Target{
+			URL: cfg.URL, Timeout: timeout, Policy: delivery.Policy{}.WithDefaults()}}
+	}
+	return a.registerMetrics(ctx.GetMetricsRegistry())
+}
+
+// Validate checks the settings.
+func (a *App) Validate() error {
+	if a.Workers < 1 || a.Workers > 10000 {
+		return fmt.Errorf("workers must be between 1 and 10000")
+	}
+	if a.Lease < caddy.Duration(time.Second) {
+		return fmt.Errorf("lease must be at least 1s")
+	}
+	return nil
+}
+
+var seenPool = caddy.NewUsagePool()
+
+// breakerPool holds the upstreams' circuit breakers of each store, so that
+// a reload neither closes an open breaker nor splits its failure count.
+var breakerPool = caddy.NewUsagePool()
+
+// seenRef holds an app's L1 cache so that Cleanup can take it away from
+// late users (OnResult of workers still finishing after Stop) without a
+// lock on their path: they load it once, Cleanup swaps in nil and waits
+// for the users that loaded it before closing it.
+type seenRef struct {
+	p     atomic.Pointer[dedupe.Seen]
+	users atomic.Int64
+}
+
+// seenReleaseWait bounds how long Cleanup waits for users of the cache.
+const seenReleaseWait = time.Second
+
+// load returns the cache, or nil once released.
+func (r *seenRef) load() *dedupe.Seen {
+	if r == nil {
+		return nil
+	}
+	return r.p.Load()
+}
+
+// use calls f with the cache unless it was released; the cache is not
+// closed while f runs.
+func (r *seenRef) use(f func(*dedupe.Seen)) {
+	if r == nil {
+		return
+	}
+	r.users.Add(1)
+	defer r.users.Add(-1)
+	if s := r.p.Load(); s != nil {
+		f(s)
+	}
+}
+
+// release takes the cache away from new users and waits, at most wait,
+// for those that hold it.
+func (r *seenRef) release(wait time.Duration) {
+	r.p.Store(nil)
+	deadline := time.Now().Add(wait)
+	for r.users.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type seenDestructor struct{ *dedupe.Seen }
+
+func (s seenDestructor) Destruct() error { s.Close(); return nil }
+
+// Start opens the store and starts the workers and the retention cleaner.
+func (a *App) Start() error {
+	st, err := a.shared.get()
+	if err != nil {
+		return fmt.Errorf("opening webhook store: %v", err)
+	}
+	a.refreshPaused() // before the first request and the first lease
+	d := delivery.New(delivery.Config{
+		Store:    st,
+		Workers:  a.Workers,
+		Lease:    time.Duration(a.Lease),
+		Resolve:  a.resolve,
+		Sources:  a.sourceNames,
+		Paused:   a.SourcePaused,
+		Breakers: a.breakers,
+		Logger:   a.log.Named("delivery"),
+		OnResult: a.onResult,
+	})
+	d.Start()
+	a.disp.Store(d)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	a.stopCleaner = cancel
+	a.cleanerDone = make(chan struct{})
+	go a.cleaner(ctx, st)
+	a.statsDone = make(chan struct{})
+	go func() {
+		defer close(a.statsDone)
+		a.statsFlusher(ctx, st)
+	}()
+	if a.alerter != nil {
+		a.alertsDone = make(chan struct{})
+		go func() {
+			defer close(a.alertsDone)
+			a.alerter.run(ctx)
+		}()
+	}
+	a.log.Info("webhooks app started", zap.String("storage", a.backend.Describe()), zap.Int("workers", a.Workers))
+	return nil
+}
+
+// Stop stops leasing new jobs and waits a bounded time for deliveries in
+// progress; it runs under Caddy's config lock, so it never waits long.
+func (a *App) Stop() error {
+	if d := a.disp.Swap(nil); d != nil {
+		d.Stop(stopGrace)
+	}
+	if a.stopCleaner != nil {
+		a.stopCleaner()
+		<-a.cleanerDone
+		<-a.statsDone
+		if a.alertsDone != nil {
+			<-a.alertsDone
+		}
+	}
+	return nil
+}
+
+// Cleanup releases the pooled store and cache; the store closes when no
+// config uses it anymore (handlers of an old config may enqueue until the
+// http app has drained, so this is not done in Stop).
+func (a *App) Cleanup() error {
+	// counts of deliveries and requests that finished after Stop
+	if a.stats != nil && a.shared != nil {
+		if st, ok := a.shared.opened(); ok { // never open a store just for this (caddy validate)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			a.flushStats(ctx, st)
+			cancel()
+		}
+	}
+	var err error
+	if a.poolKey != "" {
+		_, err = storePool.Delete(a.poolKey)
+		a.poolKey = ""
+	}
+	if a.breakersKey != "" {
+		if _, e := breakerPool.Delete(a.breakersKey); e != nil && err == nil {
+			err = e
+		}
+		a.breakersKey = ""
+	}
+	if a.seenKey != "" {
+		// late workers (still finishing after Stop) may be updating it
+		a.seen.release(seenReleaseWait)
+		if _, e := seenPool.Delete(a.seenKey); e != nil && err == nil {
+			err = e
+		}
+		a.seenKey = ""
+	}
+	return err
+}
+
+func (a *App) cleaner(ctx context.Context, st storage.Store) {
+	defer close(a.cleanerDone)
+	t := time.NewTicker(cleanupInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dlqRet := time.Duration(a.DLQRetention)
+		if dlqRet < 0 {
+			dlqRet = 0
+		}
+		n, err := st.Cleanup(ctx, time.Now(), time.Duration(a.Retention), dlqRet)
+		if err != nil && ctx.Err() == nil {
+			a.log.Error("retention cleanup", zap.Error(err))
+		} else if n > 0 {
+			a.log.Debug("retention cleanup", zap.Int("removed", n))
+		}
+	}
+}
+
+// RegisterSource makes a source's delivery settings known to the workers.
+// Each source name may be defined once per config. A Target.Timeout of 0
+// gets delivery.EffectiveTimeout for the app's lease; an explicit one
+// that does not fit the lease (delivery.CheckTimeout) is refused.
+func (a *App) RegisterSource(src *Source) error {
+	a.sourceMu.Lock()
+	defer a.sourceMu.Unlock()
+	if _, dup := a.sources[src.Name]; dup {
+		return fmt.Errorf("webhook source %q is defined more than once", src.Name)
+	}
+	// an explicit timeout must fit the lease; none gets the default fitted to it
+	lease := time.Duration(a.Lease)
+	if err := delivery.CheckTimeout(src.Target.Timeout, lease); err != nil {
+		return err
+	}
+	src.Target.Timeout = delivery.EffectiveTimeout(src.Target.Timeout, lease)
+	a.sources[src.Name] = src
+	return nil
+}
+
+// sourceNames lists the configured sources (alerts included): the lanes
+// the dispatcher gates.
+func (a *App) sourceNames() []string {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	return slices.Collect(maps.Keys(a.sources))
+}
+
+func (a *App) resolve(source string) (*delivery.Target, bool) {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	src, ok := a.sources[source]
+	if !ok {
+		return nil, false
+	}
+	return &src.Target, true
+}
+
+// Store returns the open store, opening it if needed. Errors wrap
+// storage.ErrUnavailable.
+func (a *App) Store() (storage.Store, error) {
+	st, err := a.shared.get()
+	if err != nil && !errors.Is(err, storage.ErrUnavailable) {
+		err = fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+	}
+	return st, err
+}
+
+// pausedCache holds the paused sources read from the store, refreshed at
+// most every pausedRefresh so that a pause on any node reaches all nodes
+// within about that time.
+type pausedCache struct {
+	mu  sync.Mutex
+	set atomic.Pointer[map[string]bool]
+	at  atomic.Int64 // unix nanos of the last refresh
+}
+
+const pausedRefresh = time.Second
+
+// SourcePaused reports whether source is paused (operators' emergency stop).
+func (a *App) SourcePaused(source string) bool {
+	c := a.paused
+	if time.Since(time.Unix(0, c.at.Load())) > pausedRefresh && c.mu.TryLock() {
+		// one request refreshes; the others use the last known set
+		go func() {
+			defer c.mu.Unlock()
+			a.refreshPaused()
+		}()
+	}
+	if m := c.set.Load(); m != nil {
+		return (*m)[source]
+	}
+	return false
+}
+
+func (a *App) refreshPaused() {
+	st, err := a.Store()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	m, err := st.Paused(ctx)
+	if err != nil {
+		return // keep the last known set; try again at the next refresh
+	}
+	a.paused.set.Store(&m)
+	a.paused.at.Store(time.Now().UnixNano())
+}
+
+// SetPaused pauses or resumes a source in the store (for every node) and
+// in this node's cache at once.
+func (a *App) SetPaused(ctx context.Context, source string, paused bool) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	if err := st.SetPaused(ctx, source, paused); err != nil {
+		return err
+	}
+	a.paused.mu.Lock()
+	defer a.paused.mu.Unlock()
+	a.refreshPaused()
+	if !paused {
+		a.Notify() // its jobs may go now
+	}
+	return nil
+}
+
+// PausedSources lists the paused sources as this node knows them.
+func (a *App) PausedSources() []string {
+	var out []string
+	if m := a.paused.set.Load(); m != nil {
+		for s := range *m {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// redrivePace is the spacing of a bulk retry's events for source: its
+// rate_limit when it has one, else defaultRedrivePace.
+func (a *App) redrivePace(source string) time.Duration {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	if src, ok := a.sources[source]; ok && src.Target.Rate.Valid() {
+		return src.Target.Rate.Interval()
+	}
+	return defaultRedrivePace
+}
+
+// Seen returns the L1 cache of seen event IDs (nil once the app is
+// cleaned up).
+func (a *App) Seen() *dedupe.Seen { return a.seen.load() }
+
+// SeenStatus is what the L1 cache says of key (ok false: not seen, or the
+// cache is gone: ask the store). Safe while Cleanup closes the cache.
+func (a *App) SeenStatus(key string) (status string, ok bool) {
+	a.seen.use(func(s *dedupe.Seen) { status, ok = s.Get(key) })
+	return status, ok
+}
+
+// RememberSeen records in the L1 cache that key was seen with status, for
+// ttl. Safe while Cleanup closes the cache (then it does nothing).
+func (a *App) RememberSeen(key, status string, ttl time.Duration) {
+	if ttl > 0 {
+		a.seen.use(func(s *dedupe.Seen) { s.Add(key, status, ttl) })
+	}
+}
+
+// Enqueue stores ev durably (claiming its id for window) and wakes the
+// workers. It returns only after the store has made the event durable.
+func (a *App) Enqueue(ctx context.Context, ev *storage.Event, window time.Duration) (storage.EnqueueResult, error) {
+	st, err := a.Store()
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	res, err := st.Enqueue(ctx, ev, time.Now().Add(window))
+	if err == nil && !res.Duplicate {
+		a.Notify()
+	}
+	return res, err
+}
+
+// Notify wakes the delivery workers (new or re-enqueued work).
+func (a *App) Notify() {
+	if d := a.disp.Load(); d != nil {
+		d.Notify()
+	}
+}
+
+// NoteSignatureFailure counts a failed verification for alerting.
+func (a *App) NoteSignatureFailure(source string) {
+	if a.alerter != nil {
+		a.alerter.noteSignatureFailure(source, time.Now())
+	}
+}
+
+func (a *App) onResult(r delivery.Report) {
+	if a.alerter != nil {
+		a.alerter.noteResult(r)
+	}
+	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
+	if r.Attempt != nil && result != "" {
+		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
+		a.Count(r.Job.Source, result, 1)
+		a.Count(r.Job.Source, "attempts", 1)
+	}
+	if !r.Job.Dedupe {
+		return
+	}
+	var status storage.Status
+	switch r.Result {
+	case storage.Delivered:
+		status = storage.StatusDelivered
+	case storage.Dead:
+		status = storage.StatusDead
+	default:
+		return
+	}
+	window := 24 * time.Hour
+	a.sourceMu.RLock()
+	if src, ok := a.sources[r.Job.Source]; ok {
+		window = src.DedupeWindow
+	}
+	a.sourceMu.RUnlock()
+	ttl := time.Until(r.Job.ReceivedAt.Add(window))
+	a.seen.use(func(s *dedupe.Seen) {
+		s.Update(dedupe.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+	})
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)
+
+func zapErr(err error) zap.Field { return zap.Error(err) }

@@ -1,0 +1,400 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "webhooks",
+		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id>",
+		Short: "Inspects hookline's queue and dead letter queue through the admin API",
+		Long: `
+Talks to the webhooks routes of a running Caddy's admin API.
+
+  caddy webhooks stats
+  caddy webhooks dlq list [--source S] [--status pending] [--since 24h] [--limit 50] [--cursor C]
+  caddy webhooks dlq show <id>
+  caddy webhooks dlq retry <id>
+  caddy webhooks dlq retry --source S [--status pending] [--since 24h] [--limit 100] [--dry-run]
+  caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (pending entries, --limit a call)
+  caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
+  caddy webhooks dlq discard <id> [--reason "test event"]
+  caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
+  caddy webhooks resume <source>
+  caddy webhooks events <source> <event_id>
+
+Output is a table for humans; --json prints the API's JSON for scripts.
+The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given or
+--config (with --adapter) names the config to read it from, as with caddy reload.`,
+		CobraFunc: func(cmd *cobra.Command) {
+			pf := cmd.PersistentFlags()
+			pf.String("address", "", "Address of the administration API listener (if --config is not used)")
+			pf.StringP("config", "c", "", "Configuration file (if --address is not used)")
+			pf.StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
+			pf.Bool("json", false, "Print JSON instead of a table")
+
+			cmd.AddCommand(&cobra.Command{
+				Use:   "stats",
+				Short: "Shows the queue: queued, in flight, dead",
+				Args:  cobra.NoArgs,
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdStats),
+			})
+			dlqCmd := &cobra.Command{Use: "dlq", Short: "Lists and acts on dead-lettered events"}
+			list := &cobra.Command{
+				Use:   "list",
+				Short: "Lists DLQ entries, newest first",
+				Args:  cobra.NoArgs,
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdDLQList),
+			}
+			list.Flags().String("source", "", "Only this source")
+			list.Flags().String("status", "", "pending, investigating, resolved, discarded or retried")
+			list.Flags().String("since", "", "RFC 3339 time or a duration (24h)")
+			list.Flags().Int("limit", 0, "At most this many entries (default 50)")
+			list.Flags().String("cursor", "", "Next page: the cursor printed by the previous one")
+			show := &cobra.Command{Use: "show <id>", Short: "Shows one entry with its payload and attempts",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQShow)}
+			retry := &cobra.Command{Use: "retry [<id>]", Short: "Re-enqueues one entry, or every entry matching the filters (or --all), with a fresh attempt budget",
+				Args: cobra.MaximumNArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQRetry)}
+			retryFlags(retry.Flags())
+			resolve := &cobra.Command{Use: "resolve <id>", Short: "Marks an entry resolved",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("resolve", "resolution"))}
+			resolve.Flags().String("resolution", "", "What was done")
+			discard := &cobra.Command{Use: "discard <id>", Short: "Discards an entry",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdDLQAction("discard", "reason"))}
+			discard.Flags().String("reason", "", "Why")
+			dlqCmd.AddCommand(list, show, retry, resolve, discard)
+			cmd.AddCommand(dlqCmd)
+			for _, action := range []string{"pause", "resume"} {
+				cmd.AddCommand(&cobra.Command{
+					Use:   action + " <source>",
+					Short: map[string]string{"pause": "Pauses a source: its ingress answers 503, its deliveries wait", "resume": "Resumes a paused source"}[action],
+					Args:  cobra.ExactArgs(1),
+					RunE:  caddycmd.WrapCommandFuncForCobra(cmdPause(action)),
+				})
+			}
+			cmd.AddCommand(&cobra.Command{
+				Use:   "events <source> <event_id>",
+				Short: "Shows where an event is, with its attempts",
+				Args:  cobra.ExactArgs(2),
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdEvent),
+			})
+		},
+	})
+}
+
+// adminCall sends a request to the admin API and returns the body.
+func adminCall(fl caddycmd.Flags, method, uri string, body any) ([]byte, error) {
+	addr, err := caddycmd.DetermineAdminAPIAddress(fl.String("address"), nil, fl.String("config"), fl.String("adapter"))
+	if err != nil {
+		return nil, fmt.Errorf("couldn't determine admin API address: %v", err)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, rd)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// output prints raw JSON with --json, else calls table.
+func output(fl caddycmd.Flags, raw []byte, v any, table func(w io.Writer)) (int, error) {
+	if fl.Bool("json") {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding answer: %v", err)
+		}
+		fmt.Println(buf.String())
+		return 0, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding answer: %v", err)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	table(tw)
+	tw.Flush()
+	return 0, nil
+}
+
+func cmdStats(fl caddycmd.Flags) (int, error) {
+	raw, err := adminCall(fl, "GET", "/webhooks/stats", nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	type window struct {
+		Queue    storage.Counts `json:"queue"`
+		LastHour sourceStats    `json:"last_hour"`
+		AllTime  sourceStats    `json:"all_time"`
+	}
+	var v struct {
+		Queue   storage.Counts    `json:"queue"`
+		Paused  []string          `json:"paused_sources"`
+		Sources map[string]window `json:"sources"`
+	}
+	return output(fl, raw, &v, func(w io.Writer) {
+		fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)\tPAUSED")
+		paused := strings.Join(v.Paused, ",")
+		if paused == "" {
+			paused = "-"
+		}
+		fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
+		if len(v.Sources) == 0 {
+			return
+		}
+		fmt.Fprintln(w, "\nSOURCE\tQUEUED\tIN FLIGHT\tDLQ OPEN")
+		names0 := make([]string, 0, len(v.Sources))
+		for n := range v.Sources {
+			names0 = append(names0, n)
+		}
+		slices.Sort(names0)
+		for _, n := range names0 {
+			q := v.Sources[n].Queue
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", n, q.Queued, q.InFlight, q.Dead)
+		}
+		fmt.Fprintln(w, "\nSOURCE\tWINDOW\tRECEIVED\tDUPLICATES\tREJECTED\tDELIVERED\tDEAD\tSUCCESS\tDLQ RATE\tAVG ATTEMPTS")
+		names := make([]string, 0, len(v.Sources))
+		for n := range v.Sources {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		pct := func(f *float64) string {
+			if f == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f%%", 100**f)
+		}
+		num := func(f *float64) string {
+			if f == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", *f)
+		}
+		for _, n := range names {
+			for _, row := range []struct {
+				label string
+				s     sourceStats
+			}{{"last hour", v.Sources[n].LastHour}, {"all time", v.Sources[n].AllTime}} {
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", n, row.label, row.s.Received, row.s.Duplicates,
+					row.s.Rejected, row.s.Delivered, row.s.Dead, pct(row.s.SuccessRate), pct(row.s.DLQRate), num(row.s.AvgAttempts))
+			}
+		}
+	})
+}
+
+func cmdDLQList(fl caddycmd.Flags) (int, error) {
+	q := url.Values{}
+	for _, name := range []string{"source", "status", "since", "cursor"} {
+		if v := fl.String(name); v != "" {
+			q.Set(name, v)
+		}
+	}
+	if n := fl.Int("limit"); n > 0 {
+		q.Set("limit", fmt.Sprint(n))
+	}
+	uri := "/webhooks/dlq"
+	if len(q) > 0 {
+		uri += "?" + q.Encode()
+	}
+	raw, err := adminCall(fl, "GET", uri, nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var page dlq.Page
+	return output(fl, raw, &page, func(w io.Writer) {
+		fmt.Fprintln(w, "ID\tSOURCE\tEVENT ID\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
+		for _, e := range page.Entries {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source, e.EventID, e.Status,
+				e.LastStatus, len(e.Attempts), e.CreatedAt.Local().Format(time.DateTime), oneLine(e.Error, 60))
+		}
+		if len(page.Entries) == 0 {
+			fmt.Fprintln(w, "(no entries)")
+		}
+		if page.NextCursor != "" {
+			fmt.Fprintf(w, "\nmore: --cursor %s\n", page.NextCursor)
+		}
+	})
+}
+
+func cmdDLQShow(fl caddycmd.Flags) (int, error) {
+	id := fl.Arg(0)
+	raw, err := adminCall(fl, "GET", "/webhooks/dlq/"+url.PathEscape(id), nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var e struct {
+		dlq.Entry
+		Payload         string `json:"payload"`
+		PayloadEncoding string `json:"payload_encoding"`
+	}
+	return output(fl, raw, &e, func(w io.Writer) {
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
+			e.ID, e.Source, e.EventID, e.Status, e.Upstream, e.Error,
+			e.ReceivedAt.Local().Format(time.DateTime), e.CreatedAt.Local().Format(time.DateTime))
+		if e.Resolution != "" {
+			fmt.Fprintf(w, "resolution\t%s\n", e.Resolution)
+		}
+		if e.Reason != "" {
+			fmt.Fprintf(w, "reason\t%s\n", e.Reason)
+		}
+		fmt.Fprintln(w, "\nATTEMPT\tAT\tSTATUS\tDURATION\tERROR")
+		for _, a := range e.Attempts {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, a.At.Local().Format(time.DateTime), a.Status, a.Duration.Round(time.Millisecond), a.Error)
+		}
+		fmt.Fprintf(w, "\npayload (%s):\n%s\n", e.PayloadEncoding, e.Payload)
+	})
+}
+
+// cmdDLQAction posts to /webhooks/dlq/<id>/<action> with the optional
+// text flag as the JSON body field of the same name.
+func cmdDLQAction(action, field string) caddycmd.CommandFunc {
+	return func(fl caddycmd.Flags) (int, error) {
+		id := fl.Arg(0)
+		var body any
+		if field != "" {
+			body = map[string]string{field: fl.String(field)}
+		}
+		raw, err := adminCall(fl, "POST", "/webhooks/dlq/"+url.PathEscape(id)+"/"+action, body)
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+		var v struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		return output(fl, raw, &v, func(w io.Writer) {
+			fmt.Fprintf(w, "%s: %s\n", v.ID, v.Status)
+		})
+	}
+}
+
+// retryFlags defines the flags of `caddy webhooks dlq retry`.
+func retryFlags(fs *pflag.FlagSet) {
+	fs.String("source", "", "Bulk: only this source")
+	fs.String("status", "", "Bulk: entries in this status (default pending)")
+	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
+	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
+	fs.Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
+	fs.Bool("all", false, "Bulk: allow a retry with no filter: up to --limit entries in the status (default pending, 100 a call; run again for more)")
+}
+
+// errRetryNoFilter refuses a bulk retry that names nothing to select by.
+var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --status, --since), " +
+	"or --all to re-enqueue pending entries with no filter, --limit a call (--dry-run shows which)")
+
+// bulkRetryFromFlags builds the bulk retry request of the flags. With no
+// id and no filter it refuses unless --all (or --dry-run, which changes
+// nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
+func bulkRetryFromFlags(fl caddycmd.Flags) (bulkRetryRequest, error) {
+	req := bulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
+		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+	if req.Source == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
+		return req, errRetryNoFilter
+	}
+	return req, nil
+}
+
+// cmdDLQRetry retries one entry by id, or in bulk by filter.
+func cmdDLQRetry(fl caddycmd.Flags) (int, error) {
+	if fl.NArg() == 1 {
+		return cmdDLQAction("retry", "")(fl)
+	}
+	req, err := bulkRetryFromFlags(fl)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	raw, err := adminCall(fl, "POST", "/webhooks/dlq/retry", req)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var res bulkRetryResult
+	return output(fl, raw, &res, func(w io.Writer) {
+		verb := "re-enqueued"
+		if res.DryRun {
+			verb = "would re-enqueue"
+		}
+		fmt.Fprintf(w, "matched %d; %s %d; skipped %d delivered meanwhile; %d failed\n",
+			res.Matched, verb, len(res.Retried), len(res.SkippedDelivered), len(res.Failed))
+		for _, id := range res.Retried {
+			fmt.Fprintln(w, "  "+id)
+		}
+		for id, msg := range res.Failed {
+			fmt.Fprintf(w, "  failed %s: %s\n", id, msg)
+		}
+		if res.Spread != "" {
+			fmt.Fprintf(w, "spread over %s\n", res.Spread)
+		}
+	})
+}
+
+func cmdPause(action string) caddycmd.CommandFunc {
+	return func(fl caddycmd.Flags) (int, error) {
+		raw, err := adminCall(fl, "POST", "/webhooks/sources/"+url.PathEscape(fl.Arg(0))+"/"+action, nil)
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+		var v struct {
+			Source string `json:"source"`
+			Paused bool   `json:"paused"`
+		}
+		return output(fl, raw, &v, func(w io.Writer) {
+			state := "resumed"
+			if v.Paused {
+				state = "paused"
+			}
+			fmt.Fprintf(w, "%s: %s\n", v.Source, state)
+		})
+	}
+}
+
+func cmdEvent(fl caddycmd.Flags) (int, error) {
+	raw, err := adminCall(fl, "GET", "/webhooks/events/"+url.PathEscape(fl.Arg(0))+"/"+url.PathEscape(fl.Arg(1)), nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var info storage.EventInfo
+	return output(fl, raw, &info, func(w io.Writer) {
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nreceived\t%s\n",
+			info.ID, info.Source, info.EventID, info.Status, info.ReceivedAt.Local().Format(time.DateTime))
+		if !info.NextAttempt.IsZero() {
+			fmt.Fprintf(w, "next attempt\t%s\n", info.NextAttempt.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(w, "\nATTEMPT\tAT\tSTATUS\tDURATION\tERROR")
+		for _, a := range info.Attempts {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, a.At.Local().Format(time.DateTime), a.Status, a.Duration.Round(time.Millisecond), a.Error)
+		}
+	})
+}
+
+func oneLine(s string, max int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > max {
+		s = s[:max-1] + "…"
+	}
+	return s
+}

@@ -1,0 +1,125 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// Metrics are package-level so that counters survive config reloads; each
+// config's registry gets them registered (Caddy gives every config a fresh
+// registry). Names are DESIGN.md's.
+var metrics = struct {
+	received          *prometheus.CounterVec
+	deliveries        *prometheus.CounterVec
+	deliveryDuration  *prometheus.HistogramVec
+	signatureFailures *prometheus.CounterVec
+}{
+	received: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "webhooks", Name: "received_total",
+		Help: "Webhook requests received, by source and outcome (accepted, duplicate, or the error code in lower case).",
+	}, []string{"source", "outcome"}),
+	deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "webhooks", Name: "deliveries_total",
+		Help: "Delivery attempts to the upstream, by source and result (delivered, retry, dead).",
+	}, []string{"source", "result"}),
+	deliveryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "caddy", Subsystem: "webhooks", Name: "delivery_duration_seconds",
+		Help:    "Duration of delivery attempts to the upstream.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"source"}),
+	signatureFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "webhooks", Name: "signature_failures_total",
+		Help: "Requests rejected by signature verification, by source.",
+	}, []string{"source"}),
+}
+
+// ObserveReceived counts one ingress answer.
+func ObserveReceived(source, outcome string) {
+	metrics.received.WithLabelValues(source, outcome).Inc()
+}
+
+// ObserveSignatureFailure counts one failed verification.
+func ObserveSignatureFailure(source string) {
+	metrics.signatureFailures.WithLabelValues(source).Inc()
+}
+
+func observeDelivery(source, result string, d time.Duration) {
+	metrics.deliveries.WithLabelValues(source, result).Inc()
+	metrics.deliveryDuration.WithLabelValues(source).Observe(d.Seconds())
+}
+
+// registerMetrics adds the package collectors and this app's queue-depth
+// collector to the config's registry.
+func (a *App) registerMetrics(reg *prometheus.Registry) error {
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{metrics.received, metrics.deliveries, metrics.deliveryDuration, metrics.signatureFailures} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return err
+			}
+		}
+	}
+	return reg.Register(&queueCollector{app: a})
+}
+
+// queueCollector reads the queue depth and the DLQ size from the store at
+// scrape time (the DLQ counts are cached for dlqCountsTTL: they read every entry).
+type queueCollector struct {
+	app *App
+
+	mu       sync.Mutex
+	dlqAt    time.Time
+	dlqCache map[string]map[dlq.Status]int
+}
+
+const dlqCountsTTL = 15 * time.Second
+
+var dlqEntriesDesc = prometheus.NewDesc("caddy_webhooks_dlq_entries",
+	"Dead letter queue entries, by source and status.", []string{"source", "status"}, nil)
+
+var queueDepthDesc = prometheus.NewDesc("caddy_webhooks_queue_depth",
+	"Events in the delivery queue, by state (queued, in_flight) and open DLQ entries (dead).", []string{"state"}, nil)
+
+func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- dlqEntriesDesc
+}
+
+func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	st, err := q.app.Store()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := st.Counts(ctx)
+	if err != nil {
+		return
+	}
+	for state, n := range map[storage.Status]int{storage.StatusQueued: c.Queued, storage.StatusInFlight: c.InFlight, storage.StatusDead: c.Dead} {
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), string(state))
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if time.Since(q.dlqAt) > dlqCountsTTL {
+		q.dlqAt = time.Now() // a failure is retried after the TTL too, not at every scrape
+		if counts, err := st.DLQCounts(ctx); err == nil {
+			q.dlqCache = counts
+		}
+	}
+	for source, m := range q.dlqCache {
+		for status, n := range m {
+			ch <- prometheus.MustNewConstMetric(dlqEntriesDesc, prometheus.GaugeValue, float64(n), source, string(status))
+		}
+	}
+}
