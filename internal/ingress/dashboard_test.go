@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -371,36 +370,4 @@ func mustReq(t *testing.T, method, path, body string, hdr map[string]string) *ht
 		req.Header.Set(k, v)
 	}
 	return req
-}
-
-// TestDashboardAssetsOffline: the page loads nothing from elsewhere.
-func TestDashboardAssetsOffline(t *testing.T) {
-	for _, name := range []string{"index.html", "app.js", "app.css"} {
-		b, err := os.ReadFile(filepath.Join("dashboard", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, bad := range []string{"http:", "https:", "//cdn", "@import", ".innerHTML", "insertAdjacentHTML", "document.write", "eval("} {
-			if strings.Contains(string(b), bad) {
-				t.Errorf("%s contains %q", name, bad)
-			}
-		}
-	}
-}
-
-func TestDashboardCaddyfile(t *testing.T) {
-	for _, tc := range []struct {
-		in string
-		ok bool
-	}{
-		{"webhook_dashboard", true},
-		{"webhook_dashboard extra", false},
-		{"webhook_dashboard {\n\tfoo\n}", false},
-	} {
-		var d dashboard.Dashboard
-		err := d.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
-		if (err == nil) != tc.ok {
-			t.Errorf("%q: err %v, want ok=%v", tc.in, err, tc.ok)
-		}
-	}
 }
