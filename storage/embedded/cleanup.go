@@ -1,0 +1,100 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// cleanupChunk bounds the work of one cleanup transaction.
+const cleanupChunk = 1000
+
+// Cleanup implements storage.Store.
+func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int
+		err := s.update(ctx, func(tx *bolt.Tx) error {
+			n = 0
+			var err error
+			var m int
+			m, err = sweep(tx, bDone, now.Add(-retention), cleanupChunk, func(k []byte) error {
+				id := k[8:]
+				rec, err := getRecord(tx, id)
+				if err != nil { // unreadable and past retention: drop it rather than stop every cleanup
+					return tx.Bucket(bEvents).Delete(id)
+				}
+				if rec == nil {
+					return nil
+				}
+				ids := tx.Bucket(bIDs)
+				ck := claimKey(rec.Source, rec.EventID)
+				if bytes.Equal(ids.Get(ck), id) {
+					if err := ids.Delete(ck); err != nil {
+						return err
+					}
+				}
+				return tx.Bucket(bEvents).Delete(id)
+			})
+			n += m
+			if err != nil {
+				return err
+			}
+			m, err = sweepStats(tx, now.Add(-StatsBucketKeep), cleanupChunk)
+			n += m
+			if err != nil {
+				return err
+			}
+			m, err = sweep(tx, bClaimExp, now, cleanupChunk, func(k []byte) error {
+				claims := tx.Bucket(bClaims)
+				ck := k[8:]
+				// delete the claim only if it is the one this index key is for
+				if v := claims.Get(ck); len(v) >= 8 && bytes.Equal(v[:8], k[:8]) {
+					return claims.Delete(ck)
+				}
+				return nil
+			})
+			n += m
+			if err != nil || dlqRetention <= 0 {
+				return err
+			}
+			m, err = sweep(tx, bDLQIdx, now.Add(-dlqRetention), cleanupChunk, func(k []byte) error {
+				if err := tx.Bucket(bDLQ).Delete(k[8:]); err != nil {
+					return err
+				}
+				return tx.Bucket(bDLQOpen).Delete(k[8:])
+			})
+			n += m
+			return err
+		})
+		total += n
+		if err != nil || n < cleanupChunk {
+			return total, err
+		}
+	}
+}
+
+// sweep deletes up to max index keys older than before from bucket b,
+// calling del for each first.
+func sweep(tx *bolt.Tx, b []byte, before time.Time, max int, del func(k []byte) error) (int, error) {
+	bkt := tx.Bucket(b)
+	var keys [][]byte
+	c := bkt.Cursor()
+	for k, _ := c.First(); k != nil && len(keys) < max && timeAt(k).Before(before); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := del(k); err != nil {
+			return 0, err
+		}
+		if err := bkt.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}

@@ -1,0 +1,237 @@
+package embedded
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// DLQList implements storage.Store.
+func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
+	page := dlq.Page{Entries: []dlq.Entry{}}
+	limit := f.EffectiveLimit()
+	var start []byte
+	if f.Cursor != "" {
+		var err error
+		start, err = base64.RawURLEncoding.DecodeString(f.Cursor)
+		if err != nil || len(start) < 8 {
+			return page, dlq.ErrInvalidCursor
+		}
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bDLQIdx).Cursor()
+		var k []byte
+		if start == nil {
+			k, _ = c.Last()
+		} else if k, _ = c.Seek(start); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil; k, _ = c.Prev() {
+			if !f.Since.IsZero() && timeAt(k).Before(f.Since) {
+				break
+			}
+			e, err := getEntry(tx, string(k[8:]))
+			if err != nil {
+				return err
+			}
+			if e == nil || !f.Matches(e) {
+				continue
+			}
+			if len(page.Entries) == limit {
+				last := page.Entries[limit-1]
+				page.NextCursor = base64.RawURLEncoding.EncodeToString(timeKey(last.CreatedAt, []byte(last.ID)))
+				break
+			}
+			e.Payload, e.Headers = nil, nil
+			page.Entries = append(page.Entries, *e)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// DLQCounts implements storage.Store.
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
+	out := map[string]map[dlq.Status]int{}
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bDLQ).ForEach(func(_, v []byte) error {
+			var e struct {
+				Source string     `json:"source"`
+				Status dlq.Status `json:"status"`
+			}
+			if json.Unmarshal(v, &e) != nil {
+				return nil
+			}
+			if out[e.Source] == nil {
+				out[e.Source] = map[dlq.Status]int{}
+			}
+			out[e.Source][e.Status]++
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DLQGet implements storage.Store.
+func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
+	var e *dlq.Entry
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		e, err = getEntry(tx, id)
+		return err
+	})
+	if err == nil && e == nil {
+		err = dlq.ErrNotFound
+	}
+	return e, err
+}
+
+// DLQRetry implements storage.Store.
+func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
+	now := s.now()
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		e, err := getEntry(tx, id)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return dlq.ErrNotFound
+		}
+		if e.Status == dlq.StatusRetried || e.Status == dlq.StatusDiscarded {
+			return dlq.ErrConflict
+		}
+		rec, err := getRecord(tx, []byte(id))
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			if rec.Status != storage.StatusDead {
+				return dlq.ErrConflict
+			}
+			if err := tx.Bucket(bDone).Delete(timeKey(rec.FinishedAt, []byte(id))); err != nil {
+				return err
+			}
+		} else {
+			rec = &record{Job: storage.Job{Event: storage.Event{
+				ID: e.ID, EventID: e.EventID, Dedupe: true, Source: e.Source,
+				Upstream: e.Upstream, ReceivedAt: e.ReceivedAt,
+			}}}
+		}
+		rec.Body, rec.Headers = e.Payload, e.Headers
+		rec.Attempts = e.Attempts
+		rec.RoundStart = len(e.Attempts)
+		rec.Status = storage.StatusQueued
+		rec.FinishedAt = time.Time{}
+		rec.Due = due
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		if err := putDue(tx, rec); err != nil {
+			return err
+		}
+		e.Status = dlq.StatusRetried
+		e.Retries++
+		e.UpdatedAt = now
+		return putEntry(tx, e)
+	})
+}
+
+// DLQSetStatus implements storage.Store.
+func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
+	switch status {
+	case dlq.StatusInvestigating, dlq.StatusResolved, dlq.StatusDiscarded:
+	default:
+		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		e, err := getEntry(tx, id)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return dlq.ErrNotFound
+		}
+		if e.Status == dlq.StatusRetried {
+			return dlq.ErrConflict
+		}
+		e.Status = status
+		e.UpdatedAt = now
+		switch status {
+		case dlq.StatusResolved:
+			e.Resolution = text
+		case dlq.StatusDiscarded:
+			e.Reason = text
+		}
+		return putEntry(tx, e)
+	})
+}
+
+func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
+	e := &dlq.Entry{
+		ID:         rec.ID,
+		EventID:    rec.EventID,
+		Source:     rec.Source,
+		Upstream:   rec.Upstream,
+		Payload:    rec.Body,
+		Headers:    rec.Headers,
+		Error:      reason,
+		Attempts:   rec.Attempts,
+		ReceivedAt: rec.ReceivedAt,
+		CreatedAt:  now,
+		UpdatedAt:  now,
+		Status:     dlq.StatusPending,
+	}
+	if n := len(rec.Attempts); n > 0 {
+		e.LastStatus = rec.Attempts[n-1].Status
+	}
+	old, err := getEntry(tx, rec.ID)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		e.Retries = old.Retries
+		if err := tx.Bucket(bDLQIdx).Delete(timeKey(old.CreatedAt, []byte(old.ID))); err != nil {
+			return err
+		}
+	}
+	if err := putEntry(tx, e); err != nil {
+		return err
+	}
+	return tx.Bucket(bDLQIdx).Put(timeKey(now, []byte(e.ID)), nil)
+}
+
+func getEntry(tx *bolt.Tx, id string) (*dlq.Entry, error) {
+	v := tx.Bucket(bDLQ).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	e := new(dlq.Entry)
+	if err := json.Unmarshal(v, e); err != nil {
+		return nil, fmt.Errorf("decoding dlq entry %s: %w", id, err)
+	}
+	return e, nil
+}
+
+func putEntry(tx *bolt.Tx, e *dlq.Entry) error {
+	v, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bDLQ).Put([]byte(e.ID), v); err != nil {
+		return err
+	}
+	open := tx.Bucket(bDLQOpen)
+	if e.Status == dlq.StatusPending || e.Status == dlq.StatusInvestigating {
+		return open.Put([]byte(e.ID), nil)
+	}
+	return open.Delete([]byte(e.ID))
+}

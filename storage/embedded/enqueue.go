@@ -1,0 +1,55 @@
+package embedded
+
+import (
+	"context"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Enqueue implements storage.Store.
+func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time.Time) (storage.EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	now := s.now()
+	var res storage.EnqueueResult
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if ev.Dedupe {
+			claims := tx.Bucket(bClaims)
+			ck := claimKey(ev.Source, ev.EventID)
+			if v := claims.Get(ck); len(v) >= 8 {
+				exp := timeAt(v)
+				if exp.After(now) {
+					id := string(v[8:])
+					res = storage.EnqueueResult{Duplicate: true, ID: id, Status: statusOf(tx, id, now), DedupeUntil: exp}
+					return nil
+				}
+				if err := tx.Bucket(bClaimExp).Delete(timeKey(exp, ck)); err != nil {
+					return err
+				}
+			}
+			if err := claims.Put(ck, timeKey(dedupeUntil, []byte(ev.ID))); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bClaimExp).Put(timeKey(dedupeUntil, ck), nil); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bIDs).Put(ck, []byte(ev.ID)); err != nil {
+				return err
+			}
+		}
+		rec := &record{Job: storage.Job{Event: *ev}, Status: storage.StatusQueued, Due: now}
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		if err := putDue(tx, rec); err != nil {
+			return err
+		}
+		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}
+		return nil
+	})
+	return res, err
+}

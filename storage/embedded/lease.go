@@ -1,0 +1,178 @@
+package embedded
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Lease implements storage.Store. The pace of a lane is kept in memory:
+// one process at a time uses the file.
+func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	// cheap read first: most calls of an idle worker find nothing due
+	var cands []storage.Candidate
+	if err := s.view(func(tx *bolt.Tx) error {
+		cands = candidates(tx, now, n, gate)
+		return nil
+	}); err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	// take the pace's slots for what would be leased, then lease in one
+	// write; a slot taken for a job another lease got first is not given
+	// back (the lane goes a little slower, never faster)
+	planned, _ := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
+		got := make(map[string]int, len(want))
+		for lane, k := range want {
+			r, _ := gate.RateOf(lane)
+			got[lane] = s.pace.Take(lane, r, now, k)
+		}
+		return got, nil
+	})
+	// the jobs planned may have been leased meanwhile: lease what is still
+	// due of each lane, up to what the plan gave it
+	limit := storage.CountLanes(planned)
+	var jobs []*storage.Job
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		jobs = jobs[:0]
+		picked := storage.PickFair(onlyLanes(candidates(tx, now, n, gate), limit), n, limit)
+		until := now.Add(lease)
+		for _, c := range picked {
+			id := []byte(c.ID)
+			if err := tx.Bucket(bQueue).Delete(dueKey(c.Lane, c.Due, id)); err != nil {
+				return err
+			}
+			rec, err := getRecord(tx, id)
+			if err != nil { // unreadable: to the DLQ, not back at every lease
+				if err := poison(tx, c.Lane, id, err, s.now()); err != nil {
+					return err
+				}
+				continue
+			}
+			if rec == nil { // orphan index key
+				continue
+			}
+			rec.Lease = newToken()
+			rec.LeaseUntil = until
+			rec.Due = until
+			rec.Status = storage.StatusInFlight
+			if err := putRecord(tx, rec); err != nil {
+				return err
+			}
+			if err := putDue(tx, rec); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bInFlight).Put(id, nil); err != nil {
+				return err
+			}
+			job := rec.Job
+			jobs = append(jobs, &job)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// NextDue implements storage.Store.
+func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, bool, error) {
+	var t time.Time
+	var ok bool
+	err := s.view(func(tx *bolt.Tx) error {
+		return laneHeads(tx, func(_ *bolt.Cursor, laneB []byte, k []byte) error {
+			lane := string(laneB)
+			if gate.Skipped(lane) {
+				return nil
+			}
+			_, due, _, _ := splitDueKey(k)
+			if r, paced := gate.RateOf(lane); paced {
+				if next := s.pace.Next(lane, r); next.After(due) {
+					due = next
+				}
+			}
+			if !ok || due.Before(t) {
+				t, ok = due, true
+			}
+			return nil
+		})
+	})
+	return t, ok, err
+}
+
+// Finish implements storage.Store.
+func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
+	now := s.now()
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		id := []byte(job.ID)
+		rec, err := getRecord(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.Lease == "" || rec.Lease != job.Lease {
+			return storage.ErrLeaseLost
+		}
+		if err := deleteDue(tx, rec); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bInFlight).Delete(id); err != nil {
+			return err
+		}
+		rec.Lease, rec.LeaseUntil, rec.Due = "", time.Time{}, time.Time{}
+		if out.Attempt != nil {
+			rec.Attempts = append(rec.Attempts, *out.Attempt)
+		}
+		switch out.Result {
+		case storage.Delivered:
+			rec.Status = storage.StatusDelivered
+			return finishRecord(tx, rec, now)
+		case storage.Retry, storage.Release:
+			due := out.Due
+			if due.IsZero() {
+				due = now
+			}
+			rec.Status = storage.StatusQueued
+			rec.Due = due
+			if err := putRecord(tx, rec); err != nil {
+				return err
+			}
+			return putDue(tx, rec)
+		case storage.Dead:
+			if err := deadLetter(tx, rec, out.Error, now); err != nil {
+				return err
+			}
+			rec.Status = storage.StatusDead
+			return finishRecord(tx, rec, now)
+		}
+		return fmt.Errorf("unknown result %d", out.Result)
+	})
+}
+
+// finishRecord stores a delivered or dead event without its payload (the
+// DLQ entry keeps the payload of dead ones) and indexes it for retention.
+func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
+	rec.Body, rec.Headers = nil, nil
+	rec.FinishedAt = now
+	if err := putRecord(tx, rec); err != nil {
+		return err
+	}
+	return tx.Bucket(bDone).Put(timeKey(now, []byte(rec.ID)), nil)
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

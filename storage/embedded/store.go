@@ -1,0 +1,211 @@
+// Package embedded is hookline's default store: one bbolt file, every
+// accepted event committed and fsynced before the ingress answers, with
+// concurrent writers sharing commits. It needs no external service and
+// survives kill -9: a job leased when the process died is due again once
+// its lease expires.
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
+
+// Bucket names. Index keys start with an 8-byte big-endian Unix-nano time so
+// that cursors walk them in time order.
+var (
+	bEvents   = []byte("events")   // id -> record
+	bInFlight = []byte("inflight") // id -> nil: leased jobs
+	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
+	bClaimExp = []byte("claimexp") // expires|claim key -> nil
+	bDone     = []byte("done")     // finished|id -> nil: delivered and dead events
+	bDLQ      = []byte("dlq")      // id -> dlq.Entry
+	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
+	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
+	bIDs      = []byte("ids")      // source\x00event_id -> id, while the event record exists
+	bPaused   = []byte("paused")   // source -> nil
+	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
+)
+
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats}
+
+// record is an event as stored in bEvents.
+type record struct {
+	storage.Job
+	Status     storage.Status `json:"status"`
+	Due        time.Time      `json:"due,omitzero"`         // key in bQueue, if queued or leased
+	FinishedAt time.Time      `json:"finished_at,omitzero"` // key in bDone, if finished
+}
+
+// Store is the bbolt-backed storage.Store.
+type Store struct {
+	db        *bolt.DB
+	pace      storage.Pacer
+	c         *committer
+	now       func() time.Time
+	closeOnce sync.Once
+}
+
+// Interface guard
+var _ storage.Store = (*Store)(nil)
+
+// Options tune Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock (another process holding
+	// the file). Zero means 5s.
+	Timeout time.Duration
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+	// BeforeCommit, when set, runs in every group commit after the
+	// batch's writes and before the transaction commits (and fsyncs), with
+	// the number of writes in the batch. Blocking in it stalls commits as
+	// a hung fsync would; an error fails the batch. For tests.
+	BeforeCommit func(writes int) error
+}
+
+// Open opens (creating if needed) the store file at path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("%w: creating directory: %v", storage.ErrUnavailable, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.Timeout,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return migrateLegacyDue(tx)
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: initializing %s: %v", storage.ErrUnavailable, path, err)
+	}
+	return &Store{db: db, c: newCommitter(db, opts.BeforeCommit), now: opts.Now}, nil
+}
+
+// Path is the file the store uses.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Close stops the committer and closes the file.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.c.close()
+		err = s.db.Close()
+	})
+	return err
+}
+
+// update runs fn in a shared, durable write transaction. An expected
+// outcome (lost lease, unknown or conflicting DLQ entry) is returned by fn
+// before it writes anything; it is passed back to the caller without
+// failing the transaction, so it does not roll back the batch it shares.
+// When ctx ends first, it returns ErrUnavailable (the write may still be
+// committed later).
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	var outcome error
+	err := s.c.update(ctx, func(tx *bolt.Tx) error {
+		outcome = nil
+		if err := fn(tx); err != nil {
+			if isOutcome(err) {
+				outcome = err
+				return nil
+			}
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = outcome
+	}
+	return wrapIOErr(err)
+}
+
+func isOutcome(err error) bool {
+	return errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, dlq.ErrNotFound) ||
+		errors.Is(err, dlq.ErrConflict) || errors.Is(err, storage.ErrNotFound)
+}
+
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	return wrapIOErr(s.db.View(fn))
+}
+
+// logical errors pass through; anything else is a storage failure.
+func wrapIOErr(err error) error {
+	switch {
+	case err == nil,
+		errors.Is(err, storage.ErrUnavailable),
+		errors.Is(err, storage.ErrNotFound),
+		errors.Is(err, storage.ErrLeaseLost),
+		errors.Is(err, dlq.ErrNotFound),
+		errors.Is(err, dlq.ErrConflict),
+		errors.Is(err, dlq.ErrInvalidCursor):
+		return err
+	}
+	return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+}
+
+func getRecord(tx *bolt.Tx, id []byte) (*record, error) {
+	v := tx.Bucket(bEvents).Get(id)
+	if v == nil {
+		return nil, nil
+	}
+	rec := new(record)
+	if err := json.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+func putRecord(tx *bolt.Tx, rec *record) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bEvents).Put([]byte(rec.ID), v)
+}
+
+func claimKey(source, eventID string) []byte {
+	k := make([]byte, 0, len(source)+1+len(eventID))
+	k = append(k, source...)
+	k = append(k, 0)
+	return append(k, eventID...)
+}
+
+// timeKey is t as 8 big-endian bytes (Unix nanoseconds) followed by suffix.
+func timeKey(t time.Time, suffix []byte) []byte {
+	k := make([]byte, 8, 8+len(suffix))
+	binary.BigEndian.PutUint64(k, uint64(t.UnixNano()))
+	return append(k, suffix...)
+}
+
+func timeAt(k []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
+}

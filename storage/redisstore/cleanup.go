@@ -1,0 +1,122 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// cleanupBatch bounds one round of cleanup per partition.
+const cleanupBatch = 500
+
+// Cleanup implements storage.Store. Claims also expire by themselves (TTL).
+func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
+	total := 0
+	doneCutoff, dlqCutoff := ms(now.Add(-retention)), ms(now.Add(-dlqRetention))
+	for _, p := range s.parts {
+		for {
+			cks, err := s.c.ZRangeByScore(ctx, p.key("claimexp"), &redis.ZRangeBy{
+				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now), 10), Count: cleanupBatch}).Result()
+			if err != nil {
+				return total, unavailable(err)
+			}
+			for _, ck := range cks {
+				if _, err := expireClaimScript.Run(ctx, s.c, []string{p.claim(ck), p.key("claimexp")}, ck, ms(now)).Result(); err != nil {
+					return total, unavailable(err)
+				}
+				total++
+			}
+			if len(cks) < cleanupBatch {
+				break
+			}
+		}
+		for {
+			ids, err := s.c.ZRangeByScore(ctx, p.key("done"), &redis.ZRangeBy{
+				Min: "-inf", Max: "(" + strconv.FormatInt(doneCutoff, 10), Count: cleanupBatch}).Result()
+			if err != nil {
+				return total, unavailable(err)
+			}
+			for _, id := range ids {
+				ck, err := s.c.HGet(ctx, p.ev(id), "ck").Result()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return total, unavailable(err)
+				}
+				if _, err := removeEventScript.Run(ctx, s.c, []string{p.ev(id), p.key("done"), p.ids(ck)}, id, doneCutoff).Result(); err != nil {
+					return total, unavailable(err)
+				}
+				total++
+			}
+			if len(ids) < cleanupBatch {
+				break
+			}
+		}
+		if dlqRetention <= 0 {
+			continue
+		}
+		for {
+			ids, err := s.c.ZRangeByScore(ctx, p.key("dlqidx"), &redis.ZRangeBy{
+				Min: "-inf", Max: "(" + strconv.FormatInt(dlqCutoff, 10), Count: cleanupBatch}).Result()
+			if err != nil {
+				return total, unavailable(err)
+			}
+			for _, id := range ids {
+				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id, dlqCutoff).Result(); err != nil {
+					return total, unavailable(err)
+				}
+				total++
+			}
+			if len(ids) < cleanupBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// expireClaimScript removes a claim whose window ended before the cutoff
+// (the key's TTL does it too; Cleanup's clock decides here).
+//
+//	KEYS: claim, claim expiry index
+//	ARGV: claim key text, cutoff ms
+var expireClaimScript = redis.NewScript(`
+local exp = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if exp and tonumber(exp) < tonumber(ARGV[2]) then
+	redis.call('DEL', KEYS[1])
+	redis.call('ZREM', KEYS[2], ARGV[1])
+	return 1
+end
+return 0
+`)
+
+// removeEventScript deletes a finished event past retention, unless it was
+// re-enqueued (or finished again) since Cleanup listed it.
+//
+//	KEYS: event hash, done, ids
+//	ARGV: id, cutoff ms
+var removeEventScript = redis.NewScript(`
+local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not fin or tonumber(fin) >= tonumber(ARGV[2]) then return 0 end
+local st = redis.call('HGET', KEYS[1], 'st')
+if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
+if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
+// removeEntryScript deletes a DLQ entry past dlq_retention, unless it was
+// dead-lettered again since Cleanup listed it.
+//
+//	KEYS: dlq entry, dlq index, dlq open
+//	ARGV: id, cutoff ms
+var removeEntryScript = redis.NewScript(`
+local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if at and tonumber(at) >= tonumber(ARGV[2]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('SREM', KEYS[3], ARGV[1])
+return 1
+`)

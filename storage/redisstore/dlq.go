@@ -1,0 +1,337 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// DLQList implements storage.Store: each partition yields its newest
+// matching entries below the cursor, and the pages are merged.
+func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
+	page := dlq.Page{Entries: []dlq.Entry{}}
+	limit := f.EffectiveLimit()
+	curMS, curID := int64(math.MaxInt64), ""
+	if f.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+		msPart, idPart, ok := strings.Cut(string(raw), ":")
+		if err != nil || !ok {
+			return page, dlq.ErrInvalidCursor
+		}
+		if curMS, err = strconv.ParseInt(msPart, 10, 64); err != nil {
+			return page, dlq.ErrInvalidCursor
+		}
+		curID = idPart
+	}
+	minMS := "-inf"
+	if !f.Since.IsZero() {
+		minMS = strconv.FormatInt(ms(f.Since), 10)
+	}
+	type item struct {
+		at int64
+		e  dlq.Entry
+	}
+	var all []item
+	for _, p := range s.parts {
+		var got []item
+		maxScore := strconv.FormatInt(curMS, 10)
+		if curMS == math.MaxInt64 {
+			maxScore = "+inf"
+		}
+		offset := int64(0)
+		for len(got) < limit {
+			zs, err := s.c.ZRevRangeByScoreWithScores(ctx, p.key("dlqidx"), &redis.ZRangeBy{
+				Max: maxScore, Min: minMS, Offset: offset, Count: dlqPageScan}).Result()
+			if err != nil {
+				return page, unavailable(err)
+			}
+			if len(zs) == 0 {
+				break
+			}
+			offset += int64(len(zs))
+			cmds := make([]*redis.StringCmd, len(zs))
+			_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for i, z := range zs {
+					cmds[i] = pipe.HGet(ctx, p.dlqEntry(z.Member.(string)), "json")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return page, unavailable(err)
+			}
+			for i, z := range zs {
+				at, id := int64(z.Score), z.Member.(string)
+				if at == curMS && id >= curID {
+					continue // at or before the cursor
+				}
+				v, err := cmds[i].Result()
+				if err != nil {
+					continue // removed meanwhile
+				}
+				var e dlq.Entry
+				if json.Unmarshal([]byte(v), &e) != nil || !f.Matches(&e) {
+					continue
+				}
+				e.Payload, e.Headers = nil, nil
+				got = append(got, item{at, e})
+			}
+			if len(zs) < dlqPageScan {
+				break
+			}
+		}
+		all = append(all, got...)
+	}
+	slices.SortFunc(all, func(a, b item) int {
+		if a.at != b.at {
+			return cmpInt(b.at, a.at)
+		}
+		return strings.Compare(b.e.ID, a.e.ID)
+	})
+	for i, it := range all {
+		if i == limit {
+			last := all[limit-1]
+			page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.at, 10) + ":" + last.e.ID))
+			break
+		}
+		page.Entries = append(page.Entries, it.e)
+	}
+	return page, nil
+}
+
+// dlqPageScan bounds how many index entries one partition reads per round
+// while filling a page.
+const dlqPageScan = 200
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// DLQGet implements storage.Store.
+func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
+	_, e, err := s.findEntry(ctx, id)
+	return e, err
+}
+
+// DLQCounts implements storage.Store. It reads two small fields of every
+// entry (not the entries with their payloads): meant for metrics scraped
+// every few seconds at most (the collector caches it).
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
+	out := map[string]map[dlq.Status]int{}
+	err := s.scanFields(ctx, "dlqidx", partition.dlqEntry, []string{"src", "st"}, func(p partition, id string, v []any) {
+		if v[1] == nil {
+			return // removed meanwhile
+		}
+		src, _ := v[0].(string)
+		st, _ := v[1].(string)
+		if src == "" { // written before the src field existed
+			e, err := s.getEntry(ctx, p, id)
+			if err != nil {
+				return
+			}
+			src = e.Source
+		}
+		if out[src] == nil {
+			out[src] = map[dlq.Status]int{}
+		}
+		out[src][dlq.Status(st)]++
+	})
+	return out, err
+}
+
+// scanFields reads the given hash fields of every member of each
+// partition's sorted set index (e.g. "due"), 500 per round trip, calling fn
+// with the values (nil where absent). Meant for operator views and metrics.
+func (s *Store) scanFields(ctx context.Context, index string, hashKey func(partition, string) string,
+	fields []string, fn func(p partition, id string, vals []any)) error {
+	for _, p := range s.parts {
+		ids, err := s.c.ZRange(ctx, p.key(index), 0, -1).Result()
+		if err != nil {
+			return unavailable(err)
+		}
+		for start := 0; start < len(ids); start += 500 {
+			chunk := ids[start:min(start+500, len(ids))]
+			cmds := make([]*redis.SliceCmd, len(chunk))
+			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for i, id := range chunk {
+					cmds[i] = pipe.HMGet(ctx, hashKey(p, id), fields...)
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return unavailable(err)
+			}
+			for i, c := range cmds {
+				if v := c.Val(); len(v) == len(fields) {
+					fn(p, chunk[i], v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// getEntry reads a DLQ entry; dlq.ErrNotFound when absent.
+func (s *Store) getEntry(ctx context.Context, p partition, id string) (*dlq.Entry, error) {
+	v, err := s.c.HGet(ctx, p.dlqEntry(id), "json").Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, dlq.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	e := new(dlq.Entry)
+	if err := json.Unmarshal([]byte(v), e); err != nil {
+		return nil, fmt.Errorf("decoding dlq entry %s: %v", id, err)
+	}
+	return e, nil
+}
+
+// findEntry locates a DLQ entry by id: the partition is not derivable from
+// the id alone, so all partitions are asked in one pipeline.
+func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry, error) {
+	cmds := make([]*redis.StringCmd, len(s.parts))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range s.parts {
+			cmds[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return partition{}, nil, unavailable(err)
+	}
+	for i, c := range cmds {
+		if v, err := c.Result(); err == nil {
+			e := new(dlq.Entry)
+			if err := json.Unmarshal([]byte(v), e); err != nil {
+				return partition{}, nil, unavailable(fmt.Errorf("decoding dlq entry %s: %v", id, err))
+			}
+			return s.parts[i], e, nil
+		}
+	}
+	return partition{}, nil, dlq.ErrNotFound
+}
+
+// DLQRetry implements storage.Store.
+func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
+	now := time.Now()
+	p, e, err := s.findEntry(ctx, id)
+	if err != nil {
+		return err
+	}
+	// an event without a provider id carries its internal id as event id
+	ev := storage.Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source, Upstream: e.Upstream,
+		Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+	if h, err := s.getEvent(ctx, p, id); err != nil {
+		return unavailable(err)
+	} else if h != nil {
+		ev.Dedupe = h.ev.Dedupe
+	}
+	evJSON, _ := json.Marshal(ev)
+	attJSON, _ := json.Marshal(e.Attempts)
+	e.Status, e.Retries, e.UpdatedAt = dlq.StatusRetried, e.Retries+1, now
+	entryJSON, _ := json.Marshal(e)
+	ck := ""
+	if ev.Dedupe {
+		ck = claimKeyText(ev.Source, ev.EventID)
+	}
+	lane := storage.LaneOf(&ev)
+	v, err := s.run(ctx, p, dlqRetryScript,
+		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("done"), p.lane(lane), p.key("lanes")},
+		id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane)
+	if err != nil {
+		return unavailable(err)
+	}
+	return scriptStatus(v)
+}
+
+// dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget.
+//
+//	KEYS: dlq entry, dlq open, event hash, done, lane queue, lanes
+//	ARGV: id, now ms, entry JSON (retried), event JSON, attempts JSON, round start, claim key text, source, lane
+//	returns 1, 0 (no entry) or -1 (conflict)
+var dlqRetryScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st then return 0 end
+if st == 'retried' or st == 'discarded' then return -1 end
+local est = redis.call('HGET', KEYS[3], 'st')
+if est and est ~= 'dead' then return -1 end
+redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', 'retried')
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7], 'src', ARGV[8])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZADD', KEYS[5], ARGV[2], ARGV[1])
+redis.call('SADD', KEYS[6], ARGV[9])
+return 1
+`)
+
+// DLQSetStatus implements storage.Store.
+func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
+	switch status {
+	case dlq.StatusInvestigating, dlq.StatusResolved, dlq.StatusDiscarded:
+	default:
+		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
+	}
+	p, e, err := s.findEntry(ctx, id)
+	if err != nil {
+		return err
+	}
+	e.Status, e.UpdatedAt = status, now
+	switch status {
+	case dlq.StatusResolved:
+		e.Resolution = text
+	case dlq.StatusDiscarded:
+		e.Reason = text
+	}
+	entryJSON, _ := json.Marshal(e)
+	v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, id, string(status), entryJSON)
+	if err != nil {
+		return unavailable(err)
+	}
+	return scriptStatus(v)
+}
+
+// dlqStatusScript sets an entry's operator status.
+//
+//	KEYS: dlq entry, dlq open
+//	ARGV: id, status, entry JSON
+//	returns 1, 0 (no entry) or -1 (conflict)
+var dlqStatusScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'st')
+if not st then return 0 end
+if st == 'retried' then return -1 end
+redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', ARGV[2])
+if ARGV[2] == 'pending' or ARGV[2] == 'investigating' then
+	redis.call('SADD', KEYS[2], ARGV[1])
+else
+	redis.call('SREM', KEYS[2], ARGV[1])
+end
+return 1
+`)
+
+func scriptStatus(v any) error {
+	switch n, _ := v.(int64); n {
+	case 1:
+		return nil
+	case 0:
+		return dlq.ErrNotFound
+	}
+	return dlq.ErrConflict
+}

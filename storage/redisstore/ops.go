@@ -1,0 +1,211 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// Lookup implements storage.Store.
+func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
+	now := time.Now()
+	ck := claimKeyText(source, eventID)
+	p := s.partitionOf(ck)
+	id, err := s.c.Get(ctx, p.ids(ck)).Result()
+	if errors.Is(err, redis.Nil) {
+		id, err = s.c.Get(ctx, p.claim(ck)).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		// events without a provider id are found by their internal id
+		id, p, err = eventID, s.partitionOf(eventID), nil
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	h, err := s.getEvent(ctx, p, id)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if h != nil && h.ev.Source == source {
+		st := h.status
+		if st == storage.StatusInFlight && !h.lu.After(now) {
+			st = storage.StatusQueued
+		}
+		info := &storage.EventInfo{ID: h.ev.ID, EventID: h.ev.EventID, Source: h.ev.Source, Status: st,
+			ReceivedAt: h.ev.ReceivedAt, FinishedAt: h.fin, Attempts: h.attempts}
+		if st == storage.StatusQueued {
+			info.NextAttempt = h.due
+		}
+		return info, nil
+	}
+	e, err := s.getEntry(ctx, p, id)
+	if err == nil && e.Source == source {
+		return &storage.EventInfo{ID: e.ID, EventID: e.EventID, Source: e.Source, Status: storage.StatusDead,
+			ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts}, nil
+	}
+	if err != nil && !errors.Is(err, dlq.ErrNotFound) {
+		return nil, unavailable(err)
+	}
+	return nil, storage.ErrNotFound
+}
+
+// eventHash is an event's hash as stored.
+type eventHash struct {
+	ev       storage.Event
+	attempts []dlq.Attempt
+	status   storage.Status
+	due, fin time.Time
+	lu       time.Time
+}
+
+func (s *Store) getEvent(ctx context.Context, p partition, id string) (*eventHash, error) {
+	m, err := s.c.HGetAll(ctx, p.ev(id)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 || m["ev"] == "" {
+		return nil, nil
+	}
+	h := &eventHash{status: storage.Status(m["st"])}
+	if err := json.Unmarshal([]byte(m["ev"]), &h.ev); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %v", id, err)
+	}
+	if a := m["att"]; a != "" {
+		if err := json.Unmarshal([]byte(a), &h.attempts); err != nil {
+			return nil, fmt.Errorf("decoding attempts of %s: %v", id, err)
+		}
+	}
+	num := func(k string) time.Time { v, _ := strconv.ParseInt(m[k], 10, 64); return fromMS(v) }
+	h.due, h.fin, h.lu = num("due"), num("fin"), num("lu")
+	return h, nil
+}
+
+// Counts implements storage.Store: one script a partition, in one round
+// trip.
+func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen")}, args: []any{p.lanePrefix()}}
+	}
+	cmds, err := s.evalPipelined(ctx, countsScript, calls)
+	if err != nil {
+		return storage.Counts{}, unavailable(err)
+	}
+	var c storage.Counts
+	for _, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		if len(v) != 3 {
+			continue
+		}
+		jobs, _ := v[0].(int64)
+		leased, _ := v[1].(int64)
+		open, _ := v[2].(int64)
+		c.InFlight += int(leased)
+		c.Queued += int(jobs - leased)
+		c.Dead += int(open)
+	}
+	return c, nil
+}
+
+// countsScript counts one partition's jobs (read only).
+//
+//	KEYS: lanes, inflight, dlq open
+//	ARGV: lane queue key prefix
+//	returns {queued and leased, leased, open DLQ entries}
+var countsScript = redis.NewScript(`
+local n = 0
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	n = n + redis.call('ZCARD', ARGV[1] .. lane)
+end
+return {n, redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3])}
+`)
+
+// QueueBySource implements storage.Store: each lane's jobs are counted in
+// Redis; only the records of jobs due later (leased, or waiting for a
+// retry) are read.
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	now := ms(time.Now())
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: []any{now, p.lanePrefix(), p.evPrefix()}}
+	}
+	cmds, err := s.evalPipelined(ctx, laneCountsScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := map[string]storage.Counts{}
+	for _, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		for j := 0; j+2 < len(v); j += 3 {
+			lane, _ := v[j].(string)
+			jobs, _ := v[j+1].(int64)
+			leased, _ := v[j+2].(int64)
+			n := out[lane]
+			n.InFlight += int(leased)
+			n.Queued += int(jobs - leased)
+			out[lane] = n
+		}
+	}
+	return out, nil
+}
+
+// laneCountsScript counts the jobs of each lane of one partition, and the
+// leased ones among them (read only). Only jobs due after now can be
+// leased, so only those records are read.
+//
+//	KEYS: lanes
+//	ARGV: now ms, lane queue key prefix, event key prefix
+//	returns {lane, jobs, leased, lane, jobs, leased, ...}
+var laneCountsScript = redis.NewScript(`
+local out = {}
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	local q = ARGV[2] .. lane
+	local total = redis.call('ZCARD', q)
+	local leased = 0
+	for _, id in ipairs(redis.call('ZRANGEBYSCORE', q, '(' .. ARGV[1], '+inf')) do
+		local h = redis.call('HMGET', ARGV[3] .. id, 'st', 'lu')
+		if h[1] == 'in_flight' and tonumber(h[2] or '0') > tonumber(ARGV[1]) then leased = leased + 1 end
+	end
+	if total > 0 then
+		out[#out + 1] = lane
+		out[#out + 1] = total
+		out[#out + 1] = leased
+	end
+end
+return out
+`)
+
+// pausedKey holds the paused sources (one small set, outside the partitions).
+func (s *Store) pausedKey() string { return "{" + s.opts.Prefix + ":meta}:paused" }
+
+// SetPaused implements storage.Store.
+func (s *Store) SetPaused(ctx context.Context, source string, paused bool) error {
+	var err error
+	if paused {
+		err = s.c.SAdd(ctx, s.pausedKey(), source).Err()
+	} else {
+		err = s.c.SRem(ctx, s.pausedKey(), source).Err()
+	}
+	return unavailable(err)
+}
+
+// Paused implements storage.Store.
+func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
+	members, err := s.c.SMembers(ctx, s.pausedKey()).Result()
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make(map[string]bool, len(members))
+	for _, m := range members {
+		out[m] = true
+	}
+	return out, nil
+}

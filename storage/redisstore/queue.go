@@ -1,0 +1,461 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// Lease implements storage.Store. One pipelined read finds, in every
+// partition, the due jobs of each lane the gate lets through; the lanes
+// take turns (storage.PickFair); paced lanes take their slots from the
+// pace all nodes share; then each partition holding some of the chosen
+// jobs leases them atomically, skipping any another node leased
+// meanwhile. A node never leases more than it has idle workers for, so
+// several nodes sharing a backlog do not herd onto it.
+func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	cands, err := s.peek(ctx, now, n, gate)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	picked, err := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
+		return s.pace(ctx, now, want, gate)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(picked) == 0 {
+		return nil, nil
+	}
+	rank := make(map[string]int, len(picked))
+	var order []int
+	byPart := make(map[int][]any)
+	for i, c := range picked {
+		rank[c.ID] = i
+		if byPart[c.Part] == nil {
+			order = append(order, c.Part)
+		}
+		byPart[c.Part] = append(byPart[c.Part], c.Lane, c.ID)
+	}
+	until := now.Add(lease)
+	calls := make([]scriptCall, len(order))
+	for k, i := range order {
+		p := s.parts[i]
+		// the token names the partition: Finish must find the job where it
+		// was leased, whatever its event fields hash to
+		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken(), p.lanePrefix()}
+		calls[k] = scriptCall{keys: []string{p.key("inflight")}, args: append(args, byPart[i]...)}
+	}
+	// one round trip for every partition's share
+	leased, err := s.evalPipelined(ctx, leaseScript, calls)
+	var jobs []*storage.Job
+	for _, cmd := range leased {
+		v, cerr := cmd.Result()
+		if cerr != nil {
+			continue // that partition's jobs stay due; the others were leased
+		}
+		rows, _ := v.([]any)
+		for _, row := range rows {
+			job, derr := decodeLeased(row, until)
+			if derr != nil {
+				s.poison(ctx, row, derr) // undecodable record: to the DLQ, not back at every lease
+				continue
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	if len(jobs) == 0 && err != nil {
+		return nil, unavailable(err)
+	}
+	// hand out in the order chosen
+	slices.SortStableFunc(jobs, func(a, b *storage.Job) int { return rank[a.ID] - rank[b.ID] })
+	return jobs, nil
+}
+
+// leaseScript leases the given jobs of one partition, each only if it is
+// still due (another node may have leased it since it was peeked).
+//
+//	KEYS: inflight
+//	ARGV: now ms, lease-until ms, event key prefix, token prefix,
+//	      lane queue key prefix, then lane, id pairs
+//	returns {{id, token, event JSON, attempts JSON, round start}, ...}
+var leaseScript = redis.NewScript(`
+local out = {}
+for i = 6, #ARGV, 2 do
+	local lane, id = ARGV[i], ARGV[i + 1]
+	local q = ARGV[5] .. lane
+	local due = redis.call('ZSCORE', q, id)
+	if due and tonumber(due) <= tonumber(ARGV[1]) then
+		local k = ARGV[3] .. id
+		-- the record decides, not the index: only a queued job or one whose
+		-- lease ran out is leased; any other entry is stale and removed
+		local h = redis.call('HMGET', k, 'st', 'lu', 'ev', 'att', 'rs')
+		local st = h[1]
+		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
+			local tok = ARGV[4] .. ':' .. i
+			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight')
+			redis.call('ZADD', q, ARGV[2], id)
+			redis.call('SADD', KEYS[1], id)
+			out[#out + 1] = {id, tok, h[3], h[4], h[5]}
+		else
+			redis.call('ZREM', q, id)
+		end
+	end
+end
+return out
+`)
+
+func decodeLeased(row any, until time.Time) (*storage.Job, error) {
+	f, _ := row.([]any)
+	if len(f) != 5 {
+		return nil, fmt.Errorf("unexpected lease reply")
+	}
+	str := func(i int) string { s, _ := f[i].(string); return s }
+	job := &storage.Job{Lease: str(1), LeaseUntil: until}
+	if err := json.Unmarshal([]byte(str(2)), &job.Event); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %v", str(0), err)
+	}
+	if a := str(3); a != "" {
+		if err := json.Unmarshal([]byte(a), &job.Attempts); err != nil {
+			return nil, fmt.Errorf("decoding attempts of %s: %v", str(0), err)
+		}
+	}
+	job.RoundStart, _ = strconv.Atoi(str(4))
+	return job, nil
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// skipArgs lists the lanes the gate skips, as script arguments.
+func skipArgs(gate *storage.Gate) []any {
+	if gate == nil {
+		return nil
+	}
+	var out []any
+	for lane, skip := range gate.Skip {
+		if skip {
+			out = append(out, lane)
+		}
+	}
+	return out
+}
+
+// peek lists up to n due jobs of each lane the gate lets through, in every
+// partition, in one pipelined round trip.
+func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Gate) ([]storage.Candidate, error) {
+	skip := skipArgs(gate)
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: append([]any{ms(now), n, p.lanePrefix()}, skip...)}
+	}
+	cmds, err := s.evalPipelined(ctx, peekScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	var out []storage.Candidate
+	for i, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		for j := 0; j+2 < len(v); j += 3 {
+			lane, _ := v[j].(string)
+			id, _ := v[j+1].(string)
+			due, _ := strconv.ParseFloat(fmt.Sprint(v[j+2]), 64)
+			out = append(out, storage.Candidate{Lane: lane, ID: id, Due: time.UnixMilli(int64(due)), Part: i})
+		}
+	}
+	return out, nil
+}
+
+// peekScript lists, for each lane of one partition the gate does not
+// skip, up to n jobs due at or before now (read only).
+//
+//	KEYS: lanes
+//	ARGV: now ms, n, lane queue key prefix, skipped lanes...
+//	returns {lane, id, due ms, lane, id, due ms, ...}
+var peekScript = redis.NewScript(`
+local skip = {}
+for i = 4, #ARGV do skip[ARGV[i]] = true end
+local out = {}
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	if not skip[lane] then
+		local r = redis.call('ZRANGEBYSCORE', ARGV[3] .. lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+		for i = 1, #r, 2 do
+			out[#out + 1] = lane
+			out[#out + 1] = r[i]
+			out[#out + 1] = r[i + 1]
+		end
+	end
+end
+return out
+`)
+
+func (s *Store) paceKey(lane string) string { return "{" + s.opts.Prefix + ":pace:" + lane + "}" }
+
+// pace takes, for each paced lane in want, up to that many slots of the
+// lane's shared pace, and returns how many each got.
+func (s *Store) pace(ctx context.Context, now time.Time, want map[string]int, gate *storage.Gate) (map[string]int, error) {
+	var lanes []string
+	var calls []scriptCall
+	for lane, k := range want {
+		r, ok := gate.RateOf(lane)
+		if !ok {
+			continue
+		}
+		lanes = append(lanes, lane)
+		calls = append(calls, scriptCall{keys: []string{s.paceKey(lane)},
+			args: []any{now.UnixMicro(), k, max(r.Interval().Microseconds(), 1), r.Burst()}})
+	}
+	if len(calls) == 0 {
+		return map[string]int{}, nil
+	}
+	cmds, err := s.evalPipelined(ctx, paceScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := make(map[string]int, len(lanes))
+	for i, cmd := range cmds {
+		v, _ := cmd.Val().([]any)
+		if len(v) == 2 {
+			g, _ := v[0].(int64)
+			out[lanes[i]] = int(g)
+		}
+	}
+	return out, nil
+}
+
+// paceScript takes up to want slots of a lane's pace for all the nodes
+// sharing the store: the GCRA of storage.Rate.Take, in microseconds.
+//
+//	KEYS: pace
+//	ARGV: now us, want, interval us, burst
+//	returns {granted, new tat us}
+var paceScript = redis.NewScript(`
+local now = tonumber(ARGV[1])
+local want = tonumber(ARGV[2])
+local iv = tonumber(ARGV[3])
+local burst = tonumber(ARGV[4])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local room = (burst - 1) * iv - (tat - now)
+if room < 0 or want <= 0 then return {0, tat} end
+local g = math.min(want, math.floor(room / iv) + 1)
+tat = tat + g * iv
+redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 60000)
+return {g, tat}
+`)
+
+// NextDue implements storage.Store: the first job of every lane the gate
+// lets through, and the next slot of the paced ones, in one round trip.
+func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, bool, error) {
+	if err := s.migrate(ctx); err != nil {
+		return time.Time{}, false, err
+	}
+	skip := skipArgs(gate)
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: append([]any{p.lanePrefix()}, skip...)}
+	}
+	heads, err := s.evalPipelined(ctx, headsScript, calls)
+	if err != nil {
+		return time.Time{}, false, unavailable(err)
+	}
+	paces := map[string]*redis.StringCmd{}
+	if gate != nil && len(gate.Pace) > 0 {
+		_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for lane := range gate.Pace {
+				if _, ok := gate.RateOf(lane); ok && !gate.Skipped(lane) {
+					paces[lane] = pipe.Get(ctx, s.paceKey(lane))
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return time.Time{}, false, unavailable(err)
+		}
+	}
+	var best time.Time
+	var ok bool
+	for _, c := range heads {
+		v, _ := c.Val().([]any)
+		for j := 0; j+1 < len(v); j += 2 {
+			lane, _ := v[j].(string)
+			d, _ := strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
+			due := time.UnixMilli(int64(d))
+			if pc, paced := paces[lane]; paced {
+				if tat, err := pc.Int64(); err == nil {
+					r, _ := gate.RateOf(lane)
+					if next := r.NextSlot(time.UnixMicro(tat)); next.After(due) {
+						due = next
+					}
+				}
+			}
+			if !ok || due.Before(best) {
+				best, ok = due, true
+			}
+		}
+	}
+	return best, ok, nil
+}
+
+// headsScript lists the first job of each lane of one partition the gate
+// does not skip (read only), for NextDue.
+//
+//	KEYS: lanes
+//	ARGV: lane queue key prefix, skipped lanes...
+//	returns {lane, due ms, ...}
+var headsScript = redis.NewScript(`
+local skip = {}
+for i = 2, #ARGV do skip[ARGV[i]] = true end
+local out = {}
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	if not skip[lane] then
+		local r = redis.call('ZRANGE', ARGV[1] .. lane, 0, 0, 'WITHSCORES')
+		if r[1] then
+			out[#out + 1] = lane
+			out[#out + 1] = r[2]
+		end
+	end
+end
+return out
+`)
+
+// Finish implements storage.Store.
+func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
+	now := time.Now()
+	p, ok := s.leasePartition(job.Lease)
+	if !ok {
+		return storage.ErrLeaseLost
+	}
+	attempts := job.Attempts
+	if out.Attempt != nil {
+		attempts = append(slices.Clip(attempts), *out.Attempt)
+	}
+	attJSON, err := json.Marshal(attempts)
+	if err != nil {
+		return err
+	}
+	var result, evJSON, entryJSON string
+	due := out.Due
+	if due.IsZero() {
+		due = now
+	}
+	switch out.Result {
+	case storage.Retry:
+		result = "retry"
+	case storage.Release:
+		result = "release"
+	case storage.Delivered, storage.Dead:
+		result = "delivered"
+		stripped := job.Event
+		stripped.Body, stripped.Headers = nil, nil
+		b, err := json.Marshal(stripped)
+		if err != nil {
+			return err
+		}
+		evJSON = string(b)
+		if out.Result == storage.Dead {
+			result = "dead"
+			e := &dlq.Entry{
+				ID: job.ID, EventID: job.EventID, Source: job.Source, Upstream: job.Upstream,
+				Payload: job.Body, Headers: job.Headers, Error: out.Error, Attempts: attempts,
+				ReceivedAt: job.ReceivedAt, CreatedAt: now, UpdatedAt: now, Status: dlq.StatusPending,
+			}
+			if n := len(attempts); n > 0 {
+				e.LastStatus = attempts[n-1].Status
+			}
+			if old, err := s.getEntry(ctx, p, job.ID); err == nil && old != nil {
+				e.Retries = old.Retries
+			} else if err != nil && !errors.Is(err, dlq.ErrNotFound) {
+				return unavailable(err)
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			entryJSON = string(b)
+		}
+	default:
+		return fmt.Errorf("unknown result %d", out.Result)
+	}
+	lane := storage.LaneOf(&job.Event)
+	keys := []string{p.ev(job.ID), p.key("inflight"), p.key("done"),
+		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
+	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane}
+	var v any
+	if s.opts.MinReplicas > 0 {
+		v, err = s.run(ctx, p, finishScript, keys, args...)
+	} else {
+		v, err = s.finishes.do(ctx, scriptCall{keys: keys, args: args})
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	if n, _ := v.(int64); n == 0 {
+		return storage.ErrLeaseLost
+	}
+	return nil
+}
+
+// finishScript records a worker's outcome if it still holds the lease.
+//
+//	KEYS: event hash, inflight, done, dlq entry, dlq index, dlq open,
+//	      lane queue, lanes
+//	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
+//	      attempts JSON, stripped event JSON, dlq entry JSON, source, lane
+//	returns 1, or 0 when the lease was lost
+var finishScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
+redis.call('SREM', KEYS[2], ARGV[1])
+local r = ARGV[3]
+if r == 'retry' or r == 'release' then
+	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
+	redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
+	redis.call('SADD', KEYS[8], ARGV[10])
+	return 1
+end
+redis.call('HSET', KEYS[1], 'ev', ARGV[7], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
+redis.call('ZREM', KEYS[7], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+if r == 'dead' then
+	local old = redis.call('HGET', KEYS[4], 'at')
+	if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
+	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', 'pending', 'at', ARGV[4], 'src', ARGV[9])
+	redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+	redis.call('SADD', KEYS[6], ARGV[1])
+end
+return 1
+`)
+
+// leasePartition is the partition named by a lease token ("<n>:...").
+func (s *Store) leasePartition(token string) (partition, bool) {
+	n, _, ok := strings.Cut(token, ":")
+	i, err := strconv.Atoi(n)
+	if !ok || err != nil || i < 0 || i >= len(s.parts) {
+		return partition{}, false
+	}
+	return s.parts[i], true
+}

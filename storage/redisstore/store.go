@@ -1,0 +1,197 @@
+// Package redisstore is hookline's shared store on Redis (single node,
+// Sentinel or Cluster, through go-redis's UniversalClient), for several
+// Caddy instances sharing the work.
+//
+// Key space. Every key carries a hash tag naming one of Partitions
+// partitions, {<prefix>:<p>}, so that each Lua script touches one Cluster
+// slot and runs atomically, while the partitions spread load over the
+// slots (and so over the masters) of a cluster:
+//
+//	{hookline:7}:claim:<source>\x00<event id>  id, expires with the dedupe window
+//	{hookline:7}:ids:<source>\x00<event id>    id, while the event is kept
+//	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease
+//	{hookline:7}:q:<lane>                      zset id -> due ms: queued and leased jobs of a lane (today a source)
+//	{hookline:7}:lanes                         set of the partition's lanes
+//	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes
+//	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup)
+//	{hookline:7}:inflight                      set of leased ids
+//	{hookline:7}:done                          zset id -> finished ms (retention)
+//	{hookline:7}:dlq:<id>                      hash: entry JSON, status, created ms
+//	{hookline:7}:dlqidx                        zset id -> created ms
+//	{hookline:7}:dlqopen                       set of pending/investigating ids
+//
+// An event's partition is a hash of (source, event id), so the claim and
+// the job it creates are in the same slot and claim-and-enqueue is one
+// script. Times are the callers' clocks (milliseconds): keep nodes in NTP sync.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Defaults.
+const (
+	DefaultPrefix     = "hookline"
+	DefaultPartitions = 16
+)
+
+// Options configure a Store.
+type Options struct {
+	// Prefix of every key (default "hookline").
+	Prefix string
+	// Partitions is the number of hash-tagged partitions (default 16). It
+	// must not change while events are stored.
+	Partitions int
+	// MinReplicas, when > 0, makes every acknowledged write wait (WAIT)
+	// until that many replicas have it, up to WaitTimeout; fewer is a
+	// failure (the ingress answers 503).
+	MinReplicas int
+	WaitTimeout time.Duration
+}
+
+// Store is the Redis-backed storage.Store.
+type Store struct {
+	c        redis.UniversalClient
+	opts     Options
+	parts    []partition
+	enqueues *batcher
+	finishes *batcher
+	layout   layoutState
+
+	migrateMu sync.Mutex
+	migrated  atomic.Bool
+}
+
+// Interface guard
+var _ storage.Store = (*Store)(nil)
+
+type partition struct {
+	tag string // "{prefix:n}"
+}
+
+func (p partition) key(kind string) string    { return p.tag + ":" + kind }
+func (p partition) ev(id string) string       { return p.tag + ":ev:" + id }
+func (p partition) evPrefix() string          { return p.tag + ":ev:" }
+func (p partition) dlqEntry(id string) string { return p.tag + ":dlq:" + id }
+func (p partition) claim(ck string) string    { return p.tag + ":claim:" + ck }
+func (p partition) ids(ck string) string      { return p.tag + ":ids:" + ck }
+func (p partition) lanePrefix() string        { return p.tag + ":q:" }
+func (p partition) lane(lane string) string   { return p.tag + ":q:" + lane }
+
+// New wraps a connected client. Close closes the client.
+func New(c redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Partitions <= 0 {
+		opts.Partitions = DefaultPartitions
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = time.Second
+	}
+	s := &Store{c: c, opts: opts}
+	s.enqueues = newBatcher(s, enqueueScript)
+	s.finishes = newBatcher(s, finishScript)
+	for i := range opts.Partitions {
+		s.parts = append(s.parts, partition{tag: "{" + opts.Prefix + ":" + strconv.Itoa(i) + "}"})
+	}
+	return s
+}
+
+// Close stops the batcher and closes the client.
+func (s *Store) Close() error {
+	s.enqueues.close()
+	s.finishes.close()
+	return s.c.Close()
+}
+
+func claimKeyText(source, eventID string) string { return source + "\x00" + eventID }
+
+func (s *Store) partitionOf(key string) partition {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return s.parts[h.Sum32()%uint32(len(s.parts))]
+}
+
+// partitionForEvent is where an event and its claim live.
+func (s *Store) partitionForEvent(ev *storage.Event) partition {
+	if ev.Dedupe {
+		return s.partitionOf(claimKeyText(ev.Source, ev.EventID))
+	}
+	return s.partitionOf(ev.ID)
+}
+
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, storage.ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: redis: %v", storage.ErrUnavailable, err)
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time {
+	if v <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// PartitionKeys returns one key of each partition (tests, diagnostics: which
+// slot and node a partition lives on).
+func (s *Store) PartitionKeys() []string {
+	keys := make([]string, len(s.parts))
+	for i, p := range s.parts {
+		keys[i] = p.key("lanes")
+	}
+	return keys
+}
+
+// The Lua scripts. Every key a script touches carries the same hash tag
+// (its partition), so each script runs on one Cluster node, atomically.
+// Keys built inside a script (an event's hash from its id) share the tag of
+// the declared keys, as queues on Redis Cluster commonly do. Each script
+// sits beside the method that runs it, with its KEYS/ARGV contract.
+
+// run runs a writing script; with MinReplicas it also waits for replicas.
+// WAIT must run on the connection of the write, so both go in one pipeline.
+func (s *Store) run(ctx context.Context, p partition, sc *redis.Script, keys []string, args ...any) (any, error) {
+	if err := s.CheckLayout(ctx); err != nil {
+		return nil, err
+	}
+	if s.opts.MinReplicas <= 0 {
+		return s.eval(ctx, sc, keys, args...) // at most once, unless retryable
+	}
+	// make sure the script is cached, then EVALSHA + WAIT on one connection
+	if err := sc.Load(ctx, s.c).Err(); err != nil {
+		return nil, err
+	}
+	var evalCmd *redis.Cmd
+	var waitCmd *redis.Cmd
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		evalCmd = evalSha(ctx, pipe, sc, keys, args)
+		waitCmd = pipe.Do(ctx, "WAIT", s.opts.MinReplicas, s.opts.WaitTimeout.Milliseconds())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := waitCmd.Int64(); n < int64(s.opts.MinReplicas) {
+		return nil, fmt.Errorf("write reached %d replicas, %d required", n, s.opts.MinReplicas)
+	}
+	return evalCmd.Result()
+}

@@ -1,0 +1,360 @@
+package storagetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+func testDLQEntry(t *testing.T, f Factory) {
+	s := f.Open(t)
+	if _, err := s.DLQGet(t.Context(), newID(t)); !errors.Is(err, dlq.ErrNotFound) {
+		t.Errorf("DLQGet of an unknown id: err = %v, want dlq.ErrNotFound", err)
+	}
+	if _, err := s.Lookup(t.Context(), "stripe", "evt_unknown"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Lookup of an unknown event: err = %v, want storage.ErrNotFound", err)
+	}
+	ev := newEvent(t, "stripe", "evt_dead")
+	ev.Body = []byte("{\"bin\":\"\x00\xff\"}")
+	ev.Headers.Add("X-Multi", "a")
+	ev.Headers.Add("X-Multi", "b")
+	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+	base := time.Now()
+	a1 := attempt(1, base, 503, "service unavailable")
+	a2 := attempt(2, base.Add(time.Second), 422, "unprocessable")
+	finish(t, s, leaseOne(t, s, base, time.Minute, ev.ID), storage.Outcome{Result: storage.Retry, Attempt: a1, Due: base.Add(time.Second)})
+	before := time.Now()
+	finish(t, s, leaseOne(t, s, base.Add(time.Second), time.Minute, ev.ID), storage.Outcome{Result: storage.Dead, Attempt: a2, Error: "upstream answered 422"})
+	after := time.Now()
+
+	e := dlqGet(t, s, ev.ID)
+	if e.ID != ev.ID || e.EventID != ev.EventID || e.Source != ev.Source || e.Upstream != ev.Upstream {
+		t.Errorf("entry ids = %s %s %s %s, want %s %s %s %s", e.ID, e.EventID, e.Source, e.Upstream, ev.ID, ev.EventID, ev.Source, ev.Upstream)
+	}
+	if !bytes.Equal(e.Payload, ev.Body) {
+		t.Errorf("entry payload = %q, want %q", e.Payload, ev.Body)
+	}
+	if !headersEqual(e.Headers, ev.Headers) {
+		t.Errorf("entry headers = %v, want %v", e.Headers, ev.Headers)
+	}
+	if e.Error != "upstream answered 422" || e.LastStatus != 422 {
+		t.Errorf("entry error %q last_status %d, want %q 422", e.Error, e.LastStatus, "upstream answered 422")
+	}
+	attemptsEqual(t, "entry", e.Attempts, []dlq.Attempt{*a1, *a2})
+	if !e.ReceivedAt.Equal(ev.ReceivedAt) {
+		t.Errorf("entry received_at %v, want %v", e.ReceivedAt, ev.ReceivedAt)
+	}
+	if e.Status != dlq.StatusPending || e.Retries != 0 {
+		t.Errorf("entry status %s retries %d, want pending 0", e.Status, e.Retries)
+	}
+	if e.CreatedAt.Before(before.Add(-tolerance)) || e.CreatedAt.After(after.Add(tolerance)) {
+		t.Errorf("entry created_at %v, want between %v and %v", e.CreatedAt, before, after)
+	}
+	info := lookup(t, s, "stripe", "evt_dead")
+	if info.Status != storage.StatusDead || info.ID != ev.ID {
+		t.Errorf("Lookup = %s %s, want %s dead", info.ID, info.Status, ev.ID)
+	}
+	wantCounts(t, s, storage.Counts{Dead: 1})
+	if jobs := lease(t, s, base.Add(time.Hour), 10, time.Minute); len(jobs) != 0 {
+		t.Errorf("dead job leased again: %v", jobIDs(jobs))
+	}
+	if _, ok, err := s.NextDue(t.Context(), nil); err != nil || ok {
+		t.Errorf("NextDue with only a dead job: ok %v err %v", ok, err)
+	}
+}
+
+func testDLQList(t *testing.T, f Factory) {
+	s := f.Open(t)
+	const n = 25
+	evs := make([]*storage.Event, n)
+	for i := range evs {
+		src := "stripe"
+		if i%3 == 0 {
+			src = "github"
+		}
+		evs[i] = newEvent(t, src, "")
+		mustEnqueue(t, s, evs[i], time.Now().Add(time.Hour))
+	}
+	jobs := lease(t, s, time.Now(), 2*n, time.Minute)
+	if len(jobs) != n {
+		t.Fatalf("leased %d jobs, want %d", len(jobs), n)
+	}
+	byID := map[string]*storage.Job{}
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	// dead-letter in an order unrelated to the ids, a little apart so that
+	// creation times differ even at millisecond precision
+	created := make([]*storage.Event, n)
+	for i := range created {
+		ev := evs[(i*7)%n]
+		created[i] = ev
+		finish(t, s, byID[ev.ID], storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: fmt.Sprintf("error %d", i)})
+		time.Sleep(2 * time.Millisecond)
+	}
+	for i := 1; i < n; i += 4 {
+		if err := s.DLQSetStatus(t.Context(), created[i].ID, dlq.StatusInvestigating, "", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DLQSetStatus(t.Context(), created[2].ID, dlq.StatusResolved, "replayed by hand", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// the model: entries as DLQGet reports them, newest first
+	var newest []*dlq.Entry
+	for i := n - 1; i >= 0; i-- {
+		e := dlqGet(t, s, created[i].ID)
+		if len(newest) > 0 && !e.CreatedAt.Before(newest[len(newest)-1].CreatedAt) {
+			t.Fatalf("entry %d created at %v, not before entry %d at %v", i, e.CreatedAt, i+1, newest[len(newest)-1].CreatedAt)
+		}
+		newest = append(newest, e)
+	}
+
+	tests := []struct {
+		name      string
+		filter    dlq.Filter
+		fullPages bool // every page but the last has Limit entries
+	}{
+		{"default limit", dlq.Filter{}, true},
+		{"limit 10", dlq.Filter{Limit: 10}, true},
+		{"limit 1", dlq.Filter{Limit: 1}, true},
+		{"limit 25", dlq.Filter{Limit: 25}, true},
+		{"source", dlq.Filter{Source: "github", Limit: 4}, false},
+		{"status", dlq.Filter{Status: dlq.StatusInvestigating, Limit: 2}, false},
+		{"status pending and source", dlq.Filter{Status: dlq.StatusPending, Source: "stripe", Limit: 3}, false},
+		{"since", dlq.Filter{Since: newest[n-1-10].CreatedAt, Limit: 4}, false},
+		{"since and source", dlq.Filter{Since: newest[n-1-10].CreatedAt, Source: "stripe", Limit: 5}, false},
+		{"resolved", dlq.Filter{Status: dlq.StatusResolved}, false},
+		{"no match", dlq.Filter{Source: "nobody"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []string
+			for _, e := range newest {
+				if tc.filter.Matches(e) {
+					want = append(want, e.ID)
+				}
+			}
+			pages := listAll(t, s, tc.filter)
+			var got []string
+			for i, p := range pages {
+				if tc.fullPages && i < len(pages)-1 && len(p.Entries) != tc.filter.EffectiveLimit() {
+					t.Errorf("page %d has %d entries, want %d", i+1, len(p.Entries), tc.filter.EffectiveLimit())
+				}
+				for _, e := range p.Entries {
+					got = append(got, e.ID)
+					if !tc.filter.Matches(&e) {
+						t.Errorf("entry %s (%s, %s, %v) does not match the filter", e.ID, e.Source, e.Status, e.CreatedAt)
+					}
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("listed %d entries %v\nwant %d %v", len(got), got, len(want), want)
+			}
+			if tc.name == "limit 10" && len(pages) != 3 {
+				t.Errorf("%d pages of 10 for 25 entries, want 3", len(pages))
+			}
+		})
+	}
+
+	t.Run("entry fields", func(t *testing.T) {
+		p, err := s.DLQList(t.Context(), dlq.Filter{Limit: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range p.Entries {
+			m := newest[i]
+			if e.ID != m.ID || e.Source != m.Source || e.EventID != m.EventID || e.Status != m.Status ||
+				e.Error != m.Error || e.LastStatus != m.LastStatus || !e.CreatedAt.Equal(m.CreatedAt) {
+				t.Errorf("listed entry %+v\ndiffers from DLQGet %+v", e, *m)
+			}
+		}
+	})
+
+	t.Run("invalid cursor", func(t *testing.T) {
+		for _, c := range []string{"%%% not a cursor %%%", "\x00"} {
+			if _, err := s.DLQList(t.Context(), dlq.Filter{Cursor: c}); !errors.Is(err, dlq.ErrInvalidCursor) {
+				t.Errorf("cursor %q: err = %v, want dlq.ErrInvalidCursor", c, err)
+			}
+		}
+	})
+}
+
+func testDLQRetry(t *testing.T, f Factory) {
+	s := f.Open(t)
+	if err := s.DLQRetry(t.Context(), newID(t), time.Now()); !errors.Is(err, dlq.ErrNotFound) {
+		t.Errorf("DLQRetry of an unknown id: err = %v, want dlq.ErrNotFound", err)
+	}
+	ev := newEvent(t, "stripe", "evt_retry")
+	ev.Headers.Set("Stripe-Signature", "t=1,v1=abc")
+	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+	a1 := attempt(1, time.Now(), 500, "boom")
+	finish(t, s, leaseOne(t, s, time.Now(), time.Minute, ev.ID), storage.Outcome{Result: storage.Dead, Attempt: a1, Error: "permanent"})
+	wantCounts(t, s, storage.Counts{Dead: 1})
+
+	retryAt := time.Now().Add(time.Minute) // due then (a paced bulk retry)
+	before := time.Now()
+	if err := s.DLQRetry(t.Context(), ev.ID, retryAt); err != nil {
+		t.Fatalf("DLQRetry: %v", err)
+	}
+	after := time.Now()
+	e := dlqGet(t, s, ev.ID)
+	if e.Status != dlq.StatusRetried || e.Retries != 1 {
+		t.Errorf("entry after DLQRetry: status %s retries %d, want retried 1", e.Status, e.Retries)
+	}
+	// updated_at is when the operator acted, not when the job is due
+	if e.UpdatedAt.Before(before.Add(-tolerance)) || e.UpdatedAt.After(after.Add(tolerance)) {
+		t.Errorf("entry updated_at %v, want the time of the call (%v to %v)", e.UpdatedAt, before, after)
+	}
+	wantCounts(t, s, storage.Counts{Queued: 1})
+	if info := lookup(t, s, "stripe", "evt_retry"); info.Status != storage.StatusQueued {
+		t.Errorf("Lookup after DLQRetry: %s, want queued", info.Status)
+	}
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); !errors.Is(err, dlq.ErrConflict) {
+		t.Errorf("second DLQRetry: err = %v, want dlq.ErrConflict", err)
+	}
+	wantCounts(t, s, storage.Counts{Queued: 1})
+
+	if jobs := lease(t, s, retryAt.Add(-10*time.Millisecond), 10, time.Minute); len(jobs) != 0 {
+		t.Fatalf("retried job leased before the retry time")
+	}
+	j := leaseOne(t, s, retryAt, time.Minute, ev.ID)
+	checkEvent(t, "retried job", j.Event, *ev)
+	if j.RoundAttempts() != 0 {
+		t.Errorf("retried job RoundAttempts = %d, want 0", j.RoundAttempts())
+	}
+	attemptsEqual(t, "retried job", j.Attempts, []dlq.Attempt{*a1})
+
+	// it dies again: the same entry is back to pending
+	a2 := attempt(2, time.Now(), 410, "gone")
+	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: a2, Error: "gone for good"})
+	e = dlqGet(t, s, ev.ID)
+	if e.Status != dlq.StatusPending || e.Retries != 1 || e.Error != "gone for good" || e.LastStatus != 410 {
+		t.Errorf("entry after dying again: status %s retries %d error %q last %d; want pending 1 %q 410", e.Status, e.Retries, e.Error, e.LastStatus, "gone for good")
+	}
+	attemptsEqual(t, "entry after dying again", e.Attempts, []dlq.Attempt{*a1, *a2})
+	if !bytes.Equal(e.Payload, ev.Body) || !headersEqual(e.Headers, ev.Headers) {
+		t.Errorf("entry after dying again lost its payload or headers")
+	}
+	if pages := listAll(t, s, dlq.Filter{}); len(pages) != 1 || len(pages[0].Entries) != 1 {
+		t.Errorf("DLQList after dying again: %d pages, want one entry", len(pages))
+	}
+	wantCounts(t, s, storage.Counts{Dead: 1})
+
+	// a second operator retry works, and counts
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); err != nil {
+		t.Fatalf("DLQRetry of the pending entry: %v", err)
+	}
+	if e := dlqGet(t, s, ev.ID); e.Retries != 2 {
+		t.Errorf("Retries = %d after the second retry, want 2", e.Retries)
+	}
+	j = leaseOne(t, s, time.Now(), time.Minute, ev.ID)
+	if j.RoundAttempts() != 0 || len(j.Attempts) != 2 {
+		t.Errorf("second retry: %d attempts (round %d), want 2 (0)", len(j.Attempts), j.RoundAttempts())
+	}
+	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(3, time.Now(), 500, ""), Error: "again"})
+
+	// discarded entries cannot be retried
+	if err := s.DLQSetStatus(t.Context(), ev.ID, dlq.StatusDiscarded, "test event", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); !errors.Is(err, dlq.ErrConflict) {
+		t.Errorf("DLQRetry of a discarded entry: err = %v, want dlq.ErrConflict", err)
+	}
+	if e := dlqGet(t, s, ev.ID); e.Status != dlq.StatusDiscarded {
+		t.Errorf("discarded entry is %s after a refused retry", e.Status)
+	}
+	wantCounts(t, s, storage.Counts{})
+	if jobs := lease(t, s, time.Now(), 10, time.Minute); len(jobs) != 0 {
+		t.Errorf("discarded entry was re-enqueued: %v", jobIDs(jobs))
+	}
+}
+
+func testDLQSetStatus(t *testing.T, f Factory) {
+	s := f.Open(t)
+	var evs []*storage.Event
+	for range 2 {
+		ev := newEvent(t, "stripe", "")
+		mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+		evs = append(evs, ev)
+	}
+	for _, j := range lease(t, s, time.Now(), 10, time.Minute) {
+		finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: "dead"})
+	}
+	wantCounts(t, s, storage.Counts{Dead: 2})
+	a, b := evs[0].ID, evs[1].ID
+
+	steps := []struct {
+		id         string
+		status     dlq.Status
+		text       string
+		resolution string
+		reason     string
+		dead       int
+	}{
+		{a, dlq.StatusInvestigating, "", "", "", 2},
+		{a, dlq.StatusResolved, "upstream fixed, replayed manually", "upstream fixed, replayed manually", "", 1},
+		{b, dlq.StatusInvestigating, "", "", "", 1},
+		{b, dlq.StatusDiscarded, "test event from the dashboard", "", "test event from the dashboard", 0},
+	}
+	created := map[string]time.Time{a: dlqGet(t, s, a).CreatedAt, b: dlqGet(t, s, b).CreatedAt}
+	for i, st := range steps {
+		// operator times well apart from the dead-lettering time
+		now := time.Now().Add(time.Duration(i+1) * time.Minute)
+		if err := s.DLQSetStatus(t.Context(), st.id, st.status, st.text, now); err != nil {
+			t.Fatalf("DLQSetStatus(%s): %v", st.status, err)
+		}
+		e := dlqGet(t, s, st.id)
+		if e.Status != st.status || e.Resolution != st.resolution || e.Reason != st.reason {
+			t.Errorf("after %s: status %s resolution %q reason %q; want %s %q %q", st.status, e.Status, e.Resolution, e.Reason, st.status, st.resolution, st.reason)
+		}
+		if !closeTo(e.UpdatedAt, now) || !e.CreatedAt.Equal(created[st.id]) {
+			t.Errorf("after %s: created_at %v updated_at %v, want %v %v", st.status, e.CreatedAt, e.UpdatedAt, created[st.id], now)
+		}
+		if !bytes.Equal(e.Payload, evs[slices.IndexFunc(evs, func(ev *storage.Event) bool { return ev.ID == st.id })].Body) {
+			t.Errorf("after %s: payload lost", st.status)
+		}
+		wantCounts(t, s, storage.Counts{Dead: st.dead})
+	}
+	if err := s.DLQSetStatus(t.Context(), newID(t), dlq.StatusResolved, "x", time.Now()); !errors.Is(err, dlq.ErrNotFound) {
+		t.Errorf("DLQSetStatus of an unknown id: err = %v, want dlq.ErrNotFound", err)
+	}
+	for _, bad := range []dlq.Status{"bogus", dlq.StatusRetried} {
+		if err := s.DLQSetStatus(t.Context(), a, bad, "", time.Now()); err == nil {
+			t.Errorf("DLQSetStatus(%q) succeeded", bad)
+		}
+	}
+	if e := dlqGet(t, s, a); e.Status != dlq.StatusResolved {
+		t.Errorf("refused status changes moved the entry to %s", e.Status)
+	}
+}
+
+// testDLQCounts counts entries by source and status.
+func testDLQCounts(t *testing.T, f Factory) {
+	s := f.Open(t)
+	kill := func(source string) *storage.Event {
+		ev := newEvent(t, source, "")
+		ev.EventID, ev.Dedupe = ev.ID, false
+		mustEnqueue(t, s, ev, time.Time{})
+		finish(t, s, leaseOneOf(t, s, ev.ID), storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: "x"})
+		return ev
+	}
+	kill("stripe")
+	kill("stripe")
+	d := kill("github")
+	if err := s.DLQSetStatus(t.Context(), d.ID, dlq.StatusDiscarded, "noise", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.DLQCounts(t.Context())
+	want := map[string]map[dlq.Status]int{"stripe": {dlq.StatusPending: 2}, "github": {dlq.StatusDiscarded: 1}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("DLQCounts = %v, %v; want %v", got, err, want)
+	}
+}
