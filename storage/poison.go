@@ -51,3 +51,23 @@ func SalvageEvent(raw []byte) (ev Event, attempts []dlq.Attempt, ok bool) {
 	get("attempts", &attempts)
 	return ev, attempts, true
 }
+
+// PoisonEvent is the event to dead-letter for the stored record raw of
+// job id that cannot be decoded: what SalvageEvent reads of it, with id as
+// its ID and as its event id when none was salvaged (an event found by its
+// internal id, as those without a provider id). When the event itself
+// could not be salvaged (no upstream: a real event always has one), its
+// payload is raw and rawPayload is true (see PoisonError). The backend
+// fills in what it knows otherwise (the source, from the job's lane).
+func PoisonEvent(id string, raw []byte) (ev Event, attempts []dlq.Attempt, rawPayload bool) {
+	ev, attempts, ok := SalvageEvent(raw)
+	rawPayload = !ok || ev.Upstream == ""
+	ev.ID = id
+	if ev.EventID == "" {
+		ev.EventID = id
+	}
+	if rawPayload {
+		ev.Body, ev.Headers = raw, nil
+	}
+	return ev, attempts, rawPayload
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
 )
 
 // cleanupChunk bounds the work of one cleanup transaction.
@@ -45,7 +47,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			if err != nil {
 				return err
 			}
-			m, err = sweepStats(tx, now.Add(-StatsBucketKeep), cleanupChunk)
+			m, err = sweepStats(tx, now.Add(-storage.StatsRetention), cleanupChunk)
 			n += m
 			if err != nil {
 				return err

@@ -106,16 +106,16 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		if e == nil {
 			return dlq.ErrNotFound
 		}
-		if e.Status == dlq.StatusRetried || e.Status == dlq.StatusDiscarded {
-			return dlq.ErrConflict
+		if err := e.Transition(dlq.StatusRetried, "", now); err != nil {
+			return err
 		}
 		rec, err := getRecord(tx, []byte(id))
 		if err != nil {
 			return err
 		}
 		if rec != nil {
-			if rec.Status != storage.StatusDead {
-				return dlq.ErrConflict
+			if err := storage.CheckRetryEvent(rec.Status); err != nil {
+				return err
 			}
 			if err := tx.Bucket(bDone).Delete(timeKey(rec.FinishedAt, []byte(id))); err != nil {
 				return err
@@ -138,19 +138,14 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		if err := putDue(tx, rec); err != nil {
 			return err
 		}
-		e.Status = dlq.StatusRetried
-		e.Retries++
-		e.UpdatedAt = now
 		return putEntry(tx, e)
 	})
 }
 
 // DLQSetStatus implements storage.Store.
 func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
-	switch status {
-	case dlq.StatusInvestigating, dlq.StatusResolved, dlq.StatusDiscarded:
-	default:
-		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
+	if err := dlq.CheckSettable(status); err != nil {
+		return err
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		e, err := getEntry(tx, id)
@@ -160,45 +155,22 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, 
 		if e == nil {
 			return dlq.ErrNotFound
 		}
-		if e.Status == dlq.StatusRetried {
-			return dlq.ErrConflict
-		}
-		e.Status = status
-		e.UpdatedAt = now
-		switch status {
-		case dlq.StatusResolved:
-			e.Resolution = text
-		case dlq.StatusDiscarded:
-			e.Reason = text
+		if err := e.Transition(status, text, now); err != nil {
+			return err
 		}
 		return putEntry(tx, e)
 	})
 }
 
+// deadLetter writes the DLQ entry of rec dying at now (rec.Attempts holds
+// its last attempt), replacing an earlier one.
 func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
-	e := &dlq.Entry{
-		ID:         rec.ID,
-		EventID:    rec.EventID,
-		Source:     rec.Source,
-		Upstream:   rec.Upstream,
-		Payload:    rec.Body,
-		Headers:    rec.Headers,
-		Error:      reason,
-		Attempts:   rec.Attempts,
-		ReceivedAt: rec.ReceivedAt,
-		CreatedAt:  now,
-		UpdatedAt:  now,
-		Status:     dlq.StatusPending,
-	}
-	if n := len(rec.Attempts); n > 0 {
-		e.LastStatus = rec.Attempts[n-1].Status
-	}
 	old, err := getEntry(tx, rec.ID)
 	if err != nil {
 		return err
 	}
+	e := storage.NewDLQEntry(&rec.Job, rec.Attempts, reason, now, old)
 	if old != nil {
-		e.Retries = old.Retries
 		if err := tx.Bucket(bDLQIdx).Delete(timeKey(old.CreatedAt, []byte(old.ID))); err != nil {
 			return err
 		}
@@ -230,7 +202,7 @@ func putEntry(tx *bolt.Tx, e *dlq.Entry) error {
 		return err
 	}
 	open := tx.Bucket(bDLQOpen)
-	if e.Status == dlq.StatusPending || e.Status == dlq.StatusInvestigating {
+	if e.Status.Open() {
 		return open.Put([]byte(e.ID), nil)
 	}
 	return open.Delete([]byte(e.ID))

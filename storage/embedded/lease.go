@@ -2,8 +2,6 @@ package embedded
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -63,7 +61,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 			if rec == nil { // orphan index key
 				continue
 			}
-			rec.Lease = newToken()
+			rec.Lease = storage.NewLeaseToken()
 			rec.LeaseUntil = until
 			rec.Due = until
 			rec.Status = storage.StatusInFlight
@@ -139,12 +137,8 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 			rec.Status = storage.StatusDelivered
 			return finishRecord(tx, rec, now)
 		case storage.Retry, storage.Release:
-			due := out.Due
-			if due.IsZero() {
-				due = now
-			}
 			rec.Status = storage.StatusQueued
-			rec.Due = due
+			rec.Due = out.DueAt(now)
 			if err := putRecord(tx, rec); err != nil {
 				return err
 			}
@@ -169,10 +163,4 @@ func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
 		return err
 	}
 	return tx.Bucket(bDone).Put(timeKey(now, []byte(rec.ID)), nil)
-}
-
-func newToken() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -26,15 +26,8 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 			return err
 		}
 		if rec != nil && rec.Source == source {
-			info = &storage.EventInfo{
-				ID: rec.ID, EventID: rec.EventID, Source: rec.Source,
-				Status:     statusOf(tx, rec.ID, now),
-				ReceivedAt: rec.ReceivedAt, FinishedAt: rec.FinishedAt,
-				Attempts: rec.Attempts,
-			}
-			if info.Status == storage.StatusQueued {
-				info.NextAttempt = rec.Due
-			}
+			st := storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now)
+			info = storage.NewEventInfo(&rec.Event, rec.Attempts, st, rec.Due, rec.FinishedAt)
 			return nil
 		}
 		e, err := getEntry(tx, string(id))
@@ -42,10 +35,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 			return err
 		}
 		if e != nil && e.Source == source {
-			info = &storage.EventInfo{
-				ID: e.ID, EventID: e.EventID, Source: e.Source, Status: storage.StatusDead,
-				ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts,
-			}
+			info = storage.DeadEventInfo(e)
 			return nil
 		}
 		return storage.ErrNotFound
@@ -77,7 +67,12 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 				return nil
 			}
 			n := out[string(lane)]
-			if due.After(now) && inflight.Get(id) != nil {
+			// a leased job's due time is its lease's end
+			st := storage.StatusQueued
+			if inflight.Get(id) != nil {
+				st = storage.StatusInFlight
+			}
+			if storage.EffectiveStatus(st, due, false, now) == storage.StatusInFlight {
 				n.InFlight++
 			} else {
 				n.Queued++
@@ -111,18 +106,12 @@ func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
 	return out, err
 }
 
-// statusOf is the status of event id for duplicate answers and lookups.
+// statusOf is the status of event id for duplicate answers (see
+// storage.EffectiveStatus; an unreadable record counts as none).
 func statusOf(tx *bolt.Tx, id string, now time.Time) storage.Status {
 	rec, err := getRecord(tx, []byte(id))
 	if err == nil && rec != nil {
-		if rec.Status == storage.StatusInFlight && !rec.LeaseUntil.After(now) {
-			return storage.StatusQueued // lease expired: waiting for redelivery
-		}
-		return rec.Status
+		return storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now)
 	}
-	if tx.Bucket(bDLQ).Get([]byte(id)) != nil {
-		return storage.StatusDead
-	}
-	// the record is past retention; only finished records are removed
-	return storage.StatusDelivered
+	return storage.EffectiveStatus("", time.Time{}, tx.Bucket(bDLQ).Get([]byte(id)) != nil, now)
 }

@@ -17,20 +17,12 @@ import (
 // lookups, DLQ retries and retention work as for any dead event.
 func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) error {
 	raw := bytes.Clone(tx.Bucket(bEvents).Get(id))
-	ev, attempts, ok := storage.SalvageEvent(raw)
-	salvaged := ok && ev.Upstream != "" // a real event always has one
-	ev.ID = string(id)
-	if ev.EventID == "" {
-		ev.EventID = ev.ID // found by its internal id, as events without a provider id
-	}
+	ev, attempts, rawPayload := storage.PoisonEvent(string(id), raw)
 	if ev.Source == "" {
 		ev.Source = lane
 	}
-	if !salvaged {
-		ev.Body, ev.Headers = raw, nil
-	}
 	rec := &record{Job: storage.Job{Event: ev, Attempts: attempts}}
-	if err := deadLetter(tx, rec, storage.PoisonError(cause, !salvaged), now); err != nil {
+	if err := deadLetter(tx, rec, storage.PoisonError(cause, rawPayload), now); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bInFlight).Delete(id); err != nil {

@@ -7,23 +7,21 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
 )
 
-// statsKey is the minute (0: all-time) then source\x00name.
+// statsKey is the minute (0: all-time) then the counter's storage.StatsField.
 func statsKey(minute int64, source, name string) []byte {
-	k := make([]byte, 8, 8+len(source)+1+len(name))
+	field := storage.StatsField(source, name)
+	k := make([]byte, 8, 8+len(field))
 	binary.BigEndian.PutUint64(k, uint64(minute))
-	k = append(k, source...)
-	k = append(k, 0)
-	return append(k, name...)
+	return append(k, field...)
 }
-
-// StatsBucketKeep is how long minute buckets are kept.
-const StatsBucketKeep = 48 * time.Hour
 
 // AddStats implements storage.Store.
 func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
-	minute := at.Unix() / 60
+	minute := storage.StatsMinute(at)
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bStats)
 		for source, m := range deltas {
@@ -49,16 +47,16 @@ func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]ma
 func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[string]int64, map[string]map[string]int64, error) {
 	recent, all := map[string]map[string]int64{}, map[string]map[string]int64{}
 	add := func(out map[string]map[string]int64, k, v []byte) {
-		source, name, ok := bytes.Cut(k[8:], []byte{0})
+		source, name, ok := storage.SplitStatsField(string(k[8:]))
 		if !ok || len(v) != 8 {
 			return
 		}
-		m := out[string(source)]
+		m := out[source]
 		if m == nil {
 			m = map[string]int64{}
-			out[string(source)] = m
+			out[source] = m
 		}
-		m[string(name)] += int64(binary.BigEndian.Uint64(v))
+		m[name] += int64(binary.BigEndian.Uint64(v))
 	}
 	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bStats).Cursor()
@@ -67,7 +65,7 @@ func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[stri
 			add(all, k, v)
 		}
 		from := make([]byte, 8)
-		binary.BigEndian.PutUint64(from, uint64(max(since.Unix()/60, 1)))
+		binary.BigEndian.PutUint64(from, uint64(max(storage.StatsMinute(since), 1)))
 		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
 			add(recent, k, v)
 		}
@@ -79,7 +77,7 @@ func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[stri
 // sweepStats deletes minute buckets older than before (never the all-time ones).
 func sweepStats(tx *bolt.Tx, before time.Time, max int) (int, error) {
 	b := tx.Bucket(bStats)
-	end := before.Unix() / 60
+	end := storage.StatsMinute(before)
 	var keys [][]byte
 	c := b.Cursor()
 	first := make([]byte, 8)

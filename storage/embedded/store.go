@@ -192,11 +192,9 @@ func putRecord(tx *bolt.Tx, rec *record) error {
 	return tx.Bucket(bEvents).Put([]byte(rec.ID), v)
 }
 
+// claimKey is storage.ClaimKey as a bbolt key (bClaims, bIDs).
 func claimKey(source, eventID string) []byte {
-	k := make([]byte, 0, len(source)+1+len(eventID))
-	k = append(k, source...)
-	k = append(k, 0)
-	return append(k, eventID...)
+	return []byte(storage.ClaimKey(source, eventID))
 }
 
 // timeKey is t as 8 big-endian bytes (Unix nanoseconds) followed by suffix.

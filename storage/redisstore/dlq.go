@@ -231,9 +231,14 @@ func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry
 
 // DLQRetry implements storage.Store.
 func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
-	now := time.Now()
+	now := s.now()
 	p, e, err := s.findEntry(ctx, id)
 	if err != nil {
+		return err
+	}
+	// decided here on what was read, and again by the script on what is
+	// stored (it may have changed since)
+	if err := e.Transition(dlq.StatusRetried, "", now); err != nil {
 		return err
 	}
 	// an event without a provider id carries its internal id as event id
@@ -246,35 +251,48 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	}
 	evJSON, _ := json.Marshal(ev)
 	attJSON, _ := json.Marshal(e.Attempts)
-	e.Status, e.Retries, e.UpdatedAt = dlq.StatusRetried, e.Retries+1, now
 	entryJSON, _ := json.Marshal(e)
 	ck := ""
 	if ev.Dedupe {
-		ck = claimKeyText(ev.Source, ev.EventID)
+		ck = storage.ClaimKey(ev.Source, ev.EventID)
 	}
 	lane := storage.LaneOf(&ev)
+	args := []any{id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane,
+		string(e.Status), flag(e.Status.Open())}
 	v, err := s.run(ctx, p, dlqRetryScript,
 		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("done"), p.lane(lane), p.key("lanes")},
-		id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane)
+		append(args, refusedFrom(dlq.StatusRetried)...)...)
 	if err != nil {
 		return unavailable(err)
 	}
 	return scriptStatus(v)
 }
 
-// dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget.
+// dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget. The
+// entry statuses it refuses are dlq.RefusedFrom(retried), passed by the
+// caller. It re-enqueues only a dead event (or one whose record is gone):
+// storage.CheckRetryEvent's rule, repeated here to hold atomically
+// (TestDLQRetryEventLuaAgreesWithGo keeps the two in step).
 //
 //	KEYS: dlq entry, dlq open, event hash, done, lane queue, lanes
-//	ARGV: id, now ms, entry JSON (retried), event JSON, attempts JSON, round start, claim key text, source, lane
+//	ARGV: id, due ms, entry JSON (retried), event JSON, attempts JSON, round start,
+//	      claim key, source, lane, entry status (retried), entry open (1|0),
+//	      refused entry statuses...
 //	returns 1, 0 (no entry) or -1 (conflict)
 var dlqRetryScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then return 0 end
-if st == 'retried' or st == 'discarded' then return -1 end
+for i = 12, #ARGV do
+	if st == ARGV[i] then return -1 end
+end
 local est = redis.call('HGET', KEYS[3], 'st')
 if est and est ~= 'dead' then return -1 end
-redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', 'retried')
-redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', ARGV[10])
+if ARGV[11] == '1' then
+	redis.call('SADD', KEYS[2], ARGV[1])
+else
+	redis.call('SREM', KEYS[2], ARGV[1])
+end
 redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7], 'src', ARGV[8])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[1])
@@ -284,47 +302,65 @@ return 1
 
 // DLQSetStatus implements storage.Store.
 func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
-	switch status {
-	case dlq.StatusInvestigating, dlq.StatusResolved, dlq.StatusDiscarded:
-	default:
-		return fmt.Errorf("%w: cannot set status %q", dlq.ErrConflict, status)
+	if err := dlq.CheckSettable(status); err != nil {
+		return err
 	}
 	p, e, err := s.findEntry(ctx, id)
 	if err != nil {
 		return err
 	}
-	e.Status, e.UpdatedAt = status, now
-	switch status {
-	case dlq.StatusResolved:
-		e.Resolution = text
-	case dlq.StatusDiscarded:
-		e.Reason = text
+	// decided here on what was read, and again by the script on what is
+	// stored (it may have changed since)
+	if err := e.Transition(status, text, now); err != nil {
+		return err
 	}
 	entryJSON, _ := json.Marshal(e)
-	v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, id, string(status), entryJSON)
+	args := append([]any{id, string(status), entryJSON, flag(status.Open())}, refusedFrom(status)...)
+	v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, args...)
 	if err != nil {
 		return unavailable(err)
 	}
 	return scriptStatus(v)
 }
 
-// dlqStatusScript sets an entry's operator status.
+// dlqStatusScript sets an entry's operator status. The statuses it refuses
+// to move from are dlq.RefusedFrom(status), passed by the caller.
 //
 //	KEYS: dlq entry, dlq open
-//	ARGV: id, status, entry JSON
+//	ARGV: id, status, entry JSON, open (1|0: dlq.Status.Open), refused statuses...
 //	returns 1, 0 (no entry) or -1 (conflict)
 var dlqStatusScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then return 0 end
-if st == 'retried' then return -1 end
+for i = 5, #ARGV do
+	if st == ARGV[i] then return -1 end
+end
 redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', ARGV[2])
-if ARGV[2] == 'pending' or ARGV[2] == 'investigating' then
+if ARGV[4] == '1' then
 	redis.call('SADD', KEYS[2], ARGV[1])
 else
 	redis.call('SREM', KEYS[2], ARGV[1])
 end
 return 1
 `)
+
+// refusedFrom is dlq.RefusedFrom(to) as script arguments: the entry
+// statuses a script must refuse to move to to, atomically.
+func refusedFrom(to dlq.Status) []any {
+	var out []any
+	for _, st := range dlq.RefusedFrom(to) {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// flag is a boolean as a script argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
 
 func scriptStatus(v any) error {
 	switch n, _ := v.(int64); n {

@@ -17,7 +17,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err := ctx.Err(); err != nil {
 		return storage.EnqueueResult{}, err
 	}
-	now := time.Now()
+	now := s.now()
 	p := s.partitionForEvent(ev)
 	data, err := json.Marshal(ev)
 	if err != nil {
@@ -27,7 +27,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	dedupe := "0"
 	expires := ms(now) + 1
 	if ev.Dedupe {
-		ck, dedupe = claimKeyText(ev.Source, ev.EventID), "1"
+		ck, dedupe = storage.ClaimKey(ev.Source, ev.EventID), "1"
 		expires = max(ms(dedupeUntil), expires)
 	}
 	lane := storage.LaneOf(ev)
@@ -99,26 +99,20 @@ redis.call('SADD', KEYS[6], ARGV[9])
 return {0, ARGV[1]}
 `)
 
-// statusOf is the status of event id in partition p.
+// statusOf is the status of event id in partition p, for duplicate
+// answers (see storage.EffectiveStatus).
 func (s *Store) statusOf(ctx context.Context, p partition, id string, now time.Time) (storage.Status, error) {
 	vals, err := s.c.HMGet(ctx, p.ev(id), "st", "lu").Result()
 	if err != nil {
 		return "", err
 	}
 	if st, ok := vals[0].(string); ok && st != "" {
-		if st == string(storage.StatusInFlight) {
-			if lu, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64); lu <= ms(now) {
-				return storage.StatusQueued, nil
-			}
-		}
-		return storage.Status(st), nil
+		lu, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
+		return storage.EffectiveStatus(storage.Status(st), fromMS(lu), false, now), nil
 	}
 	n, err := s.c.Exists(ctx, p.dlqEntry(id)).Result()
 	if err != nil {
 		return "", err
 	}
-	if n > 0 {
-		return storage.StatusDead, nil
-	}
-	return storage.StatusDelivered, nil
+	return storage.EffectiveStatus("", time.Time{}, n > 0, now), nil
 }

@@ -16,8 +16,8 @@ import (
 
 // Lookup implements storage.Store.
 func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
-	now := time.Now()
-	ck := claimKeyText(source, eventID)
+	now := s.now()
+	ck := storage.ClaimKey(source, eventID)
 	p := s.partitionOf(ck)
 	id, err := s.c.Get(ctx, p.ids(ck)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -35,21 +35,12 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 		return nil, unavailable(err)
 	}
 	if h != nil && h.ev.Source == source {
-		st := h.status
-		if st == storage.StatusInFlight && !h.lu.After(now) {
-			st = storage.StatusQueued
-		}
-		info := &storage.EventInfo{ID: h.ev.ID, EventID: h.ev.EventID, Source: h.ev.Source, Status: st,
-			ReceivedAt: h.ev.ReceivedAt, FinishedAt: h.fin, Attempts: h.attempts}
-		if st == storage.StatusQueued {
-			info.NextAttempt = h.due
-		}
-		return info, nil
+		st := storage.EffectiveStatus(h.status, h.lu, false, now)
+		return storage.NewEventInfo(&h.ev, h.attempts, st, h.due, h.fin), nil
 	}
 	e, err := s.getEntry(ctx, p, id)
 	if err == nil && e.Source == source {
-		return &storage.EventInfo{ID: e.ID, EventID: e.EventID, Source: e.Source, Status: storage.StatusDead,
-			ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts}, nil
+		return storage.DeadEventInfo(e), nil
 	}
 	if err != nil && !errors.Is(err, dlq.ErrNotFound) {
 		return nil, unavailable(err)
@@ -132,7 +123,7 @@ return {n, redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3])}
 // Redis; only the records of jobs due later (leased, or waiting for a
 // retry) are read.
 func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
-	now := ms(time.Now())
+	now := ms(s.now())
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
 		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: []any{now, p.lanePrefix(), p.evPrefix()}}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
@@ -27,7 +26,7 @@ func (s *Store) poison(ctx context.Context, row any, cause error) {
 	if id == "" || !ok {
 		return
 	}
-	ev, attempts, decoded := storage.SalvageEvent([]byte(raw))
+	ev, attempts, rawPayload := storage.PoisonEvent(id, []byte(raw))
 	if a := str(3); a != "" {
 		var att []dlq.Attempt
 		if json.Unmarshal([]byte(a), &att) == nil {
@@ -35,7 +34,7 @@ func (s *Store) poison(ctx context.Context, row any, cause error) {
 		}
 	}
 	// the fields the lease did not return: the source (the job's lane)
-	// and the claim key (source \x00 event id)
+	// and the claim key (storage.ClaimKey)
 	vals, err := s.c.HMGet(ctx, p.ev(id), "src", "ck").Result()
 	if err != nil || len(vals) != 2 {
 		return
@@ -43,19 +42,11 @@ func (s *Store) poison(ctx context.Context, row any, cause error) {
 	src, _ := vals[0].(string)
 	ck, _ := vals[1].(string)
 	job := &storage.Job{Event: ev, Attempts: attempts, Lease: token}
-	job.ID = id
 	if src != "" {
 		job.Source = src
 	}
-	if _, eventID, ok := strings.Cut(ck, "\x00"); ok && eventID != "" {
+	if _, eventID, ok := storage.SplitClaimKey(ck); ok && eventID != "" {
 		job.EventID = eventID
 	}
-	if job.EventID == "" {
-		job.EventID = id // found by its internal id, as events without a provider id
-	}
-	salvaged := decoded && ev.Upstream != "" // a real event always has one
-	if !salvaged {
-		job.Body, job.Headers = []byte(raw), nil
-	}
-	_ = s.Finish(ctx, job, storage.Outcome{Result: storage.Dead, Error: storage.PoisonError(cause, !salvaged)})
+	_ = s.Finish(ctx, job, storage.Outcome{Result: storage.Dead, Error: storage.PoisonError(cause, rawPayload)})
 }

@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,7 +62,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		p := s.parts[i]
 		// the token names the partition: Finish must find the job where it
 		// was leased, whatever its event fields hash to
-		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + newToken(), p.lanePrefix()}
+		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + storage.NewLeaseToken(), p.lanePrefix()}
 		calls[k] = scriptCall{keys: []string{p.key("inflight")}, args: append(args, byPart[i]...)}
 	}
 	// one round trip for every partition's share
@@ -143,12 +141,6 @@ func decodeLeased(row any, until time.Time) (*storage.Job, error) {
 	}
 	job.RoundStart, _ = strconv.Atoi(str(4))
 	return job, nil
-}
-
-func newToken() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // skipArgs lists the lanes the gate skips, as script arguments.
@@ -345,7 +337,7 @@ return out
 
 // Finish implements storage.Store.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
-	now := time.Now()
+	now := s.now()
 	p, ok := s.leasePartition(job.Lease)
 	if !ok {
 		return storage.ErrLeaseLost
@@ -358,11 +350,8 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	if err != nil {
 		return err
 	}
-	var result, evJSON, entryJSON string
-	due := out.Due
-	if due.IsZero() {
-		due = now
-	}
+	var result, evJSON, entryJSON, entryStatus, entryOpen string
+	due := out.DueAt(now)
 	switch out.Result {
 	case storage.Retry:
 		result = "retry"
@@ -379,24 +368,19 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		evJSON = string(b)
 		if out.Result == storage.Dead {
 			result = "dead"
-			e := &dlq.Entry{
-				ID: job.ID, EventID: job.EventID, Source: job.Source, Upstream: job.Upstream,
-				Payload: job.Body, Headers: job.Headers, Error: out.Error, Attempts: attempts,
-				ReceivedAt: job.ReceivedAt, CreatedAt: now, UpdatedAt: now, Status: dlq.StatusPending,
+			earlier, err := s.getEntry(ctx, p, job.ID)
+			if errors.Is(err, dlq.ErrNotFound) {
+				earlier, err = nil, nil
 			}
-			if n := len(attempts); n > 0 {
-				e.LastStatus = attempts[n-1].Status
-			}
-			if old, err := s.getEntry(ctx, p, job.ID); err == nil && old != nil {
-				e.Retries = old.Retries
-			} else if err != nil && !errors.Is(err, dlq.ErrNotFound) {
+			if err != nil {
 				return unavailable(err)
 			}
+			e := storage.NewDLQEntry(job, attempts, out.Error, now, earlier)
 			b, err := json.Marshal(e)
 			if err != nil {
 				return err
 			}
-			entryJSON = string(b)
+			entryJSON, entryStatus, entryOpen = string(b), string(e.Status), flag(e.Status.Open())
 		}
 	default:
 		return fmt.Errorf("unknown result %d", out.Result)
@@ -404,7 +388,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	lane := storage.LaneOf(&job.Event)
 	keys := []string{p.ev(job.ID), p.key("inflight"), p.key("done"),
 		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
-	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane}
+	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, finishScript, keys, args...)
@@ -425,7 +409,8 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 //	KEYS: event hash, inflight, done, dlq entry, dlq index, dlq open,
 //	      lane queue, lanes
 //	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
-//	      attempts JSON, stripped event JSON, dlq entry JSON, source, lane
+//	      attempts JSON, stripped event JSON, dlq entry JSON, source, lane,
+//	      dlq entry status, dlq entry open (1|0: dlq.Status.Open)
 //	returns 1, or 0 when the lease was lost
 var finishScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
@@ -443,9 +428,13 @@ redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 if r == 'dead' then
 	local old = redis.call('HGET', KEYS[4], 'at')
 	if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
-	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', 'pending', 'at', ARGV[4], 'src', ARGV[9])
+	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', ARGV[11], 'at', ARGV[4], 'src', ARGV[9])
 	redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
-	redis.call('SADD', KEYS[6], ARGV[1])
+	if ARGV[12] == '1' then
+		redis.call('SADD', KEYS[6], ARGV[1])
+	else
+		redis.call('SREM', KEYS[6], ARGV[1])
+	end
 end
 return 1
 `)

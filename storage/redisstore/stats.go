@@ -3,10 +3,11 @@ package redisstore
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
 )
 
 // statsKey is the hash of one minute's counters, or the all-time one.
@@ -17,21 +18,18 @@ func (s *Store) statsKey(minute int64) string {
 	return "{" + s.opts.Prefix + ":meta}:stats:m:" + strconv.FormatInt(minute, 10)
 }
 
-// statsBucketTTL is how long minute buckets live.
-const statsBucketTTL = 48 * time.Hour
-
 // AddStats implements storage.Store.
 func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
-	minute := at.Unix() / 60
+	minute := storage.StatsMinute(at)
 	_, err := s.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for source, m := range deltas {
 			for name, d := range m {
-				field := source + "\x00" + name
+				field := storage.StatsField(source, name)
 				hincrByOnce(ctx, pipe, s.statsKey(0), field, d) // a replayed MULTI would count twice
 				hincrByOnce(ctx, pipe, s.statsKey(minute), field, d)
 			}
 		}
-		pipe.Expire(ctx, s.statsKey(minute), statsBucketTTL)
+		pipe.Expire(ctx, s.statsKey(minute), storage.StatsRetention)
 		return nil
 	})
 	return unavailable(err)
@@ -39,7 +37,7 @@ func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]ma
 
 // Stats implements storage.Store.
 func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[string]int64, map[string]map[string]int64, error) {
-	from, to := since.Unix()/60, time.Now().Unix()/60
+	from, to := storage.StatsMinute(since), storage.StatsMinute(s.now())
 	if to-from > 24*60 {
 		from = to - 24*60
 	}
@@ -57,7 +55,7 @@ func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[stri
 	}
 	add := func(out map[string]map[string]int64, h map[string]string) {
 		for field, v := range h {
-			source, name, ok := strings.Cut(field, "\x00")
+			source, name, ok := storage.SplitStatsField(field)
 			n, err := strconv.ParseInt(v, 10, 64)
 			if !ok || err != nil {
 				continue

@@ -7,8 +7,8 @@
 // slot and runs atomically, while the partitions spread load over the
 // slots (and so over the masters) of a cluster:
 //
-//	{hookline:7}:claim:<source>\x00<event id>  id, expires with the dedupe window
-//	{hookline:7}:ids:<source>\x00<event id>    id, while the event is kept
+//	{hookline:7}:claim:<claim key>             id, expires with the dedupe window (storage.ClaimKey)
+//	{hookline:7}:ids:<claim key>               id, while the event is kept
 //	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease
 //	{hookline:7}:q:<lane>                      zset id -> due ms: queued and leased jobs of a lane (today a source)
 //	{hookline:7}:lanes                         set of the partition's lanes
@@ -58,12 +58,16 @@ type Options struct {
 	// failure (the ingress answers 503).
 	MinReplicas int
 	WaitTimeout time.Duration
+	// Now replaces time.Now wherever the store reads the clock itself
+	// (tests); default time.Now.
+	Now func() time.Time
 }
 
 // Store is the Redis-backed storage.Store.
 type Store struct {
 	c        redis.UniversalClient
 	opts     Options
+	now      func() time.Time
 	parts    []partition
 	enqueues *batcher
 	finishes *batcher
@@ -100,7 +104,10 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	if opts.WaitTimeout <= 0 {
 		opts.WaitTimeout = time.Second
 	}
-	s := &Store{c: c, opts: opts}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Store{c: c, opts: opts, now: opts.Now}
 	s.enqueues = newBatcher(s, enqueueScript)
 	s.finishes = newBatcher(s, finishScript)
 	for i := range opts.Partitions {
@@ -116,8 +123,6 @@ func (s *Store) Close() error {
 	return s.c.Close()
 }
 
-func claimKeyText(source, eventID string) string { return source + "\x00" + eventID }
-
 func (s *Store) partitionOf(key string) partition {
 	h := fnv.New32a()
 	h.Write([]byte(key))
@@ -127,7 +132,7 @@ func (s *Store) partitionOf(key string) partition {
 // partitionForEvent is where an event and its claim live.
 func (s *Store) partitionForEvent(ev *storage.Event) partition {
 	if ev.Dedupe {
-		return s.partitionOf(claimKeyText(ev.Source, ev.EventID))
+		return s.partitionOf(storage.ClaimKey(ev.Source, ev.EventID))
 	}
 	return s.partitionOf(ev.ID)
 }

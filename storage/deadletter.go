@@ -1,0 +1,48 @@
+package storage
+
+import (
+	"time"
+
+	"github.com/hookline/hookline/dlq"
+)
+
+// NewDLQEntry is the DLQ entry of job dying at now, after attempts (its
+// full history, the last attempt included) for reason. earlier is the
+// event's previous entry, if it was dead-lettered before and retried: the
+// new entry replaces it and carries its retry count over. The entry is
+// pending, created and updated at now; its payload is the job's body.
+func NewDLQEntry(job *Job, attempts []dlq.Attempt, reason string, now time.Time, earlier *dlq.Entry) *dlq.Entry {
+	e := &dlq.Entry{
+		ID:         job.ID,
+		EventID:    job.EventID,
+		Source:     job.Source,
+		Upstream:   job.Upstream,
+		Payload:    job.Body,
+		Headers:    job.Headers,
+		Error:      reason,
+		Attempts:   attempts,
+		ReceivedAt: job.ReceivedAt,
+		CreatedAt:  now,
+		UpdatedAt:  now,
+		Status:     dlq.StatusPending,
+	}
+	if n := len(attempts); n > 0 {
+		e.LastStatus = attempts[n-1].Status
+	}
+	if earlier != nil {
+		e.Retries = earlier.Retries
+	}
+	return e
+}
+
+// CheckRetryEvent is nil when DLQRetry may re-enqueue an entry's event
+// whose record has status st ("" when the record is gone, past retention):
+// only a dead event is re-enqueued; any other status means it is live
+// again (dlq.ErrConflict). The entry's own status is checked by
+// dlq.CheckTransition.
+func CheckRetryEvent(st Status) error {
+	if st == "" || st == StatusDead {
+		return nil
+	}
+	return dlq.ErrConflict
+}

@@ -1,0 +1,68 @@
+package storage
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/dlq"
+)
+
+func TestNewDLQEntry(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	now := t0.Add(time.Hour)
+	job := &Job{
+		Event: Event{ID: "id1", EventID: "evt_1", Dedupe: true, Source: "stripe", Upstream: "http://up/",
+			Headers: http.Header{"X-A": {"1"}}, Body: []byte(`{"n":1}`), ReceivedAt: t0},
+		RoundStart: 1, Lease: "tok", LeaseUntil: now,
+	}
+	a1 := dlq.Attempt{N: 1, At: t0, Status: 503}
+	a2 := dlq.Attempt{N: 2, At: t0.Add(time.Minute), Error: "timeout"} // no response
+	a3 := dlq.Attempt{N: 3, At: t0.Add(2 * time.Minute), Status: 410}
+	want := func(attempts []dlq.Attempt, last, retries int) *dlq.Entry {
+		return &dlq.Entry{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://up/",
+			Payload: []byte(`{"n":1}`), Headers: http.Header{"X-A": {"1"}}, Error: "gone",
+			LastStatus: last, Attempts: attempts, ReceivedAt: t0, CreatedAt: now, UpdatedAt: now,
+			Status: dlq.StatusPending, Retries: retries}
+	}
+	for _, tc := range []struct {
+		name     string
+		attempts []dlq.Attempt
+		earlier  *dlq.Entry
+		want     *dlq.Entry
+	}{
+		{"first death", []dlq.Attempt{a1, a3}, nil, want([]dlq.Attempt{a1, a3}, 410, 0)},
+		{"last attempt without a response", []dlq.Attempt{a1, a2}, nil, want([]dlq.Attempt{a1, a2}, 0, 0)},
+		{"no attempt (dead without trying)", nil, nil, want(nil, 0, 0)},
+		// dead again after an operator retry: the retry count is carried
+		// over, nothing else of the earlier entry
+		{"dead again after retries", []dlq.Attempt{a1, a2, a3},
+			&dlq.Entry{ID: "id1", Status: dlq.StatusRetried, Retries: 2, CreatedAt: t0, Resolution: "r", Reason: "x", Error: "old"},
+			want([]dlq.Attempt{a1, a2, a3}, 410, 2)},
+	} {
+		got := NewDLQEntry(job, tc.attempts, "gone", now, tc.earlier)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCheckRetryEvent(t *testing.T) {
+	for _, tc := range []struct {
+		st   Status
+		want bool
+	}{
+		{"", true}, // the record is gone (past retention)
+		{StatusDead, true},
+		{StatusQueued, false},
+		{StatusInFlight, false},
+		{StatusDelivered, false},
+	} {
+		err := CheckRetryEvent(tc.st)
+		if (err == nil) != tc.want || (err != nil && !errors.Is(err, dlq.ErrConflict)) {
+			t.Errorf("CheckRetryEvent(%q) = %v, want allowed %v", tc.st, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"encoding/hex"
+	"testing"
+	"time"
+)
+
+func TestNewLeaseToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		tok := NewLeaseToken()
+		if b, err := hex.DecodeString(tok); err != nil || len(b) != 8 {
+			t.Fatalf("token %q: want 16 hex digits", tok)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q handed out twice", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+func TestOutcomeDueAt(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	later := now.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		out  Outcome
+		want time.Time
+	}{
+		{"release without a due time: now", Outcome{Result: Release}, now},
+		{"release later", Outcome{Result: Release, Due: later}, later},
+		{"retry later", Outcome{Result: Retry, Due: later}, later},
+		{"retry without a due time: now", Outcome{Result: Retry}, now},
+		{"a due time in the past is kept", Outcome{Result: Retry, Due: now.Add(-time.Hour)}, now.Add(-time.Hour)},
+	} {
+		if got := tc.out.DueAt(now); !got.Equal(tc.want) {
+			t.Errorf("%s: DueAt = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package storage
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/dlq"
+)
+
+func TestPoisonEvent(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	for _, tc := range []struct {
+		name       string
+		raw        string
+		want       Event
+		attempts   []dlq.Attempt
+		rawPayload bool
+	}{
+		{"not JSON: the raw record is the payload", "\x00garbage",
+			Event{ID: "id1", EventID: "id1", Body: []byte("\x00garbage")}, nil, true},
+		{"a JSON array: nothing salvaged", `[1,2]`,
+			Event{ID: "id1", EventID: "id1", Body: []byte(`[1,2]`)}, nil, true},
+		{"wrong field types: the rest is salvaged",
+			`{"id":"other","event_id":"evt_1","source":"stripe","upstream":"http://up/","headers":{"X-A":["1"]},"body":"eyJuIjoxfQ==","received_at":"2023-11-14T22:13:20Z","attempts":"oops","dedupe":"yes"}`,
+			Event{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://up/",
+				Headers: http.Header{"X-A": {"1"}}, Body: []byte(`{"n":1}`), ReceivedAt: t0}, nil, false},
+		{"attempts salvaged", `{"event_id":"evt_2","upstream":"http://up/","attempts":[{"n":1,"status":500,"at":"2023-11-14T22:13:20Z","duration_ns":0}]}`,
+			Event{ID: "id1", EventID: "evt_2", Upstream: "http://up/"}, []dlq.Attempt{{N: 1, Status: 500, At: t0}}, false},
+		{"no upstream: not a real event, the raw record is the payload", `{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`,
+			Event{ID: "id1", EventID: "evt_3", Source: "stripe", Body: []byte(`{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`)}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, attempts, rawPayload := PoisonEvent("id1", []byte(tc.raw))
+			if !reflect.DeepEqual(ev, tc.want) {
+				t.Errorf("event\n got %+v\nwant %+v", ev, tc.want)
+			}
+			if !reflect.DeepEqual(attempts, tc.attempts) {
+				t.Errorf("attempts %+v, want %+v", attempts, tc.attempts)
+			}
+			if rawPayload != tc.rawPayload {
+				t.Errorf("rawPayload %v, want %v", rawPayload, tc.rawPayload)
+			}
+		})
+	}
+}
