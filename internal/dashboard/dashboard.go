@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"path"
@@ -22,6 +21,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/internal/webhooks"
 )
 
@@ -191,11 +191,10 @@ func originalPath(r *http.Request) string {
 	return r.URL.Path
 }
 
+// dashboardError answers {"error": msg} (httpjson: JSON, never cached).
 func dashboardError(w http.ResponseWriter, status int, msg string) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	httpjson.Write(w, status, map[string]string{"error": msg})
+	return nil
 }
 
 func parseDashboardCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {

@@ -1,5 +1,7 @@
-// Package httpjson writes hookline's JSON answers to providers: the
-// ingress's acknowledgements and errors, and the verifiers' handshakes.
+// Package httpjson is hookline's one JSON writer: the ingress's
+// acknowledgements and errors, the verifiers' handshakes, the admin API's
+// answers (admin.api.webhooks) and the dashboard's. Bodies are
+// encoding/json's (HTML characters escaped) with a trailing newline.
 package httpjson
 
 import (

@@ -6,7 +6,6 @@
 package ingress
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +37,6 @@ func init() {
 const (
 	DefaultMaxBody      = 1 << 20 // 1 MiB
 	DefaultDedupeWindow = 24 * time.Hour
-	// storeTimeout bounds the durable write of one event.
-	storeTimeout = 10 * time.Second
 	// unavailableRetryAfter is the Retry-After (seconds) of a 503.
 	unavailableRetryAfter = 5
 	// pausedRetryAfter is the Retry-After (seconds) while a source is paused.
@@ -292,7 +289,7 @@ func (h *Ingress) Validate() error {
 // the ingress answers every request of its route.
 func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
 	if r.Method == http.MethodGet && h.handshakeGET != nil && h.handshakeGET.HandshakeGET(w, r) {
-		h.observe("handshake")
+		h.app.Observe(h.Source, "handshake")
 		return nil
 	}
 	if r.Method != http.MethodPost {
@@ -334,7 +331,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		r.Header.Del(name)
 	}
 	if h.handshakePOST != nil && h.handshakePOST.HandshakePOST(w, r, body) {
-		h.observe("handshake")
+		h.app.Observe(h.Source, "handshake")
 		return nil
 	}
 	if h.RequireJSON && !json.Valid(body) {
@@ -344,57 +341,50 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 
 	eventID := dedupe.Extract(h.rules, r, body, now)
 	deduped := eventID != "" // an id was found: the event is deduplicated
-	key := dedupe.Key(h.Source, eventID)
-	if deduped {
-		if status, ok := h.app.SeenStatus(key); ok {
-			h.setPlaceholders(r, eventID)
-			h.answerDuplicate(w, eventID, status)
-			return nil
+	var idErr error
+	// the event is built only past the L1 cache: a duplicate it knows
+	// costs no id, no header copy and no store round trip
+	res, err := h.app.Accept(r.Context(), h.Source, eventID, time.Duration(h.DedupeWindow), func() (*storage.Event, error) {
+		id, err := uuid.NewV7()
+		if err != nil {
+			idErr = err
+			return nil, err
 		}
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
+		sid := id.String()
+		if !deduped {
+			eventID = sid // never deduplicated
+		}
+		h.setPlaceholders(r, eventID)
+		return &storage.Event{
+			ID:         sid,
+			EventID:    eventID,
+			Dedupe:     deduped,
+			Source:     h.Source,
+			Upstream:   h.ForwardTo,
+			Headers:    forwardHeaders(r.Header),
+			Body:       body,
+			ReceivedAt: now,
+		}, nil
+	})
+	switch {
+	case idErr != nil:
 		h.reject(w, http.StatusInternalServerError, CodeInternalError, "internal error", 0, nil)
 		return nil
-	}
-	if !deduped {
-		eventID = id.String() // never deduplicated
-	}
-	h.setPlaceholders(r, eventID)
-
-	ev := &storage.Event{
-		ID:         id.String(),
-		EventID:    eventID,
-		Dedupe:     deduped,
-		Source:     h.Source,
-		Upstream:   h.ForwardTo,
-		Headers:    forwardHeaders(r.Header),
-		Body:       body,
-		ReceivedAt: now,
-	}
-	// a provider hanging up must not cut the durable write short
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
-	defer cancel()
-	res, err := h.app.Enqueue(ctx, ev, time.Duration(h.DedupeWindow))
-	if err != nil {
+	case err != nil:
 		h.log.Error("storing webhook failed; answered 503",
 			zap.String("source", h.Source), zap.String("event_id", eventID), zap.Error(err))
 		h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
 			"the webhook could not be stored; retry later", unavailableRetryAfter, nil)
 		return nil
-	}
-	ttl := time.Duration(h.DedupeWindow)
-	if res.Duplicate {
-		// cache it only for what is left of the claim, never beyond
-		h.app.RememberSeen(key, string(res.Status), time.Until(res.DedupeUntil))
+	case res.Duplicate:
+		if res.Cached {
+			h.setPlaceholders(r, eventID)
+		}
 		h.answerDuplicate(w, eventID, string(res.Status))
 		return nil
 	}
-	if deduped {
-		h.app.RememberSeen(key, string(storage.StatusQueued), ttl)
-	}
-	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", ev.ID))
-	h.observe("accepted")
+	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
+	h.app.Observe(h.Source, "accepted")
 	writeJSON(w, h.AckStatus, map[string]string{
 		"message":  "Webhook accepted for processing",
 		"event_id": eventID,
@@ -402,15 +392,9 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	return nil
 }
 
-// observe counts an answer in the metrics and in the stats.
-func (h *Ingress) observe(outcome string) {
-	webhooks.ObserveReceived(h.Source, outcome)
-	h.app.Count(h.Source, outcome, 1)
-}
-
 // reject writes an error answer and counts it under its code.
 func (h *Ingress) reject(w http.ResponseWriter, status int, code, msg string, retryAfter int, details map[string]any) {
-	h.observe(strings.ToLower(code))
+	h.app.Observe(h.Source, strings.ToLower(code))
 	writeError(w, status, code, msg, retryAfter, details)
 }
 
@@ -429,7 +413,7 @@ func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
 }
 
 func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
-	h.observe("duplicate")
+	h.app.Observe(h.Source, "duplicate")
 	if status == string(storage.StatusInFlight) {
 		status = string(storage.StatusQueued)
 	}
@@ -452,23 +436,22 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 	case errors.Is(err, verifiers.ErrTimestamp):
 		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
 	}
-	webhooks.ObserveSignatureFailure(h.Source)
-	h.app.NoteSignatureFailure(h.Source)
 	h.log.Info("webhook signature rejected",
 		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+	retryAfter := 0
 	if left, blocked := h.guard.blocked(ip, now); blocked {
 		h.guard.fail(ip, now) // still counted: a client failing on keeps failing after the cool-down
-		h.reject(w, http.StatusTooManyRequests, CodeRateLimitExceeded,
-			"too many failed signature checks; retry later", int(left/time.Second)+1, nil)
-		return
-	}
-	if h.guard.fail(ip, now) {
+		status, code, msg = http.StatusTooManyRequests, CodeRateLimitExceeded, "too many failed signature checks; retry later"
+		retryAfter = int(left/time.Second) + 1
+	} else if h.guard.fail(ip, now) {
 		h.log.Warn("security: client blocked after repeated signature failures",
 			zap.String("source", h.Source), zap.String("client_ip", ip),
 			zap.Int("failures", h.guard.failures), zap.Duration("window", h.guard.window),
 			zap.Duration("cooldown", h.guard.cooldown))
 	}
-	h.reject(w, status, code, msg, 0, nil)
+	// one call: received_total, signature_failures_total, stats, alerts
+	h.app.ObserveSignatureFailure(h.Source, strings.ToLower(code))
+	writeError(w, status, code, msg, retryAfter, nil)
 }
 
 func clientIP(r *http.Request) string {

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -207,10 +208,11 @@ func storeErr(err error) error {
 	return apiErr(http.StatusServiceUnavailable, "webhook store unavailable")
 }
 
+// writeJSON answers v with status through httpjson, hookline's one JSON
+// writer; the error return lets handlers end with it.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, status, v)
+	return nil
 }
 
 // handleStats answers the queue's current sizes and, by source, what was
@@ -370,15 +372,14 @@ func handleDLQGet(w http.ResponseWriter, r *http.Request) error {
 }
 
 func handleDLQRetry(w http.ResponseWriter, r *http.Request) error {
-	app, st, err := activeStore()
+	app, _, err := activeStore() // 503 when the store is unreachable
 	if err != nil {
 		return err
 	}
 	id := r.PathValue("id")
-	if err := st.DLQRetry(r.Context(), id, time.Now()); err != nil {
+	if err := app.RetryDead(r.Context(), id); err != nil {
 		return storeErr(err)
 	}
-	app.Notify()
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": dlq.StatusRetried})
 }
 
@@ -481,15 +482,11 @@ type bulkRetryResult struct {
 	Spread string `json:"spread,omitempty"`
 }
 
-// defaultRedrivePace spaces re-enqueued events when the source has no
-// rate_limit: a redrive of a big DLQ must not flatten the upstream.
-const defaultRedrivePace = 100 * time.Millisecond
-
 // handleDLQBulkRetry re-enqueues the entries matching a filter, skipping
 // events delivered meanwhile, with due times spaced at the source's
 // delivery rate; dry_run only says what would be re-enqueued.
 func handleDLQBulkRetry(w http.ResponseWriter, r *http.Request) error {
-	app, st, err := activeStore()
+	app, _, err := activeStore() // 503 when the store is unreachable, before the body is read
 	if err != nil {
 		return err
 	}
@@ -527,47 +524,19 @@ func handleDLQBulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if limit < 1 || limit > dlq.MaxLimit {
 		return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", dlq.MaxLimit))
 	}
-	res := bulkRetryResult{DryRun: req.DryRun, Retried: []string{}, SkippedDelivered: []string{}}
-	var entries []dlq.Entry
-	for len(entries) < limit {
-		f.Limit = min(limit-len(entries), dlq.MaxLimit)
-		page, err := st.DLQList(r.Context(), f)
-		if err != nil {
-			return storeErr(err)
-		}
-		entries = append(entries, page.Entries...)
-		if page.NextCursor == "" {
-			break
-		}
-		f.Cursor = page.NextCursor
+	rd, err := app.RedriveDead(r.Context(), f, limit, req.DryRun)
+	if err != nil {
+		return storeErr(err)
 	}
-	res.Matched = len(entries)
-	due := time.Now()
-	for _, e := range entries {
-		// delivered meanwhile (the provider resent it and it went through)?
-		if e.EventID != e.ID {
-			if info, err := st.Lookup(r.Context(), e.Source, e.EventID); err == nil && info.ID != e.ID && info.Status == storage.StatusDelivered {
-				res.SkippedDelivered = append(res.SkippedDelivered, e.ID)
-				continue
-			}
+	res := bulkRetryResult{DryRun: req.DryRun, Matched: rd.Matched, Retried: rd.Retried, SkippedDelivered: rd.SkippedDelivered}
+	for id, err := range rd.Failed {
+		if res.Failed == nil {
+			res.Failed = map[string]string{}
 		}
-		if req.DryRun {
-			res.Retried = append(res.Retried, e.ID)
-			continue
-		}
-		if err := st.DLQRetry(r.Context(), e.ID, due); err != nil {
-			if res.Failed == nil {
-				res.Failed = map[string]string{}
-			}
-			res.Failed[e.ID] = storeErr(err).Error()
-			continue
-		}
-		res.Retried = append(res.Retried, e.ID)
-		due = due.Add(app.redrivePace(e.Source))
+		res.Failed[id] = storeErr(err).Error()
 	}
-	if !req.DryRun && len(res.Retried) > 0 {
-		res.Spread = time.Until(due).Round(time.Millisecond).String()
-		app.Notify()
+	if !req.DryRun && len(rd.Retried) > 0 {
+		res.Spread = rd.Spread.Round(time.Millisecond).String()
 	}
 	return writeJSON(w, http.StatusOK, res)
 }

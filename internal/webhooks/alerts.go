@@ -207,7 +207,7 @@ func (al *alerter) send(ctx context.Context, key, text string, now time.Time) {
 	// delivery resolves the alert source's target from the config
 	ev := &storage.Event{ID: id.String(), EventID: id.String(), Source: alertSource, Upstream: "alert",
 		Headers: http.Header{"Content-Type": {"application/json"}}, Body: body, ReceivedAt: now}
-	if _, err := al.app.Enqueue(ctx, ev, 0); err != nil {
+	if _, err := al.app.enqueue(ctx, ev, 0); err != nil {
 		al.log.Error("queueing an alert; it will be tried again", zap.Error(err))
 		al.mu.Lock()
 		delete(al.last, key) // not sent: not rate-limited either

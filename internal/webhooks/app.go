@@ -495,44 +495,102 @@ func (a *App) PausedSources() []string {
 	return out
 }
 
-// redrivePace is the spacing of a bulk retry's events for source: its
-// rate_limit when it has one, else defaultRedrivePace.
-func (a *App) redrivePace(source string) time.Duration {
-	a.sourceMu.RLock()
-	defer a.sourceMu.RUnlock()
-	if src, ok := a.sources[source]; ok && src.Target.Rate.Valid() {
-		return src.Target.Rate.Interval()
-	}
-	return defaultRedrivePace
-}
-
 // Seen returns the L1 cache of seen event IDs (nil once the app is
 // cleaned up).
 func (a *App) Seen() *dedupe.Seen { return a.seen.load() }
 
-// SeenStatus is what the L1 cache says of key (ok false: not seen, or the
+// seenStatus is what the L1 cache says of key (ok false: not seen, or the
 // cache is gone: ask the store). Safe while Cleanup closes the cache.
-func (a *App) SeenStatus(key string) (status string, ok bool) {
+func (a *App) seenStatus(key string) (status string, ok bool) {
 	a.seen.use(func(s *dedupe.Seen) { status, ok = s.Get(key) })
 	return status, ok
 }
 
-// RememberSeen records in the L1 cache that key was seen with status, for
+// rememberSeen records in the L1 cache that key was seen with status, for
 // ttl. Safe while Cleanup closes the cache (then it does nothing).
-func (a *App) RememberSeen(key, status string, ttl time.Duration) {
+func (a *App) rememberSeen(key, status string, ttl time.Duration) {
 	if ttl > 0 {
 		a.seen.use(func(s *dedupe.Seen) { s.Add(key, status, ttl) })
 	}
 }
 
-// Enqueue stores ev durably (claiming its id for window) and wakes the
+// AcceptTimeout bounds the durable write of one accepted webhook.
+const AcceptTimeout = 10 * time.Second
+
+// AcceptResult is what became of a webhook given to Accept.
+type AcceptResult struct {
+	// Duplicate is true when (source, event id) was already claimed within
+	// its dedupe window: nothing was stored.
+	Duplicate bool
+	// Cached is true when the duplicate was answered from the L1 cache,
+	// without building the event or asking the store.
+	Cached bool
+	// Status is the earlier event's status for a duplicate (in_flight
+	// included, as stored), StatusQueued for a new event.
+	Status storage.Status
+	// ID is the internal id of the stored (or, from the store, the
+	// earlier) event; empty for a Cached duplicate.
+	ID string
+}
+
+// Accept takes one verified webhook of source: a duplicate of an eventID
+// the L1 cache knows is answered from it, before build is called (so this
+// path allocates no event); otherwise build makes the event, which is
+// stored durably, its id claimed for window, and only then is Accept back.
+// The L1 cache learns the outcome (never for longer than what is left of
+// the claim) and the workers are woken for a new event.
+//
+// eventID is the provider's id; "" means the event is not deduplicated
+// (build then gives it a generated EventID, with Dedupe false). An error
+// of build is returned as is; a store error wraps storage.ErrUnavailable
+// or is the store's. The durable write is detached from ctx's
+// cancellation (a provider hanging up must not cut it short) and bounded
+// by AcceptTimeout.
+func (a *App) Accept(ctx context.Context, source, eventID string, window time.Duration, build func() (*storage.Event, error)) (AcceptResult, error) {
+	var key string
+	if eventID != "" {
+		key = dedupe.Key(source, eventID)
+		if status, ok := a.seenStatus(key); ok {
+			return AcceptResult{Duplicate: true, Cached: true, Status: storage.Status(status)}, nil
+		}
+	}
+	ev, err := build()
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AcceptTimeout)
+	defer cancel()
+	until := time.Now().Add(window)
+	res, err := a.enqueueUntil(ctx, ev, until)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	if !res.Duplicate {
+		if key != "" {
+			a.rememberSeen(key, string(storage.StatusQueued), time.Until(until))
+		}
+		return AcceptResult{Status: storage.StatusQueued, ID: res.ID}, nil
+	}
+	if key != "" {
+		// cache it only for what is left of the claim, never beyond
+		a.rememberSeen(key, string(res.Status), time.Until(res.DedupeUntil))
+	}
+	return AcceptResult{Duplicate: true, Status: res.Status, ID: res.ID}, nil
+}
+
+// enqueue stores ev durably (claiming its id for window) and wakes the
 // workers. It returns only after the store has made the event durable.
-func (a *App) Enqueue(ctx context.Context, ev *storage.Event, window time.Duration) (storage.EnqueueResult, error) {
+func (a *App) enqueue(ctx context.Context, ev *storage.Event, window time.Duration) (storage.EnqueueResult, error) {
+	return a.enqueueUntil(ctx, ev, time.Now().Add(window))
+}
+
+// enqueueUntil is enqueue with the claim's end.
+func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Time) (storage.EnqueueResult, error) {
 	st, err := a.Store()
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
-	res, err := st.Enqueue(ctx, ev, time.Now().Add(window))
+	res, err := st.Enqueue(ctx, ev, until)
 	if err == nil && !res.Duplicate {
 		a.Notify()
 	}
@@ -546,11 +604,24 @@ func (a *App) Notify() {
 	}
 }
 
-// NoteSignatureFailure counts a failed verification for alerting.
-func (a *App) NoteSignatureFailure(source string) {
+// Observe counts one answer of source's ingress, in the metrics
+// (received_total) and in the stats. outcome is "accepted", "duplicate",
+// "handshake" or the answer's error code in lower case.
+func (a *App) Observe(source, outcome string) {
+	observeReceived(source, outcome)
+	a.Count(source, outcome, 1)
+}
+
+// ObserveSignatureFailure counts an answer (outcome as for Observe) to a
+// request whose signature check failed: in received_total and
+// signature_failures_total, in the stats, and for the signature failure
+// alert.
+func (a *App) ObserveSignatureFailure(source, outcome string) {
+	observeSignatureFailure(source)
 	if a.alerter != nil {
 		a.alerter.noteSignatureFailure(source, time.Now())
 	}
+	a.Observe(source, outcome)
 }
 
 func (a *App) onResult(r delivery.Report) {
@@ -575,13 +646,15 @@ func (a *App) onResult(r delivery.Report) {
 	default:
 		return
 	}
-	window := 24 * time.Hour
+	// the claim ends a dedupe window after the event was received; with
+	// the source gone from this config its window is unknown, and an entry
+	// must never outlive the claim: the store answers for it from now on
+	var ttl time.Duration
 	a.sourceMu.RLock()
 	if src, ok := a.sources[r.Job.Source]; ok {
-		window = src.DedupeWindow
+		ttl = time.Until(r.Job.ReceivedAt.Add(src.DedupeWindow))
 	}
 	a.sourceMu.RUnlock()
-	ttl := time.Until(r.Job.ReceivedAt.Add(window))
 	a.seen.use(func(s *dedupe.Seen) {
 		s.Update(dedupe.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
 	})

@@ -106,8 +106,8 @@ func TestSeenCleanupRace(t *testing.T) {
 			for i := range 2000 {
 				// what requests (L1 lookups and writes) and workers do
 				key := dedupe.Key("s", "e"+strconv.Itoa(w*10000+i))
-				app.RememberSeen(key, "queued", time.Hour)
-				app.SeenStatus(key)
+				app.rememberSeen(key, "queued", time.Hour)
+				app.seenStatus(key)
 				app.onResult(rep(w*10000 + i))
 			}
 		}()
@@ -122,4 +122,91 @@ func TestSeenCleanupRace(t *testing.T) {
 		t.Fatal("the cache is still handed out after Cleanup")
 	}
 	app.onResult(rep(1)) // after Cleanup: ignored, no panic
+}
+
+// TestAcceptL1: Accept answers a duplicate the L1 cache knows without
+// building the event, learns new events and the store's duplicates, never
+// caches events that are not deduplicated, and a finished delivery keeps
+// the entry only for what is left of its source's dedupe window.
+func TestAcceptL1(t *testing.T) {
+	app, err := provisionApp(t, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	if err := app.RegisterSource(&Source{Name: "s", Target: delivery.Target{URL: "http://127.0.0.1:1/"}, DedupeWindow: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	builds := 0
+	accept := func(eventID string) AcceptResult {
+		t.Helper()
+		res, err := app.Accept(t.Context(), "s", eventID, time.Hour, func() (*storage.Event, error) {
+			builds++
+			id := "internal-" + strconv.Itoa(builds)
+			ev := &storage.Event{ID: id, EventID: eventID, Dedupe: eventID != "", Source: "s", Upstream: "http://127.0.0.1:1/", Body: []byte("{}"), ReceivedAt: time.Now()}
+			if eventID == "" {
+				ev.EventID = id
+			}
+			return ev, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		app.Seen().Wait()
+		return res
+	}
+
+	if res := accept("e1"); res.Duplicate || res.Status != storage.StatusQueued || res.ID != "internal-1" || builds != 1 {
+		t.Fatalf("new event: %+v, %d builds", res, builds)
+	}
+	if res := accept("e1"); !res.Duplicate || !res.Cached || res.Status != storage.StatusQueued || builds != 1 {
+		t.Fatalf("repeat: %+v, %d builds (want the L1 answer, no build)", res, builds)
+	}
+
+	// claimed in the store, unknown to the L1 cache: the store answers, then the cache
+	st, err := app.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := storage.Event{ID: "earlier", EventID: "e2", Dedupe: true, Source: "s", Upstream: "http://127.0.0.1:1/", ReceivedAt: time.Now()}
+	if _, err := st.Enqueue(t.Context(), &ev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if res := accept("e2"); !res.Duplicate || res.Cached || res.ID != "earlier" || builds != 2 {
+		t.Fatalf("store duplicate: %+v, %d builds", res, builds)
+	}
+	if res := accept("e2"); !res.Duplicate || !res.Cached || builds != 2 {
+		t.Fatalf("store duplicate, again: %+v, %d builds", res, builds)
+	}
+
+	// not deduplicated: built every time, never cached
+	for range 2 {
+		if res := accept(""); res.Duplicate || res.Cached {
+			t.Fatalf("event without id: %+v", res)
+		}
+	}
+	if builds != 4 {
+		t.Fatalf("%d builds, want 4", builds)
+	}
+
+	// a finished delivery: the window is the source's, never a constant
+	finish := func(source, eventID string, receivedAt time.Time) {
+		job := &storage.Job{Event: storage.Event{Source: source, EventID: eventID, Dedupe: true, ReceivedAt: receivedAt}}
+		app.onResult(delivery.Report{Job: job, Result: storage.Delivered})
+		app.Seen().Wait()
+	}
+	finish("s", "e1", time.Now())
+	if status, ok := app.seenStatus(dedupe.Key("s", "e1")); !ok || status != string(storage.StatusDelivered) {
+		t.Fatalf("after delivery within the window: %q %v", status, ok)
+	}
+	finish("s", "e2", time.Now().Add(-2*time.Hour)) // received 2h ago, window 1h: the claim is over
+	if _, ok := app.seenStatus(dedupe.Key("s", "e2")); ok {
+		t.Fatal("an entry outlives its source's dedupe window")
+	}
+	app.rememberSeen(dedupe.Key("gone", "e3"), "queued", time.Hour)
+	app.Seen().Wait()
+	finish("gone", "e3", time.Now()) // a source no longer configured: its window is unknown
+	if _, ok := app.seenStatus(dedupe.Key("gone", "e3")); ok {
+		t.Fatal("an entry of an unknown source was kept with a guessed window")
+	}
 }

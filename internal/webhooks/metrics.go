@@ -40,13 +40,14 @@ var metrics = struct {
 	}, []string{"source"}),
 }
 
-// ObserveReceived counts one ingress answer.
-func ObserveReceived(source, outcome string) {
+// observeReceived counts one ingress answer (App.Observe).
+func observeReceived(source, outcome string) {
 	metrics.received.WithLabelValues(source, outcome).Inc()
 }
 
-// ObserveSignatureFailure counts one failed verification.
-func ObserveSignatureFailure(source string) {
+// observeSignatureFailure counts one failed verification
+// (App.ObserveSignatureFailure).
+func observeSignatureFailure(source string) {
 	metrics.signatureFailures.WithLabelValues(source).Inc()
 }
 

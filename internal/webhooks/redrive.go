@@ -1,0 +1,113 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookline/hookline/dlq"
+	"github.com/hookline/hookline/storage"
+)
+
+// Operator actions that put work back in the queue. Each wakes the workers
+// itself (as SetPaused does on resume), so no caller has to remember to.
+
+// defaultRedrivePace spaces re-enqueued events when the source has no
+// rate_limit: a redrive of a big DLQ must not flatten the upstream.
+const defaultRedrivePace = 100 * time.Millisecond
+
+// RetryDead re-enqueues the event of DLQ entry id, due now, with a fresh
+// attempt budget, and wakes the workers. Errors are the store's
+// (dlq.ErrNotFound, dlq.ErrConflict, ...) or wrap storage.ErrUnavailable.
+func (a *App) RetryDead(ctx context.Context, id string) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	if err := st.DLQRetry(ctx, id, time.Now()); err != nil {
+		return err
+	}
+	a.Notify()
+	return nil
+}
+
+// Redrive is what a bulk retry did (or, dry, would do).
+type Redrive struct {
+	// Matched counts the entries the filter selected.
+	Matched int
+	// Retried are the entries re-enqueued (dry: that would be).
+	Retried []string
+	// SkippedDelivered are entries whose event was delivered meanwhile.
+	SkippedDelivered []string
+	// Failed are the entries whose retry failed, with the store's error.
+	Failed map[string]error
+	// Spread is how long the re-enqueued events are spread over.
+	Spread time.Duration
+}
+
+// RedriveDead re-enqueues up to limit DLQ entries matching f (f.Limit and
+// f.Cursor are its own), skipping events delivered meanwhile (the
+// provider resent them and they went through), with due times spaced at
+// each source's delivery rate (redrivePace), and wakes the workers once
+// when any was re-enqueued. dryRun changes nothing and says what would be
+// re-enqueued. The error is a failure to list the entries.
+func (a *App) RedriveDead(ctx context.Context, f dlq.Filter, limit int, dryRun bool) (Redrive, error) {
+	res := Redrive{Retried: []string{}, SkippedDelivered: []string{}}
+	st, err := a.Store()
+	if err != nil {
+		return res, err
+	}
+	f.Cursor = ""
+	var entries []dlq.Entry
+	for len(entries) < limit {
+		f.Limit = min(limit-len(entries), dlq.MaxLimit)
+		page, err := st.DLQList(ctx, f)
+		if err != nil {
+			return res, err
+		}
+		entries = append(entries, page.Entries...)
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	res.Matched = len(entries)
+	due := time.Now()
+	for _, e := range entries {
+		// delivered meanwhile (the provider resent it and it went through)?
+		if e.EventID != e.ID {
+			if info, err := st.Lookup(ctx, e.Source, e.EventID); err == nil && info.ID != e.ID && info.Status == storage.StatusDelivered {
+				res.SkippedDelivered = append(res.SkippedDelivered, e.ID)
+				continue
+			}
+		}
+		if dryRun {
+			res.Retried = append(res.Retried, e.ID)
+			continue
+		}
+		if err := st.DLQRetry(ctx, e.ID, due); err != nil {
+			if res.Failed == nil {
+				res.Failed = map[string]error{}
+			}
+			res.Failed[e.ID] = err
+			continue
+		}
+		res.Retried = append(res.Retried, e.ID)
+		due = due.Add(a.redrivePace(e.Source))
+	}
+	if !dryRun && len(res.Retried) > 0 {
+		res.Spread = time.Until(due)
+		a.Notify()
+	}
+	return res, nil
+}
+
+// redrivePace is the spacing of a bulk retry's events for source: its
+// rate_limit when it has one, else defaultRedrivePace.
+func (a *App) redrivePace(source string) time.Duration {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	if src, ok := a.sources[source]; ok && src.Target.Rate.Valid() {
+		return src.Target.Rate.Interval()
+	}
+	return defaultRedrivePace
+}
