@@ -46,3 +46,11 @@ func CheckRetryEvent(st Status) error {
 	}
 	return dlq.ErrConflict
 }
+
+// EventOfEntry rebuilds the event a DLQ entry holds, for a retry whose
+// event record is gone (past retention). An event without a provider id
+// carries its internal id as event id, and was never deduplicated.
+func EventOfEntry(e *dlq.Entry) Event {
+	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source,
+		Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+}

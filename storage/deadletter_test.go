@@ -66,3 +66,26 @@ func TestCheckRetryEvent(t *testing.T) {
 		}
 	}
 }
+
+func TestEventOfEntry(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		e          dlq.Entry
+		wantDedupe bool
+	}{
+		{"provider id", dlq.Entry{ID: "01a", EventID: "evt_1"}, true},
+		{"no provider id: the internal id stands in", dlq.Entry{ID: "01a", EventID: "01a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := tc.e
+			e.Source, e.Upstream, e.Payload, e.ReceivedAt = "stripe", "http://127.0.0.1:1/", []byte("{}"), at
+			e.Headers = map[string][]string{"X-A": {"1"}}
+			ev := EventOfEntry(&e)
+			if ev.ID != e.ID || ev.EventID != e.EventID || ev.Dedupe != tc.wantDedupe || ev.Source != "stripe" ||
+				ev.Upstream != e.Upstream || string(ev.Body) != "{}" || ev.Headers.Get("X-A") != "1" || !ev.ReceivedAt.Equal(at) {
+				t.Fatalf("EventOfEntry = %+v, want the entry's event with Dedupe %v", ev, tc.wantDedupe)
+			}
+		})
+	}
+}

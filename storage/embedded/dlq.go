@@ -121,10 +121,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 				return err
 			}
 		} else {
-			rec = &record{Job: storage.Job{Event: storage.Event{
-				ID: e.ID, EventID: e.EventID, Dedupe: true, Source: e.Source,
-				Upstream: e.Upstream, ReceivedAt: e.ReceivedAt,
-			}}}
+			rec = &record{Job: storage.Job{Event: storage.EventOfEntry(e)}}
 		}
 		rec.Body, rec.Headers = e.Payload, e.Headers
 		rec.Attempts = e.Attempts

@@ -241,9 +241,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	if err := e.Transition(dlq.StatusRetried, "", now); err != nil {
 		return err
 	}
-	// an event without a provider id carries its internal id as event id
-	ev := storage.Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source, Upstream: e.Upstream,
-		Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+	ev := storage.EventOfEntry(e)
 	if h, err := s.getEvent(ctx, p, id); err != nil {
 		return unavailable(err)
 	} else if h != nil {
