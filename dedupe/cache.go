@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/hookline/hookline/storage"
 )
 
 // Seen is the L1 cache of (source, event id) pairs the store has claimed,
@@ -35,8 +37,9 @@ func NewSeen(maxEntries int64) (*Seen, error) {
 	return &Seen{c: c}, nil
 }
 
-// Key joins source and event id.
-func Key(source, eventID string) string { return source + "\x00" + eventID }
+// Key is the cache key of (source, event id): the store's claim key, since
+// the cache only ever repeats what a claim said.
+func Key(source, eventID string) string { return storage.ClaimKey(source, eventID) }
 
 // Get returns the cached status of key, if seen.
 func (s *Seen) Get(key string) (status string, ok bool) {
