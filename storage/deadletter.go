@@ -2,8 +2,6 @@ package storage
 
 import (
 	"time"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 // NewDLQEntry is the DLQ entry of job dying at now, after attempts (its
@@ -11,8 +9,8 @@ import (
 // event's previous entry, if it was dead-lettered before and retried: the
 // new entry replaces it and carries its retry count over. The entry is
 // pending, created and updated at now; its payload is the job's body.
-func NewDLQEntry(job *Job, attempts []dlq.Attempt, reason string, now time.Time, earlier *dlq.Entry) *dlq.Entry {
-	e := &dlq.Entry{
+func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, earlier *DLQEntry) *DLQEntry {
+	e := &DLQEntry{
 		ID:         job.ID,
 		EventID:    job.EventID,
 		Source:     job.Source,
@@ -24,7 +22,7 @@ func NewDLQEntry(job *Job, attempts []dlq.Attempt, reason string, now time.Time,
 		ReceivedAt: job.ReceivedAt,
 		CreatedAt:  now,
 		UpdatedAt:  now,
-		Status:     dlq.StatusPending,
+		Status:     DLQPending,
 	}
 	if n := len(attempts); n > 0 {
 		e.LastStatus = attempts[n-1].Status
@@ -38,19 +36,19 @@ func NewDLQEntry(job *Job, attempts []dlq.Attempt, reason string, now time.Time,
 // CheckRetryEvent is nil when DLQRetry may re-enqueue an entry's event
 // whose record has status st ("" when the record is gone, past retention):
 // only a dead event is re-enqueued; any other status means it is live
-// again (dlq.ErrConflict). The entry's own status is checked by
-// dlq.CheckTransition.
+// again (ErrConflict). The entry's own status is checked by
+// CheckDLQTransition.
 func CheckRetryEvent(st Status) error {
 	if st == "" || st == StatusDead {
 		return nil
 	}
-	return dlq.ErrConflict
+	return ErrConflict
 }
 
 // EventOfEntry rebuilds the event a DLQ entry holds, for a retry whose
 // event record is gone (past retention). An event without a provider id
 // carries its internal id as event id, and was never deduplicated.
-func EventOfEntry(e *dlq.Entry) Event {
+func EventOfEntry(e *DLQEntry) Event {
 	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source,
 		Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
 }

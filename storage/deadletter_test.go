@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 func TestNewDLQEntry(t *testing.T) {
@@ -18,29 +16,29 @@ func TestNewDLQEntry(t *testing.T) {
 			Headers: http.Header{"X-A": {"1"}}, Body: []byte(`{"n":1}`), ReceivedAt: t0},
 		RoundStart: 1, Lease: "tok", LeaseUntil: now,
 	}
-	a1 := dlq.Attempt{N: 1, At: t0, Status: 503}
-	a2 := dlq.Attempt{N: 2, At: t0.Add(time.Minute), Error: "timeout"} // no response
-	a3 := dlq.Attempt{N: 3, At: t0.Add(2 * time.Minute), Status: 410}
-	want := func(attempts []dlq.Attempt, last, retries int) *dlq.Entry {
-		return &dlq.Entry{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://up/",
+	a1 := Attempt{N: 1, At: t0, Status: 503}
+	a2 := Attempt{N: 2, At: t0.Add(time.Minute), Error: "timeout"} // no response
+	a3 := Attempt{N: 3, At: t0.Add(2 * time.Minute), Status: 410}
+	want := func(attempts []Attempt, last, retries int) *DLQEntry {
+		return &DLQEntry{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://up/",
 			Payload: []byte(`{"n":1}`), Headers: http.Header{"X-A": {"1"}}, Error: "gone",
 			LastStatus: last, Attempts: attempts, ReceivedAt: t0, CreatedAt: now, UpdatedAt: now,
-			Status: dlq.StatusPending, Retries: retries}
+			Status: DLQPending, Retries: retries}
 	}
 	for _, tc := range []struct {
 		name     string
-		attempts []dlq.Attempt
-		earlier  *dlq.Entry
-		want     *dlq.Entry
+		attempts []Attempt
+		earlier  *DLQEntry
+		want     *DLQEntry
 	}{
-		{"first death", []dlq.Attempt{a1, a3}, nil, want([]dlq.Attempt{a1, a3}, 410, 0)},
-		{"last attempt without a response", []dlq.Attempt{a1, a2}, nil, want([]dlq.Attempt{a1, a2}, 0, 0)},
+		{"first death", []Attempt{a1, a3}, nil, want([]Attempt{a1, a3}, 410, 0)},
+		{"last attempt without a response", []Attempt{a1, a2}, nil, want([]Attempt{a1, a2}, 0, 0)},
 		{"no attempt (dead without trying)", nil, nil, want(nil, 0, 0)},
 		// dead again after an operator retry: the retry count is carried
 		// over, nothing else of the earlier entry
-		{"dead again after retries", []dlq.Attempt{a1, a2, a3},
-			&dlq.Entry{ID: "id1", Status: dlq.StatusRetried, Retries: 2, CreatedAt: t0, Resolution: "r", Reason: "x", Error: "old"},
-			want([]dlq.Attempt{a1, a2, a3}, 410, 2)},
+		{"dead again after retries", []Attempt{a1, a2, a3},
+			&DLQEntry{ID: "id1", Status: DLQRetried, Retries: 2, CreatedAt: t0, Resolution: "r", Reason: "x", Error: "old"},
+			want([]Attempt{a1, a2, a3}, 410, 2)},
 	} {
 		got := NewDLQEntry(job, tc.attempts, "gone", now, tc.earlier)
 		if !reflect.DeepEqual(got, tc.want) {
@@ -61,7 +59,7 @@ func TestCheckRetryEvent(t *testing.T) {
 		{StatusDelivered, false},
 	} {
 		err := CheckRetryEvent(tc.st)
-		if (err == nil) != tc.want || (err != nil && !errors.Is(err, dlq.ErrConflict)) {
+		if (err == nil) != tc.want || (err != nil && !errors.Is(err, ErrConflict)) {
 			t.Errorf("CheckRetryEvent(%q) = %v, want allowed %v", tc.st, err, tc.want)
 		}
 	}
@@ -71,11 +69,11 @@ func TestEventOfEntry(t *testing.T) {
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name       string
-		e          dlq.Entry
+		e          DLQEntry
 		wantDedupe bool
 	}{
-		{"provider id", dlq.Entry{ID: "01a", EventID: "evt_1"}, true},
-		{"no provider id: the internal id stands in", dlq.Entry{ID: "01a", EventID: "01a"}, false},
+		{"provider id", DLQEntry{ID: "01a", EventID: "evt_1"}, true},
+		{"no provider id: the internal id stands in", DLQEntry{ID: "01a", EventID: "01a"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.e

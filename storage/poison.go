@@ -3,8 +3,6 @@ package storage
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 // A poison record is a stored job that cannot be decoded (a bug, a
@@ -30,7 +28,7 @@ func PoisonError(cause error, raw bool) string {
 // decode as a whole, each field on its own: a field of the wrong type is
 // left zero instead of losing the rest. ok is false when raw is not even
 // a JSON object (nothing was salvaged).
-func SalvageEvent(raw []byte) (ev Event, attempts []dlq.Attempt, ok bool) {
+func SalvageEvent(raw []byte) (ev Event, attempts []Attempt, ok bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
 		return Event{}, nil, false
@@ -59,7 +57,7 @@ func SalvageEvent(raw []byte) (ev Event, attempts []dlq.Attempt, ok bool) {
 // could not be salvaged (no upstream: a real event always has one), its
 // payload is raw and rawPayload is true (see PoisonError). The backend
 // fills in what it knows otherwise (the source, from the job's lane).
-func PoisonEvent(id string, raw []byte) (ev Event, attempts []dlq.Attempt, rawPayload bool) {
+func PoisonEvent(id string, raw []byte) (ev Event, attempts []Attempt, rawPayload bool) {
 	ev, attempts, ok := SalvageEvent(raw)
 	rawPayload = !ok || ev.Upstream == ""
 	ev.ID = id

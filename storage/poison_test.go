@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 func TestPoisonEvent(t *testing.T) {
@@ -15,7 +13,7 @@ func TestPoisonEvent(t *testing.T) {
 		name       string
 		raw        string
 		want       Event
-		attempts   []dlq.Attempt
+		attempts   []Attempt
 		rawPayload bool
 	}{
 		{"not JSON: the raw record is the payload", "\x00garbage",
@@ -27,7 +25,7 @@ func TestPoisonEvent(t *testing.T) {
 			Event{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://up/",
 				Headers: http.Header{"X-A": {"1"}}, Body: []byte(`{"n":1}`), ReceivedAt: t0}, nil, false},
 		{"attempts salvaged", `{"event_id":"evt_2","upstream":"http://up/","attempts":[{"n":1,"status":500,"at":"2023-11-14T22:13:20Z","duration_ns":0}]}`,
-			Event{ID: "id1", EventID: "evt_2", Upstream: "http://up/"}, []dlq.Attempt{{N: 1, Status: 500, At: t0}}, false},
+			Event{ID: "id1", EventID: "evt_2", Upstream: "http://up/"}, []Attempt{{N: 1, Status: 500, At: t0}}, false},
 		{"no upstream: not a real event, the raw record is the payload", `{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`,
 			Event{ID: "id1", EventID: "evt_3", Source: "stripe", Body: []byte(`{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`)}, nil, true},
 	} {

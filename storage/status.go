@@ -2,8 +2,6 @@ package storage
 
 import (
 	"time"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 // EffectiveStatus is an event's status as reported at now (duplicate
@@ -29,7 +27,7 @@ func EffectiveStatus(stored Status, leaseUntil time.Time, inDLQ bool, now time.T
 
 // NewEventInfo is what Lookup reports of a stored event whose effective
 // status is status: a queued event's next attempt is when it is due.
-func NewEventInfo(ev *Event, attempts []dlq.Attempt, status Status, due, finishedAt time.Time) *EventInfo {
+func NewEventInfo(ev *Event, attempts []Attempt, status Status, due, finishedAt time.Time) *EventInfo {
 	info := &EventInfo{
 		ID: ev.ID, EventID: ev.EventID, Source: ev.Source, Status: status,
 		ReceivedAt: ev.ReceivedAt, FinishedAt: finishedAt, Attempts: attempts,
@@ -42,7 +40,7 @@ func NewEventInfo(ev *Event, attempts []dlq.Attempt, status Status, due, finishe
 
 // DeadEventInfo is what Lookup reports of an event known only by its DLQ
 // entry (its record is past retention): dead since the entry was created.
-func DeadEventInfo(e *dlq.Entry) *EventInfo {
+func DeadEventInfo(e *DLQEntry) *EventInfo {
 	return &EventInfo{
 		ID: e.ID, EventID: e.EventID, Source: e.Source, Status: StatusDead,
 		ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts,

@@ -4,8 +4,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 func TestEffectiveStatus(t *testing.T) {
@@ -38,7 +36,7 @@ func TestEffectiveStatus(t *testing.T) {
 func TestNewEventInfo(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	ev := &Event{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://x", Body: []byte("b"), ReceivedAt: t0}
-	attempts := []dlq.Attempt{{N: 1, At: t0, Status: 500}}
+	attempts := []Attempt{{N: 1, At: t0, Status: 500}}
 	due, fin := t0.Add(time.Minute), t0.Add(time.Hour)
 	base := EventInfo{ID: "id1", EventID: "evt_1", Source: "stripe", ReceivedAt: t0, Attempts: attempts}
 	for _, tc := range []struct {
@@ -62,19 +60,19 @@ func TestNewEventInfo(t *testing.T) {
 
 func TestDeadEventInfo(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	attempts := []dlq.Attempt{{N: 1, At: t0, Status: 500}}
+	attempts := []Attempt{{N: 1, At: t0, Status: 500}}
 	for _, tc := range []struct {
 		name  string
-		entry dlq.Entry
+		entry DLQEntry
 		want  EventInfo
 	}{
-		{"pending entry", dlq.Entry{ID: "id1", EventID: "evt_1", Source: "stripe", ReceivedAt: t0,
-			CreatedAt: t0.Add(time.Hour), UpdatedAt: t0.Add(2 * time.Hour), Status: dlq.StatusPending, Attempts: attempts},
+		{"pending entry", DLQEntry{ID: "id1", EventID: "evt_1", Source: "stripe", ReceivedAt: t0,
+			CreatedAt: t0.Add(time.Hour), UpdatedAt: t0.Add(2 * time.Hour), Status: DLQPending, Attempts: attempts},
 			EventInfo{ID: "id1", EventID: "evt_1", Source: "stripe", Status: StatusDead, ReceivedAt: t0,
 				FinishedAt: t0.Add(time.Hour), Attempts: attempts}},
 		// whatever the operator did with the entry, the event is dead
-		{"resolved entry", dlq.Entry{ID: "id2", EventID: "id2", Source: "github", ReceivedAt: t0,
-			CreatedAt: t0, Status: dlq.StatusResolved},
+		{"resolved entry", DLQEntry{ID: "id2", EventID: "id2", Source: "github", ReceivedAt: t0,
+			CreatedAt: t0, Status: DLQResolved},
 			EventInfo{ID: "id2", EventID: "id2", Source: "github", Status: StatusDead, ReceivedAt: t0, FinishedAt: t0}},
 	} {
 		if got := DeadEventInfo(&tc.entry); !reflect.DeepEqual(*got, tc.want) {

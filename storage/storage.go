@@ -15,8 +15,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 // Status is where an event is in its life.
@@ -50,7 +48,7 @@ type Event struct {
 type Job struct {
 	Event
 	// Attempts is the full attempt history, across operator retries.
-	Attempts []dlq.Attempt `json:"attempts,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// RoundStart is the index in Attempts where the current attempt budget
 	// began (an operator retry from the DLQ starts a fresh budget).
 	RoundStart int `json:"round_start,omitempty"`
@@ -81,9 +79,9 @@ const (
 // Outcome is passed to Finish.
 type Outcome struct {
 	Result  Result
-	Attempt *dlq.Attempt // the attempt made; nil for Release
-	Due     time.Time    // for Retry and Release
-	Error   string       // for Dead: why (shown in the DLQ entry)
+	Attempt *Attempt  // the attempt made; nil for Release
+	Due     time.Time // for Retry and Release
+	Error   string    // for Dead: why (shown in the DLQ entry)
 }
 
 // EnqueueResult tells the ingress what Enqueue did.
@@ -102,14 +100,14 @@ type EnqueueResult struct {
 
 // EventInfo is what the store knows about one event.
 type EventInfo struct {
-	ID          string        `json:"id"`
-	EventID     string        `json:"event_id"`
-	Source      string        `json:"source"`
-	Status      Status        `json:"status"`
-	ReceivedAt  time.Time     `json:"received_at"`
-	NextAttempt time.Time     `json:"next_attempt_at,omitzero"`
-	FinishedAt  time.Time     `json:"finished_at,omitzero"`
-	Attempts    []dlq.Attempt `json:"attempts"`
+	ID          string    `json:"id"`
+	EventID     string    `json:"event_id"`
+	Source      string    `json:"source"`
+	Status      Status    `json:"status"`
+	ReceivedAt  time.Time `json:"received_at"`
+	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"`
+	Attempts    []Attempt `json:"attempts"`
 }
 
 // Counts is a snapshot of queue sizes.
@@ -119,10 +117,25 @@ type Counts struct {
 	Dead     int `json:"dead"` // DLQ entries in pending or investigating state
 }
 
-// Store is implemented by every storage backend. All methods are safe for
-// concurrent use by several goroutines and, for shared backends, by several
-// processes. Methods that write return only once the write is durable.
+// Store is implemented by every storage backend: the four roles below,
+// each of which a caller can depend on alone (the delivery engine needs
+// only Queue). All methods are safe for concurrent use by several
+// goroutines and, for shared backends, by several processes. Methods that
+// write return only once the write is durable. A backend only persists:
+// the rules (DLQ entries, transitions, claim keys, statuses) are the
+// functions of this package, which every backend calls.
 type Store interface {
+	Queue
+	DeadLetters
+	Operations
+	Janitor
+	// Close releases the backend.
+	Close() error
+}
+
+// Queue is the path of one event: claimed and stored by the ingress,
+// leased and finished by the delivery workers.
+type Queue interface {
 	// Enqueue atomically claims (ev.Source, ev.EventID) until dedupeUntil
 	// (when ev.Dedupe) and stores ev as a job due now. A claim that has
 	// not expired makes it a duplicate: nothing is stored.
@@ -139,11 +152,33 @@ type Store interface {
 	// its lane's next paced slot if later (ok false when there is none).
 	NextDue(ctx context.Context, gate *Gate) (due time.Time, ok bool, err error)
 
-	// Finish records the outcome of a leased job. ErrLeaseLost means the
-	// lease expired and another worker took the job; the outcome was not
-	// recorded.
+	// Finish records the outcome of a leased job (a Dead outcome builds
+	// its entry with NewDLQEntry). ErrLeaseLost means the lease expired
+	// and another worker took the job; the outcome was not recorded.
 	Finish(ctx context.Context, job *Job, out Outcome) error
+}
 
+// DeadLetters is the operator's side of the dead letter queue.
+type DeadLetters interface {
+	// DLQList lists entries, newest first.
+	DLQList(ctx context.Context, f DLQFilter) (DLQPage, error)
+	// DLQGet returns one entry with its payload, or ErrDLQNotFound.
+	DLQGet(ctx context.Context, id string) (*DLQEntry, error)
+	// DLQCounts counts DLQ entries by source and status.
+	DLQCounts(ctx context.Context) (map[string]map[DLQStatus]int, error)
+	// DLQRetry re-enqueues the entry's event, due at due (now for an
+	// immediate retry; later to pace a bulk retry), with a fresh attempt
+	// budget; the entry becomes "retried". Entries already retried or
+	// discarded give ErrConflict (CheckDLQTransition decides).
+	DLQRetry(ctx context.Context, id string, due time.Time) error
+	// DLQSetStatus moves an entry to investigating, resolved or discarded
+	// (CheckDLQSettable), with the operator's text (resolution or reason).
+	DLQSetStatus(ctx context.Context, id string, status DLQStatus, text string, now time.Time) error
+}
+
+// Operations is what operators and the app read and set beside the queue:
+// event lookups, queue sizes, pauses and the stats counters.
+type Operations interface {
 	// Lookup returns what is known about (source, eventID) or ErrNotFound.
 	Lookup(ctx context.Context, source, eventID string) (*EventInfo, error)
 
@@ -153,21 +188,6 @@ type Store interface {
 	// (Dead is left zero: DLQCounts has it). It reads every queued job:
 	// for operators, not for hot paths.
 	QueueBySource(ctx context.Context) (map[string]Counts, error)
-
-	// DLQList lists entries, newest first.
-	DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error)
-	// DLQGet returns one entry with its payload, or dlq.ErrNotFound.
-	DLQGet(ctx context.Context, id string) (*dlq.Entry, error)
-	// DLQCounts counts DLQ entries by source and status.
-	DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error)
-	// DLQRetry re-enqueues the entry's event, due at due (now for an
-	// immediate retry; later to pace a bulk retry), with a fresh attempt
-	// budget; the entry becomes "retried". Entries already retried or
-	// discarded give dlq.ErrConflict.
-	DLQRetry(ctx context.Context, id string, due time.Time) error
-	// DLQSetStatus moves an entry to investigating, resolved or discarded,
-	// with the operator's text (resolution or reason).
-	DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error
 
 	// SetPaused pauses or resumes a source for every node sharing the store.
 	SetPaused(ctx context.Context, source string, paused bool) error
@@ -180,14 +200,14 @@ type Store interface {
 	// Stats returns the counters summed over the minute buckets since
 	// since, and the all-time totals.
 	Stats(ctx context.Context, since time.Time) (recent, allTime map[string]map[string]int64, err error)
+}
 
+// Janitor removes what has outlived its retention.
+type Janitor interface {
 	// Cleanup deletes finished events older than retention, expired
 	// claims, and DLQ entries older than dlqRetention (0: keep). It returns
 	// how many records it removed.
 	Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error)
-
-	// Close releases the backend.
-	Close() error
 }
 
 // Errors returned by backends.

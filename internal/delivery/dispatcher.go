@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -38,13 +37,13 @@ type Report struct {
 	Job      *storage.Job
 	Result   storage.Result
 	Class    Class
-	Attempt  *dlq.Attempt
+	Attempt  *storage.Attempt
 	Upstream string
 }
 
 // Config configures a Dispatcher.
 type Config struct {
-	Store   storage.Store
+	Store   storage.Queue
 	Workers int
 	Lease   time.Duration
 	// Resolve returns the delivery target of a source; when it reports
@@ -455,7 +454,7 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.O
 		return storage.Outcome{Result: storage.Release}, rep
 	}
 	now := time.Now()
-	att := &dlq.Attempt{N: len(job.Attempts) + 1, At: start, Status: status, Duration: now.Sub(start)}
+	att := &storage.Attempt{N: len(job.Attempts) + 1, At: start, Status: status, Duration: now.Sub(start)}
 	class := Classify(status, derr)
 	switch {
 	case derr != nil:

@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )
@@ -328,7 +327,7 @@ func TestDispatcherRetriesTransient(t *testing.T) {
 	if info.Status != storage.StatusDelivered {
 		t.Errorf("status %s, expected delivered", info.Status)
 	}
-	expect := []dlq.Attempt{
+	expect := []storage.Attempt{
 		{N: 1, Status: http.StatusServiceUnavailable, Error: "upstream answered 503 Service Unavailable"},
 		{N: 2, Status: http.StatusOK},
 	}
@@ -740,8 +739,8 @@ func TestDispatcherOnResult(t *testing.T) {
 	if expect := "permanent failure: upstream answered 422 Unprocessable Entity"; e.Error != expect {
 		t.Errorf("DLQ error %q, expected %q", e.Error, expect)
 	}
-	if _, err := st.DLQGet(context.Background(), evs["ok"].ID); !errors.Is(err, dlq.ErrNotFound) {
-		t.Errorf("DLQGet of the delivered event: %v, expected dlq.ErrNotFound", err)
+	if _, err := st.DLQGet(context.Background(), evs["ok"].ID); !errors.Is(err, storage.ErrDLQNotFound) {
+		t.Errorf("DLQGet of the delivered event: %v, expected storage.ErrDLQNotFound", err)
 	}
 }
 

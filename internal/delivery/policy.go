@@ -1,7 +1,7 @@
 // Package delivery delivers queued webhooks to the upstream app: the
 // retry policy (exponential backoff with jitter, or an explicit schedule),
 // the classification of upstream answers, and the worker pool that leases
-// due jobs from a storage.Store. It has no Caddy imports.
+// due jobs from a storage.Queue. It has no Caddy imports.
 package delivery
 
 import (

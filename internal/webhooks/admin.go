@@ -17,7 +17,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/internal/httpjson"
 	"github.com/hookline/hookline/storage"
 )
@@ -54,9 +53,9 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "POST /webhooks/sources/{source}/resume", Handler: caddy.AdminHandlerFunc(handlePause(false))},
 		{Pattern: "GET /webhooks/dlq/{id}", Handler: caddy.AdminHandlerFunc(handleDLQGet)},
 		{Pattern: "POST /webhooks/dlq/{id}/retry", Handler: caddy.AdminHandlerFunc(handleDLQRetry)},
-		{Pattern: "POST /webhooks/dlq/{id}/resolve", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusResolved, "resolution"))},
-		{Pattern: "POST /webhooks/dlq/{id}/discard", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusDiscarded, "reason"))},
-		{Pattern: "POST /webhooks/dlq/{id}/investigate", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(dlq.StatusInvestigating, "note"))},
+		{Pattern: "POST /webhooks/dlq/{id}/resolve", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(storage.DLQResolved, "resolution"))},
+		{Pattern: "POST /webhooks/dlq/{id}/discard", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(storage.DLQDiscarded, "reason"))},
+		{Pattern: "POST /webhooks/dlq/{id}/investigate", Handler: caddy.AdminHandlerFunc(handleDLQSetStatus(storage.DLQInvestigating, "note"))},
 		{Pattern: "GET /webhooks/events/{source}/{event_id}", Handler: caddy.AdminHandlerFunc(handleEvent)},
 	}
 }
@@ -197,11 +196,11 @@ func apiErr(status int, msg string) error {
 // storeErr maps store errors to API errors without leaking internals.
 func storeErr(err error) error {
 	switch {
-	case errors.Is(err, dlq.ErrNotFound), errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, storage.ErrDLQNotFound), errors.Is(err, storage.ErrNotFound):
 		return apiErr(http.StatusNotFound, "not found")
-	case errors.Is(err, dlq.ErrConflict):
+	case errors.Is(err, storage.ErrConflict):
 		return apiErr(http.StatusConflict, err.Error())
-	case errors.Is(err, dlq.ErrInvalidCursor):
+	case errors.Is(err, storage.ErrInvalidCursor):
 		return apiErr(http.StatusBadRequest, "invalid cursor")
 	}
 	caddy.Log().Named("admin.api.webhooks").Error("store operation failed", zapErr(err))
@@ -266,7 +265,7 @@ func handleStats(w http.ResponseWriter, r *http.Request) error {
 	totalRecent, totalAll := map[string]int64{}, map[string]int64{}
 	for source := range names {
 		q := queues[source]
-		q.Dead = dead[source][dlq.StatusPending] + dead[source][dlq.StatusInvestigating]
+		q.Dead = dead[source][storage.DLQPending] + dead[source][storage.DLQInvestigating]
 		sources[source] = perSource{Queue: q, LastHour: summarize(orEmpty(recent[source])), AllTime: summarize(orEmpty(all[source]))}
 		for k, v := range recent[source] {
 			totalRecent[k] += v
@@ -296,7 +295,7 @@ func handleDLQList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := dlq.Filter{Source: q.Get("source"), Status: dlq.Status(q.Get("status")), Cursor: q.Get("cursor")}
+	f := storage.DLQFilter{Source: q.Get("source"), Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	if f.Status != "" && !f.Status.Valid() {
 		return apiErr(http.StatusBadRequest, fmt.Sprintf("unknown status %q", f.Status))
 	}
@@ -307,8 +306,8 @@ func handleDLQList(w http.ResponseWriter, r *http.Request) error {
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > dlq.MaxLimit {
-			return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", dlq.MaxLimit))
+		if err != nil || n < 1 || n > storage.DLQMaxLimit {
+			return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", storage.DLQMaxLimit))
 		}
 		f.Limit = n
 	}
@@ -316,7 +315,7 @@ func handleDLQList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeErr(err)
 	}
-	shown := make([]dlq.Entry, len(page.Entries)) // a copy: never edit what the store returned
+	shown := make([]storage.DLQEntry, len(page.Entries)) // a copy: never edit what the store returned
 	for i := range page.Entries {
 		shown[i] = redactEntry(page.Entries[i])
 	}
@@ -338,14 +337,14 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // entryView is a DLQ entry as the API shows it: the payload as text when
 // it is UTF-8, base64 otherwise; credentials redacted (redactEntry).
 type entryView struct {
-	*dlq.Entry
+	*storage.DLQEntry
 	Payload         string `json:"payload"`
 	PayloadEncoding string `json:"payload_encoding"`
 }
 
-func viewEntry(e *dlq.Entry) entryView {
+func viewEntry(e *storage.DLQEntry) entryView {
 	red := redactEntry(*e)
-	v := entryView{Entry: &red, PayloadEncoding: "text"}
+	v := entryView{DLQEntry: &red, PayloadEncoding: "text"}
 	if utf8.Valid(e.Payload) {
 		v.Payload = string(e.Payload)
 	} else {
@@ -380,12 +379,12 @@ func handleDLQRetry(w http.ResponseWriter, r *http.Request) error {
 	if err := app.RetryDead(r.Context(), id); err != nil {
 		return storeErr(err)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": dlq.StatusRetried})
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": storage.DLQRetried})
 }
 
 // handleDLQSetStatus sets an entry's status with an optional operator
 // text read from the JSON body field named field.
-func handleDLQSetStatus(status dlq.Status, field string) func(http.ResponseWriter, *http.Request) error {
+func handleDLQSetStatus(status storage.DLQStatus, field string) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		_, st, err := activeStore()
 		if err != nil {
@@ -506,9 +505,9 @@ func handleDLQBulkRetry(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if req.Status == "" {
-		req.Status = string(dlq.StatusPending)
+		req.Status = string(storage.DLQPending)
 	}
-	f := dlq.Filter{Source: req.Source, Status: dlq.Status(req.Status)}
+	f := storage.DLQFilter{Source: req.Source, Status: storage.DLQStatus(req.Status)}
 	if !f.Status.Valid() {
 		return apiErr(http.StatusBadRequest, fmt.Sprintf("unknown status %q", req.Status))
 	}
@@ -521,8 +520,8 @@ func handleDLQBulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if limit == 0 {
 		limit = 100
 	}
-	if limit < 1 || limit > dlq.MaxLimit {
-		return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", dlq.MaxLimit))
+	if limit < 1 || limit > storage.DLQMaxLimit {
+		return apiErr(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", storage.DLQMaxLimit))
 	}
 	rd, err := app.RedriveDead(r.Context(), f, limit, req.DryRun)
 	if err != nil {

@@ -8,13 +8,12 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 )
 
 func report(source string, res storage.Result, class delivery.Class) delivery.Report {
-	return delivery.Report{Job: &storage.Job{Event: storage.Event{Source: source}}, Result: res, Class: class, Attempt: &dlq.Attempt{N: 1}}
+	return delivery.Report{Job: &storage.Job{Event: storage.Event{Source: source}}, Result: res, Class: class, Attempt: &storage.Attempt{N: 1}}
 }
 
 func texts(ms []alertMsg) []string {

@@ -351,7 +351,7 @@ func (a *App) Cleanup() error {
 	return err
 }
 
-func (a *App) cleaner(ctx context.Context, st storage.Store) {
+func (a *App) cleaner(ctx context.Context, st storage.Janitor) {
 	defer close(a.cleanerDone)
 	t := time.NewTicker(cleanupInterval)
 	defer t.Stop()

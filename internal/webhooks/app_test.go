@@ -12,7 +12,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/hookline/hookline/dedupe"
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
 )
@@ -93,7 +92,7 @@ func TestSeenCleanupRace(t *testing.T) {
 	}
 	rep := func(i int) delivery.Report {
 		job := &storage.Job{Event: storage.Event{Source: "s", EventID: "e" + strconv.Itoa(i), Dedupe: true, ReceivedAt: time.Now()}}
-		return delivery.Report{Job: job, Result: storage.Delivered, Attempt: &dlq.Attempt{N: 1}}
+		return delivery.Report{Job: job, Result: storage.Delivered, Attempt: &storage.Attempt{N: 1}}
 	}
 	app.Seen().Add(dedupe.Key("s", "e1"), "queued", time.Hour)
 	var wg sync.WaitGroup

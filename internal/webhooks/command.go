@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -225,7 +224,7 @@ func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	var page dlq.Page
+	var page storage.DLQPage
 	return output(fl, raw, &page, func(w io.Writer) {
 		fmt.Fprintln(w, "ID\tSOURCE\tEVENT ID\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
 		for _, e := range page.Entries {
@@ -248,7 +247,7 @@ func cmdDLQShow(fl caddycmd.Flags) (int, error) {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	var e struct {
-		dlq.Entry
+		storage.DLQEntry
 		Payload         string `json:"payload"`
 		PayloadEncoding string `json:"payload_encoding"`
 	}

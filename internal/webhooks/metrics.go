@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -80,7 +79,7 @@ type queueCollector struct {
 
 	mu       sync.Mutex
 	dlqAt    time.Time
-	dlqCache map[string]map[dlq.Status]int
+	dlqCache map[string]map[storage.DLQStatus]int
 }
 
 const dlqCountsTTL = 15 * time.Second

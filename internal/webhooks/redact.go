@@ -1,10 +1,9 @@
 package webhooks
 
 import (
+	"github.com/hookline/hookline/storage"
 	"net/http"
 	"strings"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 // Redacted replaces a credential in what the admin API shows (and so the
@@ -61,7 +60,7 @@ func RedactURL(u string) string {
 }
 
 // redactEntry returns a copy of e as the admin API shows it.
-func redactEntry(e dlq.Entry) dlq.Entry {
+func redactEntry(e storage.DLQEntry) storage.DLQEntry {
 	e.Headers = RedactHeaders(e.Headers)
 	e.Upstream = RedactURL(e.Upstream)
 	return e

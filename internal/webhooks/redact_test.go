@@ -1,11 +1,10 @@
 package webhooks
 
 import (
+	"github.com/hookline/hookline/storage"
 	"net/http"
 	"reflect"
 	"testing"
-
-	"github.com/hookline/hookline/dlq"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -57,7 +56,7 @@ func TestRedactHeaders(t *testing.T) {
 		t.Fatal("nil headers")
 	}
 	// a DLQ entry as the API shows it, the stored one untouched
-	e := &dlq.Entry{ID: "x", Upstream: "https://u:p@h/x", Headers: orig.Clone(), Payload: []byte("{}")}
+	e := &storage.DLQEntry{ID: "x", Upstream: "https://u:p@h/x", Headers: orig.Clone(), Payload: []byte("{}")}
 	v := viewEntry(e)
 	if v.Upstream != "https://[redacted]@h/x" || v.Headers.Get("Authorization") != Redacted || v.Payload != "{}" {
 		t.Fatalf("viewEntry: %+v", v)

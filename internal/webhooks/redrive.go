@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -17,7 +16,7 @@ const defaultRedrivePace = 100 * time.Millisecond
 
 // RetryDead re-enqueues the event of DLQ entry id, due now, with a fresh
 // attempt budget, and wakes the workers. Errors are the store's
-// (dlq.ErrNotFound, dlq.ErrConflict, ...) or wrap storage.ErrUnavailable.
+// (storage.ErrDLQNotFound, storage.ErrConflict, ...) or wrap storage.ErrUnavailable.
 func (a *App) RetryDead(ctx context.Context, id string) error {
 	st, err := a.Store()
 	if err != nil {
@@ -50,16 +49,16 @@ type Redrive struct {
 // each source's delivery rate (redrivePace), and wakes the workers once
 // when any was re-enqueued. dryRun changes nothing and says what would be
 // re-enqueued. The error is a failure to list the entries.
-func (a *App) RedriveDead(ctx context.Context, f dlq.Filter, limit int, dryRun bool) (Redrive, error) {
+func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (Redrive, error) {
 	res := Redrive{Retried: []string{}, SkippedDelivered: []string{}}
 	st, err := a.Store()
 	if err != nil {
 		return res, err
 	}
 	f.Cursor = ""
-	var entries []dlq.Entry
+	var entries []storage.DLQEntry
 	for len(entries) < limit {
-		f.Limit = min(limit-len(entries), dlq.MaxLimit)
+		f.Limit = min(limit-len(entries), storage.DLQMaxLimit)
 		page, err := st.DLQList(ctx, f)
 		if err != nil {
 			return res, err

@@ -60,7 +60,7 @@ func (a *App) Count(source, name string, n int64) {
 }
 
 // flushStats writes the buffered deltas to the store.
-func (a *App) flushStats(ctx context.Context, st storage.Store) {
+func (a *App) flushStats(ctx context.Context, st storage.Operations) {
 	d := a.stats.take()
 	if len(d) == 0 {
 		return
@@ -73,7 +73,7 @@ func (a *App) flushStats(ctx context.Context, st storage.Store) {
 	}
 }
 
-func (a *App) statsFlusher(ctx context.Context, st storage.Store) {
+func (a *App) statsFlusher(ctx context.Context, st storage.Operations) {
 	t := time.NewTicker(statsFlushEvery)
 	defer t.Stop()
 	for {

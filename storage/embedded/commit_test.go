@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )
@@ -259,7 +258,7 @@ func TestPoisonRecordDeadLettered(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no DLQ entry for the poison record: %v", err)
 			}
-			if !strings.HasPrefix(e.Error, storage.PoisonReason) || e.Status != dlq.StatusPending || e.Source != "stripe" {
+			if !strings.HasPrefix(e.Error, storage.PoisonReason) || e.Status != storage.DLQPending || e.Source != "stripe" {
 				t.Errorf("DLQ entry %+v", e)
 			}
 			if string(e.Payload) != tc.payload {

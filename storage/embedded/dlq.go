@@ -9,20 +9,19 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
 // DLQList implements storage.Store.
-func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
-	page := dlq.Page{Entries: []dlq.Entry{}}
+func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error) {
+	page := storage.DLQPage{Entries: []storage.DLQEntry{}}
 	limit := f.EffectiveLimit()
 	var start []byte
 	if f.Cursor != "" {
 		var err error
 		start, err = base64.RawURLEncoding.DecodeString(f.Cursor)
 		if err != nil || len(start) < 8 {
-			return page, dlq.ErrInvalidCursor
+			return page, storage.ErrInvalidCursor
 		}
 	}
 	err := s.view(func(tx *bolt.Tx) error {
@@ -60,19 +59,19 @@ func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
 }
 
 // DLQCounts implements storage.Store.
-func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
-	out := map[string]map[dlq.Status]int{}
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
+	out := map[string]map[storage.DLQStatus]int{}
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bDLQ).ForEach(func(_, v []byte) error {
 			var e struct {
-				Source string     `json:"source"`
-				Status dlq.Status `json:"status"`
+				Source string            `json:"source"`
+				Status storage.DLQStatus `json:"status"`
 			}
 			if json.Unmarshal(v, &e) != nil {
 				return nil
 			}
 			if out[e.Source] == nil {
-				out[e.Source] = map[dlq.Status]int{}
+				out[e.Source] = map[storage.DLQStatus]int{}
 			}
 			out[e.Source][e.Status]++
 			return nil
@@ -82,15 +81,15 @@ func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, e
 }
 
 // DLQGet implements storage.Store.
-func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
-	var e *dlq.Entry
+func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error) {
+	var e *storage.DLQEntry
 	err := s.view(func(tx *bolt.Tx) error {
 		var err error
 		e, err = getEntry(tx, id)
 		return err
 	})
 	if err == nil && e == nil {
-		err = dlq.ErrNotFound
+		err = storage.ErrDLQNotFound
 	}
 	return e, err
 }
@@ -104,9 +103,9 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 			return err
 		}
 		if e == nil {
-			return dlq.ErrNotFound
+			return storage.ErrDLQNotFound
 		}
-		if err := e.Transition(dlq.StatusRetried, "", now); err != nil {
+		if err := e.Transition(storage.DLQRetried, "", now); err != nil {
 			return err
 		}
 		rec, err := getRecord(tx, []byte(id))
@@ -140,8 +139,8 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 }
 
 // DLQSetStatus implements storage.Store.
-func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
-	if err := dlq.CheckSettable(status); err != nil {
+func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQStatus, text string, now time.Time) error {
+	if err := storage.CheckDLQSettable(status); err != nil {
 		return err
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
@@ -150,7 +149,7 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, 
 			return err
 		}
 		if e == nil {
-			return dlq.ErrNotFound
+			return storage.ErrDLQNotFound
 		}
 		if err := e.Transition(status, text, now); err != nil {
 			return err
@@ -178,19 +177,19 @@ func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
 	return tx.Bucket(bDLQIdx).Put(timeKey(now, []byte(e.ID)), nil)
 }
 
-func getEntry(tx *bolt.Tx, id string) (*dlq.Entry, error) {
+func getEntry(tx *bolt.Tx, id string) (*storage.DLQEntry, error) {
 	v := tx.Bucket(bDLQ).Get([]byte(id))
 	if v == nil {
 		return nil, nil
 	}
-	e := new(dlq.Entry)
+	e := new(storage.DLQEntry)
 	if err := json.Unmarshal(v, e); err != nil {
 		return nil, fmt.Errorf("decoding dlq entry %s: %w", id, err)
 	}
 	return e, nil
 }
 
-func putEntry(tx *bolt.Tx, e *dlq.Entry) error {
+func putEntry(tx *bolt.Tx, e *storage.DLQEntry) error {
 	v, err := json.Marshal(e)
 	if err != nil {
 		return err

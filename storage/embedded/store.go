@@ -18,7 +18,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -32,7 +31,7 @@ var (
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
 	bDone     = []byte("done")     // finished|id -> nil: delivered and dead events
-	bDLQ      = []byte("dlq")      // id -> dlq.Entry
+	bDLQ      = []byte("dlq")      // id -> storage.DLQEntry
 	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
 	bIDs      = []byte("ids")      // source\x00event_id -> id, while the event record exists
@@ -149,8 +148,8 @@ func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 }
 
 func isOutcome(err error) bool {
-	return errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, dlq.ErrNotFound) ||
-		errors.Is(err, dlq.ErrConflict) || errors.Is(err, storage.ErrNotFound)
+	return errors.Is(err, storage.ErrLeaseLost) || errors.Is(err, storage.ErrDLQNotFound) ||
+		errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound)
 }
 
 func (s *Store) view(fn func(*bolt.Tx) error) error {
@@ -164,9 +163,9 @@ func wrapIOErr(err error) error {
 		errors.Is(err, storage.ErrUnavailable),
 		errors.Is(err, storage.ErrNotFound),
 		errors.Is(err, storage.ErrLeaseLost),
-		errors.Is(err, dlq.ErrNotFound),
-		errors.Is(err, dlq.ErrConflict),
-		errors.Is(err, dlq.ErrInvalidCursor):
+		errors.Is(err, storage.ErrDLQNotFound),
+		errors.Is(err, storage.ErrConflict),
+		errors.Is(err, storage.ErrInvalidCursor):
 		return err
 	}
 	return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)

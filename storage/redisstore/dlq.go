@@ -14,24 +14,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
 // DLQList implements storage.Store: each partition yields its newest
 // matching entries below the cursor, and the pages are merged.
-func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
-	page := dlq.Page{Entries: []dlq.Entry{}}
+func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error) {
+	page := storage.DLQPage{Entries: []storage.DLQEntry{}}
 	limit := f.EffectiveLimit()
 	curMS, curID := int64(math.MaxInt64), ""
 	if f.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
 		msPart, idPart, ok := strings.Cut(string(raw), ":")
 		if err != nil || !ok {
-			return page, dlq.ErrInvalidCursor
+			return page, storage.ErrInvalidCursor
 		}
 		if curMS, err = strconv.ParseInt(msPart, 10, 64); err != nil {
-			return page, dlq.ErrInvalidCursor
+			return page, storage.ErrInvalidCursor
 		}
 		curID = idPart
 	}
@@ -41,7 +40,7 @@ func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
 	}
 	type item struct {
 		at int64
-		e  dlq.Entry
+		e  storage.DLQEntry
 	}
 	var all []item
 	for _, p := range s.parts {
@@ -80,7 +79,7 @@ func (s *Store) DLQList(ctx context.Context, f dlq.Filter) (dlq.Page, error) {
 				if err != nil {
 					continue // removed meanwhile
 				}
-				var e dlq.Entry
+				var e storage.DLQEntry
 				if json.Unmarshal([]byte(v), &e) != nil || !f.Matches(&e) {
 					continue
 				}
@@ -125,7 +124,7 @@ func cmpInt(a, b int64) int {
 }
 
 // DLQGet implements storage.Store.
-func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
+func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error) {
 	_, e, err := s.findEntry(ctx, id)
 	return e, err
 }
@@ -133,8 +132,8 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
 // DLQCounts implements storage.Store. It reads two small fields of every
 // entry (not the entries with their payloads): meant for metrics scraped
 // every few seconds at most (the collector caches it).
-func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
-	out := map[string]map[dlq.Status]int{}
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
+	out := map[string]map[storage.DLQStatus]int{}
 	err := s.scanFields(ctx, "dlqidx", partition.dlqEntry, []string{"src", "st"}, func(p partition, id string, v []any) {
 		if v[1] == nil {
 			return // removed meanwhile
@@ -149,9 +148,9 @@ func (s *Store) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, e
 			src = e.Source
 		}
 		if out[src] == nil {
-			out[src] = map[dlq.Status]int{}
+			out[src] = map[storage.DLQStatus]int{}
 		}
-		out[src][dlq.Status(st)]++
+		out[src][storage.DLQStatus(st)]++
 	})
 	return out, err
 }
@@ -188,16 +187,16 @@ func (s *Store) scanFields(ctx context.Context, index string, hashKey func(parti
 	return nil
 }
 
-// getEntry reads a DLQ entry; dlq.ErrNotFound when absent.
-func (s *Store) getEntry(ctx context.Context, p partition, id string) (*dlq.Entry, error) {
+// getEntry reads a DLQ entry; storage.ErrDLQNotFound when absent.
+func (s *Store) getEntry(ctx context.Context, p partition, id string) (*storage.DLQEntry, error) {
 	v, err := s.c.HGet(ctx, p.dlqEntry(id), "json").Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, dlq.ErrNotFound
+		return nil, storage.ErrDLQNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	e := new(dlq.Entry)
+	e := new(storage.DLQEntry)
 	if err := json.Unmarshal([]byte(v), e); err != nil {
 		return nil, fmt.Errorf("decoding dlq entry %s: %v", id, err)
 	}
@@ -206,7 +205,7 @@ func (s *Store) getEntry(ctx context.Context, p partition, id string) (*dlq.Entr
 
 // findEntry locates a DLQ entry by id: the partition is not derivable from
 // the id alone, so all partitions are asked in one pipeline.
-func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry, error) {
+func (s *Store) findEntry(ctx context.Context, id string) (partition, *storage.DLQEntry, error) {
 	cmds := make([]*redis.StringCmd, len(s.parts))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range s.parts {
@@ -219,14 +218,14 @@ func (s *Store) findEntry(ctx context.Context, id string) (partition, *dlq.Entry
 	}
 	for i, c := range cmds {
 		if v, err := c.Result(); err == nil {
-			e := new(dlq.Entry)
+			e := new(storage.DLQEntry)
 			if err := json.Unmarshal([]byte(v), e); err != nil {
 				return partition{}, nil, unavailable(fmt.Errorf("decoding dlq entry %s: %v", id, err))
 			}
 			return s.parts[i], e, nil
 		}
 	}
-	return partition{}, nil, dlq.ErrNotFound
+	return partition{}, nil, storage.ErrDLQNotFound
 }
 
 // DLQRetry implements storage.Store.
@@ -238,7 +237,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	}
 	// decided here on what was read, and again by the script on what is
 	// stored (it may have changed since)
-	if err := e.Transition(dlq.StatusRetried, "", now); err != nil {
+	if err := e.Transition(storage.DLQRetried, "", now); err != nil {
 		return err
 	}
 	ev := storage.EventOfEntry(e)
@@ -259,7 +258,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		string(e.Status), flag(e.Status.Open())}
 	v, err := s.run(ctx, p, dlqRetryScript,
 		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("done"), p.lane(lane), p.key("lanes")},
-		append(args, refusedFrom(dlq.StatusRetried)...)...)
+		append(args, refusedFrom(storage.DLQRetried)...)...)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -267,7 +266,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 }
 
 // dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget. The
-// entry statuses it refuses are dlq.RefusedFrom(retried), passed by the
+// entry statuses it refuses are storage.DLQRefusedFrom(retried), passed by the
 // caller. It re-enqueues only a dead event (or one whose record is gone):
 // storage.CheckRetryEvent's rule, repeated here to hold atomically
 // (TestDLQRetryEventLuaAgreesWithGo keeps the two in step).
@@ -299,8 +298,8 @@ return 1
 `)
 
 // DLQSetStatus implements storage.Store.
-func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
-	if err := dlq.CheckSettable(status); err != nil {
+func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQStatus, text string, now time.Time) error {
+	if err := storage.CheckDLQSettable(status); err != nil {
 		return err
 	}
 	p, e, err := s.findEntry(ctx, id)
@@ -322,10 +321,10 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status dlq.Status, 
 }
 
 // dlqStatusScript sets an entry's operator status. The statuses it refuses
-// to move from are dlq.RefusedFrom(status), passed by the caller.
+// to move from are storage.DLQRefusedFrom(status), passed by the caller.
 //
 //	KEYS: dlq entry, dlq open
-//	ARGV: id, status, entry JSON, open (1|0: dlq.Status.Open), refused statuses...
+//	ARGV: id, status, entry JSON, open (1|0: storage.DLQStatus.Open), refused statuses...
 //	returns 1, 0 (no entry) or -1 (conflict)
 var dlqStatusScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'st')
@@ -342,11 +341,11 @@ end
 return 1
 `)
 
-// refusedFrom is dlq.RefusedFrom(to) as script arguments: the entry
+// refusedFrom is storage.DLQRefusedFrom(to) as script arguments: the entry
 // statuses a script must refuse to move to to, atomically.
-func refusedFrom(to dlq.Status) []any {
+func refusedFrom(to storage.DLQStatus) []any {
 	var out []any
-	for _, st := range dlq.RefusedFrom(to) {
+	for _, st := range storage.DLQRefusedFrom(to) {
 		out = append(out, string(st))
 	}
 	return out
@@ -365,7 +364,7 @@ func scriptStatus(v any) error {
 	case 1:
 		return nil
 	case 0:
-		return dlq.ErrNotFound
+		return storage.ErrDLQNotFound
 	}
-	return dlq.ErrConflict
+	return storage.ErrConflict
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -42,7 +41,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	if err == nil && e.Source == source {
 		return storage.DeadEventInfo(e), nil
 	}
-	if err != nil && !errors.Is(err, dlq.ErrNotFound) {
+	if err != nil && !errors.Is(err, storage.ErrDLQNotFound) {
 		return nil, unavailable(err)
 	}
 	return nil, storage.ErrNotFound
@@ -51,7 +50,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 // eventHash is an event's hash as stored.
 type eventHash struct {
 	ev       storage.Event
-	attempts []dlq.Attempt
+	attempts []storage.Attempt
 	status   storage.Status
 	due, fin time.Time
 	lu       time.Time

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -28,7 +27,7 @@ func (s *Store) poison(ctx context.Context, row any, cause error) {
 	}
 	ev, attempts, rawPayload := storage.PoisonEvent(id, []byte(raw))
 	if a := str(3); a != "" {
-		var att []dlq.Attempt
+		var att []storage.Attempt
 		if json.Unmarshal([]byte(a), &att) == nil {
 			attempts = att
 		}

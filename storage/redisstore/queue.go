@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -369,7 +368,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		if out.Result == storage.Dead {
 			result = "dead"
 			earlier, err := s.getEntry(ctx, p, job.ID)
-			if errors.Is(err, dlq.ErrNotFound) {
+			if errors.Is(err, storage.ErrDLQNotFound) {
 				earlier, err = nil, nil
 			}
 			if err != nil {
@@ -410,7 +409,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 //	      lane queue, lanes
 //	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
 //	      attempts JSON, stripped event JSON, dlq entry JSON, source, lane,
-//	      dlq entry status, dlq entry open (1|0: dlq.Status.Open)
+//	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open)
 //	returns 1, or 0 when the lease was lost
 var finishScript = redis.NewScript(`
 if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end

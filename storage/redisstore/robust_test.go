@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/storage"
 )
@@ -247,16 +246,16 @@ func TestLostReplyNotRerun(t *testing.T) {
 		proxy.watchFor(dlqRetryScript.Hash(), true)
 		lost(t, s.DLQRetry(ctx, job.ID, time.Now()))
 		once(t)
-		if e, err := direct.DLQGet(ctx, job.ID); err != nil || e.Status != dlq.StatusRetried || e.Retries != 1 {
+		if e, err := direct.DLQGet(ctx, job.ID); err != nil || e.Status != storage.DLQRetried || e.Retries != 1 {
 			t.Fatalf("entry after the lost reply: %+v %v", e, err)
 		}
 	})
 	t.Run("dlq status", func(t *testing.T) {
 		job := dead(t)
 		proxy.watchFor(dlqStatusScript.Hash(), true)
-		lost(t, s.DLQSetStatus(ctx, job.ID, dlq.StatusResolved, "fixed", time.Now()))
+		lost(t, s.DLQSetStatus(ctx, job.ID, storage.DLQResolved, "fixed", time.Now()))
 		once(t)
-		if e, err := direct.DLQGet(ctx, job.ID); err != nil || e.Status != dlq.StatusResolved {
+		if e, err := direct.DLQGet(ctx, job.ID); err != nil || e.Status != storage.DLQResolved {
 			t.Fatalf("entry after the lost reply: %+v %v", e, err)
 		}
 	})
@@ -386,7 +385,7 @@ func TestPoisonRecordDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no DLQ entry for the poison record: %v", err)
 	}
-	if !strings.HasPrefix(e.Error, storage.PoisonReason) || e.Status != dlq.StatusPending ||
+	if !strings.HasPrefix(e.Error, storage.PoisonReason) || e.Status != storage.DLQPending ||
 		e.Source != "stripe" || e.EventID != "evt_poison" || string(e.Payload) != garbage {
 		t.Errorf("DLQ entry %+v", e)
 	}

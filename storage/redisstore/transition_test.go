@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/storage"
 )
@@ -32,18 +31,18 @@ func deadJob(t *testing.T, srv *redistest.Server) (*Store, *storage.Job) {
 
 // TestDLQTransitionsLuaAgreesWithGo: for every (from, to) pair of DLQ
 // statuses, the scripts of DLQSetStatus and DLQRetry refuse exactly what
-// dlq.CheckTransition refuses, and an allowed move leaves the entry in the
-// open index iff dlq.Status.Open says so. The status the script reads
+// storage.CheckDLQTransition refuses, and an allowed move leaves the entry in the
+// open index iff storage.DLQStatus.Open says so. The status the script reads
 // (the entry hash's st) is set to from while the entry's JSON, which the
 // Go side reads first, stays pending: the script decides, as when the
 // entry changed between the read and the script.
 func TestDLQTransitionsLuaAgreesWithGo(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := t.Context()
-	froms := []dlq.Status{dlq.StatusPending, dlq.StatusInvestigating, dlq.StatusResolved,
-		dlq.StatusDiscarded, dlq.StatusRetried, "future"}
-	tos := []dlq.Status{dlq.StatusPending, dlq.StatusInvestigating, dlq.StatusResolved,
-		dlq.StatusDiscarded, dlq.StatusRetried, "bogus"}
+	froms := []storage.DLQStatus{storage.DLQPending, storage.DLQInvestigating, storage.DLQResolved,
+		storage.DLQDiscarded, storage.DLQRetried, "future"}
+	tos := []storage.DLQStatus{storage.DLQPending, storage.DLQInvestigating, storage.DLQResolved,
+		storage.DLQDiscarded, storage.DLQRetried, "bogus"}
 	for _, from := range froms {
 		for _, to := range tos {
 			t.Run(string(from)+"->"+string(to), func(t *testing.T) {
@@ -53,15 +52,15 @@ func TestDLQTransitionsLuaAgreesWithGo(t *testing.T) {
 				if err := s.c.HSet(ctx, key, "st", string(from)).Err(); err != nil {
 					t.Fatal(err)
 				}
-				want := dlq.CheckTransition(from, to)
+				want := storage.CheckDLQTransition(from, to)
 				var err error
-				if to == dlq.StatusRetried {
+				if to == storage.DLQRetried {
 					err = s.DLQRetry(ctx, job.ID, time.Now())
 				} else {
 					err = s.DLQSetStatus(ctx, job.ID, to, "text", time.Now())
 				}
-				if (err == nil) != (want == nil) || (err != nil && !errors.Is(err, dlq.ErrConflict)) {
-					t.Fatalf("Redis: %v; dlq.CheckTransition: %v", err, want)
+				if (err == nil) != (want == nil) || (err != nil && !errors.Is(err, storage.ErrConflict)) {
+					t.Fatalf("Redis: %v; storage.CheckDLQTransition: %v", err, want)
 				}
 				st, err := s.c.HGet(ctx, key, "st").Result()
 				if err != nil {
@@ -107,14 +106,14 @@ func TestDLQRetryEventLuaAgreesWithGo(t *testing.T) {
 			}
 			want := storage.CheckRetryEvent(st)
 			err = s.DLQRetry(ctx, job.ID, time.Now())
-			if (err == nil) != (want == nil) || (err != nil && !errors.Is(err, dlq.ErrConflict)) {
+			if (err == nil) != (want == nil) || (err != nil && !errors.Is(err, storage.ErrConflict)) {
 				t.Fatalf("Redis: %v; storage.CheckRetryEvent: %v", err, want)
 			}
 			e, err := s.DLQGet(ctx, job.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if wantSt := map[bool]dlq.Status{true: dlq.StatusRetried, false: dlq.StatusPending}[want == nil]; e.Status != wantSt {
+			if wantSt := map[bool]storage.DLQStatus{true: storage.DLQRetried, false: storage.DLQPending}[want == nil]; e.Status != wantSt {
 				t.Errorf("entry status %q, want %q", e.Status, wantSt)
 			}
 		})

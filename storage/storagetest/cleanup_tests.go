@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -142,7 +141,7 @@ func testRetention(t *testing.T, f Factory) {
 		t.Errorf("job retried after Cleanup: %d attempts (round %d), want 1 (0)", len(j.Attempts), j.RoundAttempts())
 	}
 	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(2, time.Now(), 400, ""), Error: "still bad"})
-	if e := dlqGet(t, s, dead.ID); e.Status != dlq.StatusPending || e.Retries != 1 || len(e.Attempts) != 2 {
+	if e := dlqGet(t, s, dead.ID); e.Status != storage.DLQPending || e.Retries != 1 || len(e.Attempts) != 2 {
 		t.Errorf("entry after dying again: %s, retries %d, %d attempts; want pending 1 2", e.Status, e.Retries, len(e.Attempts))
 	}
 
@@ -155,10 +154,10 @@ func testRetention(t *testing.T, f Factory) {
 	if n, err := s.Cleanup(ctx, later, time.Hour, time.Hour); err != nil || n == 0 {
 		t.Errorf("Cleanup with a 1h DLQ retention = %d, %v; want the entry removed", n, err)
 	}
-	if _, err := s.DLQGet(ctx, dead.ID); !errors.Is(err, dlq.ErrNotFound) {
+	if _, err := s.DLQGet(ctx, dead.ID); !errors.Is(err, storage.ErrDLQNotFound) {
 		t.Errorf("DLQGet after DLQ retention: err = %v, want ErrNotFound", err)
 	}
-	if pages := listAll(t, s, dlq.Filter{}); len(pages) != 1 || len(pages[0].Entries) != 0 {
+	if pages := listAll(t, s, storage.DLQFilter{}); len(pages) != 1 || len(pages[0].Entries) != 0 {
 		t.Errorf("DLQList after DLQ retention is not empty")
 	}
 	wantCounts(t, s, storage.Counts{InFlight: 3})

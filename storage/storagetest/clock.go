@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -78,7 +77,7 @@ func RunClock(t *testing.T, open func(t *testing.T, now func() time.Time) storag
 	if err := s.DLQRetry(ctx, ev.ID, t0.Add(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := s.DLQGet(ctx, ev.ID); err != nil || e.Status != dlq.StatusRetried || !e.UpdatedAt.Equal(t0.Add(3*time.Minute)) {
+	if e, err := s.DLQGet(ctx, ev.ID); err != nil || e.Status != storage.DLQRetried || !e.UpdatedAt.Equal(t0.Add(3*time.Minute)) {
 		t.Errorf("retried entry %+v %v, want updated at %v", e, err, t0.Add(3*time.Minute))
 	}
 	if err := s.AddStats(ctx, t0, map[string]map[string]int64{"stripe": {"accepted": 2}}); err != nil {

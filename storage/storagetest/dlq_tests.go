@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
 func testDLQEntry(t *testing.T, f Factory) {
 	s := f.Open(t)
-	if _, err := s.DLQGet(t.Context(), newID(t)); !errors.Is(err, dlq.ErrNotFound) {
-		t.Errorf("DLQGet of an unknown id: err = %v, want dlq.ErrNotFound", err)
+	if _, err := s.DLQGet(t.Context(), newID(t)); !errors.Is(err, storage.ErrDLQNotFound) {
+		t.Errorf("DLQGet of an unknown id: err = %v, want storage.ErrDLQNotFound", err)
 	}
 	if _, err := s.Lookup(t.Context(), "stripe", "evt_unknown"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Lookup of an unknown event: err = %v, want storage.ErrNotFound", err)
@@ -47,11 +46,11 @@ func testDLQEntry(t *testing.T, f Factory) {
 	if e.Error != "upstream answered 422" || e.LastStatus != 422 {
 		t.Errorf("entry error %q last_status %d, want %q 422", e.Error, e.LastStatus, "upstream answered 422")
 	}
-	attemptsEqual(t, "entry", e.Attempts, []dlq.Attempt{*a1, *a2})
+	attemptsEqual(t, "entry", e.Attempts, []storage.Attempt{*a1, *a2})
 	if !e.ReceivedAt.Equal(ev.ReceivedAt) {
 		t.Errorf("entry received_at %v, want %v", e.ReceivedAt, ev.ReceivedAt)
 	}
-	if e.Status != dlq.StatusPending || e.Retries != 0 {
+	if e.Status != storage.DLQPending || e.Retries != 0 {
 		t.Errorf("entry status %s retries %d, want pending 0", e.Status, e.Retries)
 	}
 	if e.CreatedAt.Before(before.Add(-tolerance)) || e.CreatedAt.After(after.Add(tolerance)) {
@@ -100,15 +99,15 @@ func testDLQList(t *testing.T, f Factory) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	for i := 1; i < n; i += 4 {
-		if err := s.DLQSetStatus(t.Context(), created[i].ID, dlq.StatusInvestigating, "", time.Now()); err != nil {
+		if err := s.DLQSetStatus(t.Context(), created[i].ID, storage.DLQInvestigating, "", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DLQSetStatus(t.Context(), created[2].ID, dlq.StatusResolved, "replayed by hand", time.Now()); err != nil {
+	if err := s.DLQSetStatus(t.Context(), created[2].ID, storage.DLQResolved, "replayed by hand", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// the model: entries as DLQGet reports them, newest first
-	var newest []*dlq.Entry
+	var newest []*storage.DLQEntry
 	for i := n - 1; i >= 0; i-- {
 		e := dlqGet(t, s, created[i].ID)
 		if len(newest) > 0 && !e.CreatedAt.Before(newest[len(newest)-1].CreatedAt) {
@@ -119,20 +118,20 @@ func testDLQList(t *testing.T, f Factory) {
 
 	tests := []struct {
 		name      string
-		filter    dlq.Filter
+		filter    storage.DLQFilter
 		fullPages bool // every page but the last has Limit entries
 	}{
-		{"default limit", dlq.Filter{}, true},
-		{"limit 10", dlq.Filter{Limit: 10}, true},
-		{"limit 1", dlq.Filter{Limit: 1}, true},
-		{"limit 25", dlq.Filter{Limit: 25}, true},
-		{"source", dlq.Filter{Source: "github", Limit: 4}, false},
-		{"status", dlq.Filter{Status: dlq.StatusInvestigating, Limit: 2}, false},
-		{"status pending and source", dlq.Filter{Status: dlq.StatusPending, Source: "stripe", Limit: 3}, false},
-		{"since", dlq.Filter{Since: newest[n-1-10].CreatedAt, Limit: 4}, false},
-		{"since and source", dlq.Filter{Since: newest[n-1-10].CreatedAt, Source: "stripe", Limit: 5}, false},
-		{"resolved", dlq.Filter{Status: dlq.StatusResolved}, false},
-		{"no match", dlq.Filter{Source: "nobody"}, false},
+		{"default limit", storage.DLQFilter{}, true},
+		{"limit 10", storage.DLQFilter{Limit: 10}, true},
+		{"limit 1", storage.DLQFilter{Limit: 1}, true},
+		{"limit 25", storage.DLQFilter{Limit: 25}, true},
+		{"source", storage.DLQFilter{Source: "github", Limit: 4}, false},
+		{"status", storage.DLQFilter{Status: storage.DLQInvestigating, Limit: 2}, false},
+		{"status pending and source", storage.DLQFilter{Status: storage.DLQPending, Source: "stripe", Limit: 3}, false},
+		{"since", storage.DLQFilter{Since: newest[n-1-10].CreatedAt, Limit: 4}, false},
+		{"since and source", storage.DLQFilter{Since: newest[n-1-10].CreatedAt, Source: "stripe", Limit: 5}, false},
+		{"resolved", storage.DLQFilter{Status: storage.DLQResolved}, false},
+		{"no match", storage.DLQFilter{Source: "nobody"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,7 +164,7 @@ func testDLQList(t *testing.T, f Factory) {
 	}
 
 	t.Run("entry fields", func(t *testing.T) {
-		p, err := s.DLQList(t.Context(), dlq.Filter{Limit: n})
+		p, err := s.DLQList(t.Context(), storage.DLQFilter{Limit: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,8 +179,8 @@ func testDLQList(t *testing.T, f Factory) {
 
 	t.Run("invalid cursor", func(t *testing.T) {
 		for _, c := range []string{"%%% not a cursor %%%", "\x00"} {
-			if _, err := s.DLQList(t.Context(), dlq.Filter{Cursor: c}); !errors.Is(err, dlq.ErrInvalidCursor) {
-				t.Errorf("cursor %q: err = %v, want dlq.ErrInvalidCursor", c, err)
+			if _, err := s.DLQList(t.Context(), storage.DLQFilter{Cursor: c}); !errors.Is(err, storage.ErrInvalidCursor) {
+				t.Errorf("cursor %q: err = %v, want storage.ErrInvalidCursor", c, err)
 			}
 		}
 	})
@@ -189,8 +188,8 @@ func testDLQList(t *testing.T, f Factory) {
 
 func testDLQRetry(t *testing.T, f Factory) {
 	s := f.Open(t)
-	if err := s.DLQRetry(t.Context(), newID(t), time.Now()); !errors.Is(err, dlq.ErrNotFound) {
-		t.Errorf("DLQRetry of an unknown id: err = %v, want dlq.ErrNotFound", err)
+	if err := s.DLQRetry(t.Context(), newID(t), time.Now()); !errors.Is(err, storage.ErrDLQNotFound) {
+		t.Errorf("DLQRetry of an unknown id: err = %v, want storage.ErrDLQNotFound", err)
 	}
 	ev := newEvent(t, "stripe", "evt_retry")
 	ev.Headers.Set("Stripe-Signature", "t=1,v1=abc")
@@ -206,7 +205,7 @@ func testDLQRetry(t *testing.T, f Factory) {
 	}
 	after := time.Now()
 	e := dlqGet(t, s, ev.ID)
-	if e.Status != dlq.StatusRetried || e.Retries != 1 {
+	if e.Status != storage.DLQRetried || e.Retries != 1 {
 		t.Errorf("entry after DLQRetry: status %s retries %d, want retried 1", e.Status, e.Retries)
 	}
 	// updated_at is when the operator acted, not when the job is due
@@ -217,8 +216,8 @@ func testDLQRetry(t *testing.T, f Factory) {
 	if info := lookup(t, s, "stripe", "evt_retry"); info.Status != storage.StatusQueued {
 		t.Errorf("Lookup after DLQRetry: %s, want queued", info.Status)
 	}
-	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); !errors.Is(err, dlq.ErrConflict) {
-		t.Errorf("second DLQRetry: err = %v, want dlq.ErrConflict", err)
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("second DLQRetry: err = %v, want storage.ErrConflict", err)
 	}
 	wantCounts(t, s, storage.Counts{Queued: 1})
 
@@ -230,20 +229,20 @@ func testDLQRetry(t *testing.T, f Factory) {
 	if j.RoundAttempts() != 0 {
 		t.Errorf("retried job RoundAttempts = %d, want 0", j.RoundAttempts())
 	}
-	attemptsEqual(t, "retried job", j.Attempts, []dlq.Attempt{*a1})
+	attemptsEqual(t, "retried job", j.Attempts, []storage.Attempt{*a1})
 
 	// it dies again: the same entry is back to pending
 	a2 := attempt(2, time.Now(), 410, "gone")
 	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: a2, Error: "gone for good"})
 	e = dlqGet(t, s, ev.ID)
-	if e.Status != dlq.StatusPending || e.Retries != 1 || e.Error != "gone for good" || e.LastStatus != 410 {
+	if e.Status != storage.DLQPending || e.Retries != 1 || e.Error != "gone for good" || e.LastStatus != 410 {
 		t.Errorf("entry after dying again: status %s retries %d error %q last %d; want pending 1 %q 410", e.Status, e.Retries, e.Error, e.LastStatus, "gone for good")
 	}
-	attemptsEqual(t, "entry after dying again", e.Attempts, []dlq.Attempt{*a1, *a2})
+	attemptsEqual(t, "entry after dying again", e.Attempts, []storage.Attempt{*a1, *a2})
 	if !bytes.Equal(e.Payload, ev.Body) || !headersEqual(e.Headers, ev.Headers) {
 		t.Errorf("entry after dying again lost its payload or headers")
 	}
-	if pages := listAll(t, s, dlq.Filter{}); len(pages) != 1 || len(pages[0].Entries) != 1 {
+	if pages := listAll(t, s, storage.DLQFilter{}); len(pages) != 1 || len(pages[0].Entries) != 1 {
 		t.Errorf("DLQList after dying again: %d pages, want one entry", len(pages))
 	}
 	wantCounts(t, s, storage.Counts{Dead: 1})
@@ -262,13 +261,13 @@ func testDLQRetry(t *testing.T, f Factory) {
 	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(3, time.Now(), 500, ""), Error: "again"})
 
 	// discarded entries cannot be retried
-	if err := s.DLQSetStatus(t.Context(), ev.ID, dlq.StatusDiscarded, "test event", time.Now()); err != nil {
+	if err := s.DLQSetStatus(t.Context(), ev.ID, storage.DLQDiscarded, "test event", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); !errors.Is(err, dlq.ErrConflict) {
-		t.Errorf("DLQRetry of a discarded entry: err = %v, want dlq.ErrConflict", err)
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("DLQRetry of a discarded entry: err = %v, want storage.ErrConflict", err)
 	}
-	if e := dlqGet(t, s, ev.ID); e.Status != dlq.StatusDiscarded {
+	if e := dlqGet(t, s, ev.ID); e.Status != storage.DLQDiscarded {
 		t.Errorf("discarded entry is %s after a refused retry", e.Status)
 	}
 	wantCounts(t, s, storage.Counts{})
@@ -293,16 +292,16 @@ func testDLQSetStatus(t *testing.T, f Factory) {
 
 	steps := []struct {
 		id         string
-		status     dlq.Status
+		status     storage.DLQStatus
 		text       string
 		resolution string
 		reason     string
 		dead       int
 	}{
-		{a, dlq.StatusInvestigating, "", "", "", 2},
-		{a, dlq.StatusResolved, "upstream fixed, replayed manually", "upstream fixed, replayed manually", "", 1},
-		{b, dlq.StatusInvestigating, "", "", "", 1},
-		{b, dlq.StatusDiscarded, "test event from the dashboard", "", "test event from the dashboard", 0},
+		{a, storage.DLQInvestigating, "", "", "", 2},
+		{a, storage.DLQResolved, "upstream fixed, replayed manually", "upstream fixed, replayed manually", "", 1},
+		{b, storage.DLQInvestigating, "", "", "", 1},
+		{b, storage.DLQDiscarded, "test event from the dashboard", "", "test event from the dashboard", 0},
 	}
 	created := map[string]time.Time{a: dlqGet(t, s, a).CreatedAt, b: dlqGet(t, s, b).CreatedAt}
 	for i, st := range steps {
@@ -323,15 +322,15 @@ func testDLQSetStatus(t *testing.T, f Factory) {
 		}
 		wantCounts(t, s, storage.Counts{Dead: st.dead})
 	}
-	if err := s.DLQSetStatus(t.Context(), newID(t), dlq.StatusResolved, "x", time.Now()); !errors.Is(err, dlq.ErrNotFound) {
-		t.Errorf("DLQSetStatus of an unknown id: err = %v, want dlq.ErrNotFound", err)
+	if err := s.DLQSetStatus(t.Context(), newID(t), storage.DLQResolved, "x", time.Now()); !errors.Is(err, storage.ErrDLQNotFound) {
+		t.Errorf("DLQSetStatus of an unknown id: err = %v, want storage.ErrDLQNotFound", err)
 	}
-	for _, bad := range []dlq.Status{"bogus", dlq.StatusRetried} {
+	for _, bad := range []storage.DLQStatus{"bogus", storage.DLQRetried} {
 		if err := s.DLQSetStatus(t.Context(), a, bad, "", time.Now()); err == nil {
 			t.Errorf("DLQSetStatus(%q) succeeded", bad)
 		}
 	}
-	if e := dlqGet(t, s, a); e.Status != dlq.StatusResolved {
+	if e := dlqGet(t, s, a); e.Status != storage.DLQResolved {
 		t.Errorf("refused status changes moved the entry to %s", e.Status)
 	}
 }
@@ -349,11 +348,11 @@ func testDLQCounts(t *testing.T, f Factory) {
 	kill("stripe")
 	kill("stripe")
 	d := kill("github")
-	if err := s.DLQSetStatus(t.Context(), d.ID, dlq.StatusDiscarded, "noise", time.Now()); err != nil {
+	if err := s.DLQSetStatus(t.Context(), d.ID, storage.DLQDiscarded, "noise", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.DLQCounts(t.Context())
-	want := map[string]map[dlq.Status]int{"stripe": {dlq.StatusPending: 2}, "github": {dlq.StatusDiscarded: 1}}
+	want := map[string]map[storage.DLQStatus]int{"stripe": {storage.DLQPending: 2}, "github": {storage.DLQDiscarded: 1}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("DLQCounts = %v, %v; want %v", got, err, want)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -91,7 +90,7 @@ func testDurability(t *testing.T, f Factory) {
 		}
 	}
 	var listed []string
-	for _, p := range listAll(t, s, dlq.Filter{}) {
+	for _, p := range listAll(t, s, storage.DLQFilter{}) {
 		for _, e := range p.Entries {
 			listed = append(listed, e.ID)
 		}
@@ -100,7 +99,7 @@ func testDurability(t *testing.T, f Factory) {
 		t.Errorf("DLQ after reopen lists %v, want %v", listed, dead)
 	}
 	for _, id := range dead {
-		if e := dlqGet(t, s, id); !bytes.Equal(e.Payload, byID[id].Body) || e.Status != dlq.StatusPending {
+		if e := dlqGet(t, s, id); !bytes.Equal(e.Payload, byID[id].Body) || e.Status != storage.DLQPending {
 			t.Errorf("DLQ entry %s after reopen: status %s, payload intact %v", id, e.Status, bytes.Equal(e.Payload, byID[id].Body))
 		}
 	}

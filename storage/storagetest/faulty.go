@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -310,18 +309,18 @@ func (f *Faulty) QueueBySource(ctx context.Context) (map[string]storage.Counts, 
 }
 
 // DLQList implements storage.Store.
-func (f *Faulty) DLQList(ctx context.Context, filter dlq.Filter) (dlq.Page, error) {
-	return call(f, ctx, MethodDLQList, func() (dlq.Page, error) { return f.inner.DLQList(ctx, filter) })
+func (f *Faulty) DLQList(ctx context.Context, filter storage.DLQFilter) (storage.DLQPage, error) {
+	return call(f, ctx, MethodDLQList, func() (storage.DLQPage, error) { return f.inner.DLQList(ctx, filter) })
 }
 
 // DLQGet implements storage.Store.
-func (f *Faulty) DLQGet(ctx context.Context, id string) (*dlq.Entry, error) {
-	return call(f, ctx, MethodDLQGet, func() (*dlq.Entry, error) { return f.inner.DLQGet(ctx, id) })
+func (f *Faulty) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error) {
+	return call(f, ctx, MethodDLQGet, func() (*storage.DLQEntry, error) { return f.inner.DLQGet(ctx, id) })
 }
 
 // DLQCounts implements storage.Store.
-func (f *Faulty) DLQCounts(ctx context.Context) (map[string]map[dlq.Status]int, error) {
-	return call(f, ctx, MethodDLQCounts, func() (map[string]map[dlq.Status]int, error) { return f.inner.DLQCounts(ctx) })
+func (f *Faulty) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
+	return call(f, ctx, MethodDLQCounts, func() (map[string]map[storage.DLQStatus]int, error) { return f.inner.DLQCounts(ctx) })
 }
 
 // DLQRetry implements storage.Store.
@@ -330,7 +329,7 @@ func (f *Faulty) DLQRetry(ctx context.Context, id string, due time.Time) error {
 }
 
 // DLQSetStatus implements storage.Store.
-func (f *Faulty) DLQSetStatus(ctx context.Context, id string, status dlq.Status, text string, now time.Time) error {
+func (f *Faulty) DLQSetStatus(ctx context.Context, id string, status storage.DLQStatus, text string, now time.Time) error {
 	return call0(f, ctx, MethodDLQSetStatus, func() error { return f.inner.DLQSetStatus(ctx, id, status, text, now) })
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -154,12 +153,12 @@ func TestFaultyFaults(t *testing.T) {
 			storagetest.MethodLookup:        func() error { _, err := f.Lookup(ctx, "stripe", "x"); return err },
 			storagetest.MethodCounts:        func() error { _, err := f.Counts(ctx); return err },
 			storagetest.MethodQueueBySource: func() error { _, err := f.QueueBySource(ctx); return err },
-			storagetest.MethodDLQList:       func() error { _, err := f.DLQList(ctx, dlq.Filter{}); return err },
+			storagetest.MethodDLQList:       func() error { _, err := f.DLQList(ctx, storage.DLQFilter{}); return err },
 			storagetest.MethodDLQGet:        func() error { _, err := f.DLQGet(ctx, "x"); return err },
 			storagetest.MethodDLQCounts:     func() error { _, err := f.DLQCounts(ctx); return err },
 			storagetest.MethodDLQRetry:      func() error { return f.DLQRetry(ctx, "x", time.Now()) },
 			storagetest.MethodDLQSetStatus: func() error {
-				return f.DLQSetStatus(ctx, "x", dlq.StatusResolved, "", time.Now())
+				return f.DLQSetStatus(ctx, "x", storage.DLQResolved, "", time.Now())
 			},
 			storagetest.MethodSetPaused: func() error { return f.SetPaused(ctx, "stripe", true) },
 			storagetest.MethodPaused:    func() error { _, err := f.Paused(ctx); return err },

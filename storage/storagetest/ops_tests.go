@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -33,11 +32,11 @@ func testCounts(t *testing.T, f Factory) {
 		finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(1, base, 400, ""), Error: "bad"})
 	}
 	wantCounts(t, s, storage.Counts{Queued: 1, Dead: 3})
-	if err := s.DLQSetStatus(t.Context(), jobs[0].ID, dlq.StatusInvestigating, "", time.Now()); err != nil {
+	if err := s.DLQSetStatus(t.Context(), jobs[0].ID, storage.DLQInvestigating, "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, s, storage.Counts{Queued: 1, Dead: 3})
-	if err := s.DLQSetStatus(t.Context(), jobs[1].ID, dlq.StatusResolved, "fixed", time.Now()); err != nil {
+	if err := s.DLQSetStatus(t.Context(), jobs[1].ID, storage.DLQResolved, "fixed", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, s, storage.Counts{Queued: 1, Dead: 2})

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -170,7 +169,7 @@ func testLeaseExpiry(t *testing.T, f Factory) {
 	if info.Status != storage.StatusInFlight || len(info.Attempts) != 0 {
 		t.Errorf("after lost finishes: status %s, %d attempts; want in_flight, none recorded", info.Status, len(info.Attempts))
 	}
-	if _, err := s.DLQGet(t.Context(), ev.ID); !errors.Is(err, dlq.ErrNotFound) {
+	if _, err := s.DLQGet(t.Context(), ev.ID); !errors.Is(err, storage.ErrDLQNotFound) {
 		t.Errorf("a lost Dead outcome created a DLQ entry (err %v)", err)
 	}
 	finish(t, s, cur, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")})
@@ -259,7 +258,7 @@ func testLeaseConcurrent(t *testing.T, f Factory) {
 		}
 	}
 	wantCounts(t, s, storage.Counts{})
-	if pages := listAll(t, s, dlq.Filter{}); len(pages[0].Entries) != 0 {
+	if pages := listAll(t, s, storage.DLQFilter{}); len(pages[0].Entries) != 0 {
 		t.Errorf("late finishes with lost leases created %d DLQ entries", len(pages[0].Entries))
 	}
 }
@@ -351,7 +350,7 @@ func testRelease(t *testing.T, f Factory) {
 	if j.RoundAttempts() != 1 || len(j.Attempts) != 1 {
 		t.Errorf("after Release: %d attempts (round %d), want 1 (1)", len(j.Attempts), j.RoundAttempts())
 	}
-	attemptsEqual(t, "after Release", j.Attempts, []dlq.Attempt{*a1})
+	attemptsEqual(t, "after Release", j.Attempts, []storage.Attempt{*a1})
 
 	// zero Due: due now, by the store's clock
 	finish(t, s, j, storage.Outcome{Result: storage.Release})
@@ -367,7 +366,7 @@ func testAttemptHistory(t *testing.T, f Factory) {
 	ev := newEvent(t, "stripe", "evt_history")
 	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
 	base := time.Now()
-	var want []dlq.Attempt
+	var want []storage.Attempt
 	outcomes := []storage.Outcome{
 		{Result: storage.Retry, Attempt: attempt(1, base, 0, "dial tcp: connection refused")},
 		{Result: storage.Retry, Attempt: attempt(2, base.Add(time.Second), 503, "service unavailable")},

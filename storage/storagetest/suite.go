@@ -25,7 +25,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hookline/hookline/dlq"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -133,8 +132,8 @@ func cloneEvent(ev *storage.Event) storage.Event {
 	return c
 }
 
-func attempt(n int, at time.Time, status int, err string) *dlq.Attempt {
-	return &dlq.Attempt{N: n, At: at.Round(0), Status: status, Duration: time.Duration(n)*time.Millisecond + 12345, Error: err}
+func attempt(n int, at time.Time, status int, err string) *storage.Attempt {
+	return &storage.Attempt{N: n, At: at.Round(0), Status: status, Duration: time.Duration(n)*time.Millisecond + 12345, Error: err}
 }
 
 func enqueue(t testing.TB, s storage.Store, ev *storage.Event, until time.Time) storage.EnqueueResult {
@@ -214,7 +213,7 @@ func lookup(t testing.TB, s storage.Store, source, eventID string) *storage.Even
 	return info
 }
 
-func dlqGet(t testing.TB, s storage.Store, id string) *dlq.Entry {
+func dlqGet(t testing.TB, s storage.Store, id string) *storage.DLQEntry {
 	t.Helper()
 	e, err := s.DLQGet(t.Context(), id)
 	if err != nil {
@@ -224,9 +223,9 @@ func dlqGet(t testing.TB, s storage.Store, id string) *dlq.Entry {
 }
 
 // listAll pages through a listing and checks that no entry is listed twice.
-func listAll(t testing.TB, s storage.Store, f dlq.Filter) []dlq.Page {
+func listAll(t testing.TB, s storage.Store, f storage.DLQFilter) []storage.DLQPage {
 	t.Helper()
-	var pages []dlq.Page
+	var pages []storage.DLQPage
 	seen := map[string]bool{}
 	for {
 		if len(pages) > 1000 {
@@ -306,7 +305,7 @@ func headersEqual(a, b http.Header) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-func attemptsEqual(t testing.TB, what string, got, want []dlq.Attempt) {
+func attemptsEqual(t testing.TB, what string, got, want []storage.Attempt) {
 	t.Helper()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(got); i++ {

@@ -1,4 +1,4 @@
-package dlq
+package storage
 
 import (
 	"fmt"
@@ -16,31 +16,31 @@ import (
 
 // Open reports whether s counts as still needing an operator: pending and
 // investigating entries (Counts.Dead, the backends' open-entry indexes).
-func (s Status) Open() bool {
-	return s == StatusPending || s == StatusInvestigating
+func (s DLQStatus) Open() bool {
+	return s == DLQPending || s == DLQInvestigating
 }
 
 // refusedFrom lists, for every status an entry can be moved to, the
 // statuses it cannot be moved from. A status absent here is never a target.
-var refusedFrom = map[Status][]Status{
-	StatusInvestigating: {StatusRetried},
-	StatusResolved:      {StatusRetried},
-	StatusDiscarded:     {StatusRetried},
-	StatusRetried:       {StatusRetried, StatusDiscarded},
+var refusedFrom = map[DLQStatus][]DLQStatus{
+	DLQInvestigating: {DLQRetried},
+	DLQResolved:      {DLQRetried},
+	DLQDiscarded:     {DLQRetried},
+	DLQRetried:       {DLQRetried, DLQDiscarded},
 }
 
-// RefusedFrom lists the statuses from which an entry cannot be moved to
-// to (nil when to is never a target: CheckTransition refuses it from
+// DLQRefusedFrom lists the statuses from which an entry cannot be moved to
+// to (nil when to is never a target: CheckDLQTransition refuses it from
 // anywhere). The Redis scripts get this list, so that they refuse
-// atomically what CheckTransition refuses.
-func RefusedFrom(to Status) []Status {
+// atomically what CheckDLQTransition refuses.
+func DLQRefusedFrom(to DLQStatus) []DLQStatus {
 	return slices.Clone(refusedFrom[to])
 }
 
-// CheckTransition is nil when an entry in status from may be moved to
+// CheckDLQTransition is nil when an entry in status from may be moved to
 // status to, and wraps ErrConflict otherwise. A from status this version
 // does not know is not refused (only the known refusals are).
-func CheckTransition(from, to Status) error {
+func CheckDLQTransition(from, to DLQStatus) error {
 	refused, ok := refusedFrom[to]
 	if !ok {
 		return fmt.Errorf("%w: cannot move an entry to status %q", ErrConflict, to)
@@ -51,32 +51,32 @@ func CheckTransition(from, to Status) error {
 	return nil
 }
 
-// CheckSettable is nil when an operator may set status to by hand
+// CheckDLQSettable is nil when an operator may set status to by hand
 // (DLQSetStatus): investigating, resolved or discarded. Retried is reached
 // only by re-enqueueing (DLQRetry), pending never. It wraps ErrConflict.
-func CheckSettable(to Status) error {
+func CheckDLQSettable(to DLQStatus) error {
 	switch to {
-	case StatusInvestigating, StatusResolved, StatusDiscarded:
+	case DLQInvestigating, DLQResolved, DLQDiscarded:
 		return nil
 	}
 	return fmt.Errorf("%w: cannot set status %q", ErrConflict, to)
 }
 
-// Transition moves e to status to at now if CheckTransition allows it, and
+// Transition moves e to status to at now if CheckDLQTransition allows it, and
 // returns its error otherwise (e unchanged). text is the operator's
 // resolution (resolved) or reason (discarded); moving to retried counts one
 // more retry.
-func (e *Entry) Transition(to Status, text string, now time.Time) error {
-	if err := CheckTransition(e.Status, to); err != nil {
+func (e *DLQEntry) Transition(to DLQStatus, text string, now time.Time) error {
+	if err := CheckDLQTransition(e.Status, to); err != nil {
 		return err
 	}
 	e.Status, e.UpdatedAt = to, now
 	switch to {
-	case StatusResolved:
+	case DLQResolved:
 		e.Resolution = text
-	case StatusDiscarded:
+	case DLQDiscarded:
 		e.Reason = text
-	case StatusRetried:
+	case DLQRetried:
 		e.Retries++
 	}
 	return nil

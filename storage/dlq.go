@@ -1,7 +1,8 @@
-// Package dlq defines hookline's dead letter queue records: what an operator
-// sees when a delivery failed for good, and the filters used to list them.
-// It has no Caddy imports; the storage backends persist these records.
-package dlq
+package storage
+
+// The dead letter queue's records: what an operator sees when a delivery
+// failed for good, and the filters used to list them. Their lifecycle is in
+// dlqstatus.go; the entry of a dying job is built by NewDLQEntry.
 
 import (
 	"errors"
@@ -9,22 +10,22 @@ import (
 	"time"
 )
 
-// Status is the operator-facing state of a DLQ entry.
-type Status string
+// DLQStatus is the operator-facing state of a DLQ entry.
+type DLQStatus string
 
 // The DLQ entry states of DESIGN.md.
 const (
-	StatusPending       Status = "pending"
-	StatusInvestigating Status = "investigating"
-	StatusResolved      Status = "resolved"
-	StatusDiscarded     Status = "discarded"
-	StatusRetried       Status = "retried"
+	DLQPending       DLQStatus = "pending"
+	DLQInvestigating DLQStatus = "investigating"
+	DLQResolved      DLQStatus = "resolved"
+	DLQDiscarded     DLQStatus = "discarded"
+	DLQRetried       DLQStatus = "retried"
 )
 
 // Valid reports whether s is one of the known states.
-func (s Status) Valid() bool {
+func (s DLQStatus) Valid() bool {
 	switch s {
-	case StatusPending, StatusInvestigating, StatusResolved, StatusDiscarded, StatusRetried:
+	case DLQPending, DLQInvestigating, DLQResolved, DLQDiscarded, DLQRetried:
 		return true
 	}
 	return false
@@ -39,9 +40,9 @@ type Attempt struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-// Entry is one dead-lettered event. Its ID is the internal event ID, so an
+// DLQEntry is one dead-lettered event. Its ID is the internal event ID, so an
 // event has at most one entry; a retried entry that fails again is updated.
-type Entry struct {
+type DLQEntry struct {
 	ID         string      `json:"id"`
 	EventID    string      `json:"event_id"`
 	Source     string      `json:"source"`
@@ -54,24 +55,24 @@ type Entry struct {
 	ReceivedAt time.Time   `json:"received_at"`
 	CreatedAt  time.Time   `json:"created_at"`
 	UpdatedAt  time.Time   `json:"updated_at"`
-	Status     Status      `json:"status"`
+	Status     DLQStatus   `json:"status"`
 	Resolution string      `json:"resolution,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
 	// Retries counts how many times an operator re-enqueued this entry.
 	Retries int `json:"retries,omitempty"`
 }
 
-// Filter selects DLQ entries. Zero fields match everything.
-type Filter struct {
+// DLQFilter selects DLQ entries. Zero fields match everything.
+type DLQFilter struct {
 	Source string
-	Status Status
+	Status DLQStatus
 	Since  time.Time // entries created at or after
-	Limit  int       // 0 means DefaultLimit
-	Cursor string    // opaque, from Page.NextCursor
+	Limit  int       // 0 means DLQDefaultLimit
+	Cursor string    // opaque, from DLQPage.NextCursor
 }
 
 // Matches reports whether e passes the filter (cursor and limit aside).
-func (f Filter) Matches(e *Entry) bool {
+func (f DLQFilter) Matches(e *DLQEntry) bool {
 	if f.Source != "" && e.Source != f.Source {
 		return false
 	}
@@ -84,32 +85,32 @@ func (f Filter) Matches(e *Entry) bool {
 	return true
 }
 
-// Page is one page of a listing, newest first.
-type Page struct {
-	Entries    []Entry `json:"entries"`
-	NextCursor string  `json:"next_cursor,omitempty"`
+// DLQPage is one page of a listing, newest first.
+type DLQPage struct {
+	Entries    []DLQEntry `json:"entries"`
+	NextCursor string     `json:"next_cursor,omitempty"`
 }
 
 // Limits of a listing.
 const (
-	DefaultLimit = 50
-	MaxLimit     = 1000
+	DLQDefaultLimit = 50
+	DLQMaxLimit     = 1000
 )
 
-// EffectiveLimit clamps the filter's limit to [1, MaxLimit].
-func (f Filter) EffectiveLimit() int {
+// EffectiveLimit clamps the filter's limit to [1, DLQMaxLimit].
+func (f DLQFilter) EffectiveLimit() int {
 	switch {
 	case f.Limit <= 0:
-		return DefaultLimit
-	case f.Limit > MaxLimit:
-		return MaxLimit
+		return DLQDefaultLimit
+	case f.Limit > DLQMaxLimit:
+		return DLQMaxLimit
 	}
 	return f.Limit
 }
 
 // Errors shared by every backend.
 var (
-	ErrNotFound      = errors.New("dlq entry not found")
+	ErrDLQNotFound   = errors.New("dlq entry not found")
 	ErrInvalidCursor = errors.New("invalid cursor")
 	// ErrConflict is returned when the operation does not fit the entry's
 	// state, such as retrying an entry that was already re-enqueued.
