@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"time"
@@ -22,4 +23,15 @@ func (o Outcome) DueAt(now time.Time) time.Time {
 		return now
 	}
 	return o.Due
+}
+
+// LeaseWanted decides what every backend's Lease does before it reads the
+// store: with ctx done it returns ctx's error, and a call for n <= 0 jobs
+// leases nothing. Lease goes on only when want is true; otherwise it
+// returns no jobs and err.
+func LeaseWanted(ctx context.Context, n int) (want bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return n > 0, nil
 }

@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"context"
 	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 )
@@ -37,5 +39,30 @@ func TestOutcomeDueAt(t *testing.T) {
 		if got := tc.out.DueAt(now); !got.Equal(tc.want) {
 			t.Errorf("%s: DueAt = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestLeaseWanted(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		n        int
+		wantWant bool
+		wantErr  error
+	}{
+		{name: "jobs wanted", ctx: context.Background(), n: 3, wantWant: true},
+		{name: "zero jobs", ctx: context.Background(), n: 0},
+		{name: "negative", ctx: context.Background(), n: -1},
+		{name: "ctx done", ctx: done, n: 3, wantErr: context.Canceled},
+		{name: "ctx done, zero jobs", ctx: done, n: 0, wantErr: context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := LeaseWanted(tc.ctx, tc.n)
+			if want != tc.wantWant || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("LeaseWanted = %v, %v; want %v, %v", want, err, tc.wantWant, tc.wantErr)
+			}
+		})
 	}
 }

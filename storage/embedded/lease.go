@@ -13,11 +13,8 @@ import (
 // Lease implements storage.Store. The pace of a lane is kept in memory:
 // one process at a time uses the file.
 func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
-	if err := ctx.Err(); err != nil {
+	if want, err := storage.LeaseWanted(ctx, n); !want {
 		return nil, err
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	// cheap read first: most calls of an idle worker find nothing due
 	var cands []storage.Candidate

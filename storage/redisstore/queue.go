@@ -23,11 +23,8 @@ import (
 // meanwhile. A node never leases more than it has idle workers for, so
 // several nodes sharing a backlog do not herd onto it.
 func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
-	if err := ctx.Err(); err != nil {
+	if want, err := storage.LeaseWanted(ctx, n); !want {
 		return nil, err
-	}
-	if n <= 0 {
-		return nil, nil
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
