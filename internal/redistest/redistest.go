@@ -6,6 +6,8 @@ package redistest
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os/exec"
@@ -34,6 +36,14 @@ func binary(t testing.TB, name string) string {
 		t.Fatalf("%s not found: the Redis tests need a real server (scripts/test installs redis-server)", name)
 	}
 	return p
+}
+
+// Prefix returns a fresh random key prefix, so that the tests sharing a
+// server never see each other's keys.
+func Prefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:])
 }
 
 // FreePort returns a free loopback TCP port.

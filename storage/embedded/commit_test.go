@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 func openWithOptions(t *testing.T, opts embedded.Options) *embedded.Store {
@@ -26,11 +26,6 @@ func openWithOptions(t *testing.T, opts embedded.Options) *embedded.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func newEvent(source, eventID string) *storage.Event {
-	return &storage.Event{ID: uuid.NewString(), EventID: eventID, Dedupe: true, Source: source,
-		Upstream: "http://127.0.0.1:1/", Body: []byte(`{"n":1}`), ReceivedAt: time.Now()}
 }
 
 // stallSwitch stalls every commit while on, as a hung fsync would, and
@@ -94,7 +89,7 @@ func TestStalledFsyncHonoursContext(t *testing.T) {
 		return time.Since(start), err
 	}
 	// the first write is in the stalled commit; the second waits behind it
-	for i, ev := range []*storage.Event{newEvent("stripe", "evt_stalled_1"), newEvent("stripe", "evt_stalled_2")} {
+	for i, ev := range []*storage.Event{storagetest.NewEvent("stripe", "evt_stalled_1"), storagetest.NewEvent("stripe", "evt_stalled_2")} {
 		took, err := enqueue(ev)
 		if !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("write %d during a stalled fsync: err = %v, want ErrUnavailable wrapping DeadlineExceeded", i+1, err)
@@ -112,13 +107,13 @@ func TestStalledFsyncHonoursContext(t *testing.T) {
 	// a context that has already ended never queues its write
 	done, cancelDone := context.WithCancel(t.Context())
 	cancelDone()
-	if _, err := s.Enqueue(done, newEvent("stripe", "evt_cancelled"), time.Now().Add(time.Hour)); err == nil {
+	if _, err := s.Enqueue(done, storagetest.NewEvent("stripe", "evt_cancelled"), time.Now().Add(time.Hour)); err == nil {
 		t.Error("Enqueue with a cancelled context succeeded")
 	}
 
 	// the disk recovers: the store works
 	sw.set(false)
-	ev := newEvent("stripe", "evt_after")
+	ev := storagetest.NewEvent("stripe", "evt_after")
 	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if res, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil || res.Duplicate {
@@ -160,7 +155,7 @@ func TestFailingWriteFailsAlone(t *testing.T) {
 			sw.set(true)
 			first := make(chan error, 1)
 			go func() {
-				_, err := s.Enqueue(ctx, newEvent("stripe", "evt_first"), until)
+				_, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_first"), until)
 				first <- err
 			}()
 			<-sw.stalled
@@ -180,7 +175,7 @@ func TestFailingWriteFailsAlone(t *testing.T) {
 						})
 						return
 					}
-					_, errs[i] = s.Enqueue(ctx, newEvent("stripe", fmt.Sprintf("evt_%d", i)), until)
+					_, errs[i] = s.Enqueue(ctx, storagetest.NewEvent("stripe", fmt.Sprintf("evt_%d", i)), until)
 				})
 			}
 			waitUntil(t, func() bool { return s.QueuedWrites() == n })
@@ -213,7 +208,7 @@ func TestFailingWriteFailsAlone(t *testing.T) {
 				t.Errorf("the failing write was committed: paused = %v, %v", paused, err)
 			}
 			// the committer is alive
-			if _, err := s.Enqueue(ctx, newEvent("stripe", "evt_last"), until); err != nil {
+			if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_last"), until); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -236,8 +231,8 @@ func TestPoisonRecordDeadLettered(t *testing.T) {
 			s := openWithOptions(t, embedded.Options{})
 			ctx := t.Context()
 			until := time.Now().Add(time.Hour)
-			bad := newEvent("stripe", "evt_poison")
-			good := newEvent("github", "evt_good")
+			bad := storagetest.NewEvent("stripe", "evt_poison")
+			good := storagetest.NewEvent("github", "evt_good")
 			for _, ev := range []*storage.Event{bad, good} {
 				if _, err := s.Enqueue(ctx, ev, until); err != nil {
 					t.Fatal(err)

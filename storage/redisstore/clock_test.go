@@ -18,7 +18,7 @@ func TestOptionsNowIsTheClock(t *testing.T) {
 	srv := redistest.Start(t)
 	storagetest.RunClock(t, func(t *testing.T, now func() time.Time) storage.Store {
 		s := redisstore.New(redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}}),
-			redisstore.Options{Prefix: randomPrefix(), Partitions: 4, Now: now})
+			redisstore.Options{Prefix: redistest.Prefix(), Partitions: 4, Now: now})
 		t.Cleanup(func() { s.Close() })
 		return s
 	})

@@ -41,7 +41,7 @@ func BenchmarkDrain100k(b *testing.B) {
 	body := make([]byte, 1024)
 	for b.Loop() {
 		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
-		st := redisstore.New(c, redisstore.Options{Prefix: randomPrefix()})
+		st := redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
 		fill(b, st, backlog, up.URL, body)
 		heapFull := heapInUse()
 

@@ -19,7 +19,7 @@ import (
 // the same paced lane concurrently get one slot per interval between them.
 func TestPaceSharedByNodes(t *testing.T) {
 	srv := redistest.Start(t)
-	prefix := randomPrefix()
+	prefix := redistest.Prefix()
 	var nodes []*redisstore.Store
 	for range 3 {
 		s := redisstore.New(redis.NewClient(&redis.Options{Addr: srv.Addr}), redisstore.Options{Prefix: prefix, Partitions: 4})
@@ -71,7 +71,7 @@ func TestLegacyDueIndexMigrated(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
-	prefix := randomPrefix()
+	prefix := redistest.Prefix()
 	s := redisstore.New(c, redisstore.Options{Prefix: prefix, Partitions: 1})
 	ctx := t.Context()
 	tag := "{" + prefix + ":0}"

@@ -2,8 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -18,19 +16,13 @@ import (
 	"github.com/hookline/hookline/storage/storagetest"
 )
 
-func randomPrefix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "t" + hex.EncodeToString(b[:])
-}
-
 // factory opens stores with a fresh key prefix each, on clients made by newClient.
 func factory(newClient func() redis.UniversalClient, opts redisstore.Options) storagetest.Factory {
 	prefixes := map[storage.Store]string{}
 	return storagetest.Factory{
 		Open: func(t *testing.T) storage.Store {
 			o := opts
-			o.Prefix = randomPrefix()
+			o.Prefix = redistest.Prefix()
 			s := redisstore.New(newClient(), o)
 			prefixes[s] = o.Prefix
 			t.Cleanup(func() { s.Close() })
@@ -67,7 +59,7 @@ func TestConformanceCluster(t *testing.T) {
 	// the partitions really spread over the masters
 	c := newClient().(*redis.ClusterClient)
 	defer c.Close()
-	s := redisstore.New(c, redisstore.Options{Prefix: randomPrefix(), Partitions: 16})
+	s := redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix(), Partitions: 16})
 	masters := map[string]bool{}
 	for _, key := range s.PartitionKeys() {
 		slot, err := c.ClusterKeySlot(context.Background(), key).Result()
@@ -89,7 +81,7 @@ func TestConformanceCluster(t *testing.T) {
 func TestWaitForReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
-	s := redisstore.New(c, redisstore.Options{Prefix: randomPrefix(), MinReplicas: 1, WaitTimeout: 50_000_000})
+	s := redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix(), MinReplicas: 1, WaitTimeout: 50_000_000})
 	defer s.Close()
 	ev := &storage.Event{ID: "w1", EventID: "w1", Dedupe: true, Source: "s", Upstream: "http://x"}
 	// no replica: the write cannot be confirmed, so it must not be acknowledged
@@ -102,7 +94,7 @@ func TestWaitForReplicas(t *testing.T) {
 // nodes) enqueue the same event id at the same moment: one job.
 func TestTwoClientsOneJob(t *testing.T) {
 	srv := redistest.Start(t)
-	prefix := randomPrefix()
+	prefix := redistest.Prefix()
 	var stores []*redisstore.Store
 	for range 2 {
 		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})

@@ -3,8 +3,6 @@ package redisstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -19,24 +17,14 @@ import (
 
 	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
 )
-
-func testPrefix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "r" + hex.EncodeToString(b[:])
-}
 
 func openTest(t *testing.T, addr string, opts Options) *Store {
 	t.Helper()
 	s := New(redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{addr}}), opts)
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func testEvent(source, eventID string) *storage.Event {
-	return &storage.Event{ID: uuid.NewString(), EventID: eventID, Dedupe: true, Source: source,
-		Upstream: "http://127.0.0.1:1/", Body: []byte(`{"n":1}`), ReceivedAt: time.Now()}
 }
 
 // replyDropper is a TCP proxy in front of Redis that counts the commands
@@ -149,7 +137,7 @@ func (p *replyDropper) serve(client net.Conn) {
 // "stored", as the first did.
 func TestLostReplyNotRerun(t *testing.T) {
 	srv := redistest.Start(t)
-	prefix := testPrefix()
+	prefix := redistest.Prefix()
 	direct := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 	proxy := newReplyDropper(t, srv.Addr)
 	// go-redis's defaults: MaxRetries 3
@@ -167,7 +155,7 @@ func TestLostReplyNotRerun(t *testing.T) {
 	}
 	queued := func(t *testing.T) *storage.Job {
 		t.Helper()
-		ev := testEvent("stripe", "evt_"+uuid.NewString())
+		ev := storagetest.NewEvent("stripe", "evt_"+uuid.NewString())
 		if _, err := direct.Enqueue(ctx, ev, until); err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +264,7 @@ func TestLostReplyNotRerun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := testEvent("stripe", "evt_resent")
+		ev := storagetest.NewEvent("stripe", "evt_resent")
 		proxy.watchFor(enqueueScript.Hash(), true)
 		res, err := s.Enqueue(ctx, ev, until)
 		if err != nil || res.Duplicate || res.ID != ev.ID {
@@ -314,7 +302,7 @@ func TestBatchPanicRecovered(t *testing.T) {
 	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
 	hook := new(panicHook)
 	c.AddHook(hook)
-	s := New(c, Options{Prefix: testPrefix(), Partitions: 4})
+	s := New(c, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	defer s.Close()
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
@@ -326,7 +314,7 @@ func TestBatchPanicRecovered(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
-		wg.Go(func() { _, errs[i] = s.Enqueue(ctx, testEvent("stripe", uuid.NewString()), until) })
+		wg.Go(func() { _, errs[i] = s.Enqueue(ctx, storagetest.NewEvent("stripe", uuid.NewString()), until) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -340,7 +328,7 @@ func TestBatchPanicRecovered(t *testing.T) {
 		t.Errorf("Lease during the panics: %v", err)
 	}
 	hook.armed.Store(false)
-	ev := testEvent("stripe", "evt_after_panic")
+	ev := storagetest.NewEvent("stripe", "evt_after_panic")
 	if res, err := s.Enqueue(ctx, ev, until); err != nil || res.Duplicate {
 		t.Fatalf("Enqueue after the panics: %+v %v", res, err)
 	}
@@ -363,10 +351,10 @@ func TestBatchPanicRecovered(t *testing.T) {
 // every lease expiry forever.
 func TestPoisonRecordDeadLettered(t *testing.T) {
 	srv := redistest.Start(t)
-	s := openTest(t, srv.Addr, Options{Prefix: testPrefix(), Partitions: 4})
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
-	bad, good := testEvent("stripe", "evt_poison"), testEvent("github", "evt_good")
+	bad, good := storagetest.NewEvent("stripe", "evt_poison"), storagetest.NewEvent("github", "evt_good")
 	for _, ev := range []*storage.Event{bad, good} {
 		if _, err := s.Enqueue(ctx, ev, until); err != nil {
 			t.Fatal(err)
@@ -407,10 +395,10 @@ func TestPoisonRecordDeadLettered(t *testing.T) {
 // and Open fails at once.
 func TestPartitionCountChange(t *testing.T) {
 	srv := redistest.Start(t)
-	prefix := testPrefix()
+	prefix := redistest.Prefix()
 	ctx := t.Context()
 	first := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
-	ev := testEvent("stripe", "evt_1")
+	ev := storagetest.NewEvent("stripe", "evt_1")
 	if _, err := first.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +412,7 @@ func TestPartitionCountChange(t *testing.T) {
 			t.Errorf("%s with another partition count: err = %v, want %q", what, err, want)
 		}
 	}
-	_, err := changed.Enqueue(ctx, testEvent("stripe", "evt_2"), time.Now().Add(time.Hour))
+	_, err := changed.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_2"), time.Now().Add(time.Hour))
 	check("Enqueue", err)
 	_, err = changed.Lease(ctx, time.Now().Add(time.Second), 10, time.Minute, nil)
 	check("Lease", err)

@@ -7,15 +7,16 @@ import (
 
 	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // deadJob enqueues, leases and kills one job in a new store on srv: it
 // has a pending DLQ entry, and the store nothing else.
 func deadJob(t *testing.T, srv *redistest.Server) (*Store, *storage.Job) {
 	t.Helper()
-	s := openTest(t, srv.Addr, Options{Prefix: testPrefix(), Partitions: 4})
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
-	ev := testEvent("stripe", "evt_"+t.Name())
+	ev := storagetest.NewEvent("stripe", "evt_"+t.Name())
 	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -42,10 +40,7 @@ func TestFaultyConformance(t *testing.T) {
 	})
 }
 
-func faultyEvent(eventID string) *storage.Event {
-	return &storage.Event{ID: uuid.NewString(), EventID: eventID, Dedupe: true, Source: "stripe",
-		Upstream: "http://127.0.0.1:1/", Body: []byte(`{}`), ReceivedAt: time.Now()}
-}
+func faultyEvent(eventID string) *storage.Event { return storagetest.NewEvent("stripe", eventID) }
 
 func TestFaultyFaults(t *testing.T) {
 	f := openFaulty(t, filepath.Join(t.TempDir(), "f.db"))
