@@ -11,7 +11,6 @@ package faultstore
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 
 	"github.com/hookline/hookline/internal/backends"
 	"github.com/hookline/hookline/storage"
-	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
 )
 
@@ -28,13 +26,16 @@ func init() {
 	caddy.RegisterModule(Storage{})
 }
 
-// Storage is the webhooks.storage.faultstore module. (the ingress's own tests
-// register webhooks.storage.faulty, hence the name.)
+// Storage is the webhooks.storage.faultstore module: the embedded backend
+// (its path handling and opening are EmbeddedStorage's) plus a name.
+// (The ingress's own tests register webhooks.storage.faulty, hence the
+// name.)
 type Storage struct {
 	// Name registers the open store for Get.
 	Name string `json:"name"`
-	// Path of the embedded store's file.
-	Path string `json:"path"`
+	// EmbeddedStorage is the store under the faults; its path is
+	// required here.
+	backends.EmbeddedStorage
 }
 
 // CaddyModule returns the Caddy module information.
@@ -45,17 +46,13 @@ func (Storage) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision checks the settings and makes the path absolute.
-func (s *Storage) Provision(caddy.Context) error {
+// Provision checks the settings and provisions the embedded store's
+// settings (placeholders, absolute path).
+func (s *Storage) Provision(ctx caddy.Context) error {
 	if s.Name == "" || s.Path == "" {
 		return fmt.Errorf("storage faultstore: name and path are required")
 	}
-	abs, err := filepath.Abs(s.Path)
-	if err != nil {
-		return err
-	}
-	s.Path = abs
-	return nil
+	return s.EmbeddedStorage.Provision(ctx)
 }
 
 // Key implements backends.Backend.
@@ -67,7 +64,7 @@ func (s *Storage) Describe() string { return "faultstore " + s.Name + " " + s.Pa
 // Open implements backends.Backend: it opens the embedded store, wraps
 // it and registers the wrapper under Name (replacing any earlier one).
 func (s *Storage) Open() (storage.Store, error) {
-	st, err := embedded.Open(s.Path, embedded.Options{})
+	st, err := s.EmbeddedStorage.Open()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +76,7 @@ func (s *Storage) Open() (storage.Store, error) {
 	return r, nil
 }
 
-// UnmarshalCaddyfile sets up the backend from Caddyfile tokens:
+// UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:
 //
 //	storage faultstore <name> <path>
 func (s *Storage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
