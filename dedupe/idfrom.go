@@ -32,7 +32,9 @@ const (
 //	raw_hash               # hash of the exact received bytes (no window)
 //
 // raw_hash and conditions come from scheme defaults (and JSON config); the
-// Caddyfile's id_from takes one kind and one argument.
+// Caddyfile's id_from takes one kind and one argument. Rule is the runtime
+// form, free of Caddy: the webhook_ingress handler's JSON config
+// (ingress.IDRule) compiles into it.
 //
 // A rule may carry conditions on the JSON body: it applies only when every
 // path in IfPresent holds a value and every path in IfAbsent does not (a
@@ -47,14 +49,18 @@ const (
 // events are never merged unless the provider sends them byte for byte
 // alike. An empty body gives no id.
 type Rule struct {
-	Kind   string        `json:"kind"`
-	Arg    string        `json:"arg,omitempty"`
-	Window time.Duration `json:"window,omitempty"` // body_hash only
+	// Kind is one of the Kind constants.
+	Kind string
+	// Arg is the header name, JSON path or form field (raw_hash: the
+	// headers hashed with the body, comma-separated).
+	Arg string
+	// Window is the time bucket of body_hash (body_hash only).
+	Window time.Duration
 
 	// IfPresent: JSON paths that must each hold a value for the rule to apply.
-	IfPresent []string `json:"if_present,omitempty"`
+	IfPresent []string
 	// IfAbsent: JSON paths that must each be missing or null for the rule to apply.
-	IfAbsent []string `json:"if_absent,omitempty"`
+	IfAbsent []string
 }
 
 // Header is the rule "header <name>".

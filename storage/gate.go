@@ -50,8 +50,8 @@ func (g *Gate) RateOf(lane string) (Rate, bool) {
 // Rate is a pace: Events per Per, spread evenly (one every Per/Events,
 // no bursts).
 type Rate struct {
-	Events int           `json:"events"`
-	Per    time.Duration `json:"per"`
+	Events int
+	Per    time.Duration
 }
 
 // Valid reports whether the rate limits anything.

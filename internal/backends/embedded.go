@@ -31,13 +31,11 @@ type Backend interface {
 }
 
 // EmbeddedStorage keeps events in a single bbolt file, fsynced before
-// every acknowledgement. It is the default backend.
-//
-//	storage embedded [<path>]
-//
-// The default path is hookline/events.db under Caddy's data directory.
+// every acknowledgement. It is the default backend. Caddyfile syntax: see
+// UnmarshalCaddyfile.
 type EmbeddedStorage struct {
-	// Path of the database file.
+	// Path of the database file, which may hold placeholders (default:
+	// hookline/events.db under Caddy's data directory).
 	Path string `json:"path,omitempty"`
 }
 
@@ -74,9 +72,9 @@ func (s *EmbeddedStorage) Open() (storage.Store, error) {
 	return embedded.Open(s.Path, embedded.Options{})
 }
 
-// UnmarshalCaddyfile sets up the backend from Caddyfile tokens:
+// UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:
 //
-//	storage embedded [<path>]
+//	storage embedded [<path>]    # default: hookline/events.db under Caddy's data dir
 func (s *EmbeddedStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // "embedded"
 	if d.NextArg() {

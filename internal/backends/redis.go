@@ -15,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hookline/hookline/internal/caddyfileopt"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/redisstore"
 )
@@ -25,46 +26,56 @@ func init() {
 
 // RedisStorage keeps events in Redis, so that several Caddy instances
 // share the queue: single node, Sentinel or Cluster (go-redis
-// UniversalClient). See docs/redis.md for durability settings.
-//
-//	storage redis {
-//		address redis://[user:pass@]127.0.0.1:6379/0   # repeatable; rediss:// for TLS
-//		addresses <host:port>...                       # Cluster seed nodes
-//		cluster                                        # Cluster mode with a single address
-//		sentinel <master_name> <addr>...               # Redis Sentinel
-//		sentinel_password <password>
-//		username <user>
-//		password <password>
-//		db <n>
-//		tls
-//		tls_server_name <name>
-//		tls_insecure_skip_verify
-//		key_prefix hookline
-//		partitions 16
-//		min_replicas <n> [<timeout>]                   # WAIT for n replicas before every 202
-//		dial_timeout 2s
-//		pool_size <n>
-//	}
+// UniversalClient). See docs/redis.md for durability settings. Caddyfile
+// syntax: see UnmarshalCaddyfile. String fields may hold placeholders
+// ({env.*}, {file.*}), resolved at provision.
 type RedisStorage struct {
-	Addresses             []string       `json:"addresses,omitempty"`
-	Cluster               bool           `json:"cluster,omitempty"`
-	SentinelMaster        string         `json:"sentinel_master,omitempty"`
-	SentinelAddresses     []string       `json:"sentinel_addresses,omitempty"`
-	SentinelPassword      string         `json:"sentinel_password,omitempty"`
-	Username              string         `json:"username,omitempty"`
-	Password              string         `json:"password,omitempty"`
-	DB                    int            `json:"db,omitempty"`
-	TLS                   bool           `json:"tls,omitempty"`
-	TLSServerName         string         `json:"tls_server_name,omitempty"`
-	TLSInsecureSkipVerify bool           `json:"tls_insecure_skip_verify,omitempty"`
-	KeyPrefix             string         `json:"key_prefix,omitempty"`
-	Partitions            int            `json:"partitions,omitempty"`
-	MinReplicas           int            `json:"min_replicas,omitempty"`
-	WaitTimeout           caddy.Duration `json:"wait_timeout,omitempty"`
-	DialTimeout           caddy.Duration `json:"dial_timeout,omitempty"`
-	PoolSize              int            `json:"pool_size,omitempty"`
+	// Addresses are the Redis nodes, host:port or redis:// / rediss:// URLs
+	// (a URL may carry user, password and db); several mean Cluster seed
+	// nodes (default 127.0.0.1:6379).
+	Addresses []string `json:"addresses,omitempty"`
+	// Cluster selects Redis Cluster even with a single address.
+	Cluster bool `json:"cluster,omitempty"`
+	// SentinelMaster is the master name of a Redis Sentinel setup, which
+	// then uses SentinelAddresses.
+	SentinelMaster string `json:"sentinel_master,omitempty"`
+	// SentinelAddresses are the Sentinel nodes (host:port).
+	SentinelAddresses []string `json:"sentinel_addresses,omitempty"`
+	// SentinelPassword authenticates to the Sentinel nodes.
+	SentinelPassword string `json:"sentinel_password,omitempty"`
+	// Username authenticates to Redis (ACL user; default: the URL's).
+	Username string `json:"username,omitempty"`
+	// Password authenticates to Redis (default: the URL's).
+	Password string `json:"password,omitempty"`
+	// DB is the database number (default: the URL's, else 0).
+	DB int `json:"db,omitempty"`
+	// TLS connects with TLS (as a rediss:// address does).
+	TLS bool `json:"tls,omitempty"`
+	// TLSServerName is the name the server's certificate is checked against.
+	TLSServerName string `json:"tls_server_name,omitempty"`
+	// TLSInsecureSkipVerify accepts any server certificate (unsafe: for
+	// tests).
+	TLSInsecureSkipVerify bool `json:"tls_insecure_skip_verify,omitempty"`
+	// KeyPrefix starts every key hookline writes (default "hookline").
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// Partitions is the number of hash-tagged partitions (default 16, at
+	// most 1024); it must not change while events are stored.
+	Partitions int `json:"partitions,omitempty"`
+	// MinReplicas, when positive, makes every acknowledged write wait
+	// until that many replicas have it (not with Cluster).
+	MinReplicas int `json:"min_replicas,omitempty"`
+	// WaitTimeout bounds the wait for MinReplicas (default 1s); fewer
+	// replicas by then fail the write (the ingress answers 503).
+	WaitTimeout caddy.Duration `json:"wait_timeout,omitempty"`
+	// DialTimeout bounds connecting to a node (default 2s).
+	DialTimeout caddy.Duration `json:"dial_timeout,omitempty"`
+	// PoolSize is the connection pool size per node (default: go-redis's,
+	// 10 per CPU).
+	PoolSize int `json:"pool_size,omitempty"`
 
-	opts *redis.UniversalOptions
+	// compiled by Provision
+	opts  *redis.UniversalOptions
+	store redisstore.Options
 }
 
 // CaddyModule returns the Caddy module information.
@@ -142,6 +153,12 @@ func (s *RedisStorage) Provision(caddy.Context) error {
 		}
 	}
 	s.opts = opts
+	s.store = redisstore.Options{
+		Prefix:      s.prefix(),
+		Partitions:  s.Partitions,
+		MinReplicas: s.MinReplicas,
+		WaitTimeout: time.Duration(s.WaitTimeout),
+	}
 	return nil
 }
 
@@ -175,8 +192,8 @@ func (s *RedisStorage) Key() string {
 	}
 	sum := sha256.Sum256([]byte(strings.Join([]string{
 		strings.Join(addrs, ","), s.opts.MasterName, strconv.Itoa(s.opts.DB), s.opts.Username,
-		s.opts.Password, s.opts.SentinelPassword, s.prefix(), strconv.Itoa(s.Partitions),
-		strconv.Itoa(s.MinReplicas), time.Duration(s.WaitTimeout).String(), strconv.FormatBool(s.opts.IsClusterMode || len(addrs) > 1),
+		s.opts.Password, s.opts.SentinelPassword, s.store.Prefix, strconv.Itoa(s.store.Partitions),
+		strconv.Itoa(s.store.MinReplicas), s.store.WaitTimeout.String(), strconv.FormatBool(s.opts.IsClusterMode || len(addrs) > 1),
 		tlsSettings, s.opts.DialTimeout.String(), strconv.Itoa(s.opts.PoolSize),
 	}, "\x00")))
 	return "redis:" + hex.EncodeToString(sum[:])
@@ -184,7 +201,7 @@ func (s *RedisStorage) Key() string {
 
 // Describe implements Backend (addresses and prefix only, no credentials).
 func (s *RedisStorage) Describe() string {
-	d := "redis " + strings.Join(s.opts.Addrs, ",") + " prefix " + s.prefix()
+	d := "redis " + strings.Join(s.opts.Addrs, ",") + " prefix " + s.store.Prefix
 	if s.opts.MasterName != "" {
 		d += " sentinel master " + s.opts.MasterName
 	}
@@ -207,20 +224,33 @@ func (s *RedisStorage) prefix() string {
 func (s *RedisStorage) Open() (storage.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	st, err := redisstore.Open(ctx, redis.NewUniversalClient(s.opts), redisstore.Options{
-		Prefix:      s.prefix(),
-		Partitions:  s.Partitions,
-		MinReplicas: s.MinReplicas,
-		WaitTimeout: time.Duration(s.WaitTimeout),
-	})
+	st, err := redisstore.Open(ctx, redis.NewUniversalClient(s.opts), s.store)
 	if err != nil {
 		return nil, err // not a nil *Store in an interface
 	}
 	return st, nil
 }
 
-// UnmarshalCaddyfile sets up the backend from Caddyfile tokens; see the
-// type's doc comment.
+// UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:
+//
+//	storage redis [<address>] {
+//		address redis://[user:pass@]127.0.0.1:6379/0   # repeatable; rediss:// for TLS
+//		addresses <host:port>...                       # Cluster seed nodes
+//		cluster                                        # Cluster mode with a single address
+//		sentinel <master_name> <addr>...               # Redis Sentinel
+//		sentinel_password <password>
+//		username <user>
+//		password <password>
+//		db <n>
+//		tls
+//		tls_server_name <name>
+//		tls_insecure_skip_verify
+//		key_prefix hookline
+//		partitions 16
+//		min_replicas <n> [<timeout>]                   # WAIT for n replicas before every 202
+//		dial_timeout 2s
+//		pool_size <n>
+//	}
 func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // "redis"
 	if d.NextArg() {
@@ -229,13 +259,41 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.ArgErr()
 		}
 	}
+	// the options of one shape, each read into its field
+	flags := map[string]*bool{"cluster": &s.Cluster, "tls": &s.TLS, "tls_insecure_skip_verify": &s.TLSInsecureSkipVerify}
+	words := map[string]*string{"sentinel_password": &s.SentinelPassword, "username": &s.Username,
+		"password": &s.Password, "tls_server_name": &s.TLSServerName, "key_prefix": &s.KeyPrefix}
+	counts := map[string]*int{"db": &s.DB, "partitions": &s.Partitions, "pool_size": &s.PoolSize}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		opt := d.Val()
+		if f, ok := flags[opt]; ok {
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			*f = true
+			continue
+		}
+		if w, ok := words[opt]; ok {
+			v, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
+			}
+			*w = v
+			continue
+		}
+		if c, ok := counts[opt]; ok {
+			n, err := caddyfileopt.Int(d, 0)
+			if err != nil {
+				return err
+			}
+			*c = n
+			continue
+		}
 		switch opt {
 		case "address":
-			var a string
-			if !d.AllArgs(&a) {
-				return d.ArgErr()
+			a, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
 			}
 			s.Addresses = append(s.Addresses, a)
 		case "addresses":
@@ -244,85 +302,35 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			s.Addresses = append(s.Addresses, args...)
-		case "cluster", "tls", "tls_insecure_skip_verify":
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			switch opt {
-			case "cluster":
-				s.Cluster = true
-			case "tls":
-				s.TLS = true
-			default:
-				s.TLSInsecureSkipVerify = true
-			}
 		case "sentinel":
 			args := d.RemainingArgs()
 			if len(args) < 2 {
 				return d.Errf("sentinel <master_name> <addr>...")
 			}
 			s.SentinelMaster, s.SentinelAddresses = args[0], args[1:]
-		case "sentinel_password", "username", "password", "tls_server_name", "key_prefix":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
-			}
-			switch opt {
-			case "sentinel_password":
-				s.SentinelPassword = v
-			case "username":
-				s.Username = v
-			case "password":
-				s.Password = v
-			case "tls_server_name":
-				s.TLSServerName = v
-			default:
-				s.KeyPrefix = v
-			}
-		case "db", "partitions", "pool_size":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return d.Errf("%s: want a non-negative integer, got %q", opt, v)
-			}
-			switch opt {
-			case "db":
-				s.DB = n
-			case "partitions":
-				s.Partitions = n
-			default:
-				s.PoolSize = n
-			}
 		case "min_replicas":
 			args := d.RemainingArgs()
 			if len(args) < 1 || len(args) > 2 {
 				return d.ArgErr()
 			}
-			n, err := strconv.Atoi(args[0])
-			if err != nil || n < 0 {
-				return d.Errf("min_replicas: want a non-negative integer, got %q", args[0])
+			n, err := caddyfileopt.IntArg(d, opt, args[0], 0)
+			if err != nil {
+				return err
 			}
 			s.MinReplicas = n
 			if len(args) == 2 {
-				dur, err := caddy.ParseDuration(args[1])
-				if err != nil || dur <= 0 {
+				dur, ok := caddyfileopt.PositiveDuration(args[1])
+				if !ok {
 					return d.Errf("min_replicas: invalid timeout %q", args[1])
 				}
 				s.WaitTimeout = caddy.Duration(dur)
 			}
 		case "dial_timeout":
-			var v string
-			if !d.AllArgs(&v) {
-				return d.ArgErr()
+			dur, err := caddyfileopt.Duration(d, false)
+			if err != nil {
+				return err
 			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("dial_timeout: invalid duration %q", v)
-			}
-			s.DialTimeout = caddy.Duration(dur)
+			s.DialTimeout = dur
 		default:
 			return d.Errf("unrecognized storage redis option %q", opt)
 		}

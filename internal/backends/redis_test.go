@@ -2,8 +2,10 @@ package backends
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -105,4 +107,40 @@ func testContext(t *testing.T) caddy.Context {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestRedisStorageDurationsAcceptCaddyStrings: the durations of the JSON
+// config take Caddy duration strings as well as nanoseconds, and both
+// provision to the same client and store options.
+func TestRedisStorageDurationsAcceptCaddyStrings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		config  string // %s for the duration
+		ns, str string
+		get     func(s *RedisStorage) time.Duration
+		want    time.Duration
+	}{
+		{name: "dial_timeout", config: `{"dial_timeout":%s}`, ns: "5000000000", str: `"5s"`,
+			get: func(s *RedisStorage) time.Duration { return s.opts.DialTimeout }, want: 5 * time.Second},
+		{name: "wait_timeout", config: `{"min_replicas":1,"wait_timeout":%s}`, ns: "250000000", str: `"250ms"`,
+			get: func(s *RedisStorage) time.Duration { return s.store.WaitTimeout }, want: 250 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var keys []string
+			for _, v := range []string{tc.ns, tc.str} {
+				mod, err := testContext(t).LoadModuleByID("webhooks.storage.redis", json.RawMessage(strings.Replace(tc.config, "%s", v, 1)))
+				if err != nil {
+					t.Fatalf("%s: %v", v, err)
+				}
+				s := mod.(*RedisStorage)
+				if got := tc.get(s); got != tc.want {
+					t.Errorf("%s: got %v, want %v", v, got, tc.want)
+				}
+				keys = append(keys, s.Key())
+			}
+			if keys[0] != keys[1] {
+				t.Errorf("the two configs have different pool keys: %v", keys)
+			}
+		})
+	}
 }

@@ -10,20 +10,22 @@ import (
 	"time"
 )
 
-// Policy decides how often and when a failed delivery is tried again.
-//
-//	retry {
-//		max_attempts 5              # total attempts, first included
-//		backoff 1s 60s [multiplier 2] [jitter 0.1]
-//		schedule 1m 5m 30m 2h 12h   # explicit delays instead of backoff
-//	}
+// Policy decides how often and when a failed delivery is tried again. It
+// is the runtime form of a source's retry config (the webhook_ingress
+// handler's RetryConfig, its Caddyfile retry block, compiles into it).
 type Policy struct {
-	MaxAttempts int             `json:"max_attempts,omitempty"`
-	Initial     time.Duration   `json:"initial,omitempty"`
-	Max         time.Duration   `json:"max,omitempty"`
-	Multiplier  float64         `json:"multiplier,omitempty"`
-	Jitter      float64         `json:"jitter,omitempty"`
-	Schedule    []time.Duration `json:"schedule,omitempty"`
+	// MaxAttempts is the number of attempts, the first included.
+	MaxAttempts int
+	// Initial is the first backoff delay; each next one is Multiplier
+	// times longer, up to Max.
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	// Jitter spreads every delay by ±Jitter (a fraction; 0: none).
+	Jitter float64
+	// Schedule, when set, is the delay after each failed attempt in place
+	// of the backoff (the last one repeats).
+	Schedule []time.Duration
 }
 
 // Defaults: ten attempts over about 17 minutes (1s, 2s, 4s … capped at

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 
 	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/caddyfileopt"
 )
 
 func init() {
@@ -27,8 +27,34 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 	return m, err
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax: see
-// the Ingress type.
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	webhook_ingress [<matcher>] <source> {
+//		verify <scheme> [<secret>...] {     # required; "verify none" accepts unsigned webhooks
+//			secret <secret>...              # more secrets (rotation: any one may match)
+//			...                             # the scheme's options
+//		}
+//		forward_to <url>                    # required
+//		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
+//		id_from body_hash <window>          # hash of the normalized body plus a time bucket
+//		dedupe_window 24h
+//		max_body 1MB
+//		require_json
+//		timeout 10s                         # per delivery attempt; default 10s, at most half the lease
+//		retry {
+//			max_attempts 10                 # total attempts, first included
+//			backoff <initial> <max> [multiplier <m>] [jitter <j>]   # default 1s 15m multiplier 2 jitter 0.1
+//			schedule <delay>...             # explicit delays instead of backoff
+//		}
+//		rate_limit <n>/<s|m|h|duration>     # delivery rate to the upstream
+//		ack_status 202                      # or 200
+//		block_failures <count> <window> [<cooldown>]   # default 20 1m 5m: 429 for a client IP failing signatures this often
+//		block_failures off
+//	}
+//
+// Durations are Caddy durations ("90s", "1d"); max_body takes a size
+// ("512KiB", "1MB"). DESIGN.md's ordered and sign_forwarded are refused
+// by this build, with an error saying so.
 func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if !d.NextArg() {
@@ -45,43 +71,41 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if h.VerifyRaw != nil {
 				return d.Err("verify may appear only once")
 			}
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			scheme := d.Val()
-			unm, err := caddyfile.UnmarshalModule(d, "webhooks.verifiers."+scheme)
+			raw, err := caddyfileopt.Module(d, "webhooks.verifiers", "scheme")
 			if err != nil {
 				return err
 			}
-			h.VerifyRaw = caddyconfig.JSONModuleObject(unm, "scheme", scheme, nil)
+			h.VerifyRaw = raw
 		case "forward_to":
-			if !d.AllArgs(&h.ForwardTo) {
-				return d.ArgErr()
+			u, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
 			}
+			h.ForwardTo = u
 		case "id_from":
 			args := d.RemainingArgs()
 			if len(args) != 2 {
 				return d.Errf("id_from wants a kind and an argument (header <name>, json <path>, form <field>, body_hash <window>)")
 			}
-			rule, err := dedupe.ParseRule(args[0], args[1])
+			rule, err := parseIDRule(args[0], args[1])
 			if err != nil {
 				return d.Err(err.Error())
 			}
 			h.IDFrom = append(h.IDFrom, rule)
 		case "dedupe_window", "timeout":
-			dur, err := parseDuration(d)
+			dur, err := caddyfileopt.Duration(d, false)
 			if err != nil {
 				return err
 			}
 			if opt == "timeout" {
-				h.Timeout = caddy.Duration(dur)
+				h.Timeout = dur
 			} else {
-				h.DedupeWindow = caddy.Duration(dur)
+				h.DedupeWindow = dur
 			}
 		case "max_body":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
+			s, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
 			}
 			n, err := humanize.ParseBytes(s)
 			if err != nil || n == 0 || n > 1<<40 {
@@ -103,9 +127,9 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Retry = rc
 		case "rate_limit":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
+			s, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
 			}
 			rl, err := parseRate(s)
 			if err != nil {
@@ -113,9 +137,9 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.RateLimit = rl
 		case "ack_status":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
+			s, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
 			}
 			n, err := strconv.Atoi(s)
 			if err != nil || (n != 200 && n != 202) {
@@ -137,8 +161,8 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			bc := &BlockConfig{Failures: n}
 			for i, a := range args[1:] {
-				dur, err := caddy.ParseDuration(a)
-				if err != nil || dur <= 0 {
+				dur, ok := caddyfileopt.PositiveDuration(a)
+				if !ok {
 					return d.Errf("block_failures: invalid duration %q", a)
 				}
 				if i == 0 {
@@ -157,38 +181,29 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-func parseDuration(d *caddyfile.Dispenser) (time.Duration, error) {
-	opt := d.Val()
-	var s string
-	if !d.AllArgs(&s) {
-		return 0, d.ArgErr()
+// parseIDRule reads the words of an id_from line. A body_hash window is a
+// Caddy duration; dedupe.Rule.Validate decides the rest.
+func parseIDRule(kind, arg string) (IDRule, error) {
+	c := IDRule{Kind: kind, Arg: arg}
+	if kind == dedupe.KindBodyHash {
+		w, ok := caddyfileopt.PositiveDuration(arg)
+		if !ok {
+			return c, fmt.Errorf("id_from body_hash: invalid window %q", arg)
+		}
+		c = IDRule{Kind: kind, Window: caddy.Duration(w)}
 	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil || dur <= 0 {
-		return 0, d.Errf("%s: invalid duration %q", opt, s)
-	}
-	return dur, nil
+	return c, c.rule().Validate()
 }
 
-// parseRetry reads a retry block:
-//
-//	retry {
-//		max_attempts <n>
-//		backoff <initial> <max> [multiplier <m>] [jitter <j>]
-//		schedule <delay>...
-//	}
+// parseRetry reads a retry block (syntax: UnmarshalCaddyfile).
 func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 	rc := new(RetryConfig)
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "max_attempts":
-			var s string
-			if !d.AllArgs(&s) {
-				return nil, d.ArgErr()
-			}
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return nil, d.Errf("max_attempts: want a positive integer, got %q", s)
+			n, err := caddyfileopt.Int(d, 1)
+			if err != nil {
+				return nil, err
 			}
 			rc.MaxAttempts = n
 		case "backoff":
@@ -196,9 +211,9 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 			if len(args) < 2 || len(args)%2 != 0 {
 				return nil, d.Errf("backoff <initial> <max> [multiplier <m>] [jitter <j>]")
 			}
-			ini, err1 := caddy.ParseDuration(args[0])
-			mx, err2 := caddy.ParseDuration(args[1])
-			if err1 != nil || err2 != nil || ini <= 0 || mx < ini {
+			ini, ok1 := caddyfileopt.PositiveDuration(args[0])
+			mx, ok2 := caddyfileopt.PositiveDuration(args[1])
+			if !ok1 || !ok2 || mx < ini {
 				return nil, d.Errf("backoff: want 0 < initial <= max, got %q %q", args[0], args[1])
 			}
 			rc.Initial, rc.Max = caddy.Duration(ini), caddy.Duration(mx)
@@ -228,8 +243,8 @@ func parseRetry(d *caddyfile.Dispenser) (*RetryConfig, error) {
 				return nil, d.ArgErr()
 			}
 			for _, a := range args {
-				dur, err := caddy.ParseDuration(a)
-				if err != nil || dur <= 0 {
+				dur, ok := caddyfileopt.PositiveDuration(a)
+				if !ok {
 					return nil, d.Errf("schedule: invalid delay %q", a)
 				}
 				rc.Schedule = append(rc.Schedule, caddy.Duration(dur))
@@ -260,8 +275,8 @@ func parseRate(s string) (*RateLimit, error) {
 	case "h":
 		iv = time.Hour
 	default:
-		iv, err = caddy.ParseDuration(per)
-		if err != nil || iv <= 0 {
+		var ok bool
+		if iv, ok = caddyfileopt.PositiveDuration(per); !ok {
 			return nil, fmt.Errorf("invalid interval %q", per)
 		}
 	}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-
-	"github.com/hookline/hookline/dedupe"
 )
 
 // ingressBlock wraps option lines in a webhook_ingress block for source "src".
@@ -130,18 +128,19 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "forward_to two urls", input: ingressBlock("forward_to http://a/ http://b/"), wantErr: "wrong argument count"},
 
 		// id_from
-		{name: "id_from header", input: ingressBlock("id_from header X-Event-Id"), want: &Ingress{Source: "src", IDFrom: []dedupe.Rule{{Kind: "header", Arg: "X-Event-Id"}}}},
-		{name: "id_from json", input: ingressBlock("id_from json entry.0.messaging.0.message.mid"), want: &Ingress{Source: "src", IDFrom: []dedupe.Rule{{Kind: "json", Arg: "entry.0.messaging.0.message.mid"}}}},
-		{name: "id_from form", input: ingressBlock("id_from form MessageSid"), want: &Ingress{Source: "src", IDFrom: []dedupe.Rule{{Kind: "form", Arg: "MessageSid"}}}},
-		{name: "id_from body_hash", input: ingressBlock("id_from body_hash 5m"), want: &Ingress{Source: "src", IDFrom: []dedupe.Rule{{Kind: "body_hash", Window: 5 * time.Minute}}}},
+		{name: "id_from header", input: ingressBlock("id_from header X-Event-Id"), want: &Ingress{Source: "src", IDFrom: []IDRule{{Kind: "header", Arg: "X-Event-Id"}}}},
+		{name: "id_from json", input: ingressBlock("id_from json entry.0.messaging.0.message.mid"), want: &Ingress{Source: "src", IDFrom: []IDRule{{Kind: "json", Arg: "entry.0.messaging.0.message.mid"}}}},
+		{name: "id_from form", input: ingressBlock("id_from form MessageSid"), want: &Ingress{Source: "src", IDFrom: []IDRule{{Kind: "form", Arg: "MessageSid"}}}},
+		{name: "id_from body_hash", input: ingressBlock("id_from body_hash 5m"), want: &Ingress{Source: "src", IDFrom: []IDRule{{Kind: "body_hash", Window: dur(5 * time.Minute)}}}},
+		{name: "id_from body_hash in days", input: ingressBlock("id_from body_hash 1d"), want: &Ingress{Source: "src", IDFrom: []IDRule{{Kind: "body_hash", Window: dur(24 * time.Hour)}}}},
 		{
 			name:  "id_from repeated keeps order",
 			input: ingressBlock("id_from header I-Twilio-Idempotency-Token", "id_from form MessageSid", "id_from json data.id", "id_from body_hash 1h"),
-			want: &Ingress{Source: "src", IDFrom: []dedupe.Rule{
+			want: &Ingress{Source: "src", IDFrom: []IDRule{
 				{Kind: "header", Arg: "I-Twilio-Idempotency-Token"},
 				{Kind: "form", Arg: "MessageSid"},
 				{Kind: "json", Arg: "data.id"},
-				{Kind: "body_hash", Window: time.Hour},
+				{Kind: "body_hash", Window: dur(time.Hour)},
 			}},
 		},
 		{name: "id_from bad kind", input: ingressBlock("id_from cookie session"), wantErr: `unknown id_from kind "cookie"`},
@@ -306,7 +305,7 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 			want: &Ingress{
 				Source:       "src",
 				ForwardTo:    "http://127.0.0.1:9000/webhooks/src",
-				IDFrom:       []dedupe.Rule{{Kind: "json", Arg: "id"}, {Kind: "header", Arg: "X-Request-Id"}},
+				IDFrom:       []IDRule{{Kind: "json", Arg: "id"}, {Kind: "header", Arg: "X-Request-Id"}},
 				DedupeWindow: dur(12 * time.Hour),
 				MaxBody:      256 << 10,
 				RequireJSON:  true,

@@ -17,18 +17,11 @@ const (
 	guardMaxClients = 100_000
 )
 
-// BlockConfig is the signature-failure guard of a source: a client IP with
-// Failures failed verifications within Window has its failing requests
-// answered 429 (instead of 401) for Cooldown. Its validly signed requests
-// are never refused: behind a proxy every provider may share one IP.
-//
-//	block_failures <count> <window> [<cooldown>]    # default 20 1m 5m
-//	block_failures off
-type BlockConfig struct {
-	Failures int            `json:"failures,omitempty"`
-	Window   caddy.Duration `json:"window,omitempty"`
-	Cooldown caddy.Duration `json:"cooldown,omitempty"`
-	Off      bool           `json:"off,omitempty"`
+// guardSettings are the thresholds of a source's guard, compiled from
+// its BlockConfig.
+type guardSettings struct {
+	failures         int
+	window, cooldown time.Duration
 }
 
 // guard counts signature failures per client IP in fixed windows.
@@ -58,16 +51,16 @@ func newGuard(failures int, window, cooldown time.Duration) *guard {
 var guardPool = caddy.NewUsagePool()
 
 // guardKey is the pool key of a source's guard.
-func guardKey(source string, bc BlockConfig) string {
-	return fmt.Sprintf("guard|%s|%d|%s|%s", source, bc.Failures, time.Duration(bc.Window), time.Duration(bc.Cooldown))
+func guardKey(source string, s guardSettings) string {
+	return fmt.Sprintf("guard|%s|%d|%s|%s", source, s.failures, s.window, s.cooldown)
 }
 
 // acquireGuard takes a reference on the source's shared guard; the caller
 // releases it with guardPool.Delete(key).
-func acquireGuard(source string, bc BlockConfig) (*guard, string, error) {
-	key := guardKey(source, bc)
+func acquireGuard(source string, s guardSettings) (*guard, string, error) {
+	key := guardKey(source, s)
 	v, _, err := guardPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return newGuard(bc.Failures, time.Duration(bc.Window), time.Duration(bc.Cooldown)), nil
+		return newGuard(s.failures, s.window, s.cooldown), nil
 	})
 	if err != nil {
 		return nil, "", err

@@ -46,37 +46,21 @@ const (
 // Ingress receives the webhooks of one source: it verifies the signature
 // on the raw bytes, deduplicates by event ID, stores the event durably and
 // only then answers 202. The webhooks app delivers it to forward_to.
-//
-//	webhook_ingress [<matcher>] <source> {
-//		verify <scheme> [<secret>...] {     # required; "verify none" accepts unsigned webhooks
-//			...                             # scheme options
-//		}
-//		forward_to <url>                    # required
-//		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
-//		id_from body_hash <window>
-//		dedupe_window 24h
-//		max_body 1MB
-//		require_json
-//		timeout 10s                         # per delivery attempt; default 10s, at most half the lease
-//		retry {
-//			max_attempts 10
-//			backoff <initial> <max> [multiplier <m>] [jitter <j>]
-//			schedule <delay>...
-//		}
-//		rate_limit <n>/<s|m|h>              # delivery rate to the upstream
-//		ack_status 202                      # or 200
-//		block_failures 20 1m [5m]           # 429 for a client IP failing signatures this often; or "off"
-//	}
+// Caddyfile syntax: see UnmarshalCaddyfile.
 type Ingress struct {
-	// Source names the webhook source (letters, digits, ".", "_", "-").
+	// Source names the webhook source (at most 64 letters, digits, ".",
+	// "_" and "-").
 	Source string `json:"source"`
-	// VerifyRaw is the signature scheme (module in webhooks.verifiers).
+	// VerifyRaw is the signature scheme, a module in webhooks.verifiers named
+	// by its "scheme" key (required; "none" accepts unsigned webhooks).
 	VerifyRaw json.RawMessage `json:"verify,omitempty" caddy:"namespace=webhooks.verifiers inline_key=scheme"`
-	// ForwardTo is the upstream URL events are POSTed to.
+	// ForwardTo is the http(s) URL of the upstream events are POSTed to.
 	ForwardTo string `json:"forward_to"`
-	// IDFrom are the rules that find the event ID, in order.
-	IDFrom []dedupe.Rule `json:"id_from,omitempty"`
-	// DedupeWindow is how long an event ID stays claimed (default 24h).
+	// IDFrom are the rules that find the event ID, tried in order
+	// (default: the scheme's).
+	IDFrom []IDRule `json:"id_from,omitempty"`
+	// DedupeWindow is how long an event ID stays claimed, so that a
+	// resend is answered as a duplicate (default 24h).
 	DedupeWindow caddy.Duration `json:"dedupe_window,omitempty"`
 	// MaxBody is the largest accepted body in bytes (default 1 MiB).
 	MaxBody int64 `json:"max_body,omitempty"`
@@ -86,9 +70,11 @@ type Ingress struct {
 	// webhooks lease when that is shorter; an explicit one must fit the
 	// lease: delivery.CheckTimeout).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Retry is the retry policy of failed deliveries.
+	// Retry is the retry policy of failed deliveries (default: ten
+	// attempts, backoff 1s to 15m).
 	Retry *RetryConfig `json:"retry,omitempty"`
-	// RateLimit caps deliveries to the upstream.
+	// RateLimit caps deliveries to the upstream, for all the nodes
+	// sharing the store (default: none).
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
 	AckStatus int `json:"ack_status,omitempty"`
@@ -107,44 +93,6 @@ type Ingress struct {
 	app           *webhooks.App
 	rules         []dedupe.Rule
 	log           *zap.Logger
-}
-
-// RetryConfig is the JSON form of delivery.Policy.
-type RetryConfig struct {
-	MaxAttempts int            `json:"max_attempts,omitempty"`
-	Initial     caddy.Duration `json:"initial,omitempty"`
-	Max         caddy.Duration `json:"max,omitempty"`
-	Multiplier  float64        `json:"multiplier,omitempty"`
-	// Jitter spreads delays by ±Jitter (default 0.1; 0 disables it).
-	Jitter   *float64         `json:"jitter,omitempty"`
-	Schedule []caddy.Duration `json:"schedule,omitempty"`
-}
-
-// Policy converts to a delivery.Policy with defaults filled in.
-func (c *RetryConfig) Policy() delivery.Policy {
-	if c == nil {
-		c = new(RetryConfig)
-	}
-	p := delivery.Policy{
-		MaxAttempts: c.MaxAttempts,
-		Initial:     time.Duration(c.Initial),
-		Max:         time.Duration(c.Max),
-		Multiplier:  c.Multiplier,
-		Jitter:      delivery.DefaultJitter,
-	}
-	if c.Jitter != nil {
-		p.Jitter = *c.Jitter
-	}
-	for _, d := range c.Schedule {
-		p.Schedule = append(p.Schedule, time.Duration(d))
-	}
-	return p.WithDefaults()
-}
-
-// RateLimit allows Events deliveries per Interval.
-type RateLimit struct {
-	Events   int            `json:"events"`
-	Interval caddy.Duration `json:"interval"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -179,22 +127,9 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 			h.secretHeaders = append(h.secretHeaders, http.CanonicalHeaderKey(name))
 		}
 	}
-	bc := BlockConfig{Failures: DefaultBlockFailures, Window: caddy.Duration(DefaultBlockWindow), Cooldown: caddy.Duration(DefaultBlockCooldown)}
-	if b := h.BlockFailures; b != nil {
-		bc.Off = b.Off
-		if b.Failures > 0 {
-			bc.Failures = b.Failures
-		}
-		if b.Window > 0 {
-			bc.Window = b.Window
-		}
-		if b.Cooldown > 0 {
-			bc.Cooldown = b.Cooldown
-		}
-	}
-	if !bc.Off {
+	if gs, off := h.BlockFailures.settings(); !off {
 		// shared across reloads: a reload must not lift a client's block
-		g, key, err := acquireGuard(h.Source, bc)
+		g, key, err := acquireGuard(h.Source, gs)
 		if err != nil {
 			return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 		}
@@ -214,16 +149,13 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	if h.AckStatus == 0 {
 		h.AckStatus = http.StatusAccepted
 	}
-	if rl := h.RateLimit; rl != nil && (rl.Events < 1 || rl.Interval <= 0) {
+	if !h.RateLimit.valid() {
 		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
 	}
 	// rules from JSON configs get the same checks as Caddyfile ones
-	for i, r := range h.IDFrom {
-		if err := r.Validate(); err != nil {
-			return fmt.Errorf("webhook_ingress %s: id_from %d: %v", h.Source, i, err)
-		}
+	if h.rules, err = compileIDFrom(h.IDFrom); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
-	h.rules = h.IDFrom
 	if len(h.rules) == 0 {
 		if d, ok := h.verifier.(verifiers.IDDefaulter); ok {
 			for _, rule := range d.DefaultIDFrom() {
@@ -240,17 +172,18 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: getting webhooks app: %v", h.Source, err)
 	}
 	h.app = appIface.(*webhooks.App)
-	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
-	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy()}
-	if rl := h.RateLimit; rl != nil {
-		target.Rate = storage.Rate{Events: rl.Events, Per: time.Duration(rl.Interval)}
-	}
-	if err := h.app.RegisterSource(&webhooks.Source{
-		Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow),
-	}); err != nil {
+	if err := h.app.RegisterSource(h.source()); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
 	return nil
+}
+
+// source compiles the delivery side of the config (defaults filled in)
+// into the runtime source the webhooks app delivers for.
+func (h *Ingress) source() *webhooks.Source {
+	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
+	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy(), Rate: h.RateLimit.rate()}
+	return &webhooks.Source{Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow)}
 }
 
 // Cleanup releases the source's reference on its shared guard.
@@ -279,7 +212,7 @@ func (h *Ingress) Validate() error {
 	if err := h.Retry.Policy().Validate(); err != nil {
 		return fmt.Errorf("webhook_ingress %s: retry: %v", h.Source, err)
 	}
-	if rl := h.RateLimit; rl != nil && (rl.Events < 1 || rl.Interval <= 0) {
+	if !h.RateLimit.valid() {
 		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
 	}
 	return nil

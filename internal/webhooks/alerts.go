@@ -28,21 +28,29 @@ const alertSource = "_alerts"
 // on bursts of signature failures. Alerts go through the same durable
 // queue as webhooks (retried, never lost) and are rate-limited: at most one
 // per kind and source every MinInterval, summarizing what happened since.
-//
-//	alert <url> {
-//		dlq_threshold 1              # new DLQ entries that trigger an alert
-//		error_rate 0.5 [<min_attempts>]   # failed share of a source's attempts (default min 20)
-//		signature_failures 10 1m     # failures from one source within the window
-//		min_interval 5m              # per kind and source
-//	}
+// Caddyfile syntax: the alert option of App.UnmarshalCaddyfile. A zero
+// threshold turns its kind of alert off.
 type AlertConfig struct {
-	URL               string         `json:"url"`
-	DLQThreshold      int            `json:"dlq_threshold,omitempty"`
-	ErrorRate         float64        `json:"error_rate,omitempty"`
-	ErrorMinAttempts  int            `json:"error_min_attempts,omitempty"`
-	SignatureFailures int            `json:"signature_failures,omitempty"`
-	SignatureWindow   caddy.Duration `json:"signature_window,omitempty"`
-	MinInterval       caddy.Duration `json:"min_interval,omitempty"`
+	// URL receives the alerts (placeholders such as {env.SLACK_WEBHOOK_URL}
+	// are resolved at provision).
+	URL string `json:"url"`
+	// DLQThreshold is how many new DLQ entries trigger an alert.
+	DLQThreshold int `json:"dlq_threshold,omitempty"`
+	// ErrorRate is the failed share of a source's delivery attempts, in
+	// (0, 1], that triggers an alert.
+	ErrorRate float64 `json:"error_rate,omitempty"`
+	// ErrorMinAttempts is how many attempts a source needs before its
+	// error rate counts (default 20).
+	ErrorMinAttempts int `json:"error_min_attempts,omitempty"`
+	// SignatureFailures is how many signature failures of one source
+	// within SignatureWindow trigger an alert.
+	SignatureFailures int `json:"signature_failures,omitempty"`
+	// SignatureWindow is the period over which signature failures are
+	// counted (default 1m).
+	SignatureWindow caddy.Duration `json:"signature_window,omitempty"`
+	// MinInterval is the least time between two alerts of one kind and
+	// source (default 5m).
+	MinInterval caddy.Duration `json:"min_interval,omitempty"`
 }
 
 // Defaults of alerting.

@@ -42,18 +42,10 @@ const (
 // App is the webhooks app: it owns the store, the delivery workers,
 // retention cleanup and the DLQ. A config with a webhook_ingress handler
 // and no webhooks global option gets this app with its defaults.
-//
-//	{
-//		webhooks {
-//			storage embedded [<path>]
-//			workers 16
-//			lease 1m
-//			retention 24h
-//			dlq_retention 168h
-//		}
-//	}
+// Caddyfile syntax (the webhooks global option): see UnmarshalCaddyfile.
 type App struct {
-	// StorageRaw is the backend (default: embedded).
+	// StorageRaw is the storage backend, a webhooks.storage module named
+	// by its "module" key (default: embedded).
 	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=webhooks.storage inline_key=module"`
 	// Workers is the number of concurrent deliveries (default 16).
 	Workers int `json:"workers,omitempty"`

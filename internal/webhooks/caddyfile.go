@@ -8,21 +8,16 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/hookline/hookline/internal/caddyfileopt"
 )
 
 func init() {
 	httpcaddyfile.RegisterGlobalOption("webhooks", parseGlobalOption)
 }
 
-// parseGlobalOption sets up the webhooks app from the global option:
-//
-//	webhooks {
-//		storage embedded [<path>]
-//		workers <n>
-//		lease <duration>
-//		retention <duration>
-//		dlq_retention <duration>   # 0 = keep forever
-//	}
+// parseGlobalOption sets up the webhooks app from the global option
+// (syntax: App.UnmarshalCaddyfile), which may appear once.
 func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	app := new(App)
 	if existing != nil {
@@ -35,8 +30,30 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 	return httpcaddyfile.App{Name: "webhooks", Value: caddyconfig.JSON(app, nil)}, nil
 }
 
-// UnmarshalCaddyfile sets up the app from Caddyfile tokens (the global
-// option, see parseGlobalOption).
+// UnmarshalCaddyfile sets up the app from the tokens of the webhooks
+// global option. Syntax:
+//
+//	webhooks {
+//		storage embedded [<path>]           # default; hookline/events.db under Caddy's data dir
+//		storage redis [<address>] {         # see webhooks.storage.redis
+//			...
+//		}
+//		workers 16                          # concurrent deliveries
+//		lease 1m                            # a delivery not finished by then is redelivered
+//		retention 24h                       # how long delivered events stay queryable
+//		dlq_retention 168h                  # DLQ entries expire after this (0 = never)
+//		alert <url> {                       # POSTs a JSON alert (Slack-compatible "text")
+//			dlq_threshold 1                 # new DLQ entries that trigger an alert
+//			error_rate <fraction> [<min_attempts>]   # failed share of a source's attempts (default min 20)
+//			signature_failures 10 1m        # failures from one source within the window
+//			min_interval 5m                 # at most one alert per kind and source this often
+//		}
+//	}
+//
+// An alert with no block fires for every new DLQ entry (dlq_threshold 1)
+// and for 10 signature failures within 1m. Durations are Caddy durations
+// ("90s", "1d"). DESIGN.md's encryption_key is refused by this build,
+// with an error saying so.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // "webhooks"
 	if d.NextArg() {
@@ -45,45 +62,33 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch d.Val() {
 		case "storage":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			name := d.Val()
-			unm, err := caddyfile.UnmarshalModule(d, "webhooks.storage."+name)
+			raw, err := caddyfileopt.Module(d, "webhooks.storage", "module")
 			if err != nil {
 				return err
 			}
-			a.StorageRaw = caddyconfig.JSONModuleObject(unm, "module", name, nil)
+			a.StorageRaw = raw
 		case "workers":
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return d.Errf("workers: want a positive integer, got %q", s)
+			n, err := caddyfileopt.Int(d, 1)
+			if err != nil {
+				return err
 			}
 			a.Workers = n
 		case "lease", "retention", "dlq_retention":
 			opt := d.Val()
-			var s string
-			if !d.AllArgs(&s) {
-				return d.ArgErr()
-			}
-			dur, err := caddy.ParseDuration(s)
-			if err != nil || dur < 0 {
-				return d.Errf("%s: invalid duration %q", opt, s)
+			dur, err := caddyfileopt.Duration(d, true)
+			if err != nil {
+				return err
 			}
 			switch opt {
 			case "lease":
-				a.Lease = caddy.Duration(dur)
+				a.Lease = dur
 			case "retention":
-				a.Retention = caddy.Duration(dur)
+				a.Retention = dur
 			case "dlq_retention":
 				if dur == 0 {
 					dur = -1 // keep forever; 0 in JSON means the default
 				}
-				a.DLQRetention = caddy.Duration(dur)
+				a.DLQRetention = dur
 			}
 		case "alert":
 			ac, err := parseAlert(d)
@@ -105,17 +110,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // Interface guards
 var _ caddyfile.Unmarshaler = (*App)(nil)
 
-// parseAlert reads an alert option:
-//
-//	alert <url> {
-//		dlq_threshold <n>
-//		error_rate <fraction> [<min_attempts>]
-//		signature_failures <n> <window>
-//		min_interval <duration>
-//	}
-//
-// With no block, alerts fire for every new DLQ entry (dlq_threshold 1) and
-// for 10 signature failures within 1m.
+// parseAlert reads an alert option (syntax: App.UnmarshalCaddyfile).
 func parseAlert(d *caddyfile.Dispenser) (*AlertConfig, error) {
 	ac := &AlertConfig{}
 	if !d.NextArg() {
@@ -161,8 +156,8 @@ func parseAlert(d *caddyfile.Dispenser) (*AlertConfig, error) {
 				return nil, d.Errf("signature_failures <count> <window>")
 			}
 			n, err := strconv.Atoi(args[0])
-			dur, derr := caddy.ParseDuration(args[1])
-			if err != nil || n < 1 || derr != nil || dur <= 0 {
+			dur, ok := caddyfileopt.PositiveDuration(args[1])
+			if err != nil || n < 1 || !ok {
 				return nil, d.Errf("signature_failures: want a positive count and window")
 			}
 			ac.SignatureFailures, ac.SignatureWindow = n, caddy.Duration(dur)
@@ -170,8 +165,8 @@ func parseAlert(d *caddyfile.Dispenser) (*AlertConfig, error) {
 			if len(args) != 1 {
 				return nil, d.ArgErr()
 			}
-			dur, err := caddy.ParseDuration(args[0])
-			if err != nil || dur <= 0 {
+			dur, ok := caddyfileopt.PositiveDuration(args[0])
+			if !ok {
 				return nil, d.Errf("min_interval: invalid duration")
 			}
 			ac.MinInterval = caddy.Duration(dur)

@@ -1,0 +1,83 @@
+package ingress
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/storage"
+)
+
+// TestConfigDurationsAcceptCaddyStrings: every duration of a source's
+// JSON config takes a Caddy duration string as well as nanoseconds, and
+// both provision to the same runtime values.
+func TestConfigDurationsAcceptCaddyStrings(t *testing.T) {
+	const base = `{"source":"%s","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/",`
+	for _, tc := range []struct {
+		name    string
+		field   string // the JSON after base, %s for the duration
+		ns, str string
+		check   func(t *testing.T, h *Ingress)
+	}{
+		{name: "dedupe_window", field: `"dedupe_window":%s}`, ns: "172800000000000", str: `"2d"`,
+			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().DedupeWindow, 48*time.Hour) }},
+		{name: "timeout", field: `"timeout":%s}`, ns: "30000000000", str: `"30s"`,
+			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().Target.Timeout, 30*time.Second) }},
+		{name: "retry initial", field: `"retry":{"initial":%s}}`, ns: "2000000000", str: `"2s"`,
+			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().Target.Policy.Initial, 2*time.Second) }},
+		{name: "retry max", field: `"retry":{"max":%s}}`, ns: "600000000000", str: `"10m"`,
+			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().Target.Policy.Max, 10*time.Minute) }},
+		{name: "retry schedule", field: `"retry":{"schedule":[60000000000,%s]}}`, ns: "5400000000000", str: `"1h30m"`,
+			check: func(t *testing.T, h *Ingress) {
+				if got, want := h.source().Target.Policy.Schedule, []time.Duration{time.Minute, 90 * time.Minute}; !reflect.DeepEqual(got, want) {
+					t.Errorf("schedule %v, want %v", got, want)
+				}
+			}},
+		{name: "rate_limit interval", field: `"rate_limit":{"events":50,"interval":%s}}`, ns: "1000000000", str: `"1s"`,
+			check: func(t *testing.T, h *Ingress) {
+				if got, want := h.source().Target.Rate, (storage.Rate{Events: 50, Per: time.Second}); got != want {
+					t.Errorf("rate %+v, want %+v", got, want)
+				}
+			}},
+		{name: "block_failures window", field: `"block_failures":{"failures":3,"window":%s}}`, ns: "120000000000", str: `"2m"`,
+			check: func(t *testing.T, h *Ingress) { checkDur(t, h.guard.window, 2*time.Minute) }},
+		{name: "block_failures cooldown", field: `"block_failures":{"failures":3,"cooldown":%s}}`, ns: "86400000000000", str: `"1d"`,
+			check: func(t *testing.T, h *Ingress) { checkDur(t, h.guard.cooldown, 24*time.Hour) }},
+		{name: "id_from body_hash window", field: `"id_from":[{"kind":"body_hash","window":%s}]}`, ns: "600000000000", str: `"10m"`,
+			check: func(t *testing.T, h *Ingress) {
+				if want := []dedupe.Rule{{Kind: dedupe.KindBodyHash, Window: 10 * time.Minute}}; !reflect.DeepEqual(h.rules, want) {
+					t.Errorf("rules %v, want %v", h.rules, want)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			source := strings.NewReplacer(" ", "_").Replace(tc.name)
+			config := func(v string) string {
+				return strings.Replace(base, "%s", source, 1) + strings.Replace(tc.field, "%s", v, 1)
+			}
+			fromNS := provisionSource(t, config(tc.ns))
+			fromStr := provisionSource(t, config(tc.str))
+			t.Cleanup(func() { fromNS.Cleanup(); fromStr.Cleanup() })
+			tc.check(t, fromNS)
+			tc.check(t, fromStr)
+			if a, b := fromNS.source(), fromStr.source(); !reflect.DeepEqual(a, b) {
+				t.Errorf("runtime source from nanoseconds %+v, from %s %+v", a, tc.str, b)
+			}
+			if !reflect.DeepEqual(fromNS.rules, fromStr.rules) {
+				t.Errorf("rules from nanoseconds %v, from %s %v", fromNS.rules, tc.str, fromStr.rules)
+			}
+			if fromNS.guardKey != fromStr.guardKey {
+				t.Errorf("guard from nanoseconds %q, from %s %q", fromNS.guardKey, tc.str, fromStr.guardKey)
+			}
+		})
+	}
+}
+
+func checkDur(t *testing.T, got, want time.Duration) {
+	t.Helper()
+	if got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
