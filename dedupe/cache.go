@@ -1,6 +1,6 @@
-// Package dedupe holds hookline's deduplication helpers: where to find
-// an event's ID (id_from rules) and the in-process L1 cache of IDs already
-// seen. The store is the truth: the cache only ever answers "seen", and a
+// Package dedupe tells events apart: where to find an event's ID (id_from
+// rules) and its type (type_from rules, the same forms), and the
+// in-process L1 cache of IDs already seen. The store is the truth: the cache only ever answers "seen", and a
 // miss always asks the store.
 package dedupe
 

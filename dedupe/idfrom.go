@@ -21,6 +21,9 @@ const (
 	KindForm     = "form"      // a field of a url-encoded form body
 	KindBodyHash = "body_hash" // hash of the normalized body plus a time bucket
 	KindRawHash  = "raw_hash"  // hash of the exact received bytes, no window
+	// KindConst is a fixed text, for type_from's joined parts only (the
+	// "messaging" of Meta's "page.messaging"); it is never an id.
+	KindConst = "const"
 )
 
 // Rule is one id_from rule: where to find a webhook's event ID.
@@ -168,37 +171,52 @@ func (r Rule) Validate() error {
 // in order, or "" when none matches. body is the raw body. The ID is
 // returned normalized (see Normalize), so it can always travel in a header.
 func Extract(rules []Rule, r *http.Request, body []byte, now time.Time) string {
+	jsonDoc := lazyJSON(body)
+	for _, rule := range rules {
+		if rule.Kind == KindConst { // a fixed text would merge every event
+			continue
+		}
+		if id := rule.find(r, body, jsonDoc, now); id != "" {
+			return Normalize(id)
+		}
+	}
+	return ""
+}
+
+// find is the value the rule finds in the request ("" when its conditions
+// do not hold or it finds nothing); doc decodes the JSON body on first use.
+func (r Rule) find(req *http.Request, body []byte, doc func() any, now time.Time) string {
+	if !r.applies(doc) {
+		return ""
+	}
+	switch r.Kind {
+	case KindHeader:
+		return strings.TrimSpace(req.Header.Get(r.Arg))
+	case KindJSON:
+		return jsonPath(doc(), r.Arg)
+	case KindForm:
+		return formValue(req, body, r.Arg)
+	case KindBodyHash:
+		return bodyHash(body, r.Window, now)
+	case KindRawHash:
+		return rawHash(req, r.Arg, body)
+	case KindConst:
+		return r.Arg
+	}
+	return ""
+}
+
+// lazyJSON returns a function decoding body as JSON on its first call only.
+func lazyJSON(body []byte) func() any {
 	var doc any
 	parsed := false
-	jsonDoc := func() any {
+	return func() any {
 		if !parsed {
 			parsed = true
 			doc = decodeJSON(body)
 		}
 		return doc
 	}
-	for _, rule := range rules {
-		if !rule.applies(jsonDoc) {
-			continue
-		}
-		var id string
-		switch rule.Kind {
-		case KindHeader:
-			id = strings.TrimSpace(r.Header.Get(rule.Arg))
-		case KindJSON:
-			id = jsonPath(jsonDoc(), rule.Arg)
-		case KindForm:
-			id = formValue(r, body, rule.Arg)
-		case KindBodyHash:
-			id = bodyHash(body, rule.Window, now)
-		case KindRawHash:
-			id = rawHash(r, rule.Arg, body)
-		}
-		if id != "" {
-			return Normalize(id)
-		}
-	}
-	return ""
 }
 
 // applies reports whether the rule's JSON conditions hold; doc decodes the

@@ -14,6 +14,7 @@ func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, ear
 		ID:         job.ID,
 		EventID:    job.EventID,
 		Source:     job.Source,
+		EventType:  job.Type,
 		Upstream:   job.Upstream,
 		Payload:    job.Body,
 		Headers:    job.Headers,
@@ -50,5 +51,5 @@ func CheckRetryEvent(st Status) error {
 // carries its internal id as event id, and was never deduplicated.
 func EventOfEntry(e *DLQEntry) Event {
 	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source,
-		Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+		Type: e.EventType, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
 }

@@ -46,6 +46,7 @@ type DLQEntry struct {
 	ID         string      `json:"id"`
 	EventID    string      `json:"event_id"`
 	Source     string      `json:"source"`
+	EventType  string      `json:"event_type,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Payload    []byte      `json:"payload,omitempty"`
 	Headers    http.Header `json:"headers,omitempty"`
@@ -65,6 +66,7 @@ type DLQEntry struct {
 // DLQFilter selects DLQ entries. Zero fields match everything.
 type DLQFilter struct {
 	Source string
+	Type   string // the event type, exactly
 	Status DLQStatus
 	Since  time.Time // entries created at or after
 	Limit  int       // 0 means DLQDefaultLimit
@@ -74,6 +76,9 @@ type DLQFilter struct {
 // Matches reports whether e passes the filter (cursor and limit aside).
 func (f DLQFilter) Matches(e *DLQEntry) bool {
 	if f.Source != "" && e.Source != f.Source {
+		return false
+	}
+	if f.Type != "" && e.EventType != f.Type {
 		return false
 	}
 	if f.Status != "" && e.Status != f.Status {

@@ -36,8 +36,10 @@ type Event struct {
 	// EventID is the provider's ID used for deduplication (or a generated one).
 	EventID string `json:"event_id"`
 	// Dedupe is false when EventID was generated: such events never collide.
-	Dedupe     bool        `json:"dedupe"`
-	Source     string      `json:"source"`
+	Dedupe bool   `json:"dedupe"`
+	Source string `json:"source"`
+	// Type is the event type its source's type_from rules found ("": none).
+	Type       string      `json:"type,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Headers    http.Header `json:"headers,omitempty"`
 	Body       []byte      `json:"body,omitempty"`
@@ -103,6 +105,7 @@ type EventInfo struct {
 	ID          string    `json:"id"`
 	EventID     string    `json:"event_id"`
 	Source      string    `json:"source"`
+	EventType   string    `json:"event_type,omitempty"`
 	Status      Status    `json:"status"`
 	ReceivedAt  time.Time `json:"received_at"`
 	NextAttempt time.Time `json:"next_attempt_at,omitzero"`

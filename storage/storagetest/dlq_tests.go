@@ -132,6 +132,9 @@ func testDLQList(t *testing.T, f Factory) {
 		{"since and source", storage.DLQFilter{Since: newest[n-1-10].CreatedAt, Source: "stripe", Limit: 5}, false},
 		{"resolved", storage.DLQFilter{Status: storage.DLQResolved}, false},
 		{"no match", storage.DLQFilter{Source: "nobody"}, false},
+		{"type", storage.DLQFilter{Type: "stripe.type_1", Limit: 3}, false},
+		{"type and status", storage.DLQFilter{Type: "github.type_0", Status: storage.DLQPending}, false},
+		{"type of another source", storage.DLQFilter{Type: "github.type_0", Source: "stripe"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +173,7 @@ func testDLQList(t *testing.T, f Factory) {
 		}
 		for i, e := range p.Entries {
 			m := newest[i]
-			if e.ID != m.ID || e.Source != m.Source || e.EventID != m.EventID || e.Status != m.Status ||
+			if e.ID != m.ID || e.Source != m.Source || e.EventID != m.EventID || e.EventType != m.EventType || e.Status != m.Status ||
 				e.Error != m.Error || e.LastStatus != m.LastStatus || !e.CreatedAt.Equal(m.CreatedAt) {
 				t.Errorf("listed entry %+v\ndiffers from DLQGet %+v", e, *m)
 			}

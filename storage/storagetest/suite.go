@@ -91,7 +91,7 @@ const tolerance = time.Millisecond
 
 // ---------------------------------------------------------------- helpers
 
-var bodySeq atomic.Int64
+var bodySeq, typeSeq atomic.Int64
 
 func newID(t testing.TB) string {
 	t.Helper()
@@ -110,9 +110,10 @@ func NewEvent(source, eventID string) *storage.Event {
 		Upstream: "http://127.0.0.1:1/", Body: []byte(`{"n":1}`), ReceivedAt: time.Now()}
 }
 
-// newEvent is the suite's event: deduplicated, with headers and a
+// newEvent is the suite's event: deduplicated, with a type, headers and a
 // distinct body, so that round trips are checked on every field; an
-// empty eventID makes a unique one.
+// empty eventID makes a unique one. Types alternate between two per
+// source.
 func newEvent(t testing.TB, source, eventID string) *storage.Event {
 	t.Helper()
 	id := newID(t)
@@ -129,6 +130,7 @@ func newEvent(t testing.TB, source, eventID string) *storage.Event {
 			"Content-Type": {"application/json"},
 			"X-Request-Id": {id},
 		},
+		Type:       fmt.Sprintf("%s.type_%d", source, typeSeq.Add(1)%2),
 		Body:       fmt.Appendf(nil, `{"id":%q,"seq":%d}`, eventID, bodySeq.Add(1)),
 		ReceivedAt: time.Now().Round(0),
 	}
@@ -277,10 +279,11 @@ func wantCounts(t testing.TB, s storage.Store, want storage.Counts) {
 
 func checkInfo(t testing.TB, info *storage.EventInfo, ev storage.Event, status storage.Status) {
 	t.Helper()
-	if info.ID != ev.ID || info.EventID != ev.EventID || info.Source != ev.Source || info.Status != status || !info.ReceivedAt.Equal(ev.ReceivedAt) {
-		t.Errorf("Lookup = %s %s %s %s %v, want %s %s %s %s %v",
-			info.ID, info.EventID, info.Source, info.Status, info.ReceivedAt,
-			ev.ID, ev.EventID, ev.Source, status, ev.ReceivedAt)
+	if info.ID != ev.ID || info.EventID != ev.EventID || info.Source != ev.Source || info.EventType != ev.Type ||
+		info.Status != status || !info.ReceivedAt.Equal(ev.ReceivedAt) {
+		t.Errorf("Lookup = %s %s %s %q %s %v, want %s %s %s %q %s %v",
+			info.ID, info.EventID, info.Source, info.EventType, info.Status, info.ReceivedAt,
+			ev.ID, ev.EventID, ev.Source, ev.Type, status, ev.ReceivedAt)
 	}
 }
 
@@ -293,7 +296,7 @@ func checkEvent(t testing.TB, what string, got, want storage.Event) {
 
 func eventEqual(a, b storage.Event) bool {
 	return a.ID == b.ID && a.EventID == b.EventID && a.Dedupe == b.Dedupe &&
-		a.Source == b.Source && a.Upstream == b.Upstream &&
+		a.Source == b.Source && a.Type == b.Type && a.Upstream == b.Upstream &&
 		headersEqual(a.Headers, b.Headers) && bytes.Equal(a.Body, b.Body) &&
 		a.ReceivedAt.Equal(b.ReceivedAt)
 }
@@ -303,8 +306,8 @@ func fmtEvent(ev storage.Event) string {
 	if len(body) > 64 {
 		body = body[:64]
 	}
-	return fmt.Sprintf("id=%s event_id=%q dedupe=%v source=%q upstream=%q headers=%v received_at=%v body(%d)=%q",
-		ev.ID, ev.EventID, ev.Dedupe, ev.Source, ev.Upstream, ev.Headers, ev.ReceivedAt, len(ev.Body), body)
+	return fmt.Sprintf("id=%s event_id=%q dedupe=%v source=%q type=%q upstream=%q headers=%v received_at=%v body(%d)=%q",
+		ev.ID, ev.EventID, ev.Dedupe, ev.Source, ev.Type, ev.Upstream, ev.Headers, ev.ReceivedAt, len(ev.Body), body)
 }
 
 func headersEqual(a, b http.Header) bool {
