@@ -1,5 +1,5 @@
 // Package dashboard is the webhook_dashboard HTTP handler: an embedded page
-// (page/) over the operator routes of the webhooks app, mounted by users
+// (page/) over the operator API (internal/operator), mounted by users
 // behind their own auth. Its browser test lives with the end-to-end tests
 // in internal/ingress.
 package dashboard
@@ -19,9 +19,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/internal/httpjson"
+	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/internal/webhooks"
 )
 
@@ -38,8 +38,9 @@ func init() {
 // dashboard cannot be ridden by another site.
 const DashboardCSRFHeader = "X-Hookline-Dashboard"
 
-// maxDashboardBody bounds request bodies of the dashboard's API.
-const maxDashboardBody = 64 << 10
+// maxDashboardBody bounds request bodies of the dashboard's API: the
+// API's own limit, checked before the body is read.
+const maxDashboardBody = operator.MaxBody
 
 // dashboardCSP is the page's Content-Security-Policy: only its own files,
 // no inline script or style, no framing.
@@ -135,11 +136,12 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 		w.Header().Set("Allow", "GET, HEAD, POST")
 		return dashboardError(w, http.StatusMethodNotAllowed, "method not allowed")
 	}
-	if err := webhooks.ServeAPI(w, r, apiPath); err != nil {
-		if c := caddy.Log().Named("http.handlers.webhook_dashboard").Check(zap.DebugLevel, "api request failed"); c != nil {
-			c.Write(zap.String("path", apiPath), zap.Error(err))
-		}
-	}
+	// the operator API, as the admin endpoint serves it at apiPath: it
+	// answers every request itself, errors included
+	r2 := r.Clone(r.Context())
+	r2.URL.Path, r2.URL.RawPath = apiPath, ""
+	r2.RequestURI = r2.URL.RequestURI()
+	webhooks.OperatorAPI().ServeHTTP(w, r2)
 	return nil
 }
 
@@ -191,9 +193,10 @@ func originalPath(r *http.Request) string {
 	return r.URL.Path
 }
 
-// dashboardError answers {"error": msg} (httpjson: JSON, never cached).
+// dashboardError answers {"error": msg} as the API does (httpjson: JSON,
+// never cached).
 func dashboardError(w http.ResponseWriter, status int, msg string) error {
-	httpjson.Write(w, status, map[string]string{"error": msg})
+	httpjson.Write(w, status, operator.ErrorAnswer{Error: msg})
 	return nil
 }
 

@@ -1,8 +1,9 @@
 // Package webhooks is the webhooks app (as caddypki is the pki app): the
 // pooled store and its lifecycle across reloads, the source registry, the
 // delivery workers, retention, pause, stats, metrics and alerts; its global
-// option; the admin API (admin.api.webhooks) and the `caddy webhooks` CLI
-// over it.
+// option; the operations of the operator API (internal/operator), which the
+// admin API module (admin.api.webhooks) mounts and the `caddy webhooks` CLI
+// calls.
 package webhooks
 
 import (
@@ -659,5 +660,3 @@ var (
 	_ caddy.Validator    = (*App)(nil)
 	_ caddy.CleanerUpper = (*App)(nil)
 )
-
-func zapErr(err error) zap.Field { return zap.Error(err) }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -146,19 +147,10 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	type window struct {
-		Queue    storage.Counts `json:"queue"`
-		LastHour sourceStats    `json:"last_hour"`
-		AllTime  sourceStats    `json:"all_time"`
-	}
-	var v struct {
-		Queue   storage.Counts    `json:"queue"`
-		Paused  []string          `json:"paused_sources"`
-		Sources map[string]window `json:"sources"`
-	}
+	var v operator.StatsAnswer
 	return output(fl, raw, &v, func(w io.Writer) {
 		fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)\tPAUSED")
-		paused := strings.Join(v.Paused, ",")
+		paused := strings.Join(v.PausedSources, ",")
 		if paused == "" {
 			paused = "-"
 		}
@@ -197,7 +189,7 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 		for _, n := range names {
 			for _, row := range []struct {
 				label string
-				s     sourceStats
+				s     operator.WindowStats
 			}{{"last hour", v.Sources[n].LastHour}, {"all time", v.Sources[n].AllTime}} {
 				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", n, row.label, row.s.Received, row.s.Duplicates,
 					row.s.Rejected, row.s.Delivered, row.s.Dead, pct(row.s.SuccessRate), pct(row.s.DLQRate), num(row.s.AvgAttempts))
@@ -246,11 +238,7 @@ func cmdDLQShow(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	var e struct {
-		storage.DLQEntry
-		Payload         string `json:"payload"`
-		PayloadEncoding string `json:"payload_encoding"`
-	}
+	var e operator.EntryView
 	return output(fl, raw, &e, func(w io.Writer) {
 		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
 			e.ID, e.Source, e.EventID, e.Status, e.Upstream, e.Error,
@@ -282,10 +270,7 @@ func cmdDLQAction(action, field string) caddycmd.CommandFunc {
 		if err != nil {
 			return caddy.ExitCodeFailedStartup, err
 		}
-		var v struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
-		}
+		var v operator.StatusAnswer
 		return output(fl, raw, &v, func(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", v.ID, v.Status)
 		})
@@ -309,8 +294,8 @@ var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--sour
 // bulkRetryFromFlags builds the bulk retry request of the flags. With no
 // id and no filter it refuses unless --all (or --dry-run, which changes
 // nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
-func bulkRetryFromFlags(fl caddycmd.Flags) (bulkRetryRequest, error) {
-	req := bulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
+func bulkRetryFromFlags(fl caddycmd.Flags) (operator.BulkRetryRequest, error) {
+	req := operator.BulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
 		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
 	if req.Source == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
 		return req, errRetryNoFilter
@@ -331,7 +316,7 @@ func cmdDLQRetry(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	var res bulkRetryResult
+	var res operator.BulkRetryAnswer
 	return output(fl, raw, &res, func(w io.Writer) {
 		verb := "re-enqueued"
 		if res.DryRun {
@@ -357,10 +342,7 @@ func cmdPause(action string) caddycmd.CommandFunc {
 		if err != nil {
 			return caddy.ExitCodeFailedStartup, err
 		}
-		var v struct {
-			Source string `json:"source"`
-			Paused bool   `json:"paused"`
-		}
+		var v operator.PauseAnswer
 		return output(fl, raw, &v, func(w io.Writer) {
 			state := "resumed"
 			if v.Paused {

@@ -12,6 +12,8 @@ import (
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/pflag"
+
+	"github.com/hookline/hookline/internal/operator"
 )
 
 // retryCmdFlags parses args as `caddy webhooks dlq retry` would.
@@ -40,7 +42,7 @@ func TestDLQRetryNeedsIDFilterOrAll(t *testing.T) {
 		bodies = append(bodies, r.Method+" "+r.URL.Path+" "+string(b))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(bulkRetryResult{Retried: []string{}, SkippedDelivered: []string{}})
+		_ = json.NewEncoder(w).Encode(operator.BulkRetryAnswer{Retried: []string{}, SkippedDelivered: []string{}})
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -29,28 +30,14 @@ func (a *App) RetryDead(ctx context.Context, id string) error {
 	return nil
 }
 
-// Redrive is what a bulk retry did (or, dry, would do).
-type Redrive struct {
-	// Matched counts the entries the filter selected.
-	Matched int
-	// Retried are the entries re-enqueued (dry: that would be).
-	Retried []string
-	// SkippedDelivered are entries whose event was delivered meanwhile.
-	SkippedDelivered []string
-	// Failed are the entries whose retry failed, with the store's error.
-	Failed map[string]error
-	// Spread is how long the re-enqueued events are spread over.
-	Spread time.Duration
-}
-
 // RedriveDead re-enqueues up to limit DLQ entries matching f (f.Limit and
 // f.Cursor are its own), skipping events delivered meanwhile (the
 // provider resent them and they went through), with due times spaced at
 // each source's delivery rate (redrivePace), and wakes the workers once
 // when any was re-enqueued. dryRun changes nothing and says what would be
 // re-enqueued. The error is a failure to list the entries.
-func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (Redrive, error) {
-	res := Redrive{Retried: []string{}, SkippedDelivered: []string{}}
+func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (operator.Redrive, error) {
+	res := operator.Redrive{Retried: []string{}, SkippedDelivered: []string{}}
 	st, err := a.Store()
 	if err != nil {
 		return res, err

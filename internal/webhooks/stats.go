@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -89,39 +90,52 @@ func (a *App) statsFlusher(ctx context.Context, st storage.Operations) {
 	}
 }
 
-// sourceStats is one source's counters with the rates derived from them.
-type sourceStats struct {
-	Counters    map[string]int64 `json:"counters"`
-	Received    int64            `json:"received"`
-	Duplicates  int64            `json:"duplicates"`
-	Rejected    int64            `json:"rejected"`
-	Delivered   int64            `json:"delivered"`
-	Dead        int64            `json:"dead"`
-	SuccessRate *float64         `json:"success_rate,omitempty"` // delivered / (delivered + dead)
-	DLQRate     *float64         `json:"dlq_rate,omitempty"`     // dead / accepted
-	AvgAttempts *float64         `json:"avg_attempts,omitempty"` // attempts / (delivered + dead)
-}
-
-// summarize derives the per-source view of raw counters.
-func summarize(c map[string]int64) sourceStats {
-	s := sourceStats{Counters: c, Received: c["accepted"], Duplicates: c["duplicate"],
-		Delivered: c["delivered"], Dead: c["dead"]}
-	for name, n := range c {
-		switch name {
-		case "accepted", "duplicate", "handshake", "delivered", "dead", "retry", "attempts":
-		default:
-			s.Rejected += n // error codes, in lower case
+// Stats reads the queue's current sizes and, by webhook source (alerts
+// left out), its queue, open DLQ entries and counters since since and
+// all-time, as every node sharing the store wrote them (statsFlushEvery).
+func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error) {
+	st, err := a.Store()
+	if err != nil {
+		return operator.Stats{}, err
+	}
+	c, err := st.Counts(ctx)
+	if err != nil {
+		return operator.Stats{}, err
+	}
+	recent, all, err := st.Stats(ctx, since)
+	if err != nil {
+		return operator.Stats{}, err
+	}
+	queues, err := st.QueueBySource(ctx)
+	if err != nil {
+		return operator.Stats{}, err
+	}
+	dead, err := st.DLQCounts(ctx)
+	if err != nil {
+		return operator.Stats{}, err
+	}
+	names := map[string]bool{}
+	for _, m := range []map[string]map[string]int64{all, recent} {
+		for src := range m {
+			names[src] = true
 		}
 	}
-	ratio := func(a, b int64) *float64 {
-		if b == 0 {
-			return nil
-		}
-		r := float64(a) / float64(b)
-		return &r
+	for src := range queues {
+		names[src] = true
 	}
-	s.SuccessRate = ratio(s.Delivered, s.Delivered+s.Dead)
-	s.DLQRate = ratio(s.Dead, s.Received)
-	s.AvgAttempts = ratio(c["attempts"], s.Delivered+s.Dead)
-	return s
+	for src := range dead {
+		names[src] = true
+	}
+	delete(names, alertSource)
+	out := operator.Stats{Queue: c, Sources: make(map[string]operator.SourceCounts, len(names))}
+	for src := range names {
+		q := queues[src]
+		for status, n := range dead[src] {
+			if status.Open() {
+				q.Dead += n
+			}
+		}
+		out.Sources[src] = operator.SourceCounts{Queue: q, Recent: recent[src], AllTime: all[src]}
+	}
+	return out, nil
 }

@@ -1,10 +1,11 @@
-package webhooks
+package operator
 
 import (
-	"github.com/hookline/hookline/storage"
 	"net/http"
 	"reflect"
 	"testing"
+
+	"github.com/hookline/hookline/storage"
 )
 
 func TestRedactURL(t *testing.T) {

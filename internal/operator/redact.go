@@ -1,13 +1,14 @@
-package webhooks
+package operator
 
 import (
-	"github.com/hookline/hookline/storage"
 	"net/http"
 	"strings"
+
+	"github.com/hookline/hookline/storage"
 )
 
-// Redacted replaces a credential in what the admin API shows (and so the
-// CLI and the dashboard, which read the admin API).
+// Redacted replaces a credential in what the API shows (and so the CLI
+// and the dashboard, which read it).
 const Redacted = "[redacted]"
 
 // credentialHeaders may carry credentials: they are stored and forwarded
@@ -16,7 +17,7 @@ const Redacted = "[redacted]"
 // it once verified, but events stored before it did may still hold it.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Gitlab-Token"}
 
-// RedactHeaders returns h as the admin API shows it: a copy with the
+// RedactHeaders returns h as the API shows it: a copy with the
 // values of credential-bearing headers replaced by Redacted. h is not
 // modified.
 func RedactHeaders(h http.Header) http.Header {
@@ -39,7 +40,7 @@ func RedactHeaders(h http.Header) http.Header {
 	return out
 }
 
-// RedactURL returns u as the admin API shows it: user info (such as
+// RedactURL returns u as the API shows it: user info (such as
 // https://user:pass@host/) replaced by Redacted (https://[redacted]@host/).
 // It works on the text, so it also covers URLs url.Parse refuses.
 func RedactURL(u string) string {
@@ -59,7 +60,7 @@ func RedactURL(u string) string {
 	return u[:start] + Redacted + u[start+at:]
 }
 
-// redactEntry returns a copy of e as the admin API shows it.
+// redactEntry returns a copy of e as the API shows it.
 func redactEntry(e storage.DLQEntry) storage.DLQEntry {
 	e.Headers = RedactHeaders(e.Headers)
 	e.Upstream = RedactURL(e.Upstream)

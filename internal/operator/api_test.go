@@ -1,0 +1,338 @@
+package operator_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
+)
+
+// serve sends one request to an API over app and returns the recorder.
+func serve(t *testing.T, api http.Handler, method, target, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, r)
+	return w
+}
+
+func apiOver(app operator.App) *operator.Handler {
+	return operator.New(func() (operator.App, error) { return app, nil })
+}
+
+// fakeWithEntries has a pending entry "p", a retried one "r" and the event
+// gen/e-1.
+func fakeWithEntries() *fakeApp {
+	f := newFakeApp()
+	f.entries["p"] = &storage.DLQEntry{ID: "p", EventID: "e-p", Source: "gen", Status: storage.DLQPending,
+		Upstream: "https://user:pw@up.example/in", Headers: http.Header{"Authorization": {"Bearer s3cret"}, "X-Ok": {"1"}},
+		Payload: []byte(`{"a":1}`), CreatedAt: time.Now()}
+	f.entries["r"] = &storage.DLQEntry{ID: "r", EventID: "e-r", Source: "gen", Status: storage.DLQRetried, Payload: []byte{0xff, 0x00}}
+	f.events["gen/e-1"] = &storage.EventInfo{ID: "i-1", EventID: "e-1", Source: "gen", Status: storage.StatusDelivered}
+	return f
+}
+
+// TestErrors: every refusal is a JSON {"error": ...} with its status,
+// never cached nor sniffed, never with internals.
+func TestErrors(t *testing.T) {
+	big := `{"reason":"` + strings.Repeat("x", operator.MaxBody) + `"}`
+	for _, tc := range []struct {
+		name                 string
+		setup                func(*fakeApp)
+		method, path, body   string
+		status               int
+		allow, error, noLeak string
+	}{
+		// routing
+		{name: "unknown path", method: "GET", path: "/webhooks/nothing-here", status: 404, error: "no such webhooks route"},
+		{name: "unknown deeper path", method: "POST", path: "/webhooks/nope/x", status: 404},
+		{name: "bulk route, no id below", method: "GET", path: "/webhooks/dlq/retry/x", status: 404},
+		{name: "wrong method, list", method: "DELETE", path: "/webhooks/dlq", status: 405, allow: "GET"},
+		{name: "wrong method, stats", method: "POST", path: "/webhooks/stats", status: 405, allow: "GET", error: "method not allowed"},
+		{name: "wrong method, entry", method: "PUT", path: "/webhooks/dlq/p", status: 405, allow: "GET"},
+		{name: "GET on an action", method: "GET", path: "/webhooks/dlq/p/retry", status: 405, allow: "POST"},
+		{name: "GET on bulk retry", method: "GET", path: "/webhooks/dlq/retry", status: 405, allow: "POST"},
+		{name: "GET on pause", method: "GET", path: "/webhooks/sources/gen/pause", status: 405, allow: "POST"},
+		// bodies
+		{name: "body too large", method: "POST", path: "/webhooks/dlq/p/discard", body: big, status: 413, error: "request body too large"},
+		{name: "bulk body too large", method: "POST", path: "/webhooks/dlq/retry", body: big, status: 413},
+		{name: "bad JSON", method: "POST", path: "/webhooks/dlq/p/resolve", body: `{not json`, status: 400, error: "request body must be a JSON object"},
+		{name: "text not a string", method: "POST", path: "/webhooks/dlq/p/investigate", body: `{"note":5}`, status: 400, error: "note must be a string"},
+		{name: "bulk unknown field", method: "POST", path: "/webhooks/dlq/retry", body: `{"unknown":1}`, status: 400},
+		{name: "bulk not an object", method: "POST", path: "/webhooks/dlq/retry", body: `[1,2]`, status: 400},
+		{name: "bulk bad status", method: "POST", path: "/webhooks/dlq/retry", body: `{"status":"bogus"}`, status: 400, error: `unknown status "bogus"`},
+		{name: "bulk bad limit", method: "POST", path: "/webhooks/dlq/retry", body: `{"limit":5000}`, status: 400, error: "limit must be between 1 and 1000"},
+		{name: "bulk bad since", method: "POST", path: "/webhooks/dlq/retry", body: `{"since":"yesterday"}`, status: 400},
+		// query and path
+		{name: "list limit 0", method: "GET", path: "/webhooks/dlq?limit=0", status: 400, error: "limit must be between 1 and 1000"},
+		{name: "list limit not a number", method: "GET", path: "/webhooks/dlq?limit=ten", status: 400},
+		{name: "list bad status", method: "GET", path: "/webhooks/dlq?status=bogus", status: 400},
+		{name: "list bad since", method: "GET", path: "/webhooks/dlq?since=-1h", status: 400},
+		{name: "list bad cursor", method: "GET", path: "/webhooks/dlq?cursor=%21%21", status: 400, error: "invalid cursor"},
+		{name: "bad source name", method: "POST", path: "/webhooks/sources/bad%20name/pause", status: 400, error: "invalid source name"},
+		// the app's answers
+		{name: "no such entry", method: "GET", path: "/webhooks/dlq/nope", status: 404, error: "not found"},
+		{name: "retry no such entry", method: "POST", path: "/webhooks/dlq/nope/retry", status: 404, error: "not found"},
+		{name: "no such event", method: "GET", path: "/webhooks/events/gen/unknown", status: 404, error: "not found"},
+		{name: "retry a retried entry", method: "POST", path: "/webhooks/dlq/r/retry", status: 409, error: storage.ErrConflict.Error()},
+		{name: "resolve a retried entry", method: "POST", path: "/webhooks/dlq/r/resolve", status: 409},
+		// the store
+		{name: "store unavailable", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "GET", path: "/webhooks/stats", status: 503, error: "webhook store unavailable", noLeak: "10.0.0.7"},
+		{name: "store unavailable before the body is read", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "POST", path: "/webhooks/dlq/retry", body: `{"unknown":1}`, status: 503},
+		{name: "store unavailable before the text is read", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "POST", path: "/webhooks/dlq/p/resolve", body: `{not json`, status: 503},
+		{name: "store unavailable on pause", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "POST", path: "/webhooks/sources/gen/pause", status: 503, noLeak: "connection refused"},
+		{name: "store fails", setup: func(f *fakeApp) { f.fail = errors.New("bolt: /var/lib/secret/events.db: i/o error") },
+			method: "GET", path: "/webhooks/dlq", status: 503, error: "webhook store unavailable", noLeak: "/var/lib"},
+		{name: "store fails a retry", setup: func(f *fakeApp) { f.fail = errors.New("bolt: /var/lib/secret/events.db: i/o error") },
+			method: "POST", path: "/webhooks/dlq/p/retry", status: 503, noLeak: "/var/lib"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fakeWithEntries()
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			w := serve(t, apiOver(f), tc.method, tc.path, tc.body)
+			checkError(t, w, tc.status, tc.error)
+			if got := w.Header().Get("Allow"); got != tc.allow {
+				t.Errorf("Allow %q, want %q", got, tc.allow)
+			}
+			if tc.noLeak != "" && strings.Contains(w.Body.String(), tc.noLeak) {
+				t.Errorf("the answer leaks %q: %s", tc.noLeak, w.Body)
+			}
+		})
+	}
+}
+
+// checkError asserts an error answer with status (and message, if given).
+func checkError(t *testing.T, w *httptest.ResponseRecorder, status int, msg string) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status %d, want %d: %s", w.Code, status, w.Body)
+	}
+	checkHeaders(t, w)
+	var e operator.ErrorAnswer
+	dec := json.NewDecoder(w.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || e.Error == "" {
+		t.Fatalf("error body %q: %v", w.Body, err)
+	}
+	if msg != "" && e.Error != msg {
+		t.Errorf("error %q, want %q", e.Error, msg)
+	}
+}
+
+func checkHeaders(t *testing.T, w *httptest.ResponseRecorder) {
+	t.Helper()
+	h := w.Header()
+	if h.Get("Content-Type") != "application/json" || h.Get("Cache-Control") != "no-store" || h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("headers %v", h)
+	}
+}
+
+// TestAppLookup: no running app is a 404 that says so; a failed lookup a
+// 500 without its cause.
+func TestAppLookup(t *testing.T) {
+	none := operator.New(func() (operator.App, error) { return nil, operator.ErrNotRunning })
+	broken := operator.New(func() (operator.App, error) { return nil, errors.New("unexpected app type *secret.Thing") })
+	for _, p := range []struct{ method, path string }{
+		{"GET", "/webhooks/stats"}, {"GET", "/webhooks/dlq"}, {"POST", "/webhooks/dlq/x/retry"},
+		{"POST", "/webhooks/sources/gen/pause"}, {"GET", "/webhooks/events/gen/x"},
+	} {
+		checkError(t, serve(t, none, p.method, p.path, ""), 404, operator.ErrNotRunning.Error())
+		checkError(t, serve(t, broken, p.method, p.path, ""), 500, "internal error")
+	}
+	// routing answers need no app
+	checkError(t, serve(t, none, "GET", "/webhooks/nothing-here", ""), 404, "no such webhooks route")
+	checkError(t, serve(t, none, "GET", "/webhooks/dlq/retry", ""), 405, "method not allowed")
+}
+
+// TestBodyLimitOfAMountingHandler: a limit set by whoever mounts the API
+// (http.MaxBytesReader) is answered 413 too.
+func TestBodyLimitOfAMountingHandler(t *testing.T) {
+	api := apiOver(fakeWithEntries())
+	r := httptest.NewRequest("POST", "/webhooks/dlq/p/discard", strings.NewReader(`{"reason":"`+strings.Repeat("x", 100)+`"}`))
+	w := httptest.NewRecorder()
+	r.Body = http.MaxBytesReader(w, r.Body, 10)
+	r.ContentLength = -1
+	api.ServeHTTP(w, r)
+	checkError(t, w, 413, "request body too large")
+}
+
+func TestPatterns(t *testing.T) {
+	got := apiOver(newFakeApp()).Patterns()
+	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") || len(got) != 12 {
+		t.Fatalf("patterns %q", got)
+	}
+}
+
+// decode checks a 200 answer and decodes it into v.
+func decode(t *testing.T, w *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	checkHeaders(t, w)
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		t.Fatalf("answer %q: %v", w.Body, err)
+	}
+}
+
+func TestDLQRoutes(t *testing.T) {
+	f := fakeWithEntries()
+	api := apiOver(f)
+
+	// list: filters passed on, credentials redacted, the app's entries untouched
+	var page storage.DLQPage
+	decode(t, serve(t, api, "GET", "/webhooks/dlq?source=gen&status=pending&since=1h&limit=7&cursor=next", ""), &page)
+	if len(page.Entries) != 1 || page.Entries[0].ID != "p" {
+		t.Fatalf("page %+v", page)
+	}
+	if e := page.Entries[0]; e.Upstream != "https://[redacted]@up.example/in" || e.Headers.Get("Authorization") != operator.Redacted || e.Headers.Get("X-Ok") != "1" {
+		t.Errorf("listed entry not redacted: %+v", e)
+	}
+	if f.entries["p"].Headers.Get("Authorization") != "Bearer s3cret" {
+		t.Errorf("the app's entry was modified")
+	}
+	if fl := f.filter; fl.Source != "gen" || fl.Status != storage.DLQPending || fl.Limit != 7 || fl.Cursor != "next" ||
+		time.Since(fl.Since) < 59*time.Minute || time.Since(fl.Since) > 61*time.Minute {
+		t.Errorf("filter %+v", fl)
+	}
+
+	// inspect: text and binary payloads
+	var v operator.EntryView
+	decode(t, serve(t, api, "GET", "/webhooks/dlq/p", ""), &v)
+	if v.ID != "p" || v.Payload != `{"a":1}` || v.PayloadEncoding != "text" || v.Headers.Get("Authorization") != operator.Redacted {
+		t.Errorf("entry %+v", v)
+	}
+	decode(t, serve(t, api, "GET", "/webhooks/dlq/r", ""), &v)
+	if v.Payload != "/wA=" || v.PayloadEncoding != "base64" {
+		t.Errorf("binary entry %+v", v)
+	}
+
+	// status changes, each with its own body field
+	for _, tc := range []struct{ action, body, status, text string }{
+		{"investigate", `{"note":"looking"}`, "investigating", "looking"},
+		{"resolve", `{"resolution":"fixed","reason":5}`, "resolved", "fixed"},
+		{"discard", ``, "discarded", ""},
+	} {
+		var a operator.StatusAnswer
+		decode(t, serve(t, api, "POST", "/webhooks/dlq/p/"+tc.action, tc.body), &a)
+		if a.ID != "p" || string(a.Status) != tc.status || f.text != tc.text || string(f.entries["p"].Status) != tc.status {
+			t.Errorf("%s: answer %+v, text %q, entry %s", tc.action, a, f.text, f.entries["p"].Status)
+		}
+	}
+	f.entries["p"].Status = storage.DLQPending
+	var a operator.StatusAnswer
+	decode(t, serve(t, api, "POST", "/webhooks/dlq/p/retry", ""), &a)
+	if a != (operator.StatusAnswer{ID: "p", Status: storage.DLQRetried}) {
+		t.Errorf("retry: %+v", a)
+	}
+}
+
+func TestBulkRetry(t *testing.T) {
+	f := fakeWithEntries()
+	api := apiOver(f)
+	f.redrive = operator.Redrive{Matched: 4, Retried: []string{"a", "b"}, SkippedDelivered: []string{"c"},
+		Failed: map[string]error{"d": storage.ErrConflict, "e": errors.New("redis: /secret")}, Spread: 1234567 * time.Microsecond}
+	var res operator.BulkRetryAnswer
+	decode(t, serve(t, api, "POST", "/webhooks/dlq/retry", `{"source":"gen","since":"24h"}`), &res)
+	if f.filter.Source != "gen" || f.filter.Status != storage.DLQPending || f.limit != 100 || f.dryRun || f.filter.Since.IsZero() {
+		t.Errorf("defaults: filter %+v limit %d dry %v", f.filter, f.limit, f.dryRun)
+	}
+	want := operator.BulkRetryAnswer{Matched: 4, Retried: []string{"a", "b"}, SkippedDelivered: []string{"c"},
+		Failed: map[string]string{"d": storage.ErrConflict.Error(), "e": "webhook store unavailable"}, Spread: "1.235s"}
+	if b, _ := json.Marshal(res); string(b) != string(mustJSON(t, want)) {
+		t.Errorf("answer %s, want %s", b, mustJSON(t, want))
+	}
+	// dry: no spread; no body at all: the defaults
+	f.redrive.Failed = nil
+	res = operator.BulkRetryAnswer{}
+	decode(t, serve(t, api, "POST", "/webhooks/dlq/retry", `{"dry_run":true,"limit":3,"status":"investigating"}`), &res)
+	if !res.DryRun || res.Spread != "" || f.limit != 3 || !f.dryRun || f.filter.Status != storage.DLQInvestigating {
+		t.Errorf("dry run: %+v, limit %d", res, f.limit)
+	}
+	decode(t, serve(t, api, "POST", "/webhooks/dlq/retry", ""), &res)
+	if f.filter != (storage.DLQFilter{Status: storage.DLQPending}) || f.limit != 100 {
+		t.Errorf("empty body: filter %+v limit %d", f.filter, f.limit)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPauseAndEvents(t *testing.T) {
+	f := fakeWithEntries()
+	api := apiOver(f)
+	var p operator.PauseAnswer
+	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/pause", ""), &p)
+	if p != (operator.PauseAnswer{Paused: true, Source: "gen"}) || !f.paused["gen"] {
+		t.Errorf("pause: %+v", p)
+	}
+	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/resume", ""), &p)
+	if p != (operator.PauseAnswer{Paused: false, Source: "gen"}) || f.paused["gen"] {
+		t.Errorf("resume: %+v", p)
+	}
+	var info storage.EventInfo
+	decode(t, serve(t, api, "GET", "/webhooks/events/gen/e-1", ""), &info)
+	if info.ID != "i-1" || info.Status != storage.StatusDelivered {
+		t.Errorf("event %+v", info)
+	}
+}
+
+func TestStats(t *testing.T) {
+	f := newFakeApp()
+	api := apiOver(f)
+	// nothing counted yet: the answer as it always was, to the byte
+	w := serve(t, api, "GET", "/webhooks/stats", "")
+	empty := `{"counters":{},"received":0,"duplicates":0,"rejected":0,"delivered":0,"dead":0}`
+	if want := `{"paused_sources":null,"queue":{"queued":0,"in_flight":0,"dead":0},"sources":{},"total":{"last_hour":` +
+		empty + `,"all_time":` + empty + "}}\n"; w.Body.String() != want {
+		t.Errorf("empty stats\n got %s\nwant %s", w.Body, want)
+	}
+
+	f.paused["gen"] = true
+	f.stats = operator.Stats{Queue: storage.Counts{Queued: 2, Dead: 1}, Sources: map[string]operator.SourceCounts{
+		"gen": {Queue: storage.Counts{Queued: 2, Dead: 1},
+			Recent:  map[string]int64{"accepted": 4, "duplicate": 1, "unauthorized": 1, "delivered": 3, "dead": 1, "attempts": 4},
+			AllTime: map[string]int64{"accepted": 10, "delivered": 10, "attempts": 12}},
+		"other": {Recent: nil, AllTime: map[string]int64{"accepted": 1, "invalid_json": 2}},
+	}}
+	var s operator.StatsAnswer
+	decode(t, serve(t, api, "GET", "/webhooks/stats", ""), &s)
+	if fmtJSON(s.PausedSources) != `["gen"]` || s.Queue != f.stats.Queue || len(s.Sources) != 2 {
+		t.Fatalf("stats %+v", s)
+	}
+	gen := s.Sources["gen"]
+	if gen.Queue.Dead != 1 || gen.LastHour.Received != 4 || gen.LastHour.Duplicates != 1 || gen.LastHour.Rejected != 1 ||
+		*gen.LastHour.SuccessRate != 0.75 || *gen.LastHour.DLQRate != 0.25 || *gen.LastHour.AvgAttempts != 1 {
+		t.Errorf("gen last hour %s", fmtJSON(gen))
+	}
+	if other := s.Sources["other"]; other.LastHour.Counters == nil || other.LastHour.SuccessRate != nil || other.AllTime.Rejected != 2 {
+		t.Errorf("other %s", fmtJSON(other))
+	}
+	if s.Total.AllTime.Received != 11 || s.Total.AllTime.Rejected != 2 || s.Total.LastHour.Delivered != 3 || *s.Total.AllTime.AvgAttempts != 1.2 {
+		t.Errorf("total %s", fmtJSON(s.Total))
+	}
+}
+
+func fmtJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

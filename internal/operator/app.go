@@ -1,0 +1,83 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// App is what the operator API needs of the webhooks app: the operations
+// behind its routes, and nothing of the store. *webhooks.App implements it.
+//
+// Errors are the store's (storage.ErrDLQNotFound, storage.ErrNotFound,
+// storage.ErrConflict, storage.ErrInvalidCursor) or wrap
+// storage.ErrUnavailable; the API maps them to 404, 409, 400 and 503.
+type App interface {
+	// Available reports whether the app's store can be reached, opening
+	// it if needed: nil, or an error wrapping storage.ErrUnavailable.
+	Available() error
+
+	// Stats reads the queue's sizes and, by webhook source, the counters
+	// since since and all-time.
+	Stats(ctx context.Context, since time.Time) (Stats, error)
+	// PausedSources lists the paused sources as this node knows them.
+	PausedSources() []string
+	// SetPaused pauses or resumes a source for every node.
+	SetPaused(ctx context.Context, source string, paused bool) error
+	// LookupEvent says where the event eventID of source is.
+	LookupEvent(ctx context.Context, source, eventID string) (*storage.EventInfo, error)
+
+	// ListDead lists DLQ entries matching f, newest first.
+	ListDead(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error)
+	// GetDead returns one DLQ entry with its payload.
+	GetDead(ctx context.Context, id string) (*storage.DLQEntry, error)
+	// RetryDead re-enqueues the event of DLQ entry id, due now, with a
+	// fresh attempt budget.
+	RetryDead(ctx context.Context, id string) error
+	// RedriveDead re-enqueues up to limit DLQ entries matching f, paced,
+	// skipping events delivered meanwhile; dryRun changes nothing. Its
+	// error is a failure to list the entries.
+	RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (Redrive, error)
+	// SetDeadStatus moves DLQ entry id to investigating, resolved or
+	// discarded, with the operator's note, resolution or reason.
+	SetDeadStatus(ctx context.Context, id string, status storage.DLQStatus, text string) error
+}
+
+// ErrNotRunning is the error of an app lookup when no webhooks app runs:
+// the API answers it 404, with this text.
+var ErrNotRunning = errors.New("the webhooks app is not running (no webhook_ingress and no webhooks option in the config)")
+
+// Stats is what the app counts, as App.Stats reads it.
+type Stats struct {
+	// Queue is the queue's current sizes, Dead counting open DLQ entries.
+	Queue storage.Counts
+	// Sources are the webhook sources (the app's internal ones left out)
+	// by name.
+	Sources map[string]SourceCounts
+}
+
+// SourceCounts is one source of Stats.
+type SourceCounts struct {
+	// Queue is the source's queued and in-flight jobs and open DLQ entries.
+	Queue storage.Counts
+	// Recent are the source's counters since the time given to App.Stats.
+	Recent map[string]int64
+	// AllTime are the source's counters since it was first counted.
+	AllTime map[string]int64
+}
+
+// Redrive is what a bulk retry did (or, dry, would do).
+type Redrive struct {
+	// Matched counts the entries the filter selected.
+	Matched int
+	// Retried are the entries re-enqueued (dry: that would be).
+	Retried []string
+	// SkippedDelivered are entries whose event was delivered meanwhile.
+	SkippedDelivered []string
+	// Failed are the entries whose retry failed, with the store's error.
+	Failed map[string]error
+	// Spread is how long the re-enqueued events are spread over.
+	Spread time.Duration
+}

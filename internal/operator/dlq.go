@@ -1,0 +1,212 @@
+package operator
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The dead letter queue's routes: list, inspect, retry one or in bulk,
+// and the operator's status changes.
+
+// defaultBulkLimit is how many entries a bulk retry takes without a limit.
+const defaultBulkLimit = 100
+
+// listDead answers GET /webhooks/dlq?source=&status=&since=&limit=&cursor=
+// with a page of entries, newest first, credentials redacted.
+func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
+	app, err := h.ready()
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := storage.DLQFilter{Source: q.Get("source"), Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	if f.Status != "" {
+		if err := checkStatus(f.Status); err != nil {
+			return err
+		}
+	}
+	if f.Since, err = parseSince(q.Get("since"), time.Now()); err != nil {
+		return err
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || !validLimit(n) {
+			return errLimit
+		}
+		f.Limit = n
+	}
+	page, err := app.ListDead(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	shown := make([]storage.DLQEntry, len(page.Entries)) // a copy: never edit what the app returned
+	for i := range page.Entries {
+		shown[i] = redactEntry(page.Entries[i])
+	}
+	page.Entries = shown
+	return answer(w, page)
+}
+
+// getDead answers GET /webhooks/dlq/{id} with the entry and its payload.
+func (h *Handler) getDead(w http.ResponseWriter, r *http.Request) error {
+	if r.PathValue("id") == "retry" { // GET on the bulk retry route
+		w.Header().Set("Allow", http.MethodPost)
+		return errMethodNotAllowed
+	}
+	app, err := h.ready()
+	if err != nil {
+		return err
+	}
+	e, err := app.GetDead(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return answer(w, viewEntry(e))
+}
+
+// viewEntry is e as the API shows it; e is not modified.
+func viewEntry(e *storage.DLQEntry) EntryView {
+	v := EntryView{DLQEntry: redactEntry(*e), PayloadEncoding: "text"}
+	if utf8.Valid(e.Payload) {
+		v.Payload = string(e.Payload)
+	} else {
+		v.Payload = base64.StdEncoding.EncodeToString(e.Payload)
+		v.PayloadEncoding = "base64"
+	}
+	return v
+}
+
+// retryDead answers POST /webhooks/dlq/{id}/retry: the event is
+// re-enqueued with a fresh attempt budget.
+func (h *Handler) retryDead(w http.ResponseWriter, r *http.Request) error {
+	app, err := h.ready()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if err := app.RetryDead(r.Context(), id); err != nil {
+		return err
+	}
+	return answer(w, StatusAnswer{ID: id, Status: storage.DLQRetried})
+}
+
+// setDeadStatus answers a route that moves an entry to status, with the
+// operator's text read from the optional JSON body field named field.
+func (h *Handler) setDeadStatus(status storage.DLQStatus, field string) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		app, err := h.ready()
+		if err != nil {
+			return err
+		}
+		text, err := readTextField(r, field)
+		if err != nil {
+			return err
+		}
+		id := r.PathValue("id")
+		if err := app.SetDeadStatus(r.Context(), id, status, text); err != nil {
+			return err
+		}
+		return answer(w, StatusAnswer{ID: id, Status: status})
+	}
+}
+
+// bulkRetry answers POST /webhooks/dlq/retry (BulkRetryRequest): the
+// entries matching the filter are re-enqueued, skipping events delivered
+// meanwhile, due one after the other at the source's delivery rate;
+// dry_run only says what would be re-enqueued.
+func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
+	app, err := h.ready() // 503 when the store is unreachable, before the body is read
+	if err != nil {
+		return err
+	}
+	req, err := readBulkRetry(r)
+	if err != nil {
+		return err
+	}
+	if req.Status == "" {
+		req.Status = string(storage.DLQPending)
+	}
+	f := storage.DLQFilter{Source: req.Source, Status: storage.DLQStatus(req.Status)}
+	if err := checkStatus(f.Status); err != nil {
+		return err
+	}
+	if f.Since, err = parseSince(req.Since, time.Now()); err != nil {
+		return err
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = defaultBulkLimit
+	}
+	if !validLimit(limit) {
+		return errLimit
+	}
+	rd, err := app.RedriveDead(r.Context(), f, limit, req.DryRun)
+	if err != nil {
+		return err
+	}
+	res := BulkRetryAnswer{DryRun: req.DryRun, Matched: rd.Matched, Retried: rd.Retried, SkippedDelivered: rd.SkippedDelivered}
+	for id, err := range rd.Failed {
+		if res.Failed == nil {
+			res.Failed = map[string]string{}
+		}
+		res.Failed[id] = storeError(err).msg
+	}
+	if !req.DryRun && len(rd.Retried) > 0 {
+		res.Spread = rd.Spread.Round(time.Millisecond).String()
+	}
+	return answer(w, res)
+}
+
+// readBulkRetry reads the optional body of a bulk retry, refusing
+// unknown fields.
+func readBulkRetry(r *http.Request) (BulkRetryRequest, error) {
+	var req BulkRetryRequest
+	body, err := readBody(r)
+	if err != nil || len(body) == 0 {
+		return req, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, newError(http.StatusBadRequest, "request body: "+err.Error())
+	}
+	return req, nil
+}
+
+// checkStatus refuses a status that is not a DLQ status.
+func checkStatus(s storage.DLQStatus) error {
+	if !s.Valid() {
+		return newError(http.StatusBadRequest, fmt.Sprintf("unknown status %q", s))
+	}
+	return nil
+}
+
+var errLimit = newError(http.StatusBadRequest, fmt.Sprintf("limit must be between 1 and %d", storage.DLQMaxLimit))
+
+// validLimit reports whether n entries may be asked for at once.
+func validLimit(n int) bool { return n >= 1 && n <= storage.DLQMaxLimit }
+
+// parseSince reads a since filter: an RFC 3339 time, or a duration meaning
+// that long before now ("24h", "7d"). "" is no filter (the zero time).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("since: want an RFC 3339 time or a duration, got %q", s))
+}

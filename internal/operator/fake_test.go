@@ -1,0 +1,149 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
+)
+
+// fakeApp is an operator.App over maps: the API tested without Caddy or a
+// store.
+type fakeApp struct {
+	mu sync.Mutex
+	// unavailable makes Available and every operation fail as an
+	// unreachable store does.
+	unavailable bool
+	// fail, when set, is the error of every operation.
+	fail    error
+	entries map[string]*storage.DLQEntry
+	events  map[string]*storage.EventInfo // by source + "/" + event id
+	stats   operator.Stats
+	paused  map[string]bool
+	redrive operator.Redrive
+
+	// what the last calls were given
+	filter storage.DLQFilter
+	limit  int
+	dryRun bool
+	text   string
+}
+
+func newFakeApp() *fakeApp {
+	return &fakeApp{entries: map[string]*storage.DLQEntry{}, events: map[string]*storage.EventInfo{}, paused: map[string]bool{}}
+}
+
+var errUnavailable = fmt.Errorf("%w: dial tcp 10.0.0.7:6379: connection refused", storage.ErrUnavailable)
+
+func (f *fakeApp) err() error {
+	if f.unavailable {
+		return errUnavailable
+	}
+	return f.fail
+}
+
+func (f *fakeApp) Available() error {
+	if f.unavailable {
+		return errUnavailable
+	}
+	return nil
+}
+
+func (f *fakeApp) Stats(_ context.Context, _ time.Time) (operator.Stats, error) {
+	return f.stats, f.err()
+}
+
+func (f *fakeApp) PausedSources() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for s := range f.paused {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (f *fakeApp) SetPaused(_ context.Context, source string, paused bool) error {
+	if err := f.err(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if paused {
+		f.paused[source] = true
+	} else {
+		delete(f.paused, source)
+	}
+	return nil
+}
+
+func (f *fakeApp) LookupEvent(_ context.Context, source, eventID string) (*storage.EventInfo, error) {
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	if info, ok := f.events[source+"/"+eventID]; ok {
+		return info, nil
+	}
+	return nil, storage.ErrNotFound
+}
+
+func (f *fakeApp) ListDead(_ context.Context, flt storage.DLQFilter) (storage.DLQPage, error) {
+	f.filter = flt
+	if err := f.err(); err != nil {
+		return storage.DLQPage{}, err
+	}
+	if flt.Cursor != "" && flt.Cursor != "next" {
+		return storage.DLQPage{}, storage.ErrInvalidCursor
+	}
+	page := storage.DLQPage{Entries: []storage.DLQEntry{}}
+	for _, id := range slices.Sorted(maps.Keys(f.entries)) {
+		if e := f.entries[id]; flt.Matches(e) {
+			page.Entries = append(page.Entries, *e)
+		}
+	}
+	return page, nil
+}
+
+func (f *fakeApp) GetDead(_ context.Context, id string) (*storage.DLQEntry, error) {
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	e, ok := f.entries[id]
+	if !ok {
+		return nil, storage.ErrDLQNotFound
+	}
+	return e, nil
+}
+
+func (f *fakeApp) RetryDead(ctx context.Context, id string) error {
+	return f.SetDeadStatus(ctx, id, storage.DLQRetried, "")
+}
+
+func (f *fakeApp) RedriveDead(_ context.Context, flt storage.DLQFilter, limit int, dryRun bool) (operator.Redrive, error) {
+	f.filter, f.limit, f.dryRun = flt, limit, dryRun
+	return f.redrive, f.err()
+}
+
+func (f *fakeApp) SetDeadStatus(_ context.Context, id string, status storage.DLQStatus, text string) error {
+	if err := f.err(); err != nil {
+		return err
+	}
+	e, ok := f.entries[id]
+	if !ok {
+		return storage.ErrDLQNotFound
+	}
+	if err := storage.CheckDLQTransition(e.Status, status); err != nil {
+		return err
+	}
+	e.Status, f.text = status, text
+	return nil
+}
+
+// Interface guards
+var _ operator.App = (*fakeApp)(nil)

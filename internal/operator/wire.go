@@ -1,0 +1,127 @@
+package operator
+
+import "github.com/hookline/hookline/storage"
+
+// The API's request and answer bodies, as the server writes them and the
+// CLI decodes them. Two routes answer storage types as they are:
+// GET /webhooks/dlq a storage.DLQPage (entries redacted, without payloads)
+// and GET /webhooks/events/{source}/{event_id} a storage.EventInfo.
+
+// ErrorAnswer is the body of every error answer.
+type ErrorAnswer struct {
+	// Error says what went wrong, never with internals.
+	Error string `json:"error"`
+}
+
+// StatsAnswer answers GET /webhooks/stats.
+type StatsAnswer struct {
+	// PausedSources lists the paused sources (null when none is).
+	PausedSources []string `json:"paused_sources"`
+	// Queue is the queue's current sizes; its dead counts the DLQ
+	// entries still pending or under investigation.
+	Queue storage.Counts `json:"queue"`
+	// Sources has each webhook source's queue and counters.
+	Sources map[string]SourceStats `json:"sources"`
+	// Total sums the counters of every source.
+	Total Windows `json:"total"`
+}
+
+// SourceStats is one source of StatsAnswer.
+type SourceStats struct {
+	// Queue is the source's queued and in-flight jobs and open DLQ entries.
+	Queue storage.Counts `json:"queue"`
+	// Windows are the source's counters (last_hour, all_time).
+	Windows
+}
+
+// Windows are counters over the last hour and all-time.
+type Windows struct {
+	// LastHour sums the minute buckets of the last hour.
+	LastHour WindowStats `json:"last_hour"`
+	// AllTime is since counting began.
+	AllTime WindowStats `json:"all_time"`
+}
+
+// WindowStats is what was counted over one window, with the rates derived
+// from it.
+type WindowStats struct {
+	// Counters are the raw counters: outcomes of the ingress (accepted,
+	// duplicate, handshake, error codes in lower case) and of deliveries
+	// (delivered, dead, retry, attempts).
+	Counters map[string]int64 `json:"counters"`
+	// Received counts accepted webhooks.
+	Received int64 `json:"received"`
+	// Duplicates counts webhooks answered as duplicates.
+	Duplicates int64 `json:"duplicates"`
+	// Rejected sums the error codes.
+	Rejected int64 `json:"rejected"`
+	// Delivered counts deliveries the upstream accepted.
+	Delivered int64 `json:"delivered"`
+	// Dead counts deliveries moved to the DLQ.
+	Dead int64 `json:"dead"`
+	// SuccessRate is delivered / (delivered + dead); absent when undefined.
+	SuccessRate *float64 `json:"success_rate,omitempty"`
+	// DLQRate is dead / received; absent when undefined.
+	DLQRate *float64 `json:"dlq_rate,omitempty"`
+	// AvgAttempts is attempts / (delivered + dead); absent when undefined.
+	AvgAttempts *float64 `json:"avg_attempts,omitempty"`
+}
+
+// EntryView answers GET /webhooks/dlq/{id}: the entry with credentials
+// redacted (RedactHeaders, RedactURL) and its payload as text.
+type EntryView struct {
+	storage.DLQEntry
+	// Payload is the payload as text when it is UTF-8, base64 otherwise.
+	Payload string `json:"payload"`
+	// PayloadEncoding is "text" or "base64".
+	PayloadEncoding string `json:"payload_encoding"`
+}
+
+// StatusAnswer answers POST /webhooks/dlq/{id}/retry, resolve, discard
+// and investigate.
+type StatusAnswer struct {
+	// ID is the DLQ entry's id.
+	ID string `json:"id"`
+	// Status is the entry's new status.
+	Status storage.DLQStatus `json:"status"`
+}
+
+// PauseAnswer answers POST /webhooks/sources/{source}/pause and resume.
+type PauseAnswer struct {
+	// Paused is the source's new state.
+	Paused bool `json:"paused"`
+	// Source is the source's name.
+	Source string `json:"source"`
+}
+
+// BulkRetryRequest is the body of POST /webhooks/dlq/retry; every field
+// is optional and unknown fields are refused.
+type BulkRetryRequest struct {
+	// Source selects the entries of one source.
+	Source string `json:"source"`
+	// Status selects the entries in one status (default pending).
+	Status string `json:"status"`
+	// Since selects the entries dead-lettered since: an RFC 3339 time or
+	// a duration ("24h": that long ago).
+	Since string `json:"since"`
+	// Limit is how many entries at most (default 100, at most 1000).
+	Limit int `json:"limit"`
+	// DryRun changes nothing and says what would be re-enqueued.
+	DryRun bool `json:"dry_run"`
+}
+
+// BulkRetryAnswer answers POST /webhooks/dlq/retry.
+type BulkRetryAnswer struct {
+	// DryRun is the request's dry_run.
+	DryRun bool `json:"dry_run"`
+	// Matched counts the entries the filter selected.
+	Matched int `json:"matched"`
+	// Retried are the entries re-enqueued (dry: that would be).
+	Retried []string `json:"retried"`
+	// SkippedDelivered are entries whose event was delivered meanwhile.
+	SkippedDelivered []string `json:"skipped_delivered"`
+	// Failed are the entries whose retry failed, with why.
+	Failed map[string]string `json:"failed,omitempty"`
+	// Spread is how long the re-enqueued events are spread over.
+	Spread string `json:"spread,omitempty"`
+}

@@ -1,0 +1,65 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
+)
+
+// The app's side of the operator API (internal/operator): what it reads
+// and the DLQ status changes. What puts work back in the queue is in
+// redrive.go, pause in app.go, the counters in stats.go. Errors are the
+// store's or wrap storage.ErrUnavailable.
+
+// Available reports whether the store can be reached, opening it if
+// needed: nil, or an error wrapping storage.ErrUnavailable.
+func (a *App) Available() error {
+	_, err := a.Store()
+	return err
+}
+
+// ListDead lists the DLQ entries matching f, newest first, a page at a
+// time (without payloads).
+func (a *App) ListDead(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error) {
+	st, err := a.Store()
+	if err != nil {
+		return storage.DLQPage{}, err
+	}
+	return st.DLQList(ctx, f)
+}
+
+// GetDead returns DLQ entry id with its payload, or storage.ErrDLQNotFound.
+func (a *App) GetDead(ctx context.Context, id string) (*storage.DLQEntry, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	return st.DLQGet(ctx, id)
+}
+
+// SetDeadStatus moves DLQ entry id to investigating, resolved or
+// discarded, with the operator's text (note, resolution or reason). One
+// method for the three: they are the store's one transition, which
+// storage.CheckDLQSettable rules; none puts work back in the queue.
+func (a *App) SetDeadStatus(ctx context.Context, id string, status storage.DLQStatus, text string) error {
+	st, err := a.Store()
+	if err != nil {
+		return err
+	}
+	return st.DLQSetStatus(ctx, id, status, text, time.Now())
+}
+
+// LookupEvent returns what the store knows of the event eventID of
+// source, or storage.ErrNotFound.
+func (a *App) LookupEvent(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
+	st, err := a.Store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Lookup(ctx, source, eventID)
+}
+
+// Interface guards
+var _ operator.App = (*App)(nil)
