@@ -171,12 +171,39 @@ func (r Rule) Validate() error {
 // in order, or "" when none matches. body is the raw body. The ID is
 // returned normalized (see Normalize), so it can always travel in a header.
 func Extract(rules []Rule, r *http.Request, body []byte, now time.Time) string {
-	jsonDoc := lazyJSON(body)
+	return Inspect(r, body).ID(rules, now)
+}
+
+// A Request is one webhook request as id_from and type_from rules read it:
+// its JSON body is decoded at most once, on first use, however many rules
+// of either kind look into it.
+type Request struct {
+	r      *http.Request
+	body   []byte
+	doc    any
+	parsed bool
+}
+
+// Inspect returns the request r with its raw body, for ID and Type.
+func Inspect(r *http.Request, body []byte) *Request { return &Request{r: r, body: body} }
+
+// json is the decoded body (nil when it is not JSON).
+func (q *Request) json() any {
+	if !q.parsed {
+		q.parsed = true
+		q.doc = decodeJSON(q.body)
+	}
+	return q.doc
+}
+
+// ID is the event ID the rules find, trying them in order, or "" when
+// none matches; it is normalized (see Normalize).
+func (q *Request) ID(rules []Rule, now time.Time) string {
 	for _, rule := range rules {
 		if rule.Kind == KindConst { // a fixed text would merge every event
 			continue
 		}
-		if id := rule.find(r, body, jsonDoc, now); id != "" {
+		if id := rule.find(q, now); id != "" {
 			return Normalize(id)
 		}
 	}
@@ -184,39 +211,26 @@ func Extract(rules []Rule, r *http.Request, body []byte, now time.Time) string {
 }
 
 // find is the value the rule finds in the request ("" when its conditions
-// do not hold or it finds nothing); doc decodes the JSON body on first use.
-func (r Rule) find(req *http.Request, body []byte, doc func() any, now time.Time) string {
-	if !r.applies(doc) {
+// do not hold or it finds nothing).
+func (r Rule) find(q *Request, now time.Time) string {
+	if !r.applies(q.json) {
 		return ""
 	}
 	switch r.Kind {
 	case KindHeader:
-		return strings.TrimSpace(req.Header.Get(r.Arg))
+		return strings.TrimSpace(q.r.Header.Get(r.Arg))
 	case KindJSON:
-		return jsonPath(doc(), r.Arg)
+		return jsonPath(q.json(), r.Arg)
 	case KindForm:
-		return formValue(req, body, r.Arg)
+		return formValue(q.r, q.body, r.Arg)
 	case KindBodyHash:
-		return bodyHash(body, r.Window, now)
+		return bodyHash(q.body, r.Window, now)
 	case KindRawHash:
-		return rawHash(req, r.Arg, body)
+		return rawHash(q.r, r.Arg, q.body)
 	case KindConst:
 		return r.Arg
 	}
 	return ""
-}
-
-// lazyJSON returns a function decoding body as JSON on its first call only.
-func lazyJSON(body []byte) func() any {
-	var doc any
-	parsed := false
-	return func() any {
-		if !parsed {
-			parsed = true
-			doc = decodeJSON(body)
-		}
-		return doc
-	}
 }
 
 // applies reports whether the rule's JSON conditions hold; doc decodes the

@@ -86,22 +86,26 @@ func ParseTypeRule(kind, arg string) (TypeRule, error) {
 	return t, t.Validate()
 }
 
-// ExtractType returns the event type the rules find in the request, trying
-// them in order, or "" when none does. A type is kept only when it is
-// printable text of at most MaxIDLen bytes (see Printable), so it can be
-// sent upstream in a header; a rule finding anything else counts as
-// finding nothing. body is the raw body.
+// ExtractType returns the event type the rules find in the request (see
+// Request.Type). body is the raw body.
 func ExtractType(rules []TypeRule, r *http.Request, body []byte) string {
-	doc := lazyJSON(body)
+	return Inspect(r, body).Type(rules)
+}
+
+// Type is the event type the rules find, trying them in order, or "" when
+// none does. A type is kept only when it is printable text of at most
+// MaxIDLen bytes (see Printable), so it can be sent upstream in a header;
+// a rule finding anything else counts as finding nothing.
+func (q *Request) Type(rules []TypeRule) string {
 	for _, t := range rules {
-		typ := t.Rule.find(r, body, doc, time.Time{})
+		typ := t.Rule.find(q, time.Time{})
 		if typ == "" {
 			continue
 		}
 		var b strings.Builder
 		b.WriteString(typ)
 		for _, j := range t.Join {
-			if v := j.find(r, body, doc, time.Time{}); v != "" {
+			if v := j.find(q, time.Time{}); v != "" {
 				b.WriteString(".")
 				b.WriteString(v)
 			}

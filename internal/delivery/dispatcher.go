@@ -514,6 +514,11 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	// ids are normalized at ingress; this covers events stored before that
 	req.Header.Set("Webhook-Id", dedupe.Normalize(job.EventID))
 	req.Header.Set("X-Webhook-Source", job.Source)
+	if job.Type != "" {
+		req.Header.Set("X-Webhook-Event-Type", job.Type)
+	} else {
+		req.Header.Del("X-Webhook-Event-Type") // never one the provider sent
+	}
 	req.Header.Set("X-Webhook-Attempt", strconv.Itoa(len(job.Attempts)+1))
 	req.Header.Set("X-Webhook-Received-At", job.ReceivedAt.UTC().Format(time.RFC3339))
 	resp, err := d.client.Do(req)

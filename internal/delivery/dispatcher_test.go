@@ -225,13 +225,15 @@ func TestDispatcherDelivers(t *testing.T) {
 	ev := enqueue(t, st, storage.Event{
 		EventID:  "delivery-42",
 		Source:   "github",
+		Type:     "pull_request.opened",
 		Upstream: "http://127.0.0.1:1/not-used-when-resolved",
 		Headers: http.Header{
-			"Content-Type":        {"application/json"},
-			"X-Github-Delivery":   {"delivery-42"},
-			"X-Hub-Signature-256": {"sha256=abc"},
-			"X-Multi":             {"one", "two"},
-			"Content-Length":      {"3"}, // stale: must not cut the body
+			"Content-Type":         {"application/json"},
+			"X-Webhook-Event-Type": {"forged.by.the.sender"}, // replaced by the stored type
+			"X-Github-Delivery":    {"delivery-42"},
+			"X-Hub-Signature-256":  {"sha256=abc"},
+			"X-Multi":              {"one", "two"},
+			"Content-Length":       {"3"}, // stale: must not cut the body
 		},
 		Body:       body,
 		ReceivedAt: receivedAt,
@@ -266,6 +268,7 @@ func TestDispatcherDelivers(t *testing.T) {
 	}{
 		{header: "Webhook-Id", expect: []string{"delivery-42"}},
 		{header: "X-Webhook-Source", expect: []string{"github"}},
+		{header: "X-Webhook-Event-Type", expect: []string{"pull_request.opened"}},
 		{header: "X-Webhook-Attempt", expect: []string{"1"}},
 		{header: "X-Webhook-Received-At", expect: []string{"2025-06-01T12:04:05Z"}},
 		{header: "Content-Type", expect: []string{"application/json"}},

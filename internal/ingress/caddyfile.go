@@ -37,6 +37,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		forward_to <url>                    # required
 //		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
 //		id_from body_hash <window>          # hash of the normalized body plus a time bucket
+//		type_from header|json|form <arg>    # repeatable, first match wins; default depends on the scheme
 //		dedupe_window 24h
 //		max_body 1MB
 //		require_json
@@ -92,6 +93,15 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err(err.Error())
 			}
 			h.IDFrom = append(h.IDFrom, rule)
+		case "type_from":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("type_from wants a kind and an argument (header <name>, json <path>, form <field>)")
+			}
+			if _, err := dedupe.ParseTypeRule(args[0], args[1]); err != nil {
+				return d.Err(err.Error())
+			}
+			h.TypeFrom = append(h.TypeFrom, TypeRule{IDRule: IDRule{Kind: args[0], Arg: args[1]}})
 		case "dedupe_window", "timeout":
 			dur, err := caddyfileopt.Duration(d, false)
 			if err != nil {

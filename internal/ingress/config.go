@@ -56,6 +56,32 @@ func compileIDFrom(cfg []IDRule) ([]dedupe.Rule, error) {
 	return rules, nil
 }
 
+// TypeRule is the JSON config of one type_from rule; Provision compiles it
+// into a dedupe.TypeRule. Its kind is header, json or form (no window).
+type TypeRule struct {
+	IDRule
+	// Join lists parts appended to the type after a "." when they find a
+	// value (kind header, json, form, or const: the text of arg itself).
+	Join []IDRule `json:"join,omitempty"`
+}
+
+// compileTypeFrom compiles the type_from rules of a source and checks them
+// as the Caddyfile parser does.
+func compileTypeFrom(cfg []TypeRule) ([]dedupe.TypeRule, error) {
+	var rules []dedupe.TypeRule
+	for i, c := range cfg {
+		t := dedupe.TypeOf(c.rule())
+		for _, j := range c.Join {
+			t = t.Joined(j.rule())
+		}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("type_from %d: %v", i, err)
+		}
+		rules = append(rules, t)
+	}
+	return rules, nil
+}
+
 // RetryConfig is the JSON config of a source's retry policy; Policy
 // compiles it into a delivery.Policy.
 type RetryConfig struct {

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,5 +80,44 @@ func checkDur(t *testing.T, got, want time.Duration) {
 	t.Helper()
 	if got != want {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestTypeFromConfig: type_from rules from JSON compile with their joined
+// parts, are checked as the Caddyfile's are, and without any the scheme's
+// defaults apply.
+func TestTypeFromConfig(t *testing.T) {
+	const base = `{"source":"%s","verify":{"scheme":"%s"},"forward_to":"http://127.0.0.1:1/"%s}`
+	cfg := func(source, scheme, extra string) string {
+		return strings.Replace(strings.Replace(strings.Replace(base, "%s", source, 1), "%s", scheme, 1), "%s", extra, 1)
+	}
+	h := provisionSource(t, cfg("typed", "none",
+		`,"type_from":[{"kind":"json","arg":"object","if_present":["entry.0.messaging"],"join":[{"kind":"const","arg":"messaging"}]},{"kind":"header","arg":"X-Event"}]`))
+	want := []dedupe.TypeRule{
+		dedupe.TypeOf(dedupe.JSON("object").OnlyIf("entry.0.messaging")).Joined(dedupe.Const("messaging")),
+		dedupe.TypeOf(dedupe.Header("X-Event")),
+	}
+	if !reflect.DeepEqual(h.typeRules, want) {
+		t.Errorf("type rules %v, want %v", h.typeRules, want)
+	}
+	if h := provisionSource(t, `{"source":"defaulted","verify":{"scheme":"github","secrets":["s"]},"forward_to":"http://127.0.0.1:1/"}`); len(h.typeRules) != 1 || h.typeRules[0].String() != "header X-GitHub-Event + json action" {
+		t.Errorf("github default type rules %v, want [header X-GitHub-Event + json action]", h.typeRules)
+	}
+	if h := provisionSource(t, cfg("untyped", "none", "")); len(h.typeRules) != 0 {
+		t.Errorf("none: type rules %v, want none", h.typeRules)
+	}
+	for _, bad := range []string{
+		`,"type_from":[{"kind":"const","arg":"x"}]`,
+		`,"type_from":[{"kind":"raw_hash"}]`,
+		`,"type_from":[{"kind":"json","arg":"a","join":[{"kind":"body_hash","window":"1m"}]}]`,
+		`,"type_from":[{"kind":"json"}]`,
+	} {
+		mod := new(Ingress)
+		if err := json.Unmarshal([]byte(cfg("bad", "none", bad)), mod); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compileTypeFrom(mod.TypeFrom); err == nil {
+			t.Errorf("type_from %s: accepted", bad)
+		}
 	}
 }

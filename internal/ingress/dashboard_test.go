@@ -93,7 +93,7 @@ func TestDashboardBrowser(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	startCaddy(t, up, "", dashboardSite)
-	body := []byte(`{"dash":1,"note":"<img src=x onerror=alert(1)>"}`)
+	body := []byte(`{"dash":1,"kind":"dash.test","note":"<img src=x onerror=alert(1)>"}`)
 	post(t, "/hooks/gen", body, signedHeaders(body, "dash-1"))
 	up.next(t, 5*time.Second)
 	id := dlqEntryOf(t, "dash-1")
@@ -167,6 +167,11 @@ func TestDashboardBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("detail")),
 	); err != nil {
 		t.Fatalf("opening the entry: %v", err)
+	}
+	for _, sel := range []string{`tr[data-event-id="dash-1"]`, `#d-fields`} { // the type, in the list and the entry
+		if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))); err != nil || !strings.Contains(text, "dash.test") {
+			t.Fatalf("%s shows %q (%v), want the type dash.test", sel, text, err)
+		}
 	}
 	payload, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("d-payload")))
 	if err != nil {

@@ -131,6 +131,7 @@ http://localhost:%d {
 		}
 		forward_to %s/in/gen
 		id_from header Idempotency-Key
+		type_from json kind
 		max_body 1KB
 		require_json
 		timeout 2s
@@ -191,6 +192,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"RetriesWithBackoff", TestRetriesWithBackoff},
 		{"RetryAfterHonoured", TestRetryAfterHonoured},
 		{"PermanentToDLQAndAdminRetry", TestPermanentToDLQAndAdminRetry},
+		{"EventTypes", TestEventTypes},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -59,6 +59,11 @@ type Ingress struct {
 	// IDFrom are the rules that find the event ID, tried in order
 	// (default: the scheme's).
 	IDFrom []IDRule `json:"id_from,omitempty"`
+	// TypeFrom are the rules that find the event type, tried in order (the
+	// first that finds one wins); empty means the verifier's defaults. The
+	// type is stored with the event, shown in the DLQ and stats and sent
+	// upstream as X-Webhook-Event-Type.
+	TypeFrom []TypeRule `json:"type_from,omitempty"`
 	// DedupeWindow is how long an event ID stays claimed, so that a
 	// resend is answered as a duplicate (default 24h).
 	DedupeWindow caddy.Duration `json:"dedupe_window,omitempty"`
@@ -92,6 +97,7 @@ type Ingress struct {
 	guardKey      string // the key of guard in guardPool, released in Cleanup
 	app           *webhooks.App
 	rules         []dedupe.Rule
+	typeRules     []dedupe.TypeRule // compiled type_from, or the verifier's defaults
 	log           *zap.Logger
 }
 
@@ -163,6 +169,20 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 					return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
 				}
 				h.rules = append(h.rules, rule)
+			}
+		}
+	}
+
+	if h.typeRules, err = compileTypeFrom(h.TypeFrom); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
+	if len(h.typeRules) == 0 {
+		if d, ok := h.verifier.(verifiers.TypeDefaulter); ok {
+			for _, rule := range d.DefaultTypeFrom() {
+				if err := rule.Validate(); err != nil {
+					return fmt.Errorf("webhook_ingress %s: verifier default type_from: %v", h.Source, err)
+				}
+				h.typeRules = append(h.typeRules, rule)
 			}
 		}
 	}
@@ -272,7 +292,10 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 
-	eventID := dedupe.Extract(h.rules, r, body, now)
+	// one decoding of the body for the id and the type
+	inspect := dedupe.Inspect(r, body)
+	eventID := inspect.ID(h.rules, now)
+	typ := ""
 	deduped := eventID != "" // an id was found: the event is deduplicated
 	var idErr error
 	// the event is built only past the L1 cache: a duplicate it knows
@@ -288,11 +311,13 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			eventID = sid // never deduplicated
 		}
 		h.setPlaceholders(r, eventID)
+		typ = inspect.Type(h.typeRules) // a duplicate's type is never read
 		return &storage.Event{
 			ID:         sid,
 			EventID:    eventID,
 			Dedupe:     deduped,
 			Source:     h.Source,
+			Type:       typ,
 			Upstream:   h.ForwardTo,
 			Headers:    forwardHeaders(r.Header),
 			Body:       body,
@@ -317,7 +342,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
-	h.app.Observe(h.Source, "accepted")
+	h.app.ObserveAccepted(h.Source, typ)
 	writeJSON(w, h.AckStatus, map[string]string{
 		"message":  "Webhook accepted for processing",
 		"event_id": eventID,

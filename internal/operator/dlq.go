@@ -21,7 +21,7 @@ import (
 // defaultBulkLimit is how many entries a bulk retry takes without a limit.
 const defaultBulkLimit = 100
 
-// listDead answers GET /webhooks/dlq?source=&status=&since=&limit=&cursor=
+// listDead answers GET /webhooks/dlq?source=&type=&status=&since=&limit=&cursor=
 // with a page of entries, newest first, credentials redacted.
 func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 	app, err := h.ready()
@@ -29,7 +29,7 @@ func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := storage.DLQFilter{Source: q.Get("source"), Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	f := storage.DLQFilter{Source: q.Get("source"), Type: q.Get("type"), Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	if f.Status != "" {
 		if err := checkStatus(f.Status); err != nil {
 			return err
@@ -136,7 +136,7 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if req.Status == "" {
 		req.Status = string(storage.DLQPending)
 	}
-	f := storage.DLQFilter{Source: req.Source, Status: storage.DLQStatus(req.Status)}
+	f := storage.DLQFilter{Source: req.Source, Type: req.Type, Status: storage.DLQStatus(req.Status)}
 	if err := checkStatus(f.Status); err != nil {
 		return err
 	}

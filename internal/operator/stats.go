@@ -2,6 +2,7 @@ package operator
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -24,7 +25,15 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	res := StatsAnswer{PausedSources: app.PausedSources(), Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources))}
 	lastHour, allTime := map[string]int64{}, map[string]int64{}
 	for name, src := range s.Sources {
-		res.Sources[name] = SourceStats{Queue: src.Queue, Windows: Windows{LastHour: summarize(src.Recent), AllTime: summarize(src.AllTime)}}
+		types := map[string]TypeStats{}
+		recent := splitTypes(src.Recent, types, func(t *TypeStats) *TypeCounts { return &t.LastHour })
+		all := splitTypes(src.AllTime, types, func(t *TypeStats) *TypeCounts { return &t.AllTime })
+		st := SourceStats{Queue: src.Queue, Windows: Windows{LastHour: summarize(recent), AllTime: summarize(all)}}
+		if len(types) > 0 {
+			st.Types = types
+		}
+		res.Sources[name] = st
+		src.Recent, src.AllTime = recent, all
 		for k, v := range src.Recent {
 			lastHour[k] += v
 		}
@@ -34,6 +43,46 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	res.Total = Windows{LastHour: summarize(lastHour), AllTime: summarize(allTime)}
 	return answer(w, res)
+}
+
+// typeCounterPrefix starts the stats counters kept by event type:
+// "type:<outcome>:<type>", outcome accepted, delivered or dead.
+const typeCounterPrefix = "type:"
+
+// TypeCounter is the name of the stats counter of outcome for events of
+// type typ.
+func TypeCounter(outcome, typ string) string { return typeCounterPrefix + outcome + ":" + typ }
+
+// splitTypes returns the counters of c that are not by type, and adds
+// those that are to types, in the window window picks.
+func splitTypes(c map[string]int64, types map[string]TypeStats, window func(*TypeStats) *TypeCounts) map[string]int64 {
+	if c == nil {
+		return nil
+	}
+	plain := make(map[string]int64, len(c))
+	for name, n := range c {
+		rest, ok := strings.CutPrefix(name, typeCounterPrefix)
+		if !ok {
+			plain[name] = n
+			continue
+		}
+		outcome, typ, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		ts := types[typ]
+		tc := window(&ts)
+		switch outcome {
+		case "accepted":
+			tc.Received += n
+		case "delivered":
+			tc.Delivered += n
+		case "dead":
+			tc.Dead += n
+		}
+		types[typ] = ts
+	}
+	return plain
 }
 
 // summarize derives the rates of raw counters (nil: none counted).

@@ -32,6 +32,27 @@ type SourceStats struct {
 	Queue storage.Counts `json:"queue"`
 	// Windows are the source's counters (last_hour, all_time).
 	Windows
+	// Types has the source's counters by event type (absent when no event
+	// had one).
+	Types map[string]TypeStats `json:"types,omitempty"`
+}
+
+// TypeStats is one event type of a source in StatsAnswer.
+type TypeStats struct {
+	// AllTime is since counting began.
+	AllTime TypeCounts `json:"all_time"`
+	// LastHour sums the minute buckets of the last hour.
+	LastHour TypeCounts `json:"last_hour"`
+}
+
+// TypeCounts is what was counted of one event type over one window.
+type TypeCounts struct {
+	// Dead counts deliveries moved to the DLQ.
+	Dead int64 `json:"dead"`
+	// Delivered counts deliveries the upstream accepted.
+	Delivered int64 `json:"delivered"`
+	// Received counts accepted webhooks.
+	Received int64 `json:"received"`
 }
 
 // Windows are counters over the last hour and all-time.
@@ -99,6 +120,8 @@ type PauseAnswer struct {
 type BulkRetryRequest struct {
 	// Source selects the entries of one source.
 	Source string `json:"source"`
+	// Type selects the entries of one event type, exactly.
+	Type string `json:"type,omitempty"`
 	// Status selects the entries in one status (default pending).
 	Status string `json:"status"`
 	// Since selects the entries dead-lettered since: an RFC 3339 time or

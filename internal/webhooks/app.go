@@ -605,6 +605,13 @@ func (a *App) Observe(source, outcome string) {
 	a.Count(source, outcome, 1)
 }
 
+// ObserveAccepted counts an accepted event of type typ ("" when it has
+// none): as Observe(source, "accepted"), and by type in the stats.
+func (a *App) ObserveAccepted(source, typ string) {
+	a.Observe(source, "accepted")
+	a.countType(source, "accepted", typ)
+}
+
 // ObserveSignatureFailure counts an answer (outcome as for Observe) to a
 // request whose signature check failed: in received_total and
 // signature_failures_total, in the stats, and for the signature failure
@@ -626,6 +633,9 @@ func (a *App) onResult(r delivery.Report) {
 		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
 		a.Count(r.Job.Source, result, 1)
 		a.Count(r.Job.Source, "attempts", 1)
+		if r.Result != storage.Retry {
+			a.countType(r.Job.Source, result, r.Job.Type)
+		}
 	}
 	if !r.Job.Dedupe {
 		return

@@ -31,10 +31,10 @@ func init() {
 Talks to the webhooks routes of a running Caddy's admin API.
 
   caddy webhooks stats
-  caddy webhooks dlq list [--source S] [--status pending] [--since 24h] [--limit 50] [--cursor C]
+  caddy webhooks dlq list [--source S] [--type T] [--status pending] [--since 24h] [--limit 50] [--cursor C]
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
-  caddy webhooks dlq retry --source S [--status pending] [--since 24h] [--limit 100] [--dry-run]
+  caddy webhooks dlq retry --source S [--type T] [--status pending] [--since 24h] [--limit 100] [--dry-run]
   caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (pending entries, --limit a call)
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
@@ -66,6 +66,7 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				RunE:  caddycmd.WrapCommandFuncForCobra(cmdDLQList),
 			}
 			list.Flags().String("source", "", "Only this source")
+			list.Flags().String("type", "", "Only this event type (exactly)")
 			list.Flags().String("status", "", "pending, investigating, resolved, discarded or retried")
 			list.Flags().String("since", "", "RFC 3339 time or a duration (24h)")
 			list.Flags().Int("limit", 0, "At most this many entries (default 50)")
@@ -200,7 +201,7 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 
 func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	q := url.Values{}
-	for _, name := range []string{"source", "status", "since", "cursor"} {
+	for _, name := range []string{"source", "type", "status", "since", "cursor"} {
 		if v := fl.String(name); v != "" {
 			q.Set(name, v)
 		}
@@ -218,9 +219,9 @@ func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	}
 	var page storage.DLQPage
 	return output(fl, raw, &page, func(w io.Writer) {
-		fmt.Fprintln(w, "ID\tSOURCE\tEVENT ID\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
+		fmt.Fprintln(w, "ID\tSOURCE\tEVENT ID\tTYPE\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
 		for _, e := range page.Entries {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source, e.EventID, e.Status,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source, e.EventID, orDash(e.EventType), e.Status,
 				e.LastStatus, len(e.Attempts), e.CreatedAt.Local().Format(time.DateTime), oneLine(e.Error, 60))
 		}
 		if len(page.Entries) == 0 {
@@ -240,8 +241,8 @@ func cmdDLQShow(fl caddycmd.Flags) (int, error) {
 	}
 	var e operator.EntryView
 	return output(fl, raw, &e, func(w io.Writer) {
-		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
-			e.ID, e.Source, e.EventID, e.Status, e.Upstream, e.Error,
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
+			e.ID, e.Source, e.EventID, orDash(e.EventType), e.Status, e.Upstream, e.Error,
 			e.ReceivedAt.Local().Format(time.DateTime), e.CreatedAt.Local().Format(time.DateTime))
 		if e.Resolution != "" {
 			fmt.Fprintf(w, "resolution\t%s\n", e.Resolution)
@@ -280,6 +281,7 @@ func cmdDLQAction(action, field string) caddycmd.CommandFunc {
 // retryFlags defines the flags of `caddy webhooks dlq retry`.
 func retryFlags(fs *pflag.FlagSet) {
 	fs.String("source", "", "Bulk: only this source")
+	fs.String("type", "", "Bulk: only this event type (exactly)")
 	fs.String("status", "", "Bulk: entries in this status (default pending)")
 	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
 	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
@@ -288,16 +290,16 @@ func retryFlags(fs *pflag.FlagSet) {
 }
 
 // errRetryNoFilter refuses a bulk retry that names nothing to select by.
-var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --status, --since), " +
+var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --type, --status, --since), " +
 	"or --all to re-enqueue pending entries with no filter, --limit a call (--dry-run shows which)")
 
 // bulkRetryFromFlags builds the bulk retry request of the flags. With no
 // id and no filter it refuses unless --all (or --dry-run, which changes
 // nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
 func bulkRetryFromFlags(fl caddycmd.Flags) (operator.BulkRetryRequest, error) {
-	req := operator.BulkRetryRequest{Source: fl.String("source"), Status: fl.String("status"), Since: fl.String("since"),
+	req := operator.BulkRetryRequest{Source: fl.String("source"), Type: fl.String("type"), Status: fl.String("status"), Since: fl.String("since"),
 		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
-	if req.Source == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
+	if req.Source == "" && req.Type == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
 		return req, errRetryNoFilter
 	}
 	return req, nil
@@ -360,8 +362,8 @@ func cmdEvent(fl caddycmd.Flags) (int, error) {
 	}
 	var info storage.EventInfo
 	return output(fl, raw, &info, func(w io.Writer) {
-		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\nstatus\t%s\nreceived\t%s\n",
-			info.ID, info.Source, info.EventID, info.Status, info.ReceivedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nreceived\t%s\n",
+			info.ID, info.Source, info.EventID, orDash(info.EventType), info.Status, info.ReceivedAt.Local().Format(time.DateTime))
 		if !info.NextAttempt.IsZero() {
 			fmt.Fprintf(w, "next attempt\t%s\n", info.NextAttempt.Local().Format(time.DateTime))
 		}
@@ -370,6 +372,14 @@ func cmdEvent(fl caddycmd.Flags) (int, error) {
 			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, a.At.Local().Format(time.DateTime), a.Status, a.Duration.Round(time.Millisecond), a.Error)
 		}
 	})
+}
+
+// orDash shows an empty value as "-" in a table.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func oneLine(s string, max int) string {

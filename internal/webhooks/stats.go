@@ -20,6 +20,37 @@ const statsFlushEvery = 2 * time.Second
 type statsBuffer struct {
 	mu     sync.Mutex
 	deltas map[string]map[string]int64
+	types  map[string]map[string]bool // the event types counted by source
+}
+
+// maxTypesPerSource bounds the event types counted apart for one source
+// (by this process); the types past it are counted as otherType, so that
+// a provider sending ever new types cannot grow the stats without end.
+const maxTypesPerSource = 256
+
+// otherType is the type the types past maxTypesPerSource are counted as.
+const otherType = "(other)"
+
+// addType adds n to the counter of outcome for events of type typ.
+func (b *statsBuffer) addType(source, outcome, typ string, n int64) {
+	b.mu.Lock()
+	seen := b.types[source]
+	if seen == nil {
+		if b.types == nil {
+			b.types = map[string]map[string]bool{}
+		}
+		seen = map[string]bool{}
+		b.types[source] = seen
+	}
+	if !seen[typ] {
+		if len(seen) >= maxTypesPerSource {
+			typ = otherType
+		} else {
+			seen[typ] = true
+		}
+	}
+	b.mu.Unlock()
+	b.add(source, operator.TypeCounter(outcome, typ), n)
 }
 
 func (b *statsBuffer) add(source, name string, n int64) {
@@ -57,6 +88,15 @@ func (b *statsBuffer) putBack(d map[string]map[string]int64) {
 func (a *App) Count(source, name string, n int64) {
 	if a.stats != nil {
 		a.stats.add(source, name, n)
+	}
+}
+
+// countType adds one to a source's counter of outcome (accepted,
+// delivered, dead) for events of type typ; events without a type are
+// counted only by source.
+func (a *App) countType(source, outcome, typ string) {
+	if a.stats != nil && typ != "" {
+		a.stats.addType(source, outcome, typ, 1)
 	}
 }
 

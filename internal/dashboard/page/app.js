@@ -123,6 +123,7 @@
 	function filters() {
 		return {
 			source: $("f-source").value.trim(),
+			type: $("f-type").value.trim(),
 			status: $("f-status").value,
 			since: $("f-since").value.trim(),
 			limit: $("f-limit").value.trim(),
@@ -144,6 +145,7 @@
 				el("td", {}, fmtTime(e.created_at)),
 				el("td", {}, e.source),
 				el("td", { "class": "mono" }, e.event_id),
+				el("td", { "class": "mono" }, e.event_type || ""),
 				el("td", {}, e.status),
 				el("td", {}, e.last_status ? String(e.last_status) : ""),
 				el("td", { "class": "err" }, e.error));
@@ -179,6 +181,7 @@
 		};
 		add("Event ID", e.event_id);
 		add("Source", e.source);
+		add("Type", e.event_type);
 		add("Status", e.status);
 		add("Upstream", e.upstream);
 		add("Error", e.error);
@@ -250,6 +253,7 @@
 		const f = filters();
 		const body = { status: f.status || "pending", dry_run: dryRun };
 		if (f.source) body.source = f.source;
+		if (f.type) body.type = f.type;
 		if (f.since) body.since = f.since;
 		if (f.limit) body.limit = parseInt(f.limit, 10);
 		return body;
@@ -263,7 +267,7 @@
 		const n = (res.retried || []).length;
 		const skipped = (res.skipped_delivered || []).length;
 		$("bulk-summary").textContent = "Matched " + res.matched + " " + req.status + " entr" + (res.matched === 1 ? "y" : "ies") +
-			(req.source ? " of " + req.source : "") + ": " + n + " would be re-enqueued" +
+			(req.source ? " of " + req.source : "") + (req.type ? " of type " + req.type : "") + ": " + n + " would be re-enqueued" +
 			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + ".";
 		const list = $("bulk-list");
 		list.replaceChildren();
