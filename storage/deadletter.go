@@ -15,6 +15,7 @@ func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, ear
 		EventID:    job.EventID,
 		Source:     job.Source,
 		EventType:  job.Type,
+		RequestID:  job.RequestID,
 		Upstream:   job.Upstream,
 		Payload:    job.Body,
 		Headers:    job.Headers,
@@ -51,5 +52,5 @@ func CheckRetryEvent(st Status) error {
 // carries its internal id as event id, and was never deduplicated.
 func EventOfEntry(e *DLQEntry) Event {
 	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source,
-		Type: e.EventType, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+		Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
 }

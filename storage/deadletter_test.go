@@ -12,7 +12,7 @@ func TestNewDLQEntry(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	now := t0.Add(time.Hour)
 	job := &Job{
-		Event: Event{ID: "id1", EventID: "evt_1", Dedupe: true, Source: "stripe", Upstream: "http://up/",
+		Event: Event{ID: "id1", EventID: "evt_1", Dedupe: true, Source: "stripe", Type: "invoice.paid", RequestID: "req-1", Upstream: "http://up/",
 			Headers: http.Header{"X-A": {"1"}}, Body: []byte(`{"n":1}`), ReceivedAt: t0},
 		RoundStart: 1, Lease: "tok", LeaseUntil: now,
 	}
@@ -20,7 +20,7 @@ func TestNewDLQEntry(t *testing.T) {
 	a2 := Attempt{N: 2, At: t0.Add(time.Minute), Error: "timeout"} // no response
 	a3 := Attempt{N: 3, At: t0.Add(2 * time.Minute), Status: 410}
 	want := func(attempts []Attempt, last, retries int) *DLQEntry {
-		return &DLQEntry{ID: "id1", EventID: "evt_1", Source: "stripe", Upstream: "http://up/",
+		return &DLQEntry{ID: "id1", EventID: "evt_1", Source: "stripe", EventType: "invoice.paid", RequestID: "req-1", Upstream: "http://up/",
 			Payload: []byte(`{"n":1}`), Headers: http.Header{"X-A": {"1"}}, Error: "gone",
 			LastStatus: last, Attempts: attempts, ReceivedAt: t0, CreatedAt: now, UpdatedAt: now,
 			Status: DLQPending, Retries: retries}
@@ -78,9 +78,11 @@ func TestEventOfEntry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.e
 			e.Source, e.Upstream, e.Payload, e.ReceivedAt = "stripe", "http://127.0.0.1:1/", []byte("{}"), at
+			e.EventType, e.RequestID = "invoice.paid", "req-1"
 			e.Headers = map[string][]string{"X-A": {"1"}}
 			ev := EventOfEntry(&e)
 			if ev.ID != e.ID || ev.EventID != e.EventID || ev.Dedupe != tc.wantDedupe || ev.Source != "stripe" ||
+				ev.Type != "invoice.paid" || ev.RequestID != "req-1" ||
 				ev.Upstream != e.Upstream || string(ev.Body) != "{}" || ev.Headers.Get("X-A") != "1" || !ev.ReceivedAt.Equal(at) {
 				t.Fatalf("EventOfEntry = %+v, want the entry's event with Dedupe %v", ev, tc.wantDedupe)
 			}

@@ -47,6 +47,7 @@ type DLQEntry struct {
 	EventID    string      `json:"event_id"`
 	Source     string      `json:"source"`
 	EventType  string      `json:"event_type,omitempty"`
+	RequestID  string      `json:"request_id,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Payload    []byte      `json:"payload,omitempty"`
 	Headers    http.Header `json:"headers,omitempty"`

@@ -39,7 +39,10 @@ type Event struct {
 	Dedupe bool   `json:"dedupe"`
 	Source string `json:"source"`
 	// Type is the event type its source's type_from rules found ("": none).
-	Type       string      `json:"type,omitempty"`
+	Type string `json:"type,omitempty"`
+	// RequestID is the id of the ingress request that accepted the event
+	// (Caddy's {http.request.uuid}), for the audit log.
+	RequestID  string      `json:"request_id,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Headers    http.Header `json:"headers,omitempty"`
 	Body       []byte      `json:"body,omitempty"`

@@ -3,6 +3,7 @@ package delivery
 import (
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -19,7 +20,14 @@ type Breakers struct {
 
 	mu sync.Mutex
 	m  map[string]*gobreaker.CircuitBreaker[int]
+
+	onChange atomic.Pointer[func(upstream string, open bool)]
 }
+
+// OnChange sets the function told when an upstream's breaker opens (open
+// true) or closes, replacing the one set before: the breakers outlive a
+// reload, and the newest config's app is the one to tell.
+func (b *Breakers) OnChange(f func(upstream string, open bool)) { b.onChange.Store(&f) }
 
 // NewBreakers makes a set of breakers that open after failures
 // consecutive transient failures and stay open for open (zero values:
@@ -56,7 +64,7 @@ func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
 	defer b.mu.Unlock()
 	cb, ok := b.m[key]
 	if !ok {
-		failures, log := b.failures, b.log
+		failures, log, onChange := b.failures, b.log, &b.onChange
 		cb = gobreaker.NewCircuitBreaker[int](gobreaker.Settings{
 			Name:        key,
 			MaxRequests: 1,
@@ -65,6 +73,9 @@ func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
 			OnStateChange: func(name string, from, to gobreaker.State) {
 				log.Warn("upstream circuit breaker", zap.String("upstream", name),
 					zap.String("from", from.String()), zap.String("to", to.String()))
+				if f := onChange.Load(); f != nil && to != gobreaker.StateHalfOpen {
+					go (*f)(name, to == gobreaker.StateOpen) // not under the breaker's lock: handlers may take time
+				}
 			},
 		})
 		b.m[key] = cb

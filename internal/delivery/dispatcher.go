@@ -39,6 +39,8 @@ type Report struct {
 	Class    Class
 	Attempt  *storage.Attempt
 	Upstream string
+	// Error is why a Dead job died (its DLQ entry's error).
+	Error string
 }
 
 // Config configures a Dispatcher.
@@ -418,6 +420,7 @@ func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
 		d.Notify() // the loop may be sleeping past the new due time
 	}
 	if out.Result != storage.Release && d.cfg.OnResult != nil {
+		rep.Error = out.Error
 		d.cfg.OnResult(rep)
 	}
 }

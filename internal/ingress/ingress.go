@@ -295,8 +295,8 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	// one decoding of the body for the id and the type
 	inspect := dedupe.Inspect(r, body)
 	eventID := inspect.ID(h.rules, now)
-	typ := ""
-	deduped := eventID != "" // an id was found: the event is deduplicated
+	var accepted *storage.Event // the event stored, when it is not a duplicate
+	deduped := eventID != ""    // an id was found: the event is deduplicated
 	var idErr error
 	// the event is built only past the L1 cache: a duplicate it knows
 	// costs no id, no header copy and no store round trip
@@ -311,18 +311,19 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			eventID = sid // never deduplicated
 		}
 		h.setPlaceholders(r, eventID)
-		typ = inspect.Type(h.typeRules) // a duplicate's type is never read
-		return &storage.Event{
+		accepted = &storage.Event{
 			ID:         sid,
 			EventID:    eventID,
 			Dedupe:     deduped,
 			Source:     h.Source,
-			Type:       typ,
+			Type:       inspect.Type(h.typeRules), // a duplicate's type is never read
+			RequestID:  requestID(r),
 			Upstream:   h.ForwardTo,
 			Headers:    forwardHeaders(r.Header),
 			Body:       body,
 			ReceivedAt: now,
-		}, nil
+		}
+		return accepted, nil
 	})
 	switch {
 	case idErr != nil:
@@ -342,7 +343,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
-	h.app.ObserveAccepted(h.Source, typ)
+	h.app.ObserveAccepted(accepted)
 	writeJSON(w, h.AckStatus, map[string]string{
 		"message":  "Webhook accepted for processing",
 		"event_id": eventID,
@@ -406,10 +407,22 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 			zap.String("source", h.Source), zap.String("client_ip", ip),
 			zap.Int("failures", h.guard.failures), zap.Duration("window", h.guard.window),
 			zap.Duration("cooldown", h.guard.cooldown))
+		h.app.EmitClientBlocked(h.Source, ip)
 	}
 	// one call: received_total, signature_failures_total, stats, alerts
 	h.app.ObserveSignatureFailure(h.Source, strings.ToLower(code))
 	writeError(w, status, code, msg, retryAfter, nil)
+}
+
+// requestID is the request's id as Caddy's {http.request.uuid} has it
+// (the same id any log or header using that placeholder shows).
+func requestID(r *http.Request) string {
+	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		if v, ok := repl.GetString("http.request.uuid"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func clientIP(r *http.Request) string {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
@@ -82,6 +83,10 @@ type App struct {
 	alertsDone  chan struct{}
 	stats       *statsBuffer
 	statsDone   chan struct{}
+
+	ctx      caddy.Context
+	auditLog *zap.Logger      // webhooks.audit (audit.go)
+	events   *caddyevents.App // Caddy events (audit.go)
 }
 
 // Source is one webhook_ingress source as the workers need it.
@@ -103,6 +108,9 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // store. It opens nothing: `caddy validate` provisions but never starts.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.log = ctx.Logger()
+	if err := a.provisionAudit(ctx); err != nil {
+		return err
+	}
 	a.sources = make(map[string]*Source)
 	a.sourceMu = new(sync.RWMutex)
 	a.disp = new(atomic.Pointer[delivery.Dispatcher])
@@ -259,6 +267,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("opening webhook store: %v", err)
 	}
 	a.refreshPaused() // before the first request and the first lease
+	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
 		Store:    st,
 		Workers:  a.Workers,
@@ -467,6 +476,11 @@ func (a *App) SetPaused(ctx context.Context, source string, paused bool) error {
 	if err := st.SetPaused(ctx, source, paused); err != nil {
 		return err
 	}
+	if paused {
+		a.emit(eventPaused, map[string]any{"source": source})
+	} else {
+		a.emit(eventResumed, map[string]any{"source": source})
+	}
 	a.paused.mu.Lock()
 	defer a.paused.mu.Unlock()
 	a.refreshPaused()
@@ -605,11 +619,12 @@ func (a *App) Observe(source, outcome string) {
 	a.Count(source, outcome, 1)
 }
 
-// ObserveAccepted counts an accepted event of type typ ("" when it has
-// none): as Observe(source, "accepted"), and by type in the stats.
-func (a *App) ObserveAccepted(source, typ string) {
-	a.Observe(source, "accepted")
-	a.countType(source, "accepted", typ)
+// ObserveAccepted counts an accepted (stored) event: as Observe(source,
+// "accepted"), by type in the stats, and in the audit log.
+func (a *App) ObserveAccepted(ev *storage.Event) {
+	a.Observe(ev.Source, "accepted")
+	a.countType(ev.Source, "accepted", ev.Type)
+	a.audit(stepReceived, eventFields(ev)...)
 }
 
 // ObserveSignatureFailure counts an answer (outcome as for Observe) to a
@@ -636,6 +651,16 @@ func (a *App) onResult(r delivery.Report) {
 		if r.Result != storage.Retry {
 			a.countType(r.Job.Source, result, r.Job.Type)
 		}
+		a.audit(stepAttempt, append(eventFields(&r.Job.Event), zap.Int("attempt", r.Attempt.N), zap.String("result", result),
+			zap.Int("status", r.Attempt.Status), zap.Duration("duration", r.Attempt.Duration), zap.String("error", r.Attempt.Error))...)
+	}
+	switch r.Result {
+	case storage.Delivered:
+		a.audit(stepDelivered, eventFields(&r.Job.Event)...)
+	case storage.Dead:
+		a.audit(stepDead, append(eventFields(&r.Job.Event), zap.String("error", r.Error))...)
+		a.emit(eventDead, map[string]any{"source": r.Job.Source, "event_id": r.Job.EventID, "id": r.Job.ID,
+			"type": r.Job.Type, "error": r.Error})
 	}
 	if !r.Job.Dedupe {
 		return

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
@@ -48,7 +50,11 @@ func (a *App) SetDeadStatus(ctx context.Context, id string, status storage.DLQSt
 	if err != nil {
 		return err
 	}
-	return st.DLQSetStatus(ctx, id, status, text, time.Now())
+	if err := st.DLQSetStatus(ctx, id, status, text, time.Now()); err != nil {
+		return err
+	}
+	a.auditEntry(ctx, st, string(status), id, zap.String("note", text))
+	return nil
 }
 
 // LookupEvent returns what the store knows of the event eventID of

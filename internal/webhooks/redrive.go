@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
@@ -26,6 +28,7 @@ func (a *App) RetryDead(ctx context.Context, id string) error {
 	if err := st.DLQRetry(ctx, id, time.Now()); err != nil {
 		return err
 	}
+	a.auditEntry(ctx, st, stepRetried, id)
 	a.Notify()
 	return nil
 }
@@ -78,6 +81,7 @@ func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, d
 			continue
 		}
 		res.Retried = append(res.Retried, e.ID)
+		a.audit(stepRetried, append(entryFields(&e), zap.Bool("bulk", true))...)
 		due = due.Add(a.redrivePace(e.Source))
 	}
 	if !dryRun && len(res.Retried) > 0 {

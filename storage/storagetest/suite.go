@@ -131,6 +131,7 @@ func newEvent(t testing.TB, source, eventID string) *storage.Event {
 			"X-Request-Id": {id},
 		},
 		Type:       fmt.Sprintf("%s.type_%d", source, typeSeq.Add(1)%2),
+		RequestID:  "req-" + id,
 		Body:       fmt.Appendf(nil, `{"id":%q,"seq":%d}`, eventID, bodySeq.Add(1)),
 		ReceivedAt: time.Now().Round(0),
 	}
@@ -296,7 +297,7 @@ func checkEvent(t testing.TB, what string, got, want storage.Event) {
 
 func eventEqual(a, b storage.Event) bool {
 	return a.ID == b.ID && a.EventID == b.EventID && a.Dedupe == b.Dedupe &&
-		a.Source == b.Source && a.Type == b.Type && a.Upstream == b.Upstream &&
+		a.Source == b.Source && a.Type == b.Type && a.RequestID == b.RequestID && a.Upstream == b.Upstream &&
 		headersEqual(a.Headers, b.Headers) && bytes.Equal(a.Body, b.Body) &&
 		a.ReceivedAt.Equal(b.ReceivedAt)
 }

@@ -1,0 +1,120 @@
+package webhooks
+
+import (
+	"context"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyevents"
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The audit trail and the Caddy events of an event's life.
+//
+// The logger webhooks.audit writes one Info line per lifecycle step
+// (received, attempt, delivered, dead, retried, resolved, discarded,
+// investigating) with the event's source, ids, type and the id of the
+// ingress request that accepted it, never a body, a header or a secret,
+// so that a user can route it to a file of its own with Caddy's log
+// config (include webhooks.audit).
+//
+// The events app gets webhook_dead, webhook_source_paused,
+// webhook_source_resumed, webhook_breaker_open, webhook_breaker_closed and
+// webhook_client_blocked, whose data carry the same kind of fields.
+
+// Audit steps.
+const (
+	stepReceived      = "received"
+	stepAttempt       = "attempt"
+	stepDelivered     = "delivered"
+	stepDead          = "dead"
+	stepRetried       = "retried"
+	stepResolved      = "resolved"
+	stepDiscarded     = "discarded"
+	stepInvestigating = "investigating"
+)
+
+// Caddy event names.
+const (
+	eventDead          = "webhook_dead"
+	eventPaused        = "webhook_source_paused"
+	eventResumed       = "webhook_source_resumed"
+	eventBreakerOpen   = "webhook_breaker_open"
+	eventBreakerClosed = "webhook_breaker_closed"
+	eventClientBlocked = "webhook_client_blocked"
+)
+
+// eventFields are the audit fields of an event.
+func eventFields(ev *storage.Event) []zap.Field {
+	return []zap.Field{
+		zap.String("source", ev.Source), zap.String("event_id", ev.EventID), zap.String("id", ev.ID),
+		zap.String("type", ev.Type), zap.String("request_id", ev.RequestID),
+	}
+}
+
+// entryFields are the audit fields of a DLQ entry's event.
+func entryFields(e *storage.DLQEntry) []zap.Field {
+	return []zap.Field{
+		zap.String("source", e.Source), zap.String("event_id", e.EventID), zap.String("id", e.ID),
+		zap.String("type", e.EventType), zap.String("request_id", e.RequestID),
+	}
+}
+
+// audit writes the line of one step.
+func (a *App) audit(step string, fields ...zap.Field) {
+	if a.auditLog == nil {
+		return
+	}
+	a.auditLog.Info(step, append(fields, zap.String("step", step))...)
+}
+
+// auditEntry writes the line of an operator's step on DLQ entry id,
+// reading the entry for its event's fields (only the id when it cannot).
+func (a *App) auditEntry(ctx context.Context, st storage.DeadLetters, step, id string, fields ...zap.Field) {
+	if a.auditLog == nil {
+		return
+	}
+	if e, err := st.DLQGet(ctx, id); err == nil {
+		fields = append(entryFields(e), fields...)
+	} else {
+		fields = append([]zap.Field{zap.String("id", id)}, fields...)
+	}
+	a.audit(step, fields...)
+}
+
+// emit sends a Caddy event when the events app is there.
+func (a *App) emit(name string, data map[string]any) {
+	if a.events == nil {
+		return
+	}
+	a.events.Emit(a.ctx, name, data)
+}
+
+// EmitClientBlocked tells the events app that a client of source was
+// blocked after repeated signature failures.
+func (a *App) EmitClientBlocked(source, clientIP string) {
+	a.emit(eventClientBlocked, map[string]any{"source": source, "client_ip": clientIP})
+}
+
+// breakerChanged is the breakers' state-change hook: a Caddy event when an
+// upstream's breaker opens or closes.
+func (a *App) breakerChanged(upstream string, open bool) {
+	name := eventBreakerClosed
+	if open {
+		name = eventBreakerOpen
+	}
+	a.emit(name, map[string]any{"upstream": upstream})
+}
+
+// provisionAudit sets up the audit logger and the events app.
+func (a *App) provisionAudit(ctx caddy.Context) error {
+	a.ctx = ctx
+	a.auditLog = ctx.Logger().Named("audit")
+	v, err := ctx.App("events")
+	if err != nil {
+		return err
+	}
+	a.events, _ = v.(*caddyevents.App)
+	return nil
+}
