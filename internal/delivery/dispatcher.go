@@ -30,6 +30,9 @@ type Target struct {
 	// applied when jobs are leased, by the store, so that with a shared
 	// store it holds for all nodes together and no worker ever waits for it.
 	Rate storage.Rate
+	// Signer, when set, signs every attempt with fresh Standard Webhooks
+	// headers (sign_forwarded).
+	Signer *Signer
 }
 
 // Report is passed to Config.OnResult after each finished job.
@@ -524,6 +527,9 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	}
 	req.Header.Set("X-Webhook-Attempt", strconv.Itoa(len(job.Attempts)+1))
 	req.Header.Set("X-Webhook-Received-At", job.ReceivedAt.UTC().Format(time.RFC3339))
+	if t.Signer != nil {
+		t.Signer.Sign(req.Header, req.Header.Get("Webhook-Id"), job.Body, time.Now())
+	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -51,11 +51,12 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		ack_status 202                      # or 200
 //		block_failures <count> <window> [<cooldown>]   # default 20 1m 5m: 429 for a client IP failing signatures this often
 //		block_failures off
+//		sign_forwarded <whsec_secret>...    # Standard Webhooks signature on every attempt; several: rotation
 //	}
 //
 // Durations are Caddy durations ("90s", "1d"); max_body takes a size
-// ("512KiB", "1MB"). DESIGN.md's ordered and sign_forwarded are refused
-// by this build, with an error saying so.
+// ("512KiB", "1MB"). DESIGN.md's ordered and destination are refused by this build,
+// with an error saying so.
 func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if !d.NextArg() {
@@ -182,7 +183,13 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			h.BlockFailures = bc
-		case "ordered", "sign_forwarded":
+		case "sign_forwarded":
+			secrets := d.RemainingArgs()
+			if len(secrets) == 0 {
+				return d.Err("sign_forwarded wants one or more Standard Webhooks secrets (whsec_...)")
+			}
+			h.SignForwarded = append(h.SignForwarded, secrets...)
+		case "ordered", "destination":
 			return d.Errf("%s is not supported by this build of hookline yet", opt)
 		default:
 			return d.Errf("unrecognized webhook_ingress option %q", opt)

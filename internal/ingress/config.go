@@ -9,6 +9,7 @@ import (
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/verifiers"
 )
 
 // This file holds the JSON config types of a webhook_ingress source
@@ -80,6 +81,26 @@ func compileTypeFrom(cfg []TypeRule) ([]dedupe.TypeRule, error) {
 		rules = append(rules, t)
 	}
 	return rules, nil
+}
+
+// compileSigner compiles sign_forwarded's secrets (placeholders resolved,
+// Standard Webhooks keys decoded as the standard scheme reads them) into
+// the signer of every delivery attempt; none configured: nil.
+func compileSigner(secrets []string) (*delivery.Signer, error) {
+	if len(secrets) == 0 {
+		return nil, nil
+	}
+	resolved, err := verifiers.ResolveSecrets(secrets)
+	if err != nil {
+		return nil, fmt.Errorf("sign_forwarded: %v", err)
+	}
+	keys := make([][]byte, len(resolved))
+	for i, s := range resolved {
+		if keys[i], err = verifiers.DecodeStandardSecret(string(s)); err != nil {
+			return nil, fmt.Errorf("sign_forwarded secret %d: %v", i+1, err)
+		}
+	}
+	return delivery.NewSigner(keys)
 }
 
 // RetryConfig is the JSON config of a source's retry policy; Policy

@@ -121,3 +121,33 @@ func TestTypeFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSignForwardedConfig: secrets are resolved and decoded as the
+// standard scheme reads them; a bad one fails provisioning without the
+// secret in the error.
+func TestSignForwardedConfig(t *testing.T) {
+	t.Setenv("HOOKLINE_SIGN_OK", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	for _, tc := range []struct {
+		name    string
+		secrets []string
+		ok      bool
+	}{
+		{"whsec", []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, true},
+		{"bare base64 and a placeholder", []string{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "{env.HOOKLINE_SIGN_OK}"}, true},
+		{"unset placeholder dropped", []string{"{env.HOOKLINE_SIGN_OK}", "{env.HOOKLINE_SIGN_UNSET}"}, true},
+		{"not base64", []string{"whsec_not*base64*secret*value"}, false},
+		{"too short", []string{"whsec_c2hvcnQ="}, false},
+		{"only unset", []string{"{env.HOOKLINE_SIGN_UNSET}"}, false},
+	} {
+		s, err := compileSigner(tc.secrets)
+		if (err == nil) != tc.ok || (tc.ok && s == nil) {
+			t.Errorf("%s: signer %v err %v, want ok %v", tc.name, s, err, tc.ok)
+		}
+		if err != nil && (strings.Contains(err.Error(), "not*base64") || strings.Contains(err.Error(), "c2hvcnQ")) {
+			t.Errorf("%s: the error shows the secret: %v", tc.name, err)
+		}
+	}
+	if s, err := compileSigner(nil); s != nil || err != nil {
+		t.Errorf("no secrets: %v %v, want no signer", s, err)
+	}
+}

@@ -86,6 +86,12 @@ type Ingress struct {
 	// BlockFailures answers 429 to a client IP failing signature checks
 	// too often (default: 20 in 1m, blocked for 5m).
 	BlockFailures *BlockConfig `json:"block_failures,omitempty"`
+	// SignForwarded lists Standard Webhooks secrets ("whsec_..."; {env.*}
+	// and {file.*} placeholders are resolved in Provision) that sign every
+	// delivery attempt with fresh webhook-id, webhook-timestamp and
+	// webhook-signature headers, replacing any the provider sent; several
+	// secrets each sign (rotation).
+	SignForwarded []string `json:"sign_forwarded,omitempty"`
 
 	verifier verifiers.Verifier
 	// the scheme's challenge requests, answered at the edge (nil: none)
@@ -98,6 +104,7 @@ type Ingress struct {
 	app           *webhooks.App
 	rules         []dedupe.Rule
 	typeRules     []dedupe.TypeRule // compiled type_from, or the verifier's defaults
+	signer        *delivery.Signer  // sign_forwarded, compiled
 	log           *zap.Logger
 }
 
@@ -173,6 +180,9 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		}
 	}
 
+	if h.signer, err = compileSigner(h.SignForwarded); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
 	if h.typeRules, err = compileTypeFrom(h.TypeFrom); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
@@ -202,7 +212,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 // into the runtime source the webhooks app delivers for.
 func (h *Ingress) source() *webhooks.Source {
 	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
-	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy(), Rate: h.RateLimit.rate()}
+	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy(), Rate: h.RateLimit.rate(), Signer: h.signer}
 	return &webhooks.Source{Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow)}
 }
 
