@@ -2,6 +2,15 @@
 // Caddy guest module in the namespace webhooks.verifiers (ID
 // webhooks.verifiers.<scheme>), so a plugin can add its own. A scheme
 // checks the exact received bytes; it never logs or returns a secret.
+//
+// A scheme implements Verifier, and IDDefaulter, SecretHeaderer,
+// HandshakerGET or HandshakerPOST as its provider needs. The schemes of
+// this package share their configuration, one type per concept:
+// SecretsConfig (the secrets), ToleranceConfig (the replay window) and
+// TimestampedConfig (both), each read from the Caddyfile by one secrets
+// block parser and compiled in Provision into the keys and the tolerance
+// Verify uses; and their signature pieces (CheckHMAC, Encoding,
+// ParseUnixSeconds, CheckTimestamp, ResolveSecrets).
 package verifiers
 
 import (
