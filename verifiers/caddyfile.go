@@ -1,9 +1,6 @@
 package verifiers
 
-import (
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-)
+import "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 // This file holds the Caddyfile parsing the schemes share. A scheme's
 // UnmarshalCaddyfile receives the tokens after `verify`, starting with the
@@ -59,35 +56,6 @@ func appendSecrets(d *caddyfile.Dispenser, secrets *[]string) error {
 		return d.ArgErr()
 	}
 	*secrets = append(*secrets, args...)
-	return nil
-}
-
-// toleranceOption returns the blockOption of the schemes whose only other
-// option is `tolerance <duration>`, read into tol.
-func toleranceOption(tol *caddy.Duration) blockOption {
-	return func(d *caddyfile.Dispenser, name string) (bool, error) {
-		if name != "tolerance" {
-			return false, nil
-		}
-		return true, parseToleranceOption(d, tol)
-	}
-}
-
-// parseToleranceOption reads the single duration argument of a
-// `tolerance` line into tol; it must not be negative.
-func parseToleranceOption(d *caddyfile.Dispenser, tol *caddy.Duration) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	dur, err := caddy.ParseDuration(s)
-	if err != nil {
-		return d.Errf("bad tolerance %q: %v", s, err)
-	}
-	if dur < 0 {
-		return d.Err("tolerance must not be negative")
-	}
-	*tol = caddy.Duration(dur)
 	return nil
 }
 

@@ -10,10 +10,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(GitHub{})
-}
-
 // GitHub verifies GitHub webhook deliveries: the X-Hub-Signature-256
 // header holds "sha256=" and the lowercase hex HMAC-SHA256 of the raw body
 // (form-encoded `payload=...` bodies included), keyed with the webhook
@@ -23,21 +19,12 @@ func init() {
 //
 // The legacy X-Hub-Signature header ("sha1=" and the HMAC-SHA1) is only
 // read when allow_sha1 is set and X-Hub-Signature-256 is absent.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	github [<secret>...] {
-//		secret <secret>...
-//		allow_sha1
-//	}
 type GitHub struct {
-	// The webhook secrets. Placeholders such as {env.NAME} and
-	// {file./path} are resolved when the module is provisioned; secrets
-	// that resolve to nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the webhook secrets.
+	SecretsConfig
 
-	// Accept the legacy SHA-1 signature in X-Hub-Signature when the
-	// request has no X-Hub-Signature-256. Default: off.
+	// AllowSHA1 accepts the legacy SHA-1 signature in X-Hub-Signature
+	// when the request has no X-Hub-Signature-256. Default: off.
 	AllowSHA1 bool `json:"allow_sha1,omitempty"`
 
 	keys [][]byte
@@ -52,16 +39,12 @@ const (
 
 // CaddyModule returns the Caddy module information.
 func (GitHub) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.github",
-		New: func() caddy.Module { return new(GitHub) },
-	}
+	return moduleInfo[GitHub]("webhooks.verifiers.github")
 }
 
 // Provision resolves the secrets.
-func (g *GitHub) Provision(ctx caddy.Context) error {
-	var err error
-	g.keys, err = ResolveSecrets(g.Secrets)
+func (g *GitHub) Provision(ctx caddy.Context) (err error) {
+	g.keys, err = g.resolve()
 	return err
 }
 
@@ -81,8 +64,13 @@ func (*GitHub) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(GitHubDeliveryHeader)}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	github [<secret>...] {
+//		secret <secret>...
+//		allow_sha1
+//	}
 func (g *GitHub) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &g.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
 		if name != "allow_sha1" {
@@ -97,9 +85,4 @@ func (g *GitHub) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*GitHub)(nil)
-	_ caddyfile.Unmarshaler = (*GitHub)(nil)
-	_ Verifier              = (*GitHub)(nil)
-	_ IDDefaulter           = (*GitHub)(nil)
-)
+var _ scheme = (*GitHub)(nil)

@@ -11,10 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(GitLab{})
-}
-
 // GitLab verifies GitLab webhooks by their secret token: the X-Gitlab-Token
 // header must equal one of the configured tokens. GitLab sends the token
 // as is; it signs nothing, so the body is not authenticated (anyone who
@@ -23,17 +19,9 @@ func init() {
 // bytes) covers redeliveries. Several tokens mean rotation: any one may match. Tokens
 // are compared in constant time, through their SHA-256 digests, so the
 // time does not depend on the configured tokens' lengths either.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	gitlab [<token>...] {
-//		secret <token>...
-//	}
 type GitLab struct {
-	// The secret tokens. Placeholders such as {env.NAME} and
-	// {file./path} are resolved when the module is provisioned; tokens
-	// that resolve to nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the secret tokens.
+	SecretsConfig
 
 	tokens [][sha256.Size]byte
 }
@@ -46,15 +34,12 @@ const (
 
 // CaddyModule returns the Caddy module information.
 func (GitLab) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.gitlab",
-		New: func() caddy.Module { return new(GitLab) },
-	}
+	return moduleInfo[GitLab]("webhooks.verifiers.gitlab")
 }
 
-// Provision resolves the tokens.
+// Provision resolves the tokens and keeps their digests.
 func (g *GitLab) Provision(ctx caddy.Context) error {
-	keys, err := ResolveSecrets(g.Secrets)
+	keys, err := g.resolve()
 	if err != nil {
 		return err
 	}
@@ -97,8 +82,12 @@ func (*GitLab) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(DefaultIDHeader), idRawHash("X-Gitlab-Event-UUID")}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	gitlab [<token>...] {
+//		secret <token>...
+//	}
 func (g *GitLab) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &g.Secrets, nil)
 }
@@ -108,9 +97,6 @@ func (*GitLab) SecretHeaders() []string { return []string{GitLabTokenHeader} }
 
 // Interface guards
 var (
-	_ caddy.Provisioner     = (*GitLab)(nil)
-	_ caddyfile.Unmarshaler = (*GitLab)(nil)
-	_ Verifier              = (*GitLab)(nil)
-	_ IDDefaulter           = (*GitLab)(nil)
-	_ SecretHeaderer        = (*GitLab)(nil)
+	_ scheme         = (*GitLab)(nil)
+	_ SecretHeaderer = (*GitLab)(nil)
 )

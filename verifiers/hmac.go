@@ -15,10 +15,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(HMAC{})
-}
-
 // HMAC verifies a generic HMAC signature, for providers without a scheme of
 // their own. The signature header holds exactly one signature: the
 // configured prefix followed by the MAC in the configured encoding. Hex
@@ -32,20 +28,6 @@ func init() {
 // be integer Unix seconds within tolerance of the current time, in either
 // direction.
 //
-// Caddyfile syntax (the words after `verify`):
-//
-//	hmac [<secret>...] {
-//		secret           <secret>...
-//		header           <name>
-//		algorithm        sha1|sha256|sha512
-//		encoding         hex|base64
-//		prefix           <text>
-//		timestamp_header <name>
-//		id_header        <name>
-//		signed_content   <template>
-//		tolerance        <duration>
-//	}
-//
 // For example, a provider sending `X-Signature: sha256=<hex>` over
 // "<timestamp>.<body>" with the time in `X-Timestamp`:
 //
@@ -54,66 +36,61 @@ func init() {
 //		timestamp_header X-Timestamp
 //	}
 type HMAC struct {
-	// The shared secrets. Placeholders such as {env.NAME} and {file./path}
-	// are resolved when the module is provisioned; secrets that resolve to
-	// nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the shared secrets.
+	SecretsConfig
 
-	// The request header carrying the signature. Default: X-Signature.
+	// Header is the request header carrying the signature. Default:
+	// X-Signature.
 	Header string `json:"header,omitempty"`
 
-	// The hash: sha1, sha256 or sha512. Default: sha256.
+	// Algorithm is the hash: sha1, sha256 or sha512. Default: sha256.
 	Algorithm string `json:"algorithm,omitempty"`
 
-	// How the MAC is written: hex (lowercase) or base64 (standard alphabet,
-	// padded). Default: hex.
+	// Encoding is how the MAC is written: hex (lowercase) or base64
+	// (standard alphabet, padded). Default: hex.
 	Encoding string `json:"encoding,omitempty"`
 
-	// Text that comes before the MAC in the header, such as "sha256=". A
-	// header without it is refused as malformed. Default: none.
+	// Prefix is the text that comes before the MAC in the header, such as
+	// "sha256="; a header without it is refused as malformed. Default:
+	// none.
 	Prefix string `json:"prefix,omitempty"`
 
-	// The request header carrying the signed timestamp (integer Unix
-	// seconds). When set, the timestamp is required, must be within
-	// tolerance, and signed_content must include {timestamp}.
+	// TimestampHeader is the request header carrying the signed timestamp
+	// (integer Unix seconds); when it is set, the timestamp is required
+	// and must be within tolerance, and signed_content must include
+	// {timestamp}.
 	TimestampHeader string `json:"timestamp_header,omitempty"`
 
-	// The request header whose value fills {id} in signed_content, and the
-	// default id_from rule of this scheme. Default: Idempotency-Key.
+	// IDHeader is the request header whose value fills {id} in
+	// signed_content, and the default id_from rule of this scheme.
+	// Default: Idempotency-Key.
 	IDHeader string `json:"id_header,omitempty"`
 
-	// The template of the signed bytes, over {id}, {timestamp} and {body}.
-	// It must include {body}. Default: "{body}", or "{timestamp}.{body}"
-	// when timestamp_header is set.
+	// SignedContent is the template of the signed bytes, over {id},
+	// {timestamp} and {body}, which it must include. Default: "{body}", or
+	// "{timestamp}.{body}" when timestamp_header is set.
 	SignedContent string `json:"signed_content,omitempty"`
 
-	// How far the timestamp may be from the current time, in either
-	// direction (a difference exactly equal to it is accepted). Only used
-	// with timestamp_header. Default: 5m.
-	Tolerance caddy.Duration `json:"tolerance,omitempty"`
+	// ToleranceConfig holds the replay window, only taken with
+	// timestamp_header (default 5m).
+	ToleranceConfig
 
-	keys    [][]byte
-	newHash func() hash.Hash
-	size    int
-	enc     Encoding
-	tmpl    []templatePart
-	usesID  bool
+	keys      [][]byte
+	newHash   func() hash.Hash
+	size      int
+	enc       Encoding
+	tmpl      []templatePart
+	usesID    bool
+	tolerance time.Duration
 }
 
-// DefaultHMACHeader, DefaultIDHeader and DefaultTolerance are the defaults
-// of the generic scheme (the last two are shared by other schemes).
-const (
-	DefaultHMACHeader = "X-Signature"
-	DefaultIDHeader   = "Idempotency-Key"
-	DefaultTolerance  = 5 * time.Minute
-)
+// DefaultHMACHeader is the signature header of the generic scheme when
+// none is configured.
+const DefaultHMACHeader = "X-Signature"
 
 // CaddyModule returns the Caddy module information.
 func (HMAC) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.hmac",
-		New: func() caddy.Module { return new(HMAC) },
-	}
+	return moduleInfo[HMAC]("webhooks.verifiers.hmac")
 }
 
 // Provision resolves the secrets, fills in defaults and checks the
@@ -137,9 +114,6 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 			h.SignedContent = "{timestamp}.{body}"
 		}
 	}
-	if h.TimestampHeader != "" && h.Tolerance == 0 {
-		h.Tolerance = caddy.Duration(DefaultTolerance)
-	}
 
 	var err error
 	if h.newHash, err = hashByName(h.Algorithm); err != nil {
@@ -150,10 +124,14 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	if !h.enc.Valid() {
 		return fmt.Errorf("unknown encoding %q (want hex or base64)", h.Encoding)
 	}
-	if h.Tolerance < 0 {
-		return errNegativeTolerance
+	def := DefaultTolerance
+	if h.TimestampHeader == "" {
+		def = 0
 	}
-	if h.TimestampHeader == "" && h.Tolerance != 0 {
+	if h.tolerance, err = h.ToleranceConfig.compile(def); err != nil {
+		return err
+	}
+	if h.TimestampHeader == "" && h.tolerance != 0 {
 		return errors.New("tolerance needs timestamp_header")
 	}
 
@@ -173,7 +151,7 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	}
 	h.usesID = uses["id"]
 
-	h.keys, err = ResolveSecrets(h.Secrets)
+	h.keys, err = h.resolve()
 	return err
 }
 
@@ -198,7 +176,7 @@ func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 		if ts, t, err = timestampHeader(r, h.TimestampHeader); err != nil {
 			return err
 		}
-		if err = CheckTimestamp(t, now, time.Duration(h.Tolerance)); err != nil {
+		if err = CheckTimestamp(t, now, h.tolerance); err != nil {
 			return err
 		}
 	}
@@ -234,8 +212,23 @@ func (h *HMAC) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(DefaultIDHeader)}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	hmac [<secret>...] {
+//		secret           <secret>...
+//		header           <name>
+//		algorithm        sha1|sha256|sha512
+//		encoding         hex|base64
+//		prefix           <text>
+//		timestamp_header <name>
+//		id_header        <name>
+//		signed_content   <template>
+//		tolerance        <duration>
+//	}
+//
+// Every option but secret takes exactly one argument; see the fields of
+// HMAC for what each means and its default.
 func (h *HMAC) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &h.Secrets, h.caddyfileOption)
 }
@@ -273,7 +266,7 @@ func (h *HMAC) caddyfileOption(d *caddyfile.Dispenser, name string) (bool, error
 			return true, d.Err(err.Error())
 		}
 	case "tolerance":
-		return true, parseToleranceOption(d, &h.Tolerance)
+		return true, h.ToleranceConfig.parse(d)
 	default:
 		return false, nil
 	}
@@ -347,9 +340,4 @@ func parseTemplate(tpl string) ([]templatePart, map[string]bool, error) {
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*HMAC)(nil)
-	_ caddyfile.Unmarshaler = (*HMAC)(nil)
-	_ Verifier              = (*HMAC)(nil)
-	_ IDDefaulter           = (*HMAC)(nil)
-)
+var _ scheme = (*HMAC)(nil)

@@ -2,15 +2,10 @@ package verifiers
 
 import (
 	"crypto/sha256"
-	"encoding/json"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
 // Fixed vectors. "Jefe" / "what do ya want for nothing?" is test case 2
@@ -40,53 +35,28 @@ const (
 	slackSig    = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
 )
 
-func provisionHMAC(t testing.TB, h HMAC) *HMAC {
-	t.Helper()
-	if err := h.Provision(testContext(t)); err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	return &h
-}
-
 func TestHMACVerify(t *testing.T) {
-	plain := HMAC{Secrets: []string{rfcKey}}
-	sha1Hex := HMAC{Secrets: []string{rfcKey}, Algorithm: "sha1", Header: "X-Sig"}
-	sha1B64 := HMAC{Secrets: []string{rfcKey}, Algorithm: "sha1", Encoding: "base64"}
-	sha512B64 := HMAC{Secrets: []string{rfcKey}, Algorithm: "sha512", Encoding: "base64", Prefix: "sha512="}
-	rotated := HMAC{Secrets: []string{"new-secret", rfcKey}}
-	timed := HMAC{Secrets: []string{rfcKey}, Prefix: "sha256=", TimestampHeader: "X-Timestamp"}
-	withID := HMAC{Secrets: []string{rfcKey}, Encoding: "base64", TimestampHeader: "webhook-timestamp",
-		IDHeader: "webhook-id", SignedContent: "{id}.{timestamp}.{body}", Tolerance: caddy.Duration(time.Minute)}
-	slack := HMAC{Secrets: []string{slackSecret}, Header: "X-Slack-Signature", Prefix: "v0=",
+	plain := HMAC{SecretsConfig: keyed(rfcKey)}
+	sha1Hex := HMAC{SecretsConfig: keyed(rfcKey), Algorithm: "sha1", Header: "X-Sig"}
+	sha1B64 := HMAC{SecretsConfig: keyed(rfcKey), Algorithm: "sha1", Encoding: "base64"}
+	sha512B64 := HMAC{SecretsConfig: keyed(rfcKey), Algorithm: "sha512", Encoding: "base64", Prefix: "sha512="}
+	timed := HMAC{SecretsConfig: keyed(rfcKey), Prefix: "sha256=", TimestampHeader: "X-Timestamp"}
+	withID := HMAC{SecretsConfig: keyed(rfcKey), Encoding: "base64", TimestampHeader: "webhook-timestamp",
+		IDHeader: "webhook-id", SignedContent: "{id}.{timestamp}.{body}", ToleranceConfig: tolerance(time.Minute)}
+	slack := HMAC{SecretsConfig: keyed(slackSecret), Header: "X-Slack-Signature", Prefix: "v0=",
 		TimestampHeader: "X-Slack-Request-Timestamp", SignedContent: "v0:{timestamp}:{body}"}
 
 	now := time.Unix(1700000000, 0)
 	slackNow := time.Unix(1531420618, 0)
 
-	for _, tc := range []struct {
-		name    string
-		cfg     HMAC
-		headers []string
-		body    string
-		now     time.Time
-		want    error
-	}{
+	runVerifyCases(t, newRequest, []verifyCase[HMAC]{
 		// plain body, default header, sha256, hex
 		{name: "rfc4231 sha256 hex", cfg: plain, headers: []string{"X-Signature", rfcSHA256}, body: rfcMsg},
-		{name: "empty body", cfg: HMAC{Secrets: []string{"k"}}, headers: []string{"X-Signature", "8bb990c40a7d61cb97597a942125025be50ac8beb74436e3735b98893a7f6620"}, body: ""},
-		{name: "uppercase hex", cfg: plain, headers: []string{"X-Signature", strings.ToUpper(rfcSHA256)}, body: rfcMsg, want: ErrMismatch},
-		{name: "one body byte changed", cfg: plain, headers: []string{"X-Signature", rfcSHA256}, body: "what do ya want for nothing!", want: ErrMismatch},
-		{name: "one signature digit changed", cfg: plain, headers: []string{"X-Signature", "6" + rfcSHA256[1:]}, body: rfcMsg, want: ErrMismatch},
-		{name: "wrong secret", cfg: HMAC{Secrets: []string{"jefe"}}, headers: []string{"X-Signature", rfcSHA256}, body: rfcMsg, want: ErrMismatch},
-		{name: "truncated", cfg: plain, headers: []string{"X-Signature", rfcSHA256[:63]}, body: rfcMsg, want: ErrFormat},
-		{name: "truncated to whole bytes", cfg: plain, headers: []string{"X-Signature", rfcSHA256[:62]}, body: rfcMsg, want: ErrFormat},
+		{name: "empty body", cfg: HMAC{SecretsConfig: keyed("k")}, headers: []string{"X-Signature", "8bb990c40a7d61cb97597a942125025be50ac8beb74436e3735b98893a7f6620"}, body: ""},
+		{name: "secret in another letter case", cfg: HMAC{SecretsConfig: keyed("jefe")}, headers: []string{"X-Signature", rfcSHA256}, body: rfcMsg, want: ErrMismatch},
 		{name: "sha1 length for sha256", cfg: plain, headers: []string{"X-Signature", rfcSHA1}, body: rfcMsg, want: ErrFormat},
-		{name: "not hex", cfg: plain, headers: []string{"X-Signature", "z" + rfcSHA256[1:]}, body: rfcMsg, want: ErrFormat},
 		{name: "unexpected prefix", cfg: plain, headers: []string{"X-Signature", "sha256=" + rfcSHA256}, body: rfcMsg, want: ErrFormat},
-		{name: "missing header", cfg: plain, headers: []string{"X-Other", rfcSHA256}, body: rfcMsg, want: ErrFormat},
-		{name: "empty header", cfg: plain, headers: []string{"X-Signature", ""}, body: rfcMsg, want: ErrFormat},
 		{name: "two signatures in one header", cfg: plain, headers: []string{"X-Signature", rfcSHA256 + "," + rfcSHA256}, body: rfcMsg, want: ErrFormat},
-		{name: "rotation: second secret matches", cfg: rotated, headers: []string{"X-Signature", rfcSHA256}, body: rfcMsg},
 
 		// sha1, custom header name (matched case-insensitively, as HTTP does)
 		{name: "rfc2202 sha1 hex", cfg: sha1Hex, headers: []string{"x-sig", rfcSHA1}, body: rfcMsg},
@@ -105,10 +75,6 @@ func TestHMACVerify(t *testing.T) {
 
 		// timestamp: default template "{timestamp}.{body}", tolerance 5m
 		{name: "timestamped", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", tsTS}, body: tsBody, now: now},
-		{name: "timestamp exactly 5m old", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", tsTS}, body: tsBody, now: now.Add(5 * time.Minute)},
-		{name: "timestamp exactly 5m ahead", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", tsTS}, body: tsBody, now: now.Add(-5 * time.Minute)},
-		{name: "timestamp 5m1s old", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", tsTS}, body: tsBody, now: now.Add(5*time.Minute + time.Second), want: ErrTimestamp},
-		{name: "timestamp 5m1s ahead", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", tsTS}, body: tsBody, now: now.Add(-5*time.Minute - time.Second), want: ErrTimestamp},
 		{name: "timestamp is signed", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", "1700000001"}, body: tsBody, now: now, want: ErrMismatch},
 		{name: "timestamp missing", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig}, body: tsBody, now: now, want: ErrFormat},
 		{name: "timestamp not numeric", cfg: timed, headers: []string{"X-Signature", "sha256=" + tsSig, "X-Timestamp", "soon"}, body: tsBody, now: now, want: ErrFormat},
@@ -127,13 +93,7 @@ func TestHMACVerify(t *testing.T) {
 		{name: "slack docs vector", cfg: slack, headers: []string{"X-Slack-Signature", slackSig, "X-Slack-Request-Timestamp", slackTS}, body: slackBody, now: slackNow},
 		{name: "slack docs vector, body changed", cfg: slack, headers: []string{"X-Slack-Signature", slackSig, "X-Slack-Request-Timestamp", slackTS}, body: slackBody + "x", now: slackNow, want: ErrMismatch},
 		{name: "slack docs vector, replayed later", cfg: slack, headers: []string{"X-Slack-Signature", slackSig, "X-Slack-Request-Timestamp", slackTS}, body: slackBody, now: slackNow.Add(time.Hour), want: ErrTimestamp},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := provisionHMAC(t, tc.cfg)
-			err := h.Verify(newRequest(tc.headers...), []byte(tc.body), tc.now)
-			checkErr(t, err, tc.want, rfcKey, slackSecret, rfcSHA256, rfcSHA1, tsSig, idSig, slackSig[3:])
-		})
-	}
+	}, rfcKey, slackSecret, rfcSHA256, rfcSHA1, tsSig, idSig, slackSig[3:])
 }
 
 func TestHMACProvision(t *testing.T) {
@@ -146,35 +106,35 @@ func TestHMACProvision(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			cfg:  HMAC{Secrets: []string{"k"}},
-			want: HMAC{Secrets: []string{"k"}, Header: "X-Signature", Algorithm: "sha256", Encoding: "hex",
+			cfg:  HMAC{SecretsConfig: keyed("k")},
+			want: HMAC{SecretsConfig: keyed("k"), Header: "X-Signature", Algorithm: "sha256", Encoding: "hex",
 				IDHeader: "Idempotency-Key", SignedContent: "{body}"},
 		},
 		{
 			name: "timestamp defaults",
-			cfg:  HMAC{Secrets: []string{"k"}, TimestampHeader: "X-Ts"},
-			want: HMAC{Secrets: []string{"k"}, Header: "X-Signature", Algorithm: "sha256", Encoding: "hex",
+			cfg:  HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts"},
+			want: HMAC{SecretsConfig: keyed("k"), Header: "X-Signature", Algorithm: "sha256", Encoding: "hex",
 				IDHeader: "Idempotency-Key", TimestampHeader: "X-Ts", SignedContent: "{timestamp}.{body}",
-				Tolerance: caddy.Duration(5 * time.Minute)},
+				ToleranceConfig: tolerance(5 * time.Minute)},
 		},
 		{
 			name: "placeholder stays in the config",
-			cfg:  HMAC{Secrets: []string{"{env.HOOKLINE_TEST_HMAC}"}},
-			want: HMAC{Secrets: []string{"{env.HOOKLINE_TEST_HMAC}"}, Header: "X-Signature", Algorithm: "sha256",
+			cfg:  HMAC{SecretsConfig: keyed("{env.HOOKLINE_TEST_HMAC}")},
+			want: HMAC{SecretsConfig: keyed("{env.HOOKLINE_TEST_HMAC}"), Header: "X-Signature", Algorithm: "sha256",
 				Encoding: "hex", IDHeader: "Idempotency-Key", SignedContent: "{body}"},
 		},
 		{name: "no secret", cfg: HMAC{}, wantErr: "no secret"},
-		{name: "secrets resolve to empty", cfg: HMAC{Secrets: []string{"{env.HOOKLINE_TEST_UNSET_XYZ}"}}, wantErr: "non-empty"},
-		{name: "bad algorithm", cfg: HMAC{Secrets: []string{"k"}, Algorithm: "md5"}, wantErr: "algorithm"},
-		{name: "algorithm is lowercase", cfg: HMAC{Secrets: []string{"k"}, Algorithm: "SHA256"}, wantErr: "algorithm"},
-		{name: "bad encoding", cfg: HMAC{Secrets: []string{"k"}, Encoding: "base64url"}, wantErr: "encoding"},
-		{name: "negative tolerance", cfg: HMAC{Secrets: []string{"k"}, TimestampHeader: "X-Ts", Tolerance: -1}, wantErr: "negative"},
-		{name: "tolerance without timestamp", cfg: HMAC{Secrets: []string{"k"}, Tolerance: caddy.Duration(time.Minute)}, wantErr: "timestamp_header"},
-		{name: "template without body", cfg: HMAC{Secrets: []string{"k"}, SignedContent: "{id}"}, wantErr: "{body}"},
-		{name: "template with unknown field", cfg: HMAC{Secrets: []string{"k"}, SignedContent: "{body}{method}"}, wantErr: "unknown placeholder"},
-		{name: "template unclosed", cfg: HMAC{Secrets: []string{"k"}, SignedContent: "{body"}, wantErr: "unclosed"},
-		{name: "timestamp field without header", cfg: HMAC{Secrets: []string{"k"}, SignedContent: "{timestamp}.{body}"}, wantErr: "timestamp_header"},
-		{name: "timestamp header not signed", cfg: HMAC{Secrets: []string{"k"}, TimestampHeader: "X-Ts", SignedContent: "{body}"}, wantErr: "{timestamp}"},
+		{name: "secrets resolve to empty", cfg: HMAC{SecretsConfig: keyed("{env.HOOKLINE_TEST_UNSET_XYZ}")}, wantErr: "non-empty"},
+		{name: "bad algorithm", cfg: HMAC{SecretsConfig: keyed("k"), Algorithm: "md5"}, wantErr: "algorithm"},
+		{name: "algorithm is lowercase", cfg: HMAC{SecretsConfig: keyed("k"), Algorithm: "SHA256"}, wantErr: "algorithm"},
+		{name: "bad encoding", cfg: HMAC{SecretsConfig: keyed("k"), Encoding: "base64url"}, wantErr: "encoding"},
+		{name: "negative tolerance", cfg: HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts", ToleranceConfig: tolerance(-1)}, wantErr: "negative"},
+		{name: "tolerance without timestamp", cfg: HMAC{SecretsConfig: keyed("k"), ToleranceConfig: tolerance(time.Minute)}, wantErr: "timestamp_header"},
+		{name: "template without body", cfg: HMAC{SecretsConfig: keyed("k"), SignedContent: "{id}"}, wantErr: "{body}"},
+		{name: "template with unknown field", cfg: HMAC{SecretsConfig: keyed("k"), SignedContent: "{body}{method}"}, wantErr: "unknown placeholder"},
+		{name: "template unclosed", cfg: HMAC{SecretsConfig: keyed("k"), SignedContent: "{body"}, wantErr: "unclosed"},
+		{name: "timestamp field without header", cfg: HMAC{SecretsConfig: keyed("k"), SignedContent: "{timestamp}.{body}"}, wantErr: "timestamp_header"},
+		{name: "timestamp header not signed", cfg: HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts", SignedContent: "{body}"}, wantErr: "{timestamp}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.cfg
@@ -191,27 +151,13 @@ func TestHMACProvision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := HMAC{Secrets: h.Secrets, Header: h.Header, Algorithm: h.Algorithm, Encoding: h.Encoding,
+			got := HMAC{SecretsConfig: h.SecretsConfig, Header: h.Header, Algorithm: h.Algorithm, Encoding: h.Encoding,
 				Prefix: h.Prefix, TimestampHeader: h.TimestampHeader, IDHeader: h.IDHeader,
-				SignedContent: h.SignedContent, Tolerance: h.Tolerance}
+				SignedContent: h.SignedContent, ToleranceConfig: h.ToleranceConfig}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("after Provision:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestHMACResolvedSecret(t *testing.T) {
-	t.Setenv("HOOKLINE_TEST_HMAC", rfcKey)
-	h := provisionHMAC(t, HMAC{Secrets: []string{"{env.HOOKLINE_TEST_UNSET_XYZ}", "{env.HOOKLINE_TEST_HMAC}"}})
-	checkErr(t, h.Verify(newRequest("X-Signature", rfcSHA256), []byte(rfcMsg), time.Now()), nil)
-	// the resolved secret never lands in the JSON form of the module
-	out, err := json.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(out), rfcKey) {
-		t.Fatalf("JSON %s contains the resolved secret", out)
 	}
 }
 
@@ -220,113 +166,15 @@ func TestHMACDefaultIDFrom(t *testing.T) {
 		cfg  HMAC
 		want string
 	}{
-		{HMAC{Secrets: []string{"k"}}, "Idempotency-Key"},
-		{HMAC{Secrets: []string{"k"}, IDHeader: "webhook-id", SignedContent: "{id}.{body}"}, "webhook-id"},
+		{HMAC{SecretsConfig: keyed("k")}, "Idempotency-Key"},
+		{HMAC{SecretsConfig: keyed("k"), IDHeader: "webhook-id", SignedContent: "{id}.{body}"}, "webhook-id"},
 	} {
-		for _, h := range []*HMAC{&tc.cfg, provisionHMAC(t, tc.cfg)} {
+		for _, h := range []*HMAC{&tc.cfg, provision(t, tc.cfg)} {
 			got := ruleStrings(h.DefaultIDFrom())
 			if len(got) != 1 || got[0] != "header "+tc.want {
 				t.Errorf("DefaultIDFrom() = %v, want [[header %s]]", got, tc.want)
 			}
 		}
-	}
-}
-
-func TestHMACUnmarshalCaddyfile(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		input   string
-		want    HMAC
-		wantErr bool
-	}{
-		{name: "secrets on the line", input: `hmac a {env.B}`, want: HMAC{Secrets: []string{"a", "{env.B}"}}},
-		{
-			name: "full block",
-			input: `hmac a {
-				secret b c
-				secret {file./run/secrets/hook}
-				header X-Hook-Signature
-				algorithm sha512
-				encoding base64
-				prefix sha512=
-				timestamp_header X-Hook-Timestamp
-				id_header X-Hook-Id
-				signed_content "{id}.{timestamp}.{body}"
-				tolerance 90s
-			}`,
-			want: HMAC{
-				Secrets: []string{"a", "b", "c", "{file./run/secrets/hook}"}, Header: "X-Hook-Signature",
-				Algorithm: "sha512", Encoding: "base64", Prefix: "sha512=", TimestampHeader: "X-Hook-Timestamp",
-				IDHeader: "X-Hook-Id", SignedContent: "{id}.{timestamp}.{body}", Tolerance: caddy.Duration(90 * time.Second),
-			},
-		},
-		{name: "secret only in block", input: "hmac {\n secret s\n}", want: HMAC{Secrets: []string{"s"}}},
-		{name: "unquoted template", input: "hmac s {\n signed_content v0:{timestamp}:{body}\n timestamp_header T\n}",
-			want: HMAC{Secrets: []string{"s"}, SignedContent: "v0:{timestamp}:{body}", TimestampHeader: "T"}},
-		{name: "tolerance in days", input: "hmac s {\n tolerance 1d\n}", want: HMAC{Secrets: []string{"s"}, Tolerance: caddy.Duration(24 * time.Hour)}},
-		{name: "no secret is a provision error, not a parse error", input: `hmac`, want: HMAC{}},
-		{name: "secret without value", input: "hmac {\n secret\n}", wantErr: true},
-		{name: "header without value", input: "hmac s {\n header\n}", wantErr: true},
-		{name: "header with two values", input: "hmac s {\n header A B\n}", wantErr: true},
-		{name: "bad algorithm", input: "hmac s {\n algorithm md5\n}", wantErr: true},
-		{name: "bad encoding", input: "hmac s {\n encoding base32\n}", wantErr: true},
-		{name: "bad tolerance", input: "hmac s {\n tolerance soon\n}", wantErr: true},
-		{name: "negative tolerance", input: "hmac s {\n tolerance -1s\n}", wantErr: true},
-		{name: "bad template", input: "hmac s {\n signed_content {method}\n}", wantErr: true},
-		{name: "unknown option", input: "hmac s {\n algo sha1\n}", wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var h HMAC
-			err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
-			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("got %+v, want error", h)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(h, tc.want) {
-				t.Fatalf("got  %+v\nwant %+v", h, tc.want)
-			}
-		})
-	}
-}
-
-func TestHMACModule(t *testing.T) {
-	ctx := testContext(t)
-	v, err := ctx.LoadModuleByID("webhooks.verifiers.hmac",
-		json.RawMessage(`{"secrets":["Jefe"],"algorithm":"sha1","encoding":"base64"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ver, ok := v.(Verifier)
-	if !ok {
-		t.Fatalf("%T is not a Verifier", v)
-	}
-	checkErr(t, ver.Verify(newRequest("X-Signature", rfcSHA1B), []byte(rfcMsg), time.Now()), nil)
-
-	if _, err := ctx.LoadModuleByID("webhooks.verifiers.hmac", json.RawMessage(`{"secret":"x"}`)); err == nil {
-		t.Fatal("unknown JSON field accepted")
-	}
-	if _, err := ctx.LoadModuleByID("webhooks.verifiers.hmac", json.RawMessage(`{"secrets":["x"],"algorithm":"md5"}`)); err == nil {
-		t.Fatal("bad algorithm accepted")
-	}
-	// round trip: Caddyfile -> JSON -> module
-	var h HMAC
-	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("hmac Jefe {\n tolerance 1m\n timestamp_header X-Ts\n}")); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(raw) != `{"secrets":["Jefe"],"timestamp_header":"X-Ts","tolerance":60000000000}` {
-		t.Fatalf("JSON = %s", raw)
-	}
-	if _, err := ctx.LoadModuleByID("webhooks.verifiers.hmac", raw); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -342,7 +190,7 @@ func FuzzHMACHeader(f *testing.F) {
 	f.Add([]byte("x"), "sha256=AAAA", "-1", "x")
 	f.Add([]byte(tsBody), idSig, tsTS, "msg_1")
 
-	h := provisionHMAC(f, HMAC{Secrets: []string{"other", rfcKey}, Encoding: "base64", Prefix: "sha256=",
+	h := provision(f, HMAC{SecretsConfig: keyed("other", rfcKey), Encoding: "base64", Prefix: "sha256=",
 		TimestampHeader: "webhook-timestamp", IDHeader: "webhook-id", SignedContent: "{id}.{timestamp}.{body}"})
 	now := time.Unix(1700000000, 0)
 
@@ -351,11 +199,7 @@ func FuzzHMACHeader(f *testing.F) {
 		r.Header["X-Signature"] = []string{sig}
 		r.Header["Webhook-Timestamp"] = []string{ts}
 		r.Header["Webhook-Id"] = []string{id}
-		err := h.Verify(r, body, now)
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrMismatch) && !errors.Is(err, ErrTimestamp) {
-				t.Fatalf("undocumented error %v", err)
-			}
+		if fuzzRefused(t, h.Verify(r, body, now), true) {
 			return
 		}
 		valid := false
@@ -370,18 +214,4 @@ func FuzzHMACHeader(f *testing.F) {
 			t.Fatalf("accepted timestamp %q / id %q", ts, id)
 		}
 	})
-}
-
-func BenchmarkVerifyHMAC(b *testing.B) {
-	h := provisionHMAC(b, HMAC{Secrets: []string{"bench-secret"}, Prefix: "sha256="})
-	body := verifierBenchBody()
-	r := newRequest(DefaultHMACHeader, "sha256="+EncodingHex.Encode(hmacOf(sha256.New, []byte("bench-secret"), body)))
-	now := time.Unix(1700000000, 0)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		if err := h.Verify(r, body, now); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

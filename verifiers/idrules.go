@@ -7,6 +7,10 @@ import "github.com/hookline/hookline/dedupe"
 // conditions. See dedupe.Rule.
 type IDRule = dedupe.Rule
 
+// DefaultIDHeader is the generic idempotency key header: the default id
+// of the hmac (without id_header) and none schemes, and gitlab's first.
+const DefaultIDHeader = "Idempotency-Key"
+
 // Shorthands for the defaults of the schemes in this package.
 var (
 	idHeader  = dedupe.Header

@@ -9,13 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Meta{})
-	caddy.RegisterModule(Facebook{})
-	caddy.RegisterModule(WhatsApp{})
-	caddy.RegisterModule(Instagram{})
-}
-
 // Meta verifies webhooks from Meta's platforms (Facebook, WhatsApp,
 // Instagram, Messenger): the X-Hub-Signature-256 header holds "sha256="
 // and the lowercase hex HMAC-SHA256 of the raw body, keyed with the App
@@ -35,23 +28,14 @@ func init() {
 //
 // The module is registered as meta and, for the same scheme, under the
 // names facebook, whatsapp and instagram.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	meta [<secret>...] {
-//		secret       <secret>...
-//		verify_token <token>
-//	}
 type Meta struct {
-	// The App Secrets. Placeholders such as {env.NAME} and {file./path}
-	// are resolved when the module is provisioned; secrets that resolve to
-	// nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the App Secrets.
+	SecretsConfig
 
-	// The token Meta sends in hub.verify_token during the subscription
-	// handshake, as set in the app's webhook configuration. Placeholders
-	// are resolved when the module is provisioned; it must not resolve to
-	// nothing. Without it, every handshake is refused.
+	// VerifyToken is the token Meta sends in hub.verify_token during the
+	// subscription handshake, as set in the app's webhook configuration;
+	// placeholders are resolved when the module is provisioned, and it
+	// must not resolve to nothing. Without it, every handshake is refused.
 	VerifyToken string `json:"verify_token,omitempty"`
 
 	keys     [][]byte
@@ -64,16 +48,13 @@ const MetaSignatureHeader = "X-Hub-Signature-256"
 
 // CaddyModule returns the Caddy module information.
 func (Meta) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.meta",
-		New: func() caddy.Module { return new(Meta) },
-	}
+	return moduleInfo[Meta]("webhooks.verifiers.meta")
 }
 
 // Provision resolves the secrets and the verify token.
 func (m *Meta) Provision(ctx caddy.Context) error {
 	var err error
-	if m.keys, err = ResolveSecrets(m.Secrets); err != nil {
+	if m.keys, err = m.resolve(); err != nil {
 		return err
 	}
 	m.hasToken = false
@@ -149,9 +130,15 @@ func (*Meta) DefaultIDFrom() []IDRule {
 	}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name (meta or one of its aliases). Syntax: see the
-// type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify` (the scheme name is meta or one of its aliases). Syntax:
+//
+//	meta [<secret>...] {
+//		secret       <secret>...
+//		verify_token <token>
+//	}
+//
+// verify_token may appear once.
 func (m *Meta) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &m.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
 		if name != "verify_token" {
@@ -161,86 +148,35 @@ func (m *Meta) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// Facebook is the meta scheme registered under the name facebook (module ID
-// webhooks.verifiers.facebook): the same JSON fields and behaviour as Meta.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	facebook [<secret>...] {
-//		secret       <secret>...
-//		verify_token <token>
-//	}
-type Facebook struct{ Meta }
+// Facebook, WhatsApp and Instagram are the meta scheme registered under
+// the names facebook, whatsapp and instagram (module IDs
+// webhooks.verifiers.<name>): the same JSON fields, Caddyfile syntax
+// (with their name as the scheme name) and behaviour as Meta.
+type (
+	Facebook  struct{ Meta }
+	WhatsApp  struct{ Meta }
+	Instagram struct{ Meta }
+)
 
 // CaddyModule returns the Caddy module information.
 func (Facebook) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.facebook",
-		New: func() caddy.Module { return new(Facebook) },
-	}
+	return moduleInfo[Facebook]("webhooks.verifiers.facebook")
 }
-
-// WhatsApp is the meta scheme registered under the name whatsapp (module ID
-// webhooks.verifiers.whatsapp): the same JSON fields and behaviour as Meta.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	whatsapp [<secret>...] {
-//		secret       <secret>...
-//		verify_token <token>
-//	}
-type WhatsApp struct{ Meta }
 
 // CaddyModule returns the Caddy module information.
 func (WhatsApp) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.whatsapp",
-		New: func() caddy.Module { return new(WhatsApp) },
-	}
+	return moduleInfo[WhatsApp]("webhooks.verifiers.whatsapp")
 }
-
-// Instagram is the meta scheme registered under the name instagram (module ID
-// webhooks.verifiers.instagram): the same JSON fields and behaviour as Meta.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	instagram [<secret>...] {
-//		secret       <secret>...
-//		verify_token <token>
-//	}
-type Instagram struct{ Meta }
 
 // CaddyModule returns the Caddy module information.
 func (Instagram) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.instagram",
-		New: func() caddy.Module { return new(Instagram) },
-	}
+	return moduleInfo[Instagram]("webhooks.verifiers.instagram")
 }
 
 // Interface guards
 var (
-	_ caddy.Provisioner     = (*Meta)(nil)
-	_ caddyfile.Unmarshaler = (*Meta)(nil)
-	_ Verifier              = (*Meta)(nil)
-	_ IDDefaulter           = (*Meta)(nil)
-	_ Handshaker            = (*Meta)(nil)
-
-	_ caddy.Provisioner     = (*Facebook)(nil)
-	_ caddyfile.Unmarshaler = (*Facebook)(nil)
-	_ Verifier              = (*Facebook)(nil)
-	_ IDDefaulter           = (*Facebook)(nil)
-	_ Handshaker            = (*Facebook)(nil)
-
-	_ caddy.Provisioner     = (*WhatsApp)(nil)
-	_ caddyfile.Unmarshaler = (*WhatsApp)(nil)
-	_ Verifier              = (*WhatsApp)(nil)
-	_ IDDefaulter           = (*WhatsApp)(nil)
-	_ Handshaker            = (*WhatsApp)(nil)
-
-	_ caddy.Provisioner     = (*Instagram)(nil)
-	_ caddyfile.Unmarshaler = (*Instagram)(nil)
-	_ Verifier              = (*Instagram)(nil)
-	_ IDDefaulter           = (*Instagram)(nil)
-	_ Handshaker            = (*Instagram)(nil)
+	_ handshakingScheme = (*Meta)(nil)
+	_ handshakingScheme = (*Facebook)(nil)
+	_ handshakingScheme = (*WhatsApp)(nil)
+	_ handshakingScheme = (*Instagram)(nil)
 )

@@ -8,26 +8,15 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(None{})
-}
-
 // None accepts every request without checking anything. It exists so that
 // accepting unsigned webhooks is a choice written out in the config, never
 // the result of a forgotten `verify` line. Use it only for sources that
 // cannot sign, behind some other protection.
-//
-// Caddyfile syntax (the words after `verify`; no arguments, no block):
-//
-//	none
 type None struct{}
 
 // CaddyModule returns the Caddy module information.
 func (None) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.none",
-		New: func() caddy.Module { return new(None) },
-	}
+	return moduleInfo[None]("webhooks.verifiers.none")
 }
 
 // Verify accepts the request.
@@ -38,8 +27,10 @@ func (None) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(DefaultIDHeader)}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name, and nothing may follow it.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax (no arguments, no block):
+//
+//	none
 func (n *None) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // consume scheme name
 	if d.NextArg() {

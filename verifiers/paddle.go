@@ -11,10 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Paddle{})
-}
-
 // Paddle verifies Paddle Billing webhooks: the Paddle-Signature header is
 // `ts=<unix seconds>;h1=<hex>[;h1=<hex>...]`, and each h1 is the lowercase
 // hex HMAC-SHA256 of ts + ":" + the raw body, keyed with the notification
@@ -29,24 +25,14 @@ func init() {
 // refused when it is more than tolerance before or after the current time
 // (a difference exactly equal to the tolerance is accepted), so a
 // timestamp too far in the future is refused too.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	paddle [<secret>...] {
-//		secret    <secret>...
-//		tolerance <duration>
-//	}
 type Paddle struct {
-	// The endpoint secret keys. Placeholders such as {env.NAME} and
-	// {file./path} are resolved when the module is provisioned; secrets
-	// that resolve to nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// TimestampedConfig holds the endpoint secret keys (the whole
+	// pdl_ntfset_... strings) and the tolerance (default 5s, as in
+	// Paddle's SDKs).
+	TimestampedConfig
 
-	// How far the signed timestamp may be from the current time, in either
-	// direction. Default: 5s, as in Paddle's SDKs.
-	Tolerance caddy.Duration `json:"tolerance,omitempty"`
-
-	keys [][]byte
+	keys      [][]byte
+	tolerance time.Duration
 }
 
 // PaddleSignatureHeader is the header carrying Paddle's signature.
@@ -57,19 +43,12 @@ const DefaultPaddleTolerance = 5 * time.Second
 
 // CaddyModule returns the Caddy module information.
 func (Paddle) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.paddle",
-		New: func() caddy.Module { return new(Paddle) },
-	}
+	return moduleInfo[Paddle]("webhooks.verifiers.paddle")
 }
 
 // Provision resolves the secrets and fills in the default tolerance.
-func (p *Paddle) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&p.Tolerance, DefaultPaddleTolerance); err != nil {
-		return err
-	}
-	var err error
-	p.keys, err = ResolveSecrets(p.Secrets)
+func (p *Paddle) Provision(ctx caddy.Context) (err error) {
+	p.keys, p.tolerance, err = p.compile(DefaultPaddleTolerance)
 	return err
 }
 
@@ -87,7 +66,7 @@ func (p *Paddle) Verify(r *http.Request, body []byte, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("header %s: %w", PaddleSignatureHeader, err)
 	}
-	if err := CheckTimestamp(t, now, time.Duration(p.Tolerance)); err != nil {
+	if err := CheckTimestamp(t, now, p.tolerance); err != nil {
 		return err
 	}
 	return CheckHMAC(sha256.New, p.keys, EncodingHex, sigs, []byte(ts), []byte{':'}, body)
@@ -129,16 +108,16 @@ func (*Paddle) DefaultIDFrom() []IDRule {
 	return []IDRule{idJSON("event_id")}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	paddle [<secret>...] {
+//		secret    <secret>...
+//		tolerance <duration>
+//	}
 func (p *Paddle) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseSecretsBlock(d, &p.Secrets, toleranceOption(&p.Tolerance))
+	return p.parseCaddyfile(d)
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*Paddle)(nil)
-	_ caddyfile.Unmarshaler = (*Paddle)(nil)
-	_ Verifier              = (*Paddle)(nil)
-	_ IDDefaulter           = (*Paddle)(nil)
-)
+var _ scheme = (*Paddle)(nil)

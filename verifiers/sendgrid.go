@@ -19,10 +19,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(SendGrid{})
-}
-
 // SendGrid verifies SendGrid (Twilio SendGrid) Event Webhook requests,
 // which are signed with ECDSA P-256 over SHA-256. The
 // X-Twilio-Email-Event-Webhook-Timestamp header holds the timestamp and
@@ -39,26 +35,19 @@ func init() {
 // either direction, is refused. ECDSA signatures are malleable: (r, n-s)
 // verifies as well as (r, s), so the signature must never serve as a
 // deduplication key; the default id is each event's sg_event_id.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	sendgrid [<public_key>...] {
-//		public_key <public_key>...
-//		secret     <public_key>...
-//		tolerance  <duration>
-//	}
 type SendGrid struct {
-	// The verification keys: base64 DER SubjectPublicKeyInfo (or PEM) of
-	// P-256 public keys. Placeholders such as {env.NAME} and {file./path}
-	// are resolved when the module is provisioned; keys that resolve to
+	// PublicKeys are the verification keys: base64 DER
+	// SubjectPublicKeyInfo (or PEM) of P-256 public keys; several mean
+	// rotation. Placeholders such as {env.NAME} and {file./path} are
+	// resolved when the module is provisioned; keys that resolve to
 	// nothing are ignored, but at least one must remain.
 	PublicKeys []string `json:"public_keys,omitempty"`
 
-	// When set, how far the timestamp may be from the current time, in
-	// either direction. Default: 0, no replay window.
-	Tolerance caddy.Duration `json:"tolerance,omitempty"`
+	// ToleranceConfig holds the replay window (default: none).
+	ToleranceConfig
 
-	keys []*ecdsa.PublicKey
+	keys      []*ecdsa.PublicKey
+	tolerance time.Duration
 }
 
 // The headers SendGrid signs an Event Webhook request with.
@@ -73,16 +62,14 @@ const sendGridMaxSignature = 96
 
 // CaddyModule returns the Caddy module information.
 func (SendGrid) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.sendgrid",
-		New: func() caddy.Module { return new(SendGrid) },
-	}
+	return moduleInfo[SendGrid]("webhooks.verifiers.sendgrid")
 }
 
-// Provision resolves and parses the public keys.
+// Provision resolves and parses the public keys, and checks the tolerance.
 func (s *SendGrid) Provision(ctx caddy.Context) error {
-	if s.Tolerance < 0 {
-		return errNegativeTolerance
+	var err error
+	if s.tolerance, err = s.ToleranceConfig.compile(0); err != nil {
+		return err
 	}
 	raw, err := ResolveSecrets(s.PublicKeys)
 	if err != nil {
@@ -141,8 +128,8 @@ func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if s.Tolerance > 0 {
-		if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
+	if s.tolerance > 0 {
+		if err := CheckTimestamp(t, now, s.tolerance); err != nil {
 			return err
 		}
 	}
@@ -201,10 +188,18 @@ func (*SendGrid) DefaultIDFrom() []IDRule {
 	return []IDRule{idJSON("0.sg_event_id").Unless("1"), idRawHash()}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	sendgrid [<public_key>...] {
+//		public_key <public_key>...
+//		secret     <public_key>...
+//		tolerance  <duration>
+//	}
+//
+// public_key and secret lines are the same: both add verification keys.
 func (s *SendGrid) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	tolerance := toleranceOption(&s.Tolerance)
+	tolerance := s.option()
 	return parseSecretsBlock(d, &s.PublicKeys, func(d *caddyfile.Dispenser, name string) (bool, error) {
 		if name == "public_key" {
 			return true, appendSecrets(d, &s.PublicKeys)
@@ -214,9 +209,4 @@ func (s *SendGrid) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*SendGrid)(nil)
-	_ caddyfile.Unmarshaler = (*SendGrid)(nil)
-	_ Verifier              = (*SendGrid)(nil)
-	_ IDDefaulter           = (*SendGrid)(nil)
-)
+var _ scheme = (*SendGrid)(nil)

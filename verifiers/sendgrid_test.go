@@ -9,18 +9,12 @@ import (
 	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"math/big"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
 // The official vectors of sendgrid/sendgrid-python
@@ -38,14 +32,6 @@ const (
 	sgOtherKey = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEqTxd43gyp8IOEto2LdIfjRQrIbsd4SXZkLW6jDutdhXSJCWHw8REntlo7aNDthvj+y7GjUuFDb/R1NGe1OPzpA=="
 	sgBadSig   = "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH3j/0="
 )
-
-func provisionSendGrid(t testing.TB, s SendGrid) *SendGrid {
-	t.Helper()
-	if err := s.Provision(testContext(t)); err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	return &s
-}
 
 // sgMalleate returns the other valid form (r, n-s) of a base64 DER
 // P-256 signature.
@@ -69,7 +55,6 @@ func sgMalleate(t testing.TB, sig64 string) string {
 
 // sgSign signs ts+body with a key of the test's own, as SendGrid does.
 func sgSign(t testing.TB, key *ecdsa.PrivateKey, ts, body string) string {
-	t.Helper()
 	d := sha256.Sum256([]byte(ts + body))
 	sig, err := ecdsa.SignASN1(rand.Reader, key, d[:])
 	if err != nil {
@@ -78,9 +63,9 @@ func sgSign(t testing.TB, key *ecdsa.PrivateKey, ts, body string) string {
 	return base64.StdEncoding.EncodeToString(sig)
 }
 
-// sgPublic returns the base64 DER SPKI form of key's public half.
+// sgPublic returns the base64 DER SPKI form of a public key (t may be nil
+// for a key that marshals).
 func sgPublic(t testing.TB, pub any) string {
-	t.Helper()
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +75,7 @@ func sgPublic(t testing.TB, pub any) string {
 
 func TestSendGridVerify(t *testing.T) {
 	one := SendGrid{PublicKeys: []string{sgKey}}
-	tol := SendGrid{PublicKeys: []string{sgKey}, Tolerance: caddy.Duration(5 * time.Minute)}
+	tol := SendGrid{PublicKeys: []string{sgKey}, ToleranceConfig: tolerance(5 * time.Minute)}
 	ts, _ := strconv.ParseInt(sgTS, 10, 64)
 	at := func(d time.Duration) time.Time { return time.Unix(ts, 0).Add(d) }
 	malleated := sgMalleate(t, sgSig)
@@ -125,7 +110,6 @@ func TestSendGridVerify(t *testing.T) {
 		// the signed bytes are exact
 		{name: "trailing CRLF dropped", cfg: one, sig: sgSig, ts: sgTS, body: strings.TrimSuffix(sgPayload, "\r\n"), now: at(0), want: ErrMismatch},
 		{name: "CRLF turned into LF", cfg: one, sig: sgSig, ts: sgTS, body: strings.TrimSuffix(sgPayload, "\r\n") + "\n", now: at(0), want: ErrMismatch},
-		{name: "one body byte changed", cfg: one, sig: sgSig, ts: sgTS, body: strings.Replace(sgPayload, "dropped", "droppeD", 1), now: at(0), want: ErrMismatch},
 		{name: "re-serialized JSON", cfg: one, sig: sgSig, ts: sgTS, body: strings.ReplaceAll(sgPayload, `":`, `": `), now: at(0), want: ErrMismatch},
 		{name: "timestamp changed", cfg: one, sig: sgSig, ts: "1600112503", body: sgPayload, now: at(0), want: ErrMismatch},
 		// no separator between timestamp and body: digits of the timestamp
@@ -154,22 +138,13 @@ func TestSendGridVerify(t *testing.T) {
 		{name: "negative timestamp", cfg: one, sig: sgSig, ts: "-1600112502", body: sgPayload, now: at(0), want: ErrFormat},
 		{name: "timestamp with spaces", cfg: one, sig: sgSig, ts: " 1600112502", body: sgPayload, now: at(0), want: ErrFormat},
 
-		// replay window: none by default, optional tolerance in both directions
-		{name: "no tolerance: years later", cfg: one, sig: sgSig, ts: sgTS, body: sgPayload, now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)},
-		{name: "tolerance: at the past boundary", cfg: tol, sig: sgSig, ts: sgTS, body: sgPayload, now: at(5 * time.Minute)},
-		{name: "tolerance: 1s too old", cfg: tol, sig: sgSig, ts: sgTS, body: sgPayload, now: at(5*time.Minute + time.Second), want: ErrTimestamp},
-		{name: "tolerance: at the future boundary", cfg: tol, sig: sgSig, ts: sgTS, body: sgPayload, now: at(-5 * time.Minute)},
-		{name: "tolerance: 1s too far in the future", cfg: tol, sig: sgSig, ts: sgTS, body: sgPayload, now: at(-5*time.Minute - time.Second), want: ErrTimestamp},
-
-		// rotation and key forms
-		{name: "rotation: second key verifies", cfg: SendGrid{PublicKeys: []string{sgOtherKey, sgKey}}, sig: sgSig, ts: sgTS, body: sgPayload, now: at(0)},
-		{name: "rotation: no key verifies", cfg: SendGrid{PublicKeys: []string{sgOtherKey, ownKey}}, sig: sgSig, ts: sgTS, body: sgPayload, now: at(0), want: ErrMismatch},
+		// key forms
 		{name: "own key, own signature", cfg: SendGrid{PublicKeys: []string{ownKey}}, sig: ownSig, ts: sgTS, body: sgPayload, now: at(0)},
 		{name: "own key as PEM", cfg: SendGrid{PublicKeys: []string{ownPEM}}, sig: ownSig, ts: sgTS, body: sgPayload, now: at(0)},
 		{name: "own signature, official key", cfg: one, sig: ownSig, ts: sgTS, body: sgPayload, now: at(0), want: ErrMismatch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := provisionSendGrid(t, tc.cfg)
+			s := provision(t, tc.cfg)
 			r := newRequest()
 			if tc.sig != "" {
 				r.Header.Set("X-Twilio-Email-Event-Webhook-Signature", tc.sig)
@@ -192,8 +167,9 @@ func sgDecodeB64(t testing.TB, s string) []byte {
 	return b
 }
 
+// TestSendGridProvision: the key forms accepted (base64 DER SPKI, or PEM,
+// of a P-256 key) and refused, without the error repeating a key.
 func TestSendGridProvision(t *testing.T) {
-	t.Setenv("HOOKLINE_TEST_SG", sgKey)
 	p384, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -203,116 +179,20 @@ func TestSendGridProvision(t *testing.T) {
 		t.Fatal(err)
 	}
 	certPEM := "-----BEGIN CERTIFICATE-----\n" + sgKey + "\n-----END CERTIFICATE-----\n"
-	for _, tc := range []struct {
-		name    string
-		cfg     SendGrid
-		wantErr bool
-	}{
-		{name: "literal", cfg: SendGrid{PublicKeys: []string{sgKey}}},
-		{name: "env", cfg: SendGrid{PublicKeys: []string{"{env.HOOKLINE_TEST_SG}"}}},
+	runProvisionCases(t, []provisionCase[SendGrid]{
 		{name: "surrounding space ignored", cfg: SendGrid{PublicKeys: []string{" " + sgKey + "\n"}}},
-		{name: "unset old key ignored", cfg: SendGrid{PublicKeys: []string{"{env.HOOKLINE_TEST_UNSET_XYZ}", sgKey}}},
-		{name: "with tolerance", cfg: SendGrid{PublicKeys: []string{sgKey}, Tolerance: caddy.Duration(time.Minute)}},
-		{name: "none", wantErr: true},
-		{name: "all empty", cfg: SendGrid{PublicKeys: []string{"", "{env.HOOKLINE_TEST_UNSET_XYZ}"}}, wantErr: true},
-		{name: "not base64", cfg: SendGrid{PublicKeys: []string{"not-a-key!"}}, wantErr: true},
-		{name: "unpadded base64", cfg: SendGrid{PublicKeys: []string{strings.TrimRight(sgKey, "=")}}, wantErr: true},
-		{name: "base64 but not SPKI", cfg: SendGrid{PublicKeys: []string{base64.StdEncoding.EncodeToString([]byte("hello"))}}, wantErr: true},
-		{name: "P-384 key", cfg: SendGrid{PublicKeys: []string{sgPublic(t, &p384.PublicKey)}}, wantErr: true},
-		{name: "ed25519 key", cfg: SendGrid{PublicKeys: []string{sgPublic(t, edPub)}}, wantErr: true},
-		{name: "PEM of another type", cfg: SendGrid{PublicKeys: []string{certPEM}}, wantErr: true},
-		{name: "one bad key among good ones", cfg: SendGrid{PublicKeys: []string{sgKey, "bad"}}, wantErr: true},
-		{name: "negative tolerance", cfg: SendGrid{PublicKeys: []string{sgKey}, Tolerance: caddy.Duration(-time.Second)}, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := tc.cfg
-			err := s.Provision(testContext(t))
-			if tc.wantErr {
-				if err == nil {
-					t.Fatal("want error")
-				}
-				for _, k := range s.PublicKeys {
-					if len(k) > 8 && strings.Contains(err.Error(), strings.TrimSpace(k)) {
-						t.Fatalf("error %q repeats a configured key", err)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(s.PublicKeys, tc.cfg.PublicKeys) {
-				t.Fatal("Provision changed the configured keys")
-			}
-			r := newRequest("X-Twilio-Email-Event-Webhook-Signature", sgSig, "X-Twilio-Email-Event-Webhook-Timestamp", sgTS)
-			ts, _ := strconv.ParseInt(sgTS, 10, 64)
-			checkErr(t, s.Verify(r, []byte(sgPayload), time.Unix(ts, 0)), nil)
-		})
-	}
-}
-
-func TestSendGridDefaultIDFrom(t *testing.T) {
-	got := ruleStrings((&SendGrid{}).DefaultIDFrom())
-	if want := []string{"json 0.sg_event_id unless 1", "raw_hash"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("DefaultIDFrom() = %v, want %v", got, want)
-	}
-}
-
-func TestSendGridUnmarshalCaddyfile(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		input   string
-		want    SendGrid
-		wantErr bool
-	}{
-		{name: "one key", input: `sendgrid {env.SENDGRID_KEY}`, want: SendGrid{PublicKeys: []string{"{env.SENDGRID_KEY}"}}},
-		{name: "rotation on the line", input: `sendgrid new old`, want: SendGrid{PublicKeys: []string{"new", "old"}}},
-		{name: "block", input: "sendgrid a {\n public_key b\n secret c d\n tolerance 10m\n}", want: SendGrid{PublicKeys: []string{"a", "b", "c", "d"}, Tolerance: caddy.Duration(10 * time.Minute)}},
-		{name: "public_key without value", input: "sendgrid {\n public_key\n}", wantErr: true},
-		{name: "bad tolerance", input: "sendgrid k {\n tolerance 5 minutes\n}", wantErr: true},
-		{name: "negative tolerance", input: "sendgrid k {\n tolerance -1m\n}", wantErr: true},
-		{name: "unknown option", input: "sendgrid k {\n header X-Sig\n}", wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var s SendGrid
-			err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
-			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("got %+v, want error", s)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(s, tc.want) {
-				t.Fatalf("got  %+v\nwant %+v", s, tc.want)
-			}
-		})
-	}
-}
-
-func TestSendGridModule(t *testing.T) {
-	ctx := testContext(t)
-	raw, _ := json.Marshal(map[string]any{"public_keys": []string{sgKey}})
-	v, err := ctx.LoadModuleByID("webhooks.verifiers.sendgrid", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := v.(IDDefaulter); !ok {
-		t.Fatalf("%T is not an IDDefaulter", v)
-	}
-	r := newRequest("X-Twilio-Email-Event-Webhook-Signature", sgSig, "X-Twilio-Email-Event-Webhook-Timestamp", sgTS)
-	checkErr(t, v.(Verifier).Verify(r, []byte(sgPayload), time.Now()), nil)
-	if _, err := ctx.LoadModuleByID("webhooks.verifiers.sendgrid", json.RawMessage(`{}`)); err == nil {
-		t.Fatal("module without keys provisioned")
-	}
-	if _, err := ctx.LoadModuleByID("webhooks.verifiers.sendgrid", json.RawMessage(`{"public_keys":["x"]}`)); err == nil {
-		t.Fatal("module with a bad key provisioned")
-	}
-	if _, err := ctx.LoadModuleByID("webhooks.verifiers.sendgrid", json.RawMessage(`{"secrets":["x"]}`)); err == nil {
-		t.Fatal("unknown JSON field accepted")
-	}
+		{name: "not base64", cfg: SendGrid{PublicKeys: []string{"not-a-key!"}}, wantErr: "public key 1: not base64"},
+		{name: "unpadded base64", cfg: SendGrid{PublicKeys: []string{strings.TrimRight(sgKey, "=")}}, wantErr: "public key 1: not base64"},
+		{name: "base64 but not SPKI", cfg: SendGrid{PublicKeys: []string{base64.StdEncoding.EncodeToString([]byte("hello"))}}, wantErr: "not a DER SubjectPublicKeyInfo"},
+		{name: "P-384 key", cfg: SendGrid{PublicKeys: []string{sgPublic(t, &p384.PublicKey)}}, wantErr: "not an ECDSA P-256 public key"},
+		{name: "ed25519 key", cfg: SendGrid{PublicKeys: []string{sgPublic(t, edPub)}}, wantErr: "not an ECDSA P-256 public key"},
+		{name: "PEM of another type", cfg: SendGrid{PublicKeys: []string{certPEM}}, wantErr: "not a single PEM PUBLIC KEY block"},
+		{name: "one bad key among good ones", cfg: SendGrid{PublicKeys: []string{sgKey, "bad"}}, wantErr: "public key 2: not base64"},
+	}, func(t *testing.T, s *SendGrid) {
+		r := newRequest("X-Twilio-Email-Event-Webhook-Signature", sgSig, "X-Twilio-Email-Event-Webhook-Timestamp", sgTS)
+		ts, _ := strconv.ParseInt(sgTS, 10, 64)
+		checkErr(t, s.Verify(r, []byte(sgPayload), time.Unix(ts, 0)), nil)
+	})
 }
 
 // FuzzSendGridHeader feeds arbitrary signature and timestamp headers and
@@ -328,7 +208,7 @@ func FuzzSendGridHeader(f *testing.F) {
 	f.Add([]byte("payload"), sgSig, sgTS)
 	f.Add([]byte(""), "MAYCAQECAQE=", "0")
 
-	s := provisionSendGrid(f, SendGrid{PublicKeys: []string{sgKey}})
+	s := provision(f, SendGrid{PublicKeys: []string{sgKey}})
 	valid := map[string]bool{sgSig: true, sgMalleate(f, sgSig): true}
 	now := time.Unix(1600112502, 0)
 
@@ -336,11 +216,7 @@ func FuzzSendGridHeader(f *testing.F) {
 		r := newRequest()
 		r.Header["X-Twilio-Email-Event-Webhook-Signature"] = []string{sig}
 		r.Header["X-Twilio-Email-Event-Webhook-Timestamp"] = []string{ts}
-		err := s.Verify(r, body, now)
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrMismatch) && !errors.Is(err, ErrTimestamp) {
-				t.Fatalf("undocumented error %v", err)
-			}
+		if fuzzRefused(t, s.Verify(r, body, now), true) {
 			return
 		}
 		// the signed bytes are ts+body with no separator (see the
@@ -349,23 +225,4 @@ func FuzzSendGridHeader(f *testing.F) {
 			t.Fatalf("accepted sig %q ts %q body %q", sig, ts, body)
 		}
 	})
-}
-
-func BenchmarkVerifySendGrid(b *testing.B) {
-	body := []byte(`[{"x":"` + strings.Repeat("a", 1024-12) + `"}]` + "\r\n") // 1 KiB
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := provisionSendGrid(b, SendGrid{PublicKeys: []string{sgPublic(b, &key.PublicKey)}})
-	now := time.Now()
-	ts := strconv.FormatInt(now.Unix(), 10)
-	r := newRequest("X-Twilio-Email-Event-Webhook-Signature", sgSign(b, key, ts, string(body)), "X-Twilio-Email-Event-Webhook-Timestamp", ts)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		if err := s.Verify(r, body, now); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

@@ -10,10 +10,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Shopify{})
-}
-
 // Shopify verifies Shopify webhooks: the X-Shopify-Hmac-Sha256 header holds
 // the base64 HMAC-SHA256 of the raw body, keyed with the app's client
 // secret as a plain string. The signature must be standard, padded base64.
@@ -31,17 +27,9 @@ func init() {
 // [new, old] until then. Shopify signs no timestamp (X-Shopify-Triggered-At
 // is not signed), so there is no replay window; deduplication on
 // X-Shopify-Webhook-Id covers replays.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	shopify [<secret>...] {
-//		secret <secret>...
-//	}
 type Shopify struct {
-	// The app client secrets. Placeholders such as {env.NAME} and
-	// {file./path} are resolved when the module is provisioned; secrets
-	// that resolve to nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the app client secrets (plain strings).
+	SecretsConfig
 
 	keys [][]byte
 }
@@ -63,16 +51,12 @@ var shopifyIDHeaders = []string{ShopifyWebhookIDHeader, ShopifyEventIDHeader, Sh
 
 // CaddyModule returns the Caddy module information.
 func (Shopify) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.shopify",
-		New: func() caddy.Module { return new(Shopify) },
-	}
+	return moduleInfo[Shopify]("webhooks.verifiers.shopify")
 }
 
 // Provision resolves the secrets.
-func (s *Shopify) Provision(ctx caddy.Context) error {
-	var err error
-	s.keys, err = ResolveSecrets(s.Secrets)
+func (s *Shopify) Provision(ctx caddy.Context) (err error) {
+	s.keys, err = s.resolve()
 	return err
 }
 
@@ -117,16 +101,15 @@ func (*Shopify) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(ShopifyWebhookIDHeader)}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	shopify [<secret>...] {
+//		secret <secret>...
+//	}
 func (s *Shopify) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &s.Secrets, nil)
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*Shopify)(nil)
-	_ caddyfile.Unmarshaler = (*Shopify)(nil)
-	_ Verifier              = (*Shopify)(nil)
-	_ IDDefaulter           = (*Shopify)(nil)
-)
+var _ scheme = (*Shopify)(nil)

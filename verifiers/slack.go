@@ -13,10 +13,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Slack{})
-}
-
 // Slack verifies Slack requests (Events API, interactivity, slash
 // commands): the X-Slack-Signature header holds "v0=" and the lowercase hex
 // HMAC-SHA256 of "v0:" + X-Slack-Request-Timestamp + ":" + the raw body,
@@ -32,24 +28,13 @@ func init() {
 // request URL is saved) is signed like any request; once the signature is
 // verified, HandshakePOST answers it with {"challenge": ...} and it is
 // never queued.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	slack [<secret>...] {
-//		secret    <secret>...
-//		tolerance <duration>
-//	}
 type Slack struct {
-	// The signing secrets. Placeholders such as {env.NAME} and
-	// {file./path} are resolved when the module is provisioned; secrets
-	// that resolve to nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// TimestampedConfig holds the app's signing secrets (plain strings)
+	// and the tolerance (default 5m).
+	TimestampedConfig
 
-	// How far the request timestamp may be from the current time, in
-	// either direction. Default: 5m.
-	Tolerance caddy.Duration `json:"tolerance,omitempty"`
-
-	keys [][]byte
+	keys      [][]byte
+	tolerance time.Duration
 }
 
 // The headers Slack signs its requests with.
@@ -60,19 +45,12 @@ const (
 
 // CaddyModule returns the Caddy module information.
 func (Slack) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.slack",
-		New: func() caddy.Module { return new(Slack) },
-	}
+	return moduleInfo[Slack]("webhooks.verifiers.slack")
 }
 
 // Provision resolves the secrets and fills in the default tolerance.
-func (s *Slack) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&s.Tolerance, DefaultTolerance); err != nil {
-		return err
-	}
-	var err error
-	s.keys, err = ResolveSecrets(s.Secrets)
+func (s *Slack) Provision(ctx caddy.Context) (err error) {
+	s.keys, s.tolerance, err = s.compile(DefaultTolerance)
 	return err
 }
 
@@ -93,7 +71,7 @@ func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
+	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
 		return err
 	}
 	return CheckHMAC(sha256.New, s.keys, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body)
@@ -130,17 +108,16 @@ func (*Slack) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte)
 	return true
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	slack [<secret>...] {
+//		secret    <secret>...
+//		tolerance <duration>
+//	}
 func (s *Slack) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseSecretsBlock(d, &s.Secrets, toleranceOption(&s.Tolerance))
+	return s.parseCaddyfile(d)
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*Slack)(nil)
-	_ caddyfile.Unmarshaler = (*Slack)(nil)
-	_ Verifier              = (*Slack)(nil)
-	_ IDDefaulter           = (*Slack)(nil)
-	_ Handshaker            = (*Slack)(nil)
-)
+var _ handshakingScheme = (*Slack)(nil)

@@ -13,11 +13,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Standard{})
-	caddy.RegisterModule(Svix{})
-}
-
 // Standard verifies Standard Webhooks (https://www.standardwebhooks.com),
 // the scheme Svix and its customers use. Three headers carry the message:
 // webhook-id, webhook-timestamp (integer Unix seconds) and
@@ -50,26 +45,15 @@ func init() {
 // in another version of the standard-webhooks repository.
 //
 // The module is also registered as webhooks.verifiers.svix (see Svix).
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	standard [<secret>...] {
-//		secret    <secret>...
-//		tolerance <duration>
-//	}
 type Standard struct {
-	// The secrets: "whsec_..." HMAC secrets and "whpk_..." ed25519 public
-	// keys, in any mix. Placeholders such as {env.NAME} and {file./path}
-	// are resolved when the module is provisioned; secrets that resolve to
-	// nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
-
-	// How far the timestamp may be from the current time, in either
-	// direction. Default: 5m.
-	Tolerance caddy.Duration `json:"tolerance,omitempty"`
+	// TimestampedConfig holds the secrets ("whsec_..." HMAC secrets and
+	// "whpk_..." ed25519 public keys, in any mix) and the tolerance
+	// (default 5m).
+	TimestampedConfig
 
 	hmacKeys   [][]byte
 	publicKeys []ed25519.PublicKey
+	tolerance  time.Duration
 }
 
 // The Standard Webhooks headers, and the Svix names they fall back to.
@@ -92,24 +76,18 @@ const (
 
 // CaddyModule returns the Caddy module information.
 func (Standard) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.standard",
-		New: func() caddy.Module { return new(Standard) },
-	}
+	return moduleInfo[Standard]("webhooks.verifiers.standard")
 }
 
 // Provision resolves the secrets, decodes them by their prefix and fills
 // in the default tolerance. Errors name a secret by its position among the
 // non-empty resolved secrets, never by its value.
 func (s *Standard) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&s.Tolerance, DefaultTolerance); err != nil {
-		return err
-	}
-	secrets, err := ResolveSecrets(s.Secrets)
+	secrets, tol, err := s.compile(DefaultTolerance)
 	if err != nil {
 		return err
 	}
-	s.hmacKeys, s.publicKeys = nil, nil
+	s.hmacKeys, s.publicKeys, s.tolerance = nil, nil, tol
 	for i, sec := range secrets {
 		n := i + 1
 		switch {
@@ -162,7 +140,7 @@ func (s *Standard) Verify(r *http.Request, body []byte, now time.Time) error {
 	if !hmacOK && !ed25519OK {
 		return fmt.Errorf("%w: header %s has no well-formed v1 or v1a signature", ErrFormat, StandardSignatureHeader)
 	}
-	if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
+	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
 		return err
 	}
 
@@ -231,42 +209,32 @@ func (*Standard) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(StandardIDHeader), idHeader(SvixIDHeader)}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify` (the scheme name is standard or svix). Syntax:
+//
+//	standard [<secret>...] {
+//		secret    <secret>...
+//		tolerance <duration>
+//	}
 func (s *Standard) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseSecretsBlock(d, &s.Secrets, toleranceOption(&s.Tolerance))
+	return s.parseCaddyfile(d)
 }
 
 // Svix is the Standard scheme under the name svix (module ID
 // webhooks.verifiers.svix), so that `verify svix ...` works. It has the
-// same JSON fields, Caddyfile syntax and behaviour as Standard.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	svix [<secret>...] {
-//		secret    <secret>...
-//		tolerance <duration>
-//	}
+// same JSON fields, Caddyfile syntax (with svix as the scheme name) and
+// behaviour as Standard.
 type Svix struct {
 	Standard
 }
 
 // CaddyModule returns the Caddy module information.
 func (Svix) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.svix",
-		New: func() caddy.Module { return new(Svix) },
-	}
+	return moduleInfo[Svix]("webhooks.verifiers.svix")
 }
 
 // Interface guards
 var (
-	_ caddy.Provisioner     = (*Standard)(nil)
-	_ caddyfile.Unmarshaler = (*Standard)(nil)
-	_ Verifier              = (*Standard)(nil)
-	_ IDDefaulter           = (*Standard)(nil)
-	_ caddy.Provisioner     = (*Svix)(nil)
-	_ caddyfile.Unmarshaler = (*Svix)(nil)
-	_ Verifier              = (*Svix)(nil)
-	_ IDDefaulter           = (*Svix)(nil)
+	_ scheme = (*Standard)(nil)
+	_ scheme = (*Svix)(nil)
 )

@@ -14,10 +14,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Stripe{})
-}
-
 // Stripe verifies Stripe webhook events. The Stripe-Signature header is a
 // comma-separated list of key=value elements, such as
 // "t=1700000000,v1=<hex>,v1=<hex>,v0=<hex>": t is the signing time in Unix
@@ -37,25 +33,13 @@ func init() {
 // age): t must be within tolerance of the current time in either direction
 // (default 5m; a difference exactly equal to the tolerance is accepted), so
 // a timestamp too far in the future is refused too.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	stripe [<secret>...] {
-//		secret    <secret>...
-//		tolerance <duration>
-//	}
 type Stripe struct {
-	// The endpoint signing secrets ("whsec_..."). Placeholders such as
-	// {env.NAME} and {file./path} are resolved when the module is
-	// provisioned; secrets that resolve to nothing are ignored, but at
-	// least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// TimestampedConfig holds the endpoint signing secrets ("whsec_...",
+	// used as they are, not base64-decoded) and the tolerance (default 5m).
+	TimestampedConfig
 
-	// How far the signing time may be from the current time, in either
-	// direction. Default: 5m.
-	Tolerance caddy.Duration `json:"tolerance,omitempty"`
-
-	keys [][]byte
+	keys      [][]byte
+	tolerance time.Duration
 }
 
 // StripeSignatureHeader is the header Stripe signs its events in.
@@ -63,18 +47,13 @@ const StripeSignatureHeader = "Stripe-Signature"
 
 // CaddyModule returns the Caddy module information.
 func (Stripe) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.stripe",
-		New: func() caddy.Module { return new(Stripe) },
-	}
+	return moduleInfo[Stripe]("webhooks.verifiers.stripe")
 }
 
-// Provision resolves the secrets and fills in the default tolerance.
+// Provision resolves the secrets and fills in the default tolerance. A
+// secret with whitespace in it is refused.
 func (s *Stripe) Provision(ctx caddy.Context) error {
-	if err := provisionTolerance(&s.Tolerance, DefaultTolerance); err != nil {
-		return err
-	}
-	keys, err := ResolveSecrets(s.Secrets)
+	keys, tol, err := s.compile(DefaultTolerance)
 	if err != nil {
 		return err
 	}
@@ -85,7 +64,7 @@ func (s *Stripe) Provision(ctx caddy.Context) error {
 			return errors.New("a stripe secret contains whitespace")
 		}
 	}
-	s.keys = keys
+	s.keys, s.tolerance = keys, tol
 	return nil
 }
 
@@ -106,7 +85,7 @@ func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
 	if !anyWellFormed(EncodingHex, sigs, sha256.Size) {
 		return fmt.Errorf("%w: header %s has no v1 signature of %d hex bytes", ErrFormat, StripeSignatureHeader, sha256.Size)
 	}
-	if err := CheckTimestamp(t, now, time.Duration(s.Tolerance)); err != nil {
+	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
 		return err
 	}
 	return CheckHMAC(sha256.New, s.keys, EncodingHex, sigs, []byte(ts), []byte("."), body)
@@ -145,16 +124,16 @@ func (*Stripe) DefaultIDFrom() []IDRule {
 	return []IDRule{idJSON("id")}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	stripe [<secret>...] {
+//		secret    <secret>...
+//		tolerance <duration>
+//	}
 func (s *Stripe) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return parseSecretsBlock(d, &s.Secrets, toleranceOption(&s.Tolerance))
+	return s.parseCaddyfile(d)
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*Stripe)(nil)
-	_ caddyfile.Unmarshaler = (*Stripe)(nil)
-	_ Verifier              = (*Stripe)(nil)
-	_ IDDefaulter           = (*Stripe)(nil)
-)
+var _ scheme = (*Stripe)(nil)

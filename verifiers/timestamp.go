@@ -1,12 +1,9 @@
 package verifiers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
 // This file holds the timestamp pieces of the schemes that sign one. The
@@ -61,19 +58,4 @@ func timestampHeader(r *http.Request, name string) (string, int64, error) {
 		return "", 0, fmt.Errorf("header %s: %w", name, err)
 	}
 	return ts, t, nil
-}
-
-// errNegativeTolerance refuses a negative tolerance when provisioning.
-var errNegativeTolerance = errors.New("tolerance must not be negative")
-
-// provisionTolerance refuses a negative tolerance and fills in def when
-// none is set.
-func provisionTolerance(tol *caddy.Duration, def time.Duration) error {
-	if *tol < 0 {
-		return errNegativeTolerance
-	}
-	if *tol == 0 {
-		*tol = caddy.Duration(def)
-	}
-	return nil
 }

@@ -16,10 +16,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
-func init() {
-	caddy.RegisterModule(Twilio{})
-}
-
 // Twilio verifies Twilio webhooks: the X-Twilio-Signature header holds the
 // base64 (standard alphabet, padded) HMAC-SHA1, keyed with the account's
 // Auth Token, of the full URL Twilio requested followed by the POST
@@ -45,24 +41,15 @@ func init() {
 // none), and, as twilio-node does, with ' and %27 spelled either way.
 // Several Auth Tokens (primary and secondary) mean rotation: any one may
 // match. Twilio signs no timestamp, so there is no replay window.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	twilio [<auth_token>...] {
-//		secret <auth_token>...
-//		url    <public base url>
-//	}
 type Twilio struct {
-	// The Auth Tokens. Placeholders such as {env.NAME} and {file./path}
-	// are resolved when the module is provisioned; tokens that resolve to
-	// nothing are ignored, but at least one must remain.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the Auth Tokens (primary and secondary).
+	SecretsConfig
 
-	// The public base URL Twilio calls (scheme, host, optional port and
-	// path prefix; no query), such as https://hooks.example.com. The
-	// request's path and query are appended to it. Placeholders are
-	// resolved when the module is provisioned. Default: rebuilt from the
-	// request.
+	// URL is the public base URL Twilio calls (scheme, host, optional
+	// port and path prefix; no query), such as https://hooks.example.com,
+	// to which the request's path and query are appended; placeholders
+	// are resolved when the module is provisioned. Default: rebuilt from
+	// the request.
 	URL string `json:"url,omitempty"`
 
 	keys [][]byte
@@ -85,10 +72,7 @@ const (
 
 // CaddyModule returns the Caddy module information.
 func (Twilio) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.twilio",
-		New: func() caddy.Module { return new(Twilio) },
-	}
+	return moduleInfo[Twilio]("webhooks.verifiers.twilio")
 }
 
 // Provision resolves the Auth Tokens and parses the base URL.
@@ -104,7 +88,7 @@ func (tw *Twilio) Provision(ctx caddy.Context) error {
 		}
 	}
 	var err error
-	tw.keys, err = ResolveSecrets(tw.Secrets)
+	tw.keys, err = tw.resolve()
 	return err
 }
 
@@ -302,8 +286,15 @@ func (*Twilio) DefaultIDFrom() []IDRule {
 	return []IDRule{idHeader(TwilioIdempotencyHeader), idRawHash()}
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name. Syntax: see the type's documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify`. Syntax:
+//
+//	twilio [<auth_token>...] {
+//		secret <auth_token>...
+//		url    <public base url>
+//	}
+//
+// url may appear once.
 func (tw *Twilio) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &tw.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
 		if name != "url" {
@@ -314,9 +305,4 @@ func (tw *Twilio) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // Interface guards
-var (
-	_ caddy.Provisioner     = (*Twilio)(nil)
-	_ caddyfile.Unmarshaler = (*Twilio)(nil)
-	_ Verifier              = (*Twilio)(nil)
-	_ IDDefaulter           = (*Twilio)(nil)
-)
+var _ scheme = (*Twilio)(nil)

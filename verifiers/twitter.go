@@ -11,11 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
-func init() {
-	caddy.RegisterModule(Twitter{})
-	caddy.RegisterModule(X{})
-}
-
 // Twitter verifies X (formerly Twitter) Account Activity API webhooks: the
 // X-Twitter-Webhooks-Signature header holds "sha256=" and the base64
 // (standard alphabet, padded) HMAC-SHA256 of the raw body, keyed with the
@@ -38,18 +33,10 @@ func init() {
 // tweet_create_events.0.id_str`) to deduplicate retries.
 //
 // The module is registered as twitter and, for the same scheme, as x.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	twitter [<consumer_secret>...] {
-//		secret <consumer_secret>...
-//	}
 type Twitter struct {
-	// The consumer secrets. Placeholders such as {env.NAME} and
-	// {file./path} are resolved when the module is provisioned; secrets
-	// that resolve to nothing are ignored, but at least one must remain.
-	// The first one answers the CRC.
-	Secrets []string `json:"secrets,omitempty"`
+	// SecretsConfig holds the consumer secrets (API key secrets); the
+	// first one that resolves to something answers the CRC.
+	SecretsConfig
 
 	keys [][]byte
 }
@@ -59,16 +46,12 @@ const TwitterSignatureHeader = "X-Twitter-Webhooks-Signature"
 
 // CaddyModule returns the Caddy module information.
 func (Twitter) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.twitter",
-		New: func() caddy.Module { return new(Twitter) },
-	}
+	return moduleInfo[Twitter]("webhooks.verifiers.twitter")
 }
 
 // Provision resolves the secrets.
-func (t *Twitter) Provision(ctx caddy.Context) error {
-	var err error
-	t.keys, err = ResolveSecrets(t.Secrets)
+func (t *Twitter) Provision(ctx caddy.Context) (err error) {
+	t.keys, err = t.resolve()
 	return err
 }
 
@@ -146,44 +129,28 @@ func (*Twitter) DefaultIDFrom() []IDRule {
 	return nil
 }
 
-// UnmarshalCaddyfile sets up the scheme from Caddyfile tokens; the first
-// token is the scheme name (twitter or x). Syntax: see the type's
-// documentation.
+// UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
+// `verify` (the scheme name is twitter or x). Syntax:
+//
+//	twitter [<consumer_secret>...] {
+//		secret <consumer_secret>...
+//	}
 func (t *Twitter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &t.Secrets, nil)
 }
 
 // X is the twitter scheme registered under the name x (module ID
-// webhooks.verifiers.x): the same JSON fields and behaviour as Twitter.
-//
-// Caddyfile syntax (the words after `verify`):
-//
-//	x [<consumer_secret>...] {
-//		secret <consumer_secret>...
-//	}
+// webhooks.verifiers.x): the same JSON fields, Caddyfile syntax (with x as
+// the scheme name) and behaviour as Twitter.
 type X struct{ Twitter }
 
 // CaddyModule returns the Caddy module information.
-func (X) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "webhooks.verifiers.x",
-		New: func() caddy.Module { return new(X) },
-	}
-}
+func (X) CaddyModule() caddy.ModuleInfo { return moduleInfo[X]("webhooks.verifiers.x") }
 
 // Interface guards
 var (
-	_ caddy.Provisioner     = (*Twitter)(nil)
-	_ caddyfile.Unmarshaler = (*Twitter)(nil)
-	_ Verifier              = (*Twitter)(nil)
-	_ IDDefaulter           = (*Twitter)(nil)
-	_ Handshaker            = (*Twitter)(nil)
-
-	_ caddy.Provisioner     = (*X)(nil)
-	_ caddyfile.Unmarshaler = (*X)(nil)
-	_ Verifier              = (*X)(nil)
-	_ IDDefaulter           = (*X)(nil)
-	_ Handshaker            = (*X)(nil)
+	_ handshakingScheme = (*Twitter)(nil)
+	_ handshakingScheme = (*X)(nil)
 )
 
 // startsJSONObject reports whether body, after leading JSON whitespace,

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,9 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
 
 // X publishes no test vector for its webhooks. The values below were
@@ -34,14 +30,6 @@ const (
 	xCRCResp  = "sha256=PUmCyTSJnT1GMTBqCKQi9MAVy4jB9aPhf9h+G4trhDE="
 )
 
-func provisionTwitter(t testing.TB, tw Twitter) *Twitter {
-	t.Helper()
-	if err := tw.Provision(testContext(t)); err != nil {
-		t.Fatalf("provision: %v", err)
-	}
-	return &tw
-}
-
 func TestTwitterVectorsAreIndependent(t *testing.T) {
 	m := hmac.New(sha256.New, []byte(xSecret))
 	m.Write([]byte(xBody))
@@ -56,42 +44,13 @@ func TestTwitterVectorsAreIndependent(t *testing.T) {
 }
 
 func TestTwitterVerify(t *testing.T) {
-	one := Twitter{Secrets: []string{xSecret}}
-	now := time.Unix(1700000000, 0)
-	url64 := strings.NewReplacer("+", "-", "/", "_").Replace(xB64)
-	for _, tc := range []struct {
-		name    string
-		cfg     Twitter
-		headers []string
-		body    string
-		want    error
-	}{
+	one := Twitter{SecretsConfig: keyed(xSecret)}
+	runVerifyCases(t, newRequest, []verifyCase[Twitter]{
 		{name: "valid", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody},
-		{name: "header name in any case", cfg: one, headers: []string{"x-twitter-webhooks-signature", xSig}, body: xBody},
-		{name: "wrong secret", cfg: Twitter{Secrets: []string{"x-consumer-secreT"}}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody, want: ErrMismatch},
-		{name: "one body byte changed", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: strings.Replace(xBody, "2244994945", "2244994946", 1), want: ErrMismatch},
+		{name: "secret with one letter changed", cfg: Twitter{SecretsConfig: keyed("x-consumer-secreT")}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody, want: ErrMismatch},
 		{name: "re-serialized JSON", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: `{"for_user_id": "2244994945", "tweet_create_events": [{"id_str": "1"}]}`, want: ErrMismatch},
-		{name: "one signature character changed", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=2" + xB64[1:]}, body: xBody, want: ErrMismatch},
-		{name: "base64url alphabet", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=" + url64}, body: xBody, want: ErrMismatch},
-		{name: "unpadded base64", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=" + strings.TrimRight(xB64, "=")}, body: xBody, want: ErrMismatch},
-		{name: "hex instead of base64", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256=" + EncodingHex.Encode(hmacOf(sha256.New, []byte(xSecret), []byte(xBody)))}, body: xBody, want: ErrFormat},
-		{name: "truncated signature", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig[:len(xSig)-4]}, body: xBody, want: ErrFormat},
-		{name: "extra characters", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xSig + "AAAA"}, body: xBody, want: ErrFormat},
-		{name: "bare base64", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", xB64}, body: xBody, want: ErrFormat},
 		{name: "wrong version label sha1=", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha1=" + xB64}, body: xBody, want: ErrFormat},
-		{name: "uppercase label", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "SHA256=" + xB64}, body: xBody, want: ErrFormat},
-		{name: "prefix only", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", "sha256="}, body: xBody, want: ErrFormat},
-		{name: "missing header", cfg: one, body: xBody, want: ErrFormat},
-		{name: "empty header", cfg: one, headers: []string{"X-Twitter-Webhooks-Signature", ""}, body: xBody, want: ErrFormat},
-		{name: "rotation: second secret matches", cfg: Twitter{Secrets: []string{"new-secret", xSecret}}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody},
-		{name: "rotation: no secret matches", cfg: Twitter{Secrets: []string{"new-secret", "old-secret"}}, headers: []string{"X-Twitter-Webhooks-Signature", xSig}, body: xBody, want: ErrMismatch},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tw := provisionTwitter(t, tc.cfg)
-			err := tw.Verify(newRequest(tc.headers...), []byte(tc.body), now)
-			checkErr(t, err, tc.want, xSecret, xB64)
-		})
-	}
+	}, xSecret, xB64)
 }
 
 func TestTwitterHandshakeGET(t *testing.T) {
@@ -107,16 +66,16 @@ func TestTwitterHandshakeGET(t *testing.T) {
 		handshake bool
 		wantToken string
 	}{
-		{name: "crc", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
-		{name: "crc with other parameters", cfg: Twitter{Secrets: []string{xSecret}}, query: "?nonce=1&crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
-		{name: "crc answered with the first secret", cfg: Twitter{Secrets: []string{xSecret, "older-secret"}}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
-		{name: "crc token escaped in the query", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token=a%2Bb.c", handshake: true, wantToken: escapedResp},
-		{name: "not a crc: no query", cfg: Twitter{Secrets: []string{xSecret}}, query: ""},
-		{name: "not a crc: empty crc_token", cfg: Twitter{Secrets: []string{xSecret}}, query: "?crc_token="},
-		{name: "not a crc: Meta handshake", cfg: Twitter{Secrets: []string{xSecret}}, query: "?hub.mode=subscribe&hub.challenge=1"},
+		{name: "crc", cfg: Twitter{SecretsConfig: keyed(xSecret)}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
+		{name: "crc with other parameters", cfg: Twitter{SecretsConfig: keyed(xSecret)}, query: "?nonce=1&crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
+		{name: "crc answered with the first secret", cfg: Twitter{SecretsConfig: keyed(xSecret, "older-secret")}, query: "?crc_token=" + xCRCToken, handshake: true, wantToken: xCRCResp},
+		{name: "crc token escaped in the query", cfg: Twitter{SecretsConfig: keyed(xSecret)}, query: "?crc_token=a%2Bb.c", handshake: true, wantToken: escapedResp},
+		{name: "not a crc: no query", cfg: Twitter{SecretsConfig: keyed(xSecret)}, query: ""},
+		{name: "not a crc: empty crc_token", cfg: Twitter{SecretsConfig: keyed(xSecret)}, query: "?crc_token="},
+		{name: "not a crc: Meta handshake", cfg: Twitter{SecretsConfig: keyed(xSecret)}, query: "?hub.mode=subscribe&hub.challenge=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tw := provisionTwitter(t, tc.cfg)
+			tw := provision(t, tc.cfg)
 			rec := httptest.NewRecorder()
 			got := tw.HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/hooks/x"+tc.query, nil))
 			if got != tc.handshake {
@@ -154,7 +113,7 @@ func TestTwitterHandshakeGET(t *testing.T) {
 // of a POST with that body (X's events are JSON objects: Verify refuses any
 // other body).
 func TestTwitterCRCSigningOracle(t *testing.T) {
-	tw := provisionTwitter(t, Twitter{Secrets: []string{xSecret}})
+	tw := provision(t, Twitter{SecretsConfig: keyed(xSecret)})
 	now := time.Unix(1700000000, 0)
 	long := strings.Repeat("a", maxCRCTokenLen)
 	for _, tc := range []struct {
@@ -239,7 +198,7 @@ func TestTwitterCRCSigningOracle(t *testing.T) {
 }
 
 func TestTwitterHandshakePOST(t *testing.T) {
-	tw := provisionTwitter(t, Twitter{Secrets: []string{xSecret}})
+	tw := provision(t, Twitter{SecretsConfig: keyed(xSecret)})
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/hooks/x?crc_token="+xCRCToken, strings.NewReader(xBody))
 	if tw.HandshakePOST(rec, r, []byte(xBody)) || rec.Body.Len() != 0 {
@@ -247,115 +206,16 @@ func TestTwitterHandshakePOST(t *testing.T) {
 	}
 }
 
-func TestTwitterProvision(t *testing.T) {
+// TestTwitterCRCSecret: the CRC is answered with the first configured
+// secret that resolves to something, under both module names.
+func TestTwitterCRCSecret(t *testing.T) {
 	t.Setenv("HOOKLINE_TEST_X", xSecret)
-	for _, tc := range []struct {
-		name    string
-		secrets []string
-		wantErr bool
-	}{
-		{name: "literal", secrets: []string{xSecret}},
-		{name: "env", secrets: []string{"{env.HOOKLINE_TEST_X}"}},
-		{name: "unset first secret ignored, CRC uses the first resolved", secrets: []string{"{env.HOOKLINE_TEST_UNSET_XYZ}", "{env.HOOKLINE_TEST_X}"}},
-		{name: "none", wantErr: true},
-		{name: "all empty", secrets: []string{"", "{env.HOOKLINE_TEST_UNSET_XYZ}"}, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tw := Twitter{Secrets: tc.secrets}
-			err := tw.Provision(testContext(t))
-			if tc.wantErr {
-				if err == nil {
-					t.Fatal("want error")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(tw.Secrets, tc.secrets) {
-				t.Fatal("Provision changed the configured secrets")
-			}
-			checkErr(t, tw.Verify(newRequest("X-Twitter-Webhooks-Signature", xSig), []byte(xBody), time.Now()), nil)
-			rec := httptest.NewRecorder()
-			tw.HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/?crc_token="+xCRCToken, nil))
-			if !strings.Contains(rec.Body.String(), xCRCResp) {
-				t.Fatalf("CRC answer %q", rec.Body)
-			}
-		})
-	}
-}
-
-func TestTwitterDefaultIDFrom(t *testing.T) {
-	for _, v := range []IDDefaulter{&Twitter{}, &X{}} {
-		if got := v.DefaultIDFrom(); len(got) != 0 {
-			t.Fatalf("%T.DefaultIDFrom() = %v, want none", v, got)
-		}
-	}
-}
-
-func TestTwitterUnmarshalCaddyfile(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		input   string
-		want    Twitter
-		wantErr bool
-	}{
-		{name: "one secret", input: `twitter {env.X_CONSUMER_SECRET}`, want: Twitter{Secrets: []string{"{env.X_CONSUMER_SECRET}"}}},
-		{name: "alias name", input: `x new old`, want: Twitter{Secrets: []string{"new", "old"}}},
-		{name: "block", input: "twitter a {\n secret b c\n}", want: Twitter{Secrets: []string{"a", "b", "c"}}},
-		{name: "secret without value", input: "twitter {\n secret\n}", wantErr: true},
-		{name: "unknown option", input: "x s {\n verify_token t\n}", wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var tw Twitter
-			err := tw.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.input))
-			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("got %+v, want error", tw)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(tw, tc.want) {
-				t.Fatalf("got  %+v\nwant %+v", tw, tc.want)
-			}
-		})
-	}
-	var x X
-	if err := x.UnmarshalCaddyfile(caddyfile.NewTestDispenser("x {\n secret s\n}")); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(x.Twitter, Twitter{Secrets: []string{"s"}}) {
-		t.Fatalf("got %+v", x)
-	}
-}
-
-func TestTwitterModule(t *testing.T) {
-	ctx := testContext(t)
 	for _, name := range []string{"twitter", "x"} {
-		t.Run(name, func(t *testing.T) {
-			id := "webhooks.verifiers." + name
-			v, err := ctx.LoadModuleByID(id, json.RawMessage(`{"secrets":["x-consumer-secret"]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := string(v.(caddy.Module).CaddyModule().ID); got != id {
-				t.Fatalf("module ID %q, want %q", got, id)
-			}
-			checkErr(t, v.(Verifier).Verify(newRequest("X-Twitter-Webhooks-Signature", xSig), []byte(xBody), time.Now()), nil)
-			rec := httptest.NewRecorder()
-			if !v.(Handshaker).HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/?crc_token="+xCRCToken, nil)) || !strings.Contains(rec.Body.String(), xCRCResp) {
-				t.Fatalf("CRC: %d %q", rec.Code, rec.Body)
-			}
-			if _, err := ctx.LoadModuleByID(id, json.RawMessage(`{}`)); err == nil {
-				t.Fatal("module without secrets provisioned")
-			}
-			if _, err := ctx.LoadModuleByID(id, json.RawMessage(`{"secret":"x"}`)); err == nil {
-				t.Fatal("unknown JSON field accepted")
-			}
-		})
+		v := mustLoad(t, name, `{"secrets":["{env.HOOKLINE_TEST_UNSET_XYZ}","{env.HOOKLINE_TEST_X}","older-secret"]}`)
+		rec := httptest.NewRecorder()
+		if !v.(Handshaker).HandshakeGET(rec, httptest.NewRequest(http.MethodGet, "/?crc_token="+xCRCToken, nil)) || !strings.Contains(rec.Body.String(), xCRCResp) {
+			t.Fatalf("%s: CRC %d %q", name, rec.Code, rec.Body)
+		}
 	}
 }
 
@@ -371,39 +231,6 @@ func FuzzTwitterHeader(f *testing.F) {
 	f.Add([]byte(""), "sha256=")
 	f.Add([]byte("{}"), "sha256=\n"+xB64)
 
-	tw := provisionTwitter(f, Twitter{Secrets: []string{xSecret}})
-	now := time.Unix(1700000000, 0)
-
-	f.Fuzz(func(t *testing.T, body []byte, sig string) {
-		r := newRequest()
-		r.Header["X-Twitter-Webhooks-Signature"] = []string{sig}
-		err := tw.Verify(r, body, now)
-		if err != nil {
-			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrMismatch) {
-				t.Fatalf("undocumented error %v", err)
-			}
-			if strings.Contains(err.Error(), xSecret) {
-				t.Fatalf("error leaks the secret: %v", err)
-			}
-			return
-		}
-		want := "sha256=" + base64.StdEncoding.EncodeToString(hmacOf(sha256.New, []byte(xSecret), body))
-		if sig != want {
-			t.Fatalf("accepted %q, only %q is valid", sig, want)
-		}
-	})
-}
-
-func BenchmarkVerifyTwitter(b *testing.B) {
-	body := []byte(`{"x":"` + strings.Repeat("a", 1024-8) + `"}`) // 1 KiB
-	tw := provisionTwitter(b, Twitter{Secrets: []string{xSecret}})
-	r := newRequest("X-Twitter-Webhooks-Signature", "sha256="+base64.StdEncoding.EncodeToString(hmacOf(sha256.New, []byte(xSecret), body)))
-	now := time.Now()
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		if err := tw.Verify(r, body, now); err != nil {
-			b.Fatal(err)
-		}
-	}
+	tw := provision(f, Twitter{SecretsConfig: keyed(xSecret)})
+	fuzzBodyHMAC(f, tw, "X-Twitter-Webhooks-Signature", "sha256=", EncodingBase64, xSecret)
 }

@@ -2,6 +2,15 @@
 // Caddy guest module in the namespace webhooks.verifiers (ID
 // webhooks.verifiers.<scheme>), so a plugin can add its own. A scheme
 // checks the exact received bytes; it never logs or returns a secret.
+//
+// A scheme implements Verifier, and IDDefaulter, SecretHeaderer,
+// HandshakerGET or HandshakerPOST as its provider needs. The schemes of
+// this package share their configuration, one type per concept:
+// SecretsConfig (the secrets), ToleranceConfig (the replay window) and
+// TimestampedConfig (both), each read from the Caddyfile by one secrets
+// block parser and compiled in Provision into the keys and the tolerance
+// Verify uses; and their signature pieces (CheckHMAC, Encoding,
+// ParseUnixSeconds, CheckTimestamp, ResolveSecrets).
 package verifiers
 
 import (
@@ -9,7 +18,33 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
+
+// init registers every scheme of the package, each under the module ID
+// its CaddyModule returns (webhooks.verifiers.<name>; aliases such as svix
+// or facebook are types of their own embedding the scheme).
+func init() {
+	for _, m := range []caddy.Module{
+		GitHub{}, GitLab{}, HMAC{}, None{}, Paddle{}, SendGrid{}, Shopify{}, Slack{}, Stripe{}, Twilio{},
+		Meta{}, Facebook{}, WhatsApp{}, Instagram{},
+		Standard{}, Svix{},
+		Twitter{}, X{},
+	} {
+		caddy.RegisterModule(m)
+	}
+}
+
+// moduleInfo returns the Caddy module information of the scheme T,
+// registered under id.
+func moduleInfo[T any, P interface {
+	*T
+	caddy.Module
+}](id caddy.ModuleID) caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: id, New: func() caddy.Module { return P(new(T)) }}
+}
 
 // Verifier checks one request. body is the exact raw body (already limited
 // to max_body). now is the time to check timestamps against. It returns nil
@@ -44,6 +79,24 @@ type IDDefaulter interface {
 // names are case-insensitive.
 type SecretHeaderer interface {
 	SecretHeaders() []string
+}
+
+// scheme is what every keyed scheme of this package is: a Caddy module
+// that reads its Caddyfile syntax, provisions itself, verifies requests
+// and knows its default id rules. Its interface guards assert it.
+type scheme interface {
+	caddy.Module
+	caddy.Provisioner
+	caddyfile.Unmarshaler
+	Verifier
+	IDDefaulter
+}
+
+// handshakingScheme is a scheme that also answers its provider's
+// handshakes.
+type handshakingScheme interface {
+	scheme
+	Handshaker
 }
 
 // The three ways a signature check fails, mapped by the ingress to the
