@@ -272,9 +272,17 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "ack_status garbage", input: ingressBlock("ack_status ok"), wantErr: "ack_status must be 200 or 202"},
 		{name: "ack_status no arg", input: ingressBlock("ack_status"), wantErr: "wrong argument count"},
 
+		// sign_forwarded and type_from
+		{name: "sign_forwarded", input: ingressBlock("sign_forwarded {env.UPSTREAM_SECRET} {env.OLD}"), want: &Ingress{Source: "src", SignForwarded: []string{"{env.UPSTREAM_SECRET}", "{env.OLD}"}}},
+		{name: "sign_forwarded twice adds", input: ingressBlock("sign_forwarded a", "sign_forwarded b"), want: &Ingress{Source: "src", SignForwarded: []string{"a", "b"}}},
+		{name: "sign_forwarded no secret", input: ingressBlock("sign_forwarded"), wantErr: "sign_forwarded wants one or more Standard Webhooks secrets"},
+		{name: "type_from", input: ingressBlock("type_from header X-Event", "type_from json kind"), want: &Ingress{Source: "src", TypeFrom: []TypeRule{{IDRule: IDRule{Kind: "header", Arg: "X-Event"}}, {IDRule: IDRule{Kind: "json", Arg: "kind"}}}}},
+		{name: "type_from one word", input: ingressBlock("type_from json"), wantErr: "type_from wants a kind and an argument"},
+		{name: "type_from raw_hash", input: ingressBlock("type_from raw_hash x"), wantErr: "type_from takes header, json or form"},
+
 		// not built yet
 		{name: "ordered", input: ingressBlock("ordered json data.object.customer"), wantErr: "ordered is not supported by this build of hookline yet"},
-		{name: "sign_forwarded", input: ingressBlock("sign_forwarded {env.UPSTREAM_SECRET}"), wantErr: "sign_forwarded is not supported by this build of hookline yet"},
+		{name: "destination", input: ingressBlock("destination billing http://127.0.0.1:9100/"), wantErr: "destination is not supported by this build of hookline yet"},
 
 		// unknown option
 		{name: "unknown option", input: ingressBlock("upstream http://x/"), wantErr: `unrecognized webhook_ingress option "upstream"`},
