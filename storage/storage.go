@@ -42,7 +42,10 @@ type Event struct {
 	Type string `json:"type,omitempty"`
 	// RequestID is the id of the ingress request that accepted the event
 	// (Caddy's {http.request.uuid}), for the audit log.
-	RequestID  string      `json:"request_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Trace is the W3C traceparent of the ingress request's span when
+	// Caddy's tracing is on: each delivery attempt is a span of that trace.
+	Trace      string      `json:"trace,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Headers    http.Header `json:"headers,omitempty"`
 	Body       []byte      `json:"body,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
@@ -64,6 +65,10 @@ type Config struct {
 	Paused func(source string) bool
 	// Client sends the upstream requests (nil: a client with no redirects).
 	Client *http.Client
+	// Tracer returns the tracer provider of Caddy's tracing, once known
+	// (nil: none); the attempts of events carrying a trace are spans of it
+	// (trace.go).
+	Tracer func() trace.TracerProvider
 	Logger *zap.Logger
 	// OnResult, if set, is called after each job is finished (metrics, L1).
 	OnResult func(Report)
@@ -101,6 +106,7 @@ type Dispatcher struct {
 	cfg    Config
 	log    *zap.Logger
 	client *http.Client
+	traced *http.Client // client through otelhttp, for traced events
 	notify chan struct{}
 	// slots holds one token per job the dispatcher may hold under lease;
 	// a leased job returns its token when finished.
@@ -153,6 +159,7 @@ func New(cfg Config) *Dispatcher {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		client:   client,
+		traced:   tracedClient(client),
 		notify:   make(chan struct{}, 1),
 		slots:    make(chan struct{}, cfg.Workers+prefetch),
 		queue:    make(chan *storage.Job, prefetch),
@@ -530,10 +537,17 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	if t.Signer != nil {
 		t.Signer.Sign(req.Header, req.Header.Get("Webhook-Id"), job.Body, time.Now())
 	}
-	resp, err := d.client.Do(req)
+	client := d.client
+	ctx, span := d.startAttempt(ctx, job)
+	if span != nil {
+		client, req = d.traced, req.WithContext(ctx)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
+		endAttempt(span, 0, err)
 		return 0, nil, err
 	}
+	endAttempt(span, resp.StatusCode, nil)
 	// drain a little so the connection can be reused; never log it
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()

@@ -20,6 +20,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
@@ -328,6 +330,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			Source:     h.Source,
 			Type:       inspect.Type(h.typeRules), // a duplicate's type is never read
 			RequestID:  requestID(r),
+			Trace:      h.traceOf(r),
 			Upstream:   h.ForwardTo,
 			Headers:    forwardHeaders(r.Header),
 			Body:       body,
@@ -422,6 +425,22 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 	// one call: received_total, signature_failures_total, stats, alerts
 	h.app.ObserveSignatureFailure(h.Source, strings.ToLower(code))
 	writeError(w, status, code, msg, retryAfter, nil)
+}
+
+// traceOf is the W3C traceparent of the request's span when Caddy's
+// tracing is on ("" otherwise); it tells the app which tracer provider
+// Caddy's tracing uses, for the delivery spans.
+func (h *Ingress) traceOf(r *http.Request) string {
+	span := trace.SpanFromContext(r.Context())
+	if !span.SpanContext().IsValid() {
+		return ""
+	}
+	if span.IsRecording() {
+		h.app.UseTracerProvider(span.TracerProvider())
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(r.Context(), c)
+	return c["traceparent"]
 }
 
 // requestID is the request's id as Caddy's {http.request.uuid} has it

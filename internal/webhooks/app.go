@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
@@ -276,6 +277,7 @@ func (a *App) Start() error {
 		Sources:  a.sourceNames,
 		Paused:   a.SourcePaused,
 		Breakers: a.breakers,
+		Tracer:   a.tracerProvider,
 		Logger:   a.log.Named("delivery"),
 		OnResult: a.onResult,
 	})
@@ -617,6 +619,32 @@ func (a *App) Notify() {
 func (a *App) Observe(source, outcome string) {
 	observeReceived(source, outcome)
 	a.Count(source, outcome, 1)
+}
+
+// tracerBox holds a tracer provider in an atomic.Pointer.
+type tracerBox struct{ tp trace.TracerProvider }
+
+// seenTracer is the tracer provider of Caddy's tracing, as the last traced
+// ingress request showed it. Process-wide, like that provider itself (one
+// for every tracing handler): it survives reloads, so traced events queued
+// before one still get their spans.
+var seenTracer atomic.Pointer[tracerBox]
+
+// UseTracerProvider is called by the ingress with the tracer provider of
+// its request's recording span: the delivery attempts of traced events are
+// spans of it.
+func (a *App) UseTracerProvider(tp trace.TracerProvider) {
+	if cur := seenTracer.Load(); cur == nil || cur.tp != tp {
+		seenTracer.Store(&tracerBox{tp})
+	}
+}
+
+// tracerProvider is the tracer provider the ingress saw, or nil.
+func (a *App) tracerProvider() trace.TracerProvider {
+	if b := seenTracer.Load(); b != nil {
+		return b.tp
+	}
+	return nil
 }
 
 // ObserveAccepted counts an accepted (stored) event: as Observe(source,
