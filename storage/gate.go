@@ -8,13 +8,11 @@ import (
 )
 
 // Lanes. Every queued job belongs to one lane, the unit that is paused,
-// paced and held back as a whole: today a job's lane is its source. The
+// paced and held back as a whole: a job's lane is its source, or its
+// source's replay lane for a replayed event (LaneOf, in replay.go). The
 // backends index due jobs per lane, so that a lane that must wait costs
 // no store work however many jobs it holds: its jobs are simply not
 // looked at until the gate lets them through.
-
-// LaneOf is the lane of a job's event.
-func LaneOf(ev *Event) string { return ev.Source }
 
 // Gate says, at lease time, which lanes may be leased and how fast. A nil
 // Gate lets every lane through unpaced.

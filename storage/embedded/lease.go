@@ -151,10 +151,13 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	})
 }
 
-// finishRecord stores a delivered or dead event without its payload (the
-// DLQ entry keeps the payload of dead ones) and indexes it for retention.
+// finishRecord stores a delivered or dead event and indexes it for
+// retention. A delivered event keeps its payload (a replay re-sends it); a
+// dead one's is dropped (its DLQ entry keeps it).
 func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
-	rec.Body, rec.Headers = nil, nil
+	if rec.Status == storage.StatusDead {
+		rec.Body, rec.Headers = nil, nil
+	}
 	rec.FinishedAt = now
 	if err := putRecord(tx, rec); err != nil {
 		return err
