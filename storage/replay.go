@@ -35,10 +35,10 @@ func SourceOfLane(lane string) string {
 	return strings.TrimSuffix(lane, replayLaneSuffix)
 }
 
-// Limits of a replay.
+// Limits of a replay: those of a bulk DLQ retry.
 const (
 	ReplayDefaultLimit = 100
-	ReplayMaxLimit     = 1000
+	ReplayMaxLimit     = DLQMaxLimit
 )
 
 // ReplayFilter selects delivered events to replay. Zero fields match

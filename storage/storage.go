@@ -108,10 +108,12 @@ type EnqueueResult struct {
 
 // EventInfo is what the store knows about one event.
 type EventInfo struct {
-	ID          string    `json:"id"`
-	EventID     string    `json:"event_id"`
-	Source      string    `json:"source"`
-	EventType   string    `json:"event_type,omitempty"`
+	ID        string `json:"id"`
+	EventID   string `json:"event_id"`
+	Source    string `json:"source"`
+	EventType string `json:"event_type,omitempty"`
+	// RequestID is the id of the ingress request that accepted the event.
+	RequestID   string    `json:"request_id,omitempty"`
 	Status      Status    `json:"status"`
 	ReceivedAt  time.Time `json:"received_at"`
 	NextAttempt time.Time `json:"next_attempt_at,omitzero"`

@@ -129,7 +129,7 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, err := readBulkRetry(r)
+	req, err := readStrict[BulkRetryRequest](r)
 	if err != nil {
 		return err
 	}
@@ -167,10 +167,10 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, res)
 }
 
-// readBulkRetry reads the optional body of a bulk retry, refusing
-// unknown fields.
-func readBulkRetry(r *http.Request) (BulkRetryRequest, error) {
-	var req BulkRetryRequest
+// readStrict reads the optional JSON body of a bulk route, refusing
+// unknown fields; no body is the zero T.
+func readStrict[T any](r *http.Request) (T, error) {
+	var req T
 	body, err := readBody(r)
 	if err != nil || len(body) == 0 {
 		return req, err
@@ -199,6 +199,11 @@ func validLimit(n int) bool { return n >= 1 && n <= storage.DLQMaxLimit }
 // parseSince reads a since filter: an RFC 3339 time, or a duration meaning
 // that long before now ("24h", "7d"). "" is no filter (the zero time).
 func parseSince(s string, now time.Time) (time.Time, error) {
+	return parseTimeFilter("since", s, now)
+}
+
+// parseTimeFilter reads the time filter named name as parseSince does.
+func parseTimeFilter(name, s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -208,5 +213,5 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("since: want an RFC 3339 time or a duration, got %q", s))
+	return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("%s: want an RFC 3339 time or a duration, got %q", name, s))
 }
