@@ -78,10 +78,22 @@ func (f ReplayFilter) Matches(ev *Event, st Status, finished time.Time) bool {
 	return (f.Source == "" || ev.Source == f.Source) && (f.Type == "" || ev.Type == f.Type)
 }
 
+// ErrNotDelivered is Replay's refusal of an event that is not delivered
+// (any more): queued again by another replay, in flight, dead.
+// errors.Is(ErrNotDelivered, ErrConflict) holds.
+var ErrNotDelivered error = conflictError("event is not delivered (queued, in flight, dead, or replayed meanwhile)")
+
+// conflictError is an ErrConflict with its own text.
+type conflictError string
+
+func (e conflictError) Error() string { return string(e) }
+
+// Is makes errors.Is(e, ErrConflict) hold.
+func (e conflictError) Is(target error) bool { return target == ErrConflict }
+
 // CheckReplayEvent is nil when Replay may re-enqueue an event whose record
 // has status st ("" when the record is gone: ErrNotFound); an event that
-// is not delivered (queued again by another replay, in flight, dead)
-// gives ErrConflict.
+// is not delivered gives ErrNotDelivered.
 func CheckReplayEvent(st Status) error {
 	switch st {
 	case StatusDelivered:
@@ -89,7 +101,7 @@ func CheckReplayEvent(st Status) error {
 	case "":
 		return ErrNotFound
 	}
-	return ErrConflict
+	return ErrNotDelivered
 }
 
 // ReplayJob turns a delivered event's job into its replay: in the replay

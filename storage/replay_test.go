@@ -56,11 +56,17 @@ func TestReplayFilter(t *testing.T) {
 
 func TestCheckReplayEvent(t *testing.T) {
 	for st, want := range map[Status]error{
-		StatusDelivered: nil, "": ErrNotFound, StatusQueued: ErrConflict, StatusInFlight: ErrConflict, StatusDead: ErrConflict,
+		StatusDelivered: nil, "": ErrNotFound, StatusQueued: ErrNotDelivered, StatusInFlight: ErrConflict, StatusDead: ErrConflict,
 	} {
 		if err := CheckReplayEvent(st); !errors.Is(err, want) || (want == nil && err != nil) {
 			t.Errorf("CheckReplayEvent(%q) = %v, want %v", st, err, want)
 		}
+	}
+}
+
+func TestErrNotDelivered(t *testing.T) {
+	if !errors.Is(ErrNotDelivered, ErrConflict) || errors.Is(ErrConflict, ErrNotDelivered) || ErrNotDelivered.Error() == ErrConflict.Error() {
+		t.Errorf("ErrNotDelivered %q: want an ErrConflict with its own text", ErrNotDelivered)
 	}
 }
 

@@ -224,8 +224,8 @@ type Replays interface {
 	// ListDelivered: its ID, EventID and Source are read) due at due, as
 	// ReplayJob says: queued in its source's replay lane with a fresh
 	// attempt budget. An event that is no longer delivered (replayed
-	// meanwhile, by another caller too) gives ErrConflict
-	// (CheckReplayEvent), one past retention ErrNotFound.
+	// meanwhile, by another caller too) gives ErrNotDelivered, an
+	// ErrConflict (CheckReplayEvent); one past retention ErrNotFound.
 	Replay(ctx context.Context, ev *EventInfo, due time.Time) error
 }
 

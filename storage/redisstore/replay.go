@@ -125,7 +125,7 @@ func (s *Store) Replay(ctx context.Context, info *storage.EventInfo, due time.Ti
 	case 0:
 		return storage.ErrNotFound
 	}
-	return storage.ErrConflict
+	return storage.ErrNotDelivered
 }
 
 // findFinished reads the hash of the event info names, in the partition
