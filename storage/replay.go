@@ -53,13 +53,7 @@ type ReplayFilter struct {
 
 // EffectiveLimit clamps the filter's limit to [1, ReplayMaxLimit].
 func (f ReplayFilter) EffectiveLimit() int {
-	switch {
-	case f.Limit <= 0:
-		return ReplayDefaultLimit
-	case f.Limit > ReplayMaxLimit:
-		return ReplayMaxLimit
-	}
-	return f.Limit
+	return clampLimit(f.Limit, ReplayDefaultLimit, ReplayMaxLimit)
 }
 
 // InRange reports whether an event finished at finished is within the

@@ -218,7 +218,8 @@ type Operations interface {
 // A delivered event keeps its payload until Cleanup removes it.
 type Replays interface {
 	// ListDelivered lists up to f.EffectiveLimit() delivered events
-	// matching f (ReplayFilter.Matches), oldest delivery first.
+	// matching f (ReplayFilter.Matches), oldest delivery first (ties,
+	// within the backend's time resolution, by id).
 	ListDelivered(ctx context.Context, f ReplayFilter) ([]EventInfo, error)
 	// Replay atomically re-enqueues the delivered event ev (as listed by
 	// ListDelivered: its ID, EventID and Source are read) due at due, as

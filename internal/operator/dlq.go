@@ -155,16 +155,25 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res := BulkRetryAnswer{DryRun: req.DryRun, Matched: rd.Matched, Retried: rd.Retried, SkippedDelivered: rd.SkippedDelivered}
-	for id, err := range rd.Failed {
-		if res.Failed == nil {
-			res.Failed = map[string]string{}
-		}
-		res.Failed[id] = storeError(err).msg
-	}
-	if !req.DryRun && len(rd.Retried) > 0 {
-		res.Spread = rd.Spread.Round(time.Millisecond).String()
-	}
+	res.Failed, res.Spread = bulkOutcome(rd.Failed, req.DryRun, len(rd.Retried), rd.Spread)
 	return answer(w, res)
+}
+
+// bulkOutcome is how a bulk route's answer shows its failures (with the
+// store's errors as the API words them) and the spread of the n events it
+// re-enqueued (none for a dry run).
+func bulkOutcome(failed map[string]error, dryRun bool, n int, spread time.Duration) (map[string]string, string) {
+	var out map[string]string
+	for id, err := range failed {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[id] = storeError(err).msg
+	}
+	if dryRun || n == 0 {
+		return out, ""
+	}
+	return out, spread.Round(time.Millisecond).String()
 }
 
 // readStrict reads the optional JSON body of a bulk route, refusing

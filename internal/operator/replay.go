@@ -48,14 +48,6 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) error {
 	if res.Replayed == nil {
 		res.Replayed = []ReplayedEvent{}
 	}
-	for id, err := range rp.Failed {
-		if res.Failed == nil {
-			res.Failed = map[string]string{}
-		}
-		res.Failed[id] = storeError(err).msg
-	}
-	if !req.DryRun && len(rp.Replayed) > 0 {
-		res.Spread = rp.Spread.Round(time.Millisecond).String()
-	}
+	res.Failed, res.Spread = bulkOutcome(rp.Failed, req.DryRun, len(rp.Replayed), rp.Spread)
 	return answer(w, res)
 }

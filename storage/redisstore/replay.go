@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +19,8 @@ const listBatch = 200
 
 // ListDelivered implements storage.Store: each partition's done index (by
 // finish time) is walked from f.Since to f.Until, its events read in
-// batches; the partitions' matches are merged, oldest delivery first.
+// batches; the partitions' matches are merged, oldest delivery first
+// (events delivered within the same millisecond by id).
 func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]storage.EventInfo, error) {
 	limit := f.EffectiveLimit()
 	lo, hi := "-inf", "+inf"
@@ -60,7 +62,10 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]st
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b storage.EventInfo) int { return a.FinishedAt.Compare(b.FinishedAt) })
+	// the order of each partition's done index: by finish time (ms), then id
+	slices.SortFunc(out, func(a, b storage.EventInfo) int {
+		return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID))
+	})
 	return out[:min(len(out), limit)], nil
 }
 
@@ -119,13 +124,7 @@ func (s *Store) Replay(ctx context.Context, info *storage.EventInfo, due time.Ti
 	if err != nil {
 		return unavailable(err)
 	}
-	switch n, _ := v.(int64); n {
-	case 1:
-		return nil
-	case 0:
-		return storage.ErrNotFound
-	}
-	return storage.ErrNotDelivered
+	return scriptResult(v, storage.ErrNotFound, storage.ErrNotDelivered)
 }
 
 // findFinished reads the hash of the event info names, in the partition
