@@ -177,8 +177,20 @@ func testReplay(t *testing.T, f Factory) {
 	}
 	// delivered again: it may be replayed again
 	if err := s.Replay(t.Context(), got, time.Now()); err != nil {
-		t.Errorf("Replay of the event delivered again: %v", err)
+		t.Fatalf("Replay of the event delivered again: %v", err)
 	}
+	// a replay that dies is a dead event as any; a DLQ retry of it goes
+	// back to its source's own lane
+	j = leaseOne(t, s, time.Now(), time.Minute, ev.ID)
+	finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(5, time.Now(), 400, ""), Error: "bad"})
+	if err := s.DLQRetry(t.Context(), ev.ID, time.Now()); err != nil {
+		t.Fatalf("DLQRetry of the dead replay: %v", err)
+	}
+	j = leaseOne(t, s, time.Now(), time.Minute, ev.ID)
+	if j.Replay || storage.LaneOf(&j.Event) != "stripe" {
+		t.Errorf("DLQ retry of a dead replay: replay %v lane %q, want the source's lane", j.Replay, storage.LaneOf(&j.Event))
+	}
+	finish(t, s, j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(6, time.Now(), 200, "")})
 
 	// a dead event is not replayed
 	dead := newEvent(t, "stripe", "evt_dead")
