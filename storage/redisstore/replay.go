@@ -38,25 +38,13 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]st
 			if err != nil {
 				return nil, unavailable(err)
 			}
-			cmds := make([]*redis.SliceCmd, len(ids))
-			_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-				for i, id := range ids {
-					cmds[i] = pipe.HMGet(ctx, p.ev(id), "st", "ev", "att", "fin")
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return nil, unavailable(err)
+			infos, err := s.readDelivered(ctx, p, ids, f)
+			if err != nil {
+				return nil, err
 			}
-			for _, cmd := range cmds {
-				if found == limit {
-					break
-				}
-				if info, ok := deliveredInfo(cmd.Val(), f); ok {
-					out = append(out, *info)
-					found++
-				}
-			}
+			infos = infos[:min(len(infos), limit-found)]
+			out = append(out, infos...)
+			found += len(infos)
 			if len(ids) < listBatch {
 				break
 			}
@@ -69,27 +57,71 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]st
 	return out[:min(len(out), limit)], nil
 }
 
-// deliveredInfo is the EventInfo of an event hash's st, ev, att and fin
-// fields, if the filter matches it (an unreadable event is not replayed).
-func deliveredInfo(vals []any, f storage.ReplayFilter) (*storage.EventInfo, bool) {
-	if len(vals) != 4 {
-		return nil, false
+// readDelivered reads the events ids of partition p that f matches, in
+// the order of ids: first the fields the filter needs but the type, then
+// the event and attempts of the delivered ones of the source (only those
+// carry a payload worth reading).
+func (s *Store) readDelivered(ctx context.Context, p partition, ids []string, f storage.ReplayFilter) ([]storage.EventInfo, error) {
+	heads := make([]*redis.SliceCmd, len(ids))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range ids {
+			heads[i] = pipe.HMGet(ctx, p.ev(id), "st", "src", "fin")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
 	}
-	str := func(i int) string { v, _ := vals[i].(string); return v }
-	var ev storage.Event
-	if json.Unmarshal([]byte(str(1)), &ev) != nil {
-		return nil, false
+	type head struct {
+		id  string
+		st  storage.Status
+		fin time.Time
 	}
-	var attempts []storage.Attempt
-	if a := str(2); a != "" && json.Unmarshal([]byte(a), &attempts) != nil {
-		return nil, false
+	var wanted []head
+	for i, cmd := range heads {
+		v := cmd.Val()
+		if len(v) != 3 {
+			continue
+		}
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		finMS, _ := strconv.ParseInt(str(2), 10, 64)
+		h := head{id: ids[i], st: storage.Status(str(0)), fin: fromMS(finMS)}
+		// the type (and a source not in the hash) is checked once the event is read
+		src := cmp.Or(str(1), f.Source)
+		if f.Matches(&storage.Event{Source: src, Type: f.Type}, h.st, h.fin) {
+			wanted = append(wanted, h)
+		}
 	}
-	finMS, _ := strconv.ParseInt(str(3), 10, 64)
-	fin, st := fromMS(finMS), storage.Status(str(0))
-	if !f.Matches(&ev, st, fin) {
-		return nil, false
+	bodies := make([]*redis.SliceCmd, len(wanted))
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, h := range wanted {
+			bodies[i] = pipe.HMGet(ctx, p.ev(h.id), "ev", "att")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable(err)
 	}
-	return storage.NewEventInfo(&ev, attempts, st, time.Time{}, fin), true
+	var out []storage.EventInfo
+	for i, cmd := range bodies {
+		v := cmd.Val()
+		if len(v) != 2 {
+			continue
+		}
+		str := func(i int) string { s, _ := v[i].(string); return s }
+		var ev storage.Event
+		var attempts []storage.Attempt
+		if json.Unmarshal([]byte(str(0)), &ev) != nil {
+			continue // an unreadable event is not replayed
+		}
+		if a := str(1); a != "" && json.Unmarshal([]byte(a), &attempts) != nil {
+			continue
+		}
+		if h := wanted[i]; f.Matches(&ev, h.st, h.fin) {
+			out = append(out, *storage.NewEventInfo(&ev, attempts, h.st, time.Time{}, h.fin))
+		}
+	}
+	return out, nil
 }
 
 // Replay implements storage.Store. The event is read, turned into its
