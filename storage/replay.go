@@ -35,6 +35,12 @@ func SourceOfLane(lane string) string {
 	return strings.TrimSuffix(lane, replayLaneSuffix)
 }
 
+// PaceOf names the pace a lane takes its slots from (Gate.Pace holds
+// each lane's rate): a source's lanes share one, so that its replays and
+// its live traffic together stay within its rate_limit. The backends key
+// their pacing state by it.
+func PaceOf(lane string) string { return SourceOfLane(lane) }
+
 // Limits of a replay: those of a bulk DLQ retry.
 const (
 	ReplayDefaultLimit = 100

@@ -202,7 +202,7 @@ func TestDispatcherSendsUntravelableIDHashed(t *testing.T) {
 
 // A source's replay lane is gated as its own lane: skipped while the
 // source is paused or its breaker open, capped while half open, paced at
-// its rate.
+// its rate (the stores give both lanes one pace: storage.PaceOf).
 func TestGateReplayLane(t *testing.T) {
 	rate := storage.Rate{Events: 2, Per: time.Second}
 	targets := map[string]*Target{

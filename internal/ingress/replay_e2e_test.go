@@ -122,7 +122,8 @@ func TestReplay(t *testing.T) {
 // TestReplayLaneLeavesLiveTrafficAlone: a paused source's replays wait;
 // a live event posted while a backlog of due replays of the paced source
 // drains is delivered promptly, not behind the backlog: the replays wait
-// in a lane of their own, which takes turns with the live one.
+// in a lane of their own, which takes turns with the live one within the
+// source's one pace.
 func TestReplayLaneLeavesLiveTrafficAlone(t *testing.T) {
 	up := newUpstream(t)
 	startCaddy(t, up, "", fmt.Sprintf(`
@@ -175,6 +176,7 @@ func TestReplayLaneLeavesLiveTrafficAlone(t *testing.T) {
 		liveAt = up.next(t, 5*time.Second).At
 		t.Fatalf("the live event arrived after the whole replay backlog (%s after it was posted)", liveAt.Sub(posted))
 	}
+	t.Logf("live event delivered %s after it was posted; the replay backlog ended %s after", liveAt.Sub(posted), last.Sub(posted))
 	if d := liveAt.Sub(posted); d > 500*time.Millisecond || !liveAt.Before(last) {
 		t.Errorf("the live event took %s, behind the replay backlog (which ended %s after it was posted)", d, last.Sub(posted))
 	}

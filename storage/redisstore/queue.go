@@ -201,7 +201,11 @@ end
 return out
 `)
 
-func (s *Store) paceKey(lane string) string { return "{" + s.opts.Prefix + ":pace:" + lane + "}" }
+// paceKey is the key of the pace lane takes its slots from
+// (storage.PaceOf: a source's lanes share one).
+func (s *Store) paceKey(lane string) string {
+	return "{" + s.opts.Prefix + ":pace:" + storage.PaceOf(lane) + "}"
+}
 
 // pace takes, for each paced lane in want, up to that many slots of the
 // lane's shared pace, and returns how many each got.

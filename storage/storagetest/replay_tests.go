@@ -230,7 +230,8 @@ func testReplayConcurrent(t *testing.T, f Factory) {
 	leaseOne(t, s, time.Now(), time.Minute, ev.ID)
 }
 
-// testReplayLane: replayed jobs and live jobs of one source take turns.
+// testReplayLane: replayed jobs and live jobs of one source take turns,
+// within the one pace they share.
 func testReplayLane(t *testing.T, f Factory) {
 	s := f.Open(t)
 	var replayed []*storage.Event
@@ -255,5 +256,22 @@ func testReplayLane(t *testing.T, f Factory) {
 	}
 	if want := []bool{true, false, true, false}; !slices.Equal(lanes, want) {
 		t.Errorf("Lease(4) replay flags = %v, want %v (the lanes take turns, the replay backlog's oldest first)", lanes, want)
+	}
+
+	// paced, the two lanes share the source's pace: one slot a second for both
+	rate := storage.Rate{Events: 1, Per: time.Second}
+	gate := &storage.Gate{Pace: map[string]storage.Rate{}}
+	for _, lane := range storage.LanesOf("stripe") {
+		gate.Pace[lane] = rate
+	}
+	now := time.Now().Add(20 * time.Millisecond)
+	if jobs := gateLease(t, s, now, 10, time.Minute, gate); len(jobs) != 1 {
+		t.Errorf("paced Lease = %d jobs of the source's two lanes, want 1 (one pace for both)", len(jobs))
+	}
+	if jobs := gateLease(t, s, now.Add(100*time.Millisecond), 10, time.Minute, gate); len(jobs) != 0 {
+		t.Errorf("paced Lease before the next slot = %d jobs, want 0", len(jobs))
+	}
+	if due, ok, err := s.NextDue(t.Context(), gate); err != nil || !ok || due.Sub(now.Add(time.Second)).Abs() > 5*time.Millisecond {
+		t.Errorf("NextDue = %v %v %v, want the shared pace's next slot %v", due, ok, err, now.Add(time.Second))
 	}
 }
