@@ -104,14 +104,17 @@ const (
 )
 
 // EffectiveLimit clamps the filter's limit to [1, DLQMaxLimit].
-func (f DLQFilter) EffectiveLimit() int {
+func (f DLQFilter) EffectiveLimit() int { return clampLimit(f.Limit, DLQDefaultLimit, DLQMaxLimit) }
+
+// clampLimit is limit within [1, most], def when it is not positive.
+func clampLimit(limit, def, most int) int {
 	switch {
-	case f.Limit <= 0:
-		return DLQDefaultLimit
-	case f.Limit > DLQMaxLimit:
-		return DLQMaxLimit
+	case limit <= 0:
+		return def
+	case limit > most:
+		return most
 	}
-	return f.Limit
+	return limit
 }
 
 // Errors shared by every backend.

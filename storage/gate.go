@@ -8,13 +8,11 @@ import (
 )
 
 // Lanes. Every queued job belongs to one lane, the unit that is paused,
-// paced and held back as a whole: today a job's lane is its source. The
+// paced and held back as a whole: a job's lane is its source, or its
+// source's replay lane for a replayed event (LaneOf, in replay.go). The
 // backends index due jobs per lane, so that a lane that must wait costs
 // no store work however many jobs it holds: its jobs are simply not
 // looked at until the gate lets them through.
-
-// LaneOf is the lane of a job's event.
-func LaneOf(ev *Event) string { return ev.Source }
 
 // Gate says, at lease time, which lanes may be leased and how fast. A nil
 // Gate lets every lane through unpaced.
@@ -157,7 +155,9 @@ type Candidate struct {
 // slots each lane got (taken for good: a slot granted for a job that is
 // then not leased is lost, so a lane may go slower, never faster). Lanes
 // are asked in rounds, so that a paced lane with no slot frees its place
-// for the next lanes, paced ones included, and never starves them.
+// for the next lanes, paced ones included, and never starves them. Lanes
+// sharing a pace (PaceOf) are asked one after the other, the pace's own
+// lane first: a source's live traffic before its replay.
 func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (map[string]int, error)) ([]Candidate, error) {
 	granted := make(map[string]int)
 	for {
@@ -167,6 +167,16 @@ func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (
 			if _, asked := granted[c.Lane]; !asked {
 				if _, paced := gate.RateOf(c.Lane); paced {
 					want[c.Lane]++
+				}
+			}
+		}
+		// a lane sharing the pace of another (PaceOf: a replay lane, its
+		// source's) is asked once that lane was: live traffic takes the
+		// slots it needs, the replay the rest
+		for lane := range want {
+			if own := PaceOf(lane); own != lane {
+				if _, first := want[own]; first {
+					delete(want, lane)
 				}
 			}
 		}

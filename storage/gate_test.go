@@ -161,3 +161,50 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSharedPace: a source's replay lane shares its pace (PaceOf) and
+// is asked after the live lane, so live traffic takes the slots it needs
+// however old the replay backlog, and both together never pass the pace.
+func TestPlanSharedPace(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	live, replay := LanesOf("a")[0], LanesOf("a")[1]
+	cands := []Candidate{
+		{Lane: replay, Due: t0, ID: "r1"}, {Lane: replay, Due: t0.Add(time.Second), ID: "r2"},
+		{Lane: live, Due: t0.Add(2 * time.Second), ID: "l1"},
+	}
+	hourly := Rate{Events: 1, Per: time.Hour}
+	gate := &Gate{Pace: map[string]Rate{live: hourly, replay: hourly}}
+	for _, tc := range []struct {
+		slots int // in the shared pace
+		want  string
+		order string // the lanes asked, round by round
+	}{
+		{0, "", "a|a~replay|"},
+		{1, "l1 ", "a|a~replay|"},
+		{2, "r1 l1 ", "a|a~replay|"},
+		{5, "r1 l1 r2 ", "a|a~replay|"},
+	} {
+		left := tc.slots
+		order := ""
+		got, err := Plan(cands, 10, gate, func(want map[string]int) (map[string]int, error) {
+			out := map[string]int{}
+			for lane, k := range want {
+				order += lane + "|"
+				g := min(k, left)
+				left -= g
+				out[lane] = g
+			}
+			return out, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ""
+		for _, c := range got {
+			s += c.ID + " "
+		}
+		if s != tc.want || order != tc.order || left < 0 {
+			t.Errorf("%d slots: Plan = %q asking %q, want %q asking %q", tc.slots, s, order, tc.want, tc.order)
+		}
+	}
+}

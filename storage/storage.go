@@ -45,7 +45,10 @@ type Event struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Trace is the W3C traceparent of the ingress request's span when
 	// Caddy's tracing is on: each delivery attempt is a span of that trace.
-	Trace      string      `json:"trace,omitempty"`
+	Trace string `json:"trace,omitempty"`
+	// Replay is true once an operator replayed the delivered event: its
+	// jobs wait in its source's replay lane (LaneOf).
+	Replay     bool        `json:"replay,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Headers    http.Header `json:"headers,omitempty"`
 	Body       []byte      `json:"body,omitempty"`
@@ -108,10 +111,12 @@ type EnqueueResult struct {
 
 // EventInfo is what the store knows about one event.
 type EventInfo struct {
-	ID          string    `json:"id"`
-	EventID     string    `json:"event_id"`
-	Source      string    `json:"source"`
-	EventType   string    `json:"event_type,omitempty"`
+	ID        string `json:"id"`
+	EventID   string `json:"event_id"`
+	Source    string `json:"source"`
+	EventType string `json:"event_type,omitempty"`
+	// RequestID is the id of the ingress request that accepted the event.
+	RequestID   string    `json:"request_id,omitempty"`
 	Status      Status    `json:"status"`
 	ReceivedAt  time.Time `json:"received_at"`
 	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
@@ -126,7 +131,7 @@ type Counts struct {
 	Dead     int `json:"dead"` // DLQ entries in pending or investigating state
 }
 
-// Store is implemented by every storage backend: the four roles below,
+// Store is implemented by every storage backend: the five roles below,
 // each of which a caller can depend on alone (the delivery engine needs
 // only Queue). All methods are safe for concurrent use by several
 // goroutines and, for shared backends, by several processes. Methods that
@@ -137,6 +142,7 @@ type Store interface {
 	Queue
 	DeadLetters
 	Operations
+	Replays
 	Janitor
 	// Close releases the backend.
 	Close() error
@@ -209,6 +215,22 @@ type Operations interface {
 	// Stats returns the counters summed over the minute buckets since
 	// since, and the all-time totals.
 	Stats(ctx context.Context, since time.Time) (recent, allTime map[string]map[string]int64, err error)
+}
+
+// Replays re-sends events already delivered (still within retention).
+// A delivered event keeps its payload until Cleanup removes it.
+type Replays interface {
+	// ListDelivered lists up to f.EffectiveLimit() delivered events
+	// matching f (ReplayFilter.Matches), oldest delivery first (ties,
+	// within the backend's time resolution, by id).
+	ListDelivered(ctx context.Context, f ReplayFilter) ([]EventInfo, error)
+	// Replay atomically re-enqueues the delivered event ev (as listed by
+	// ListDelivered: its ID, EventID and Source are read) due at due, as
+	// ReplayJob says: queued in its source's replay lane with a fresh
+	// attempt budget. An event that is no longer delivered (replayed
+	// meanwhile, by another caller too) gives ErrNotDelivered, an
+	// ErrConflict (CheckReplayEvent); one past retention ErrNotFound.
+	Replay(ctx context.Context, ev *EventInfo, due time.Time) error
 }
 
 // Janitor removes what has outlived its retention.

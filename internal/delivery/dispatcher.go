@@ -356,23 +356,28 @@ func (d *Dispatcher) gate() *storage.Gate {
 	}
 	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
 	for _, src := range d.cfg.Sources() {
-		if d.cfg.Paused != nil && d.cfg.Paused(src) {
-			g.Skip[src] = true
-			continue
-		}
+		// a source's lanes (its own and its replay lane) are gated alike
+		lanes := storage.LanesOf(src)
+		held := d.cfg.Paused != nil && d.cfg.Paused(src)
 		t, ok := d.cfg.Resolve(src)
-		if !ok || t == nil {
+		if !held && (!ok || t == nil) {
 			continue
 		}
-		switch wait, trial := d.breakers.holds(t.URL); {
-		case wait:
-			g.Skip[src] = true
-			continue
-		case trial:
-			g.Cap[src] = 1 // one trial request: the rest would be handed back
+		var trial bool
+		if !held {
+			held, trial = d.breakers.holds(t.URL)
 		}
-		if t.Rate.Valid() {
-			g.Pace[src] = t.Rate
+		for _, lane := range lanes {
+			switch {
+			case held:
+				g.Skip[lane] = true
+				continue
+			case trial:
+				g.Cap[lane] = 1 // one trial request: the rest would be handed back
+			}
+			if t.Rate.Valid() {
+				g.Pace[lane] = t.Rate
+			}
 		}
 	}
 	return g

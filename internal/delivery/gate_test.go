@@ -110,8 +110,8 @@ func TestDispatcherPausedSourceNotLeased(t *testing.T) {
 	}
 	var paused atomic.Bool
 	paused.Store(true)
-	for range 50 {
-		enqueue(t, st, storage.Event{Source: "held"})
+	for i := range 50 {
+		enqueue(t, st, storage.Event{Source: "held", Replay: i%2 == 0}) // its replays wait too
 	}
 	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
 		Paused: func(s string) bool { return s == "held" && paused.Load() }})
@@ -197,5 +197,31 @@ func TestDispatcherSendsUntravelableIDHashed(t *testing.T) {
 	}
 	if h := up.requests()[0].header.Get("X-Injected"); h != "" {
 		t.Fatalf("header injected through the id: %q", h)
+	}
+}
+
+// A source's replay lane is gated as its own lane: skipped while the
+// source is paused or its breaker open, capped while half open, paced at
+// its rate (the stores give both lanes one pace: storage.PaceOf).
+func TestGateReplayLane(t *testing.T) {
+	rate := storage.Rate{Events: 2, Per: time.Second}
+	targets := map[string]*Target{
+		"paced":  {URL: "http://paced.invalid/", Rate: rate},
+		"paused": {URL: "http://paused.invalid/"},
+		"plain":  {URL: "http://plain.invalid/"},
+	}
+	d := New(Config{Store: newStore(t), Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+		Paused: func(s string) bool { return s == "paused" }})
+	g := d.gate()
+	for _, src := range []string{"paced", "paused", "plain"} {
+		live, replay := storage.LanesOf(src)[0], storage.LanesOf(src)[1]
+		if g.Skip[live] != g.Skip[replay] || g.Skip[live] != (src == "paused") {
+			t.Errorf("%s: skip live %v replay %v", src, g.Skip[live], g.Skip[replay])
+		}
+		lr, lok := g.RateOf(live)
+		rr, rok := g.RateOf(replay)
+		if lok != rok || lr != rr || lok != (src == "paced") {
+			t.Errorf("%s: pace live %v %v replay %v %v", src, lr, lok, rr, rok)
+		}
 	}
 }

@@ -193,6 +193,8 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"RetryAfterHonoured", TestRetryAfterHonoured},
 		{"PermanentToDLQAndAdminRetry", TestPermanentToDLQAndAdminRetry},
 		{"EventTypes", TestEventTypes},
+		{"Replay", TestReplay},
+		{"ReplayLaneLeavesLiveTrafficAlone", TestReplayLaneLeavesLiveTrafficAlone},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -70,6 +70,17 @@ func TestErrors(t *testing.T) {
 		{name: "bulk bad status", method: "POST", path: "/webhooks/dlq/retry", body: `{"status":"bogus"}`, status: 400, error: `unknown status "bogus"`},
 		{name: "bulk bad limit", method: "POST", path: "/webhooks/dlq/retry", body: `{"limit":5000}`, status: 400, error: "limit must be between 1 and 1000"},
 		{name: "bulk bad since", method: "POST", path: "/webhooks/dlq/retry", body: `{"since":"yesterday"}`, status: 400},
+		{name: "GET on replay", method: "GET", path: "/webhooks/events/replay", status: 405, allow: "POST"},
+		{name: "replay bad JSON", method: "POST", path: "/webhooks/events/replay", body: `{"source":`, status: 400},
+		{name: "replay unknown field", method: "POST", path: "/webhooks/events/replay", body: `{"sources":"gen"}`, status: 400},
+		{name: "replay bad since", method: "POST", path: "/webhooks/events/replay", body: `{"since":"yesterday"}`, status: 400,
+			error: `since: want an RFC 3339 time or a duration, got "yesterday"`},
+		{name: "replay bad until", method: "POST", path: "/webhooks/events/replay", body: `{"until":"-1h"}`, status: 400,
+			error: `until: want an RFC 3339 time or a duration, got "-1h"`},
+		{name: "replay limit too big", method: "POST", path: "/webhooks/events/replay", body: `{"limit":1001}`, status: 400, error: "limit must be between 1 and 1000"},
+		{name: "replay limit negative", method: "POST", path: "/webhooks/events/replay", body: `{"limit":-1}`, status: 400, error: "limit must be between 1 and 1000"},
+		{name: "replay other destination", method: "POST", path: "/webhooks/events/replay", body: `{"destination":"analytics"}`, status: 400,
+			error: `destinations other than "default" are not supported yet`},
 		// query and path
 		{name: "list limit 0", method: "GET", path: "/webhooks/dlq?limit=0", status: 400, error: "limit must be between 1 and 1000"},
 		{name: "list limit not a number", method: "GET", path: "/webhooks/dlq?limit=ten", status: 400},
@@ -88,6 +99,10 @@ func TestErrors(t *testing.T) {
 			method: "GET", path: "/webhooks/stats", status: 503, error: "webhook store unavailable", noLeak: "10.0.0.7"},
 		{name: "store unavailable before the body is read", setup: func(f *fakeApp) { f.unavailable = true },
 			method: "POST", path: "/webhooks/dlq/retry", body: `{"unknown":1}`, status: 503},
+		{name: "store unavailable on replay", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "POST", path: "/webhooks/events/replay", body: `{"dry_run":true}`, status: 503, error: "webhook store unavailable", noLeak: "10.0.0.7"},
+		{name: "store fails a replay", setup: func(f *fakeApp) { f.fail = errors.New("redis: 10.0.0.7: i/o timeout") },
+			method: "POST", path: "/webhooks/events/replay", status: 503, noLeak: "10.0.0.7"},
 		{name: "store unavailable before the text is read", setup: func(f *fakeApp) { f.unavailable = true },
 			method: "POST", path: "/webhooks/dlq/p/resolve", body: `{not json`, status: 503},
 		{name: "store unavailable on pause", setup: func(f *fakeApp) { f.unavailable = true },
@@ -171,7 +186,8 @@ func TestBodyLimitOfAMountingHandler(t *testing.T) {
 
 func TestPatterns(t *testing.T) {
 	got := apiOver(newFakeApp()).Patterns()
-	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") || len(got) != 12 {
+	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
+		!slices.Contains(got, "POST /webhooks/events/replay") || len(got) != 13 {
 		t.Fatalf("patterns %q", got)
 	}
 }
@@ -265,6 +281,44 @@ func TestBulkRetry(t *testing.T) {
 	decode(t, serve(t, api, "POST", "/webhooks/dlq/retry", ""), &res)
 	if f.filter != (storage.DLQFilter{Status: storage.DLQPending}) || f.limit != 100 {
 		t.Errorf("empty body: filter %+v limit %d", f.filter, f.limit)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	f := fakeWithEntries()
+	api := apiOver(f)
+	a := operator.ReplayedEvent{ID: "i-1", EventID: "e-1", Source: "gen", Type: "charge.succeeded"}
+	b := operator.ReplayedEvent{ID: "i-2", EventID: "e-2", Source: "gen"}
+	f.replay = operator.Replay{Matched: 3, Replayed: []operator.ReplayedEvent{a, b},
+		Failed: map[string]error{"i-3": storage.ErrConflict}, Spread: 1500 * time.Millisecond}
+
+	// dry run: names the events, no spread; the filter as asked
+	var res operator.ReplayAnswer
+	before := time.Now()
+	decode(t, serve(t, api, "POST", "/webhooks/events/replay",
+		`{"source":"gen","destination":"default","type":"charge.succeeded","since":"24h","until":"2026-01-02T03:04:05Z","limit":7,"dry_run":true}`), &res)
+	until, _ := time.Parse(time.RFC3339, "2026-01-02T03:04:05Z")
+	if flt := f.replayFilter; flt.Source != "gen" || flt.Type != "charge.succeeded" || flt.Limit != 7 || !flt.Until.Equal(until) ||
+		flt.Since.Before(before.Add(-24*time.Hour)) || flt.Since.After(time.Now().Add(-24*time.Hour)) || !f.dryRun {
+		t.Errorf("dry run: filter %+v dry %v", flt, f.dryRun)
+	}
+	want := operator.ReplayAnswer{DryRun: true, Matched: 3, Replayed: []operator.ReplayedEvent{a, b},
+		Failed: map[string]string{"i-3": storage.ErrConflict.Error()}}
+	if got := mustJSON(t, res); string(got) != string(mustJSON(t, want)) {
+		t.Errorf("dry answer %s, want %s", got, mustJSON(t, want))
+	}
+
+	// a real run: the spread; no body: the defaults (limit 0 is the store's default)
+	res = operator.ReplayAnswer{}
+	decode(t, serve(t, api, "POST", "/webhooks/events/replay", ""), &res)
+	if f.replayFilter != (storage.ReplayFilter{}) || f.dryRun || res.Spread != "1.5s" || res.DryRun {
+		t.Errorf("empty body: filter %+v dry %v answer %+v", f.replayFilter, f.dryRun, res)
+	}
+	// nothing matched: an empty list, not null
+	f.replay = operator.Replay{}
+	w := serve(t, api, "POST", "/webhooks/events/replay", `{"source":"none"}`)
+	if !strings.Contains(w.Body.String(), `"replayed":[]`) || strings.Contains(w.Body.String(), "spread") {
+		t.Errorf("nothing matched: %s", w.Body)
 	}
 }
 

@@ -40,6 +40,11 @@ type App interface {
 	// skipping events delivered meanwhile; dryRun changes nothing. Its
 	// error is a failure to list the entries.
 	RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (Redrive, error)
+	// ReplayDelivered re-enqueues the delivered events matching f (at
+	// most f.EffectiveLimit()) in their sources' replay lanes, paced as a
+	// bulk retry; dryRun changes nothing. Its error is a failure to list
+	// the events.
+	ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRun bool) (Replay, error)
 	// SetDeadStatus moves DLQ entry id to investigating, resolved or
 	// discarded, with the operator's note, resolution or reason.
 	SetDeadStatus(ctx context.Context, id string, status storage.DLQStatus, text string) error
@@ -77,6 +82,19 @@ type Redrive struct {
 	// SkippedDelivered are entries whose event was delivered meanwhile.
 	SkippedDelivered []string
 	// Failed are the entries whose retry failed, with the store's error.
+	Failed map[string]error
+	// Spread is how long the re-enqueued events are spread over.
+	Spread time.Duration
+}
+
+// Replay is what a replay of delivered events did (or, dry, would do).
+type Replay struct {
+	// Matched counts the delivered events the filter selected.
+	Matched int
+	// Replayed are the events re-enqueued (dry: that would be).
+	Replayed []ReplayedEvent
+	// Failed are the events (by internal id) whose replay failed, with
+	// the store's error (storage.ErrConflict: replayed meanwhile).
 	Failed map[string]error
 	// Spread is how long the re-enqueued events are spread over.
 	Spread time.Duration

@@ -129,7 +129,7 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, err := readBulkRetry(r)
+	req, err := readStrict[BulkRetryRequest](r)
 	if err != nil {
 		return err
 	}
@@ -155,22 +155,31 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res := BulkRetryAnswer{DryRun: req.DryRun, Matched: rd.Matched, Retried: rd.Retried, SkippedDelivered: rd.SkippedDelivered}
-	for id, err := range rd.Failed {
-		if res.Failed == nil {
-			res.Failed = map[string]string{}
-		}
-		res.Failed[id] = storeError(err).msg
-	}
-	if !req.DryRun && len(rd.Retried) > 0 {
-		res.Spread = rd.Spread.Round(time.Millisecond).String()
-	}
+	res.Failed, res.Spread = bulkOutcome(rd.Failed, req.DryRun, len(rd.Retried), rd.Spread)
 	return answer(w, res)
 }
 
-// readBulkRetry reads the optional body of a bulk retry, refusing
-// unknown fields.
-func readBulkRetry(r *http.Request) (BulkRetryRequest, error) {
-	var req BulkRetryRequest
+// bulkOutcome is how a bulk route's answer shows its failures (with the
+// store's errors as the API words them) and the spread of the n events it
+// re-enqueued (none for a dry run).
+func bulkOutcome(failed map[string]error, dryRun bool, n int, spread time.Duration) (map[string]string, string) {
+	var out map[string]string
+	for id, err := range failed {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[id] = storeError(err).msg
+	}
+	if dryRun || n == 0 {
+		return out, ""
+	}
+	return out, spread.Round(time.Millisecond).String()
+}
+
+// readStrict reads the optional JSON body of a bulk route, refusing
+// unknown fields; no body is the zero T.
+func readStrict[T any](r *http.Request) (T, error) {
+	var req T
 	body, err := readBody(r)
 	if err != nil || len(body) == 0 {
 		return req, err
@@ -199,6 +208,11 @@ func validLimit(n int) bool { return n >= 1 && n <= storage.DLQMaxLimit }
 // parseSince reads a since filter: an RFC 3339 time, or a duration meaning
 // that long before now ("24h", "7d"). "" is no filter (the zero time).
 func parseSince(s string, now time.Time) (time.Time, error) {
+	return parseTimeFilter("since", s, now)
+}
+
+// parseTimeFilter reads the time filter named name as parseSince does.
+func parseTimeFilter(name, s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -208,5 +222,5 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("since: want an RFC 3339 time or a duration, got %q", s))
+	return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("%s: want an RFC 3339 time or a duration, got %q", name, s))
 }

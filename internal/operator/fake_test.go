@@ -26,12 +26,14 @@ type fakeApp struct {
 	stats   operator.Stats
 	paused  map[string]bool
 	redrive operator.Redrive
+	replay  operator.Replay
 
 	// what the last calls were given
-	filter storage.DLQFilter
-	limit  int
-	dryRun bool
-	text   string
+	filter       storage.DLQFilter
+	replayFilter storage.ReplayFilter
+	limit        int
+	dryRun       bool
+	text         string
 }
 
 func newFakeApp() *fakeApp {
@@ -128,6 +130,11 @@ func (f *fakeApp) RetryDead(ctx context.Context, id string) error {
 func (f *fakeApp) RedriveDead(_ context.Context, flt storage.DLQFilter, limit int, dryRun bool) (operator.Redrive, error) {
 	f.filter, f.limit, f.dryRun = flt, limit, dryRun
 	return f.redrive, f.err()
+}
+
+func (f *fakeApp) ReplayDelivered(_ context.Context, flt storage.ReplayFilter, dryRun bool) (operator.Replay, error) {
+	f.replayFilter, f.dryRun = flt, dryRun
+	return f.replay, f.err()
 }
 
 func (f *fakeApp) SetDeadStatus(_ context.Context, id string, status storage.DLQStatus, text string) error {

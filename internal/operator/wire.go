@@ -148,3 +148,50 @@ type BulkRetryAnswer struct {
 	// Spread is how long the re-enqueued events are spread over.
 	Spread string `json:"spread,omitempty"`
 }
+
+// ReplayRequest is the body of POST /webhooks/events/replay; every field
+// is optional and unknown fields are refused.
+type ReplayRequest struct {
+	// Source selects the events of one source.
+	Source string `json:"source"`
+	// Destination is "" or "default" (the source's forward_to): the only
+	// destination there is until fan-out.
+	Destination string `json:"destination,omitempty"`
+	// Type selects the events of one event type, exactly.
+	Type string `json:"type,omitempty"`
+	// Since selects the events delivered since: an RFC 3339 time or a
+	// duration ("24h": that long ago).
+	Since string `json:"since,omitempty"`
+	// Until selects the events delivered until, as Since.
+	Until string `json:"until,omitempty"`
+	// Limit is how many events at most (default 100, at most 1000).
+	Limit int `json:"limit,omitempty"`
+	// DryRun changes nothing and names the events that would be replayed.
+	DryRun bool `json:"dry_run"`
+}
+
+// ReplayedEvent names one event of ReplayAnswer.
+type ReplayedEvent struct {
+	// ID is the event's internal id.
+	ID string `json:"id"`
+	// EventID is the provider's event id (or the generated one).
+	EventID string `json:"event_id"`
+	// Source is the event's source.
+	Source string `json:"source"`
+	// Type is the event's type, if its source found one.
+	Type string `json:"type,omitempty"`
+}
+
+// ReplayAnswer answers POST /webhooks/events/replay.
+type ReplayAnswer struct {
+	// DryRun is the request's dry_run.
+	DryRun bool `json:"dry_run"`
+	// Matched counts the delivered events the filter selected.
+	Matched int `json:"matched"`
+	// Replayed are the events re-enqueued (dry: that would be), in order.
+	Replayed []ReplayedEvent `json:"replayed"`
+	// Failed are the events (by internal id) whose replay failed, with why.
+	Failed map[string]string `json:"failed,omitempty"`
+	// Spread is how long the re-enqueued events are spread over.
+	Spread string `json:"spread,omitempty"`
+}

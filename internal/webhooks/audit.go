@@ -14,7 +14,7 @@ import (
 //
 // The logger webhooks.audit writes one Info line per lifecycle step
 // (received, attempt, delivered, dead, retried, resolved, discarded,
-// investigating) with the event's source, ids, type and the id of the
+// investigating, replayed) with the event's source, ids, type and the id of the
 // ingress request that accepted it, never a body, a header or a secret,
 // so that a user can route it to a file of its own with Caddy's log
 // config (include webhooks.audit).
@@ -33,6 +33,7 @@ const (
 	stepResolved      = "resolved"
 	stepDiscarded     = "discarded"
 	stepInvestigating = "investigating"
+	stepReplayed      = "replayed"
 )
 
 // Caddy event names.
@@ -47,17 +48,24 @@ const (
 
 // eventFields are the audit fields of an event.
 func eventFields(ev *storage.Event) []zap.Field {
-	return []zap.Field{
-		zap.String("source", ev.Source), zap.String("event_id", ev.EventID), zap.String("id", ev.ID),
-		zap.String("type", ev.Type), zap.String("request_id", ev.RequestID),
-	}
+	return auditFields(ev.Source, ev.EventID, ev.ID, ev.Type, ev.RequestID)
 }
 
 // entryFields are the audit fields of a DLQ entry's event.
 func entryFields(e *storage.DLQEntry) []zap.Field {
+	return auditFields(e.Source, e.EventID, e.ID, e.EventType, e.RequestID)
+}
+
+// infoFields are the audit fields of an event as a store reports it.
+func infoFields(info *storage.EventInfo) []zap.Field {
+	return auditFields(info.Source, info.EventID, info.ID, info.EventType, info.RequestID)
+}
+
+// auditFields are the fields naming an event on every audit line.
+func auditFields(source, eventID, id, typ, requestID string) []zap.Field {
 	return []zap.Field{
-		zap.String("source", e.Source), zap.String("event_id", e.EventID), zap.String("id", e.ID),
-		zap.String("type", e.EventType), zap.String("request_id", e.RequestID),
+		zap.String("source", source), zap.String("event_id", eventID), zap.String("id", id),
+		zap.String("type", typ), zap.String("request_id", requestID),
 	}
 }
 

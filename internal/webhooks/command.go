@@ -25,7 +25,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhooks",
-		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id>",
+		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id> | replay",
 		Short: "Inspects hookline's queue and dead letter queue through the admin API",
 		Long: `
 Talks to the webhooks routes of a running Caddy's admin API.
@@ -41,6 +41,8 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
   caddy webhooks resume <source>
   caddy webhooks events <source> <event_id>
+  caddy webhooks replay [--source S] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
+                                     (re-sends delivered events, oldest first, paced, in their own lane)
 
 Output is a table for humans; --json prints the API's JSON for scripts.
 The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given or
@@ -98,6 +100,10 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				Args:  cobra.ExactArgs(2),
 				RunE:  caddycmd.WrapCommandFuncForCobra(cmdEvent),
 			})
+			replay := &cobra.Command{Use: "replay", Short: "Re-sends events already delivered (within retention), paced, in their own lane",
+				Args: cobra.NoArgs, RunE: caddycmd.WrapCommandFuncForCobra(cmdReplay)}
+			replayFlags(replay.Flags())
+			cmd.AddCommand(replay)
 		},
 	})
 }
@@ -329,12 +335,54 @@ func cmdDLQRetry(fl caddycmd.Flags) (int, error) {
 		for _, id := range res.Retried {
 			fmt.Fprintln(w, "  "+id)
 		}
-		for id, msg := range res.Failed {
-			fmt.Fprintf(w, "  failed %s: %s\n", id, msg)
+		printFailedAndSpread(w, res.Failed, res.Spread)
+	})
+}
+
+// printFailedAndSpread ends the table of a bulk action: what failed and
+// why, and how long the re-enqueued events are spread over.
+func printFailedAndSpread(w io.Writer, failed map[string]string, spread string) {
+	for id, msg := range failed {
+		fmt.Fprintf(w, "  failed %s: %s\n", id, msg)
+	}
+	if spread != "" {
+		fmt.Fprintf(w, "spread over %s\n", spread)
+	}
+}
+
+// replayFlags are the flags of `caddy webhooks replay`.
+func replayFlags(fs *pflag.FlagSet) {
+	fs.String("source", "", "Only this source")
+	fs.String("type", "", "Only this event type (exactly)")
+	fs.String("since", "", "Events delivered since (RFC 3339 or 24h)")
+	fs.String("until", "", "Events delivered until (RFC 3339 or 1h: that long ago)")
+	fs.Int("limit", 0, "At most this many (default 100, at most 1000)")
+	fs.Bool("dry-run", false, "Only name the events that would be replayed")
+}
+
+// replayFromFlags builds the replay request of the flags.
+func replayFromFlags(fl caddycmd.Flags) operator.ReplayRequest {
+	return operator.ReplayRequest{Source: fl.String("source"), Type: fl.String("type"), Since: fl.String("since"),
+		Until: fl.String("until"), Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+}
+
+// cmdReplay re-sends delivered events matching the flags.
+func cmdReplay(fl caddycmd.Flags) (int, error) {
+	raw, err := adminCall(fl, "POST", "/webhooks/events/replay", replayFromFlags(fl))
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var res operator.ReplayAnswer
+	return output(fl, raw, &res, func(w io.Writer) {
+		verb := "replayed"
+		if res.DryRun {
+			verb = "would replay"
 		}
-		if res.Spread != "" {
-			fmt.Fprintf(w, "spread over %s\n", res.Spread)
+		fmt.Fprintf(w, "matched %d; %s %d; %d failed\n", res.Matched, verb, len(res.Replayed), len(res.Failed))
+		for _, ev := range res.Replayed {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", ev.ID, ev.Source, ev.EventID, ev.Type)
 		}
+		printFailedAndSpread(w, res.Failed, res.Spread)
 	})
 }
 

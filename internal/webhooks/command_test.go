@@ -19,12 +19,18 @@ import (
 // retryCmdFlags parses args as `caddy webhooks dlq retry` would.
 func retryCmdFlags(t *testing.T, args ...string) caddycmd.Flags {
 	t.Helper()
-	fs := pflag.NewFlagSet("retry", pflag.ContinueOnError)
+	return cmdFlags(t, retryFlags, args...)
+}
+
+// cmdFlags parses args as a subcommand with the flags of add would.
+func cmdFlags(t *testing.T, add func(*pflag.FlagSet), args ...string) caddycmd.Flags {
+	t.Helper()
+	fs := pflag.NewFlagSet("cmd", pflag.ContinueOnError)
 	fs.String("address", "", "")
 	fs.String("config", "", "")
 	fs.String("adapter", "", "")
 	fs.Bool("json", false, "")
-	retryFlags(fs)
+	add(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +89,41 @@ func TestDLQRetryNeedsIDFilterOrAll(t *testing.T) {
 			t.Errorf("retry %v: admin calls %v, want one bulk retry with %s", tc.args, bodies, tc.want)
 		}
 		mu.Unlock()
+	}
+}
+
+// TestReplayCommand: the flags of `caddy webhooks replay` become its
+// request body, sent to the replay route.
+func TestReplayCommand(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(b))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(operator.ReplayAnswer{Replayed: []operator.ReplayedEvent{}})
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		args []string
+		want operator.ReplayRequest
+	}{
+		{nil, operator.ReplayRequest{}},
+		{[]string{"--source", "stripe"}, operator.ReplayRequest{Source: "stripe"}},
+		{[]string{"--type", "charge.succeeded"}, operator.ReplayRequest{Type: "charge.succeeded"}},
+		{[]string{"--since", "24h", "--until", "2026-01-02T03:04:05Z"}, operator.ReplayRequest{Since: "24h", Until: "2026-01-02T03:04:05Z"}},
+		{[]string{"--limit", "7"}, operator.ReplayRequest{Limit: 7}},
+		{[]string{"--dry-run"}, operator.ReplayRequest{DryRun: true}},
+		{[]string{"--source", "s", "--type", "t", "--since", "1h", "--limit", "1000", "--dry-run"},
+			operator.ReplayRequest{Source: "s", Type: "t", Since: "1h", Limit: 1000, DryRun: true}},
+	} {
+		got = nil
+		if _, err := cmdReplay(cmdFlags(t, replayFlags, append([]string{"--address", addr, "--json"}, tc.args...)...)); err != nil {
+			t.Fatalf("replay %v: %v", tc.args, err)
+		}
+		body, _ := json.Marshal(tc.want)
+		if want := "POST /webhooks/events/replay " + string(body); len(got) != 1 || got[0] != want {
+			t.Errorf("replay %v: admin calls %q, want %q", tc.args, got, want)
+		}
 	}
 }

@@ -123,6 +123,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 			rec = &record{Job: storage.Job{Event: storage.EventOfEntry(e)}}
 		}
 		rec.Body, rec.Headers = e.Payload, e.Headers
+		rec.Replay = false // a retried event goes back to its source's lane, as EventOfEntry's does
 		rec.Attempts = e.Attempts
 		rec.RoundStart = len(e.Attempts)
 		rec.Status = storage.StatusQueued

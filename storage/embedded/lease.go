@@ -10,8 +10,8 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// Lease implements storage.Store. The pace of a lane is kept in memory:
-// one process at a time uses the file.
+// Lease implements storage.Store. The pace of a lane (storage.PaceOf) is
+// kept in memory: one process at a time uses the file.
 func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	if want, err := storage.LeaseWanted(ctx, n); !want {
 		return nil, err
@@ -31,7 +31,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		got := make(map[string]int, len(want))
 		for lane, k := range want {
 			r, _ := gate.RateOf(lane)
-			got[lane] = s.pace.Take(lane, r, now, k)
+			got[lane] = s.pace.Take(storage.PaceOf(lane), r, now, k)
 		}
 		return got, nil
 	})
@@ -94,7 +94,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 			}
 			_, due, _, _ := splitDueKey(k)
 			if r, paced := gate.RateOf(lane); paced {
-				if next := s.pace.Next(lane, r); next.After(due) {
+				if next := s.pace.Next(storage.PaceOf(lane), r); next.After(due) {
 					due = next
 				}
 			}
@@ -151,10 +151,13 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	})
 }
 
-// finishRecord stores a delivered or dead event without its payload (the
-// DLQ entry keeps the payload of dead ones) and indexes it for retention.
+// finishRecord stores a delivered or dead event and indexes it for
+// retention. A delivered event keeps its payload (a replay re-sends it); a
+// dead one's is dropped (its DLQ entry keeps it).
 func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
-	rec.Body, rec.Headers = nil, nil
+	if rec.Status == storage.StatusDead {
+		rec.Body, rec.Headers = nil, nil
+	}
 	rec.FinishedAt = now
 	if err := putRecord(tx, rec); err != nil {
 		return err

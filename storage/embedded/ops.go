@@ -66,7 +66,8 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			if !ok {
 				return nil
 			}
-			n := out[string(lane)]
+			src := storage.SourceOfLane(string(lane))
+			n := out[src]
 			// a leased job's due time is its lease's end
 			st := storage.StatusQueued
 			if inflight.Get(id) != nil {
@@ -77,7 +78,7 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			} else {
 				n.Queued++
 			}
-			out[string(lane)] = n
+			out[src] = n
 			return nil
 		})
 	})

@@ -359,12 +359,17 @@ func flag(b bool) string {
 	return "0"
 }
 
-func scriptStatus(v any) error {
+// scriptStatus is the error of a DLQ script's answer.
+func scriptStatus(v any) error { return scriptResult(v, storage.ErrDLQNotFound, storage.ErrConflict) }
+
+// scriptResult is the error of a script answering 1 (done), 0 (notFound)
+// or -1 (conflict).
+func scriptResult(v any, notFound, conflict error) error {
 	switch n, _ := v.(int64); n {
 	case 1:
 		return nil
 	case 0:
-		return storage.ErrDLQNotFound
+		return notFound
 	}
-	return storage.ErrConflict
+	return conflict
 }

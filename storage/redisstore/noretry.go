@@ -27,6 +27,7 @@ import (
 //	pace           at most once: a second run takes the lane's slots twice
 //	dlqRetry       at most once: a second run answers "conflict" (retried)
 //	dlqStatus      at most once: it could undo an operator's later change
+//	replay         at most once: a second run answers "conflict" (queued)
 //	peek, heads,   retried: read only
 //	counts,
 //	laneCounts

@@ -138,10 +138,11 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			lane, _ := v[j].(string)
 			jobs, _ := v[j+1].(int64)
 			leased, _ := v[j+2].(int64)
-			n := out[lane]
+			src := storage.SourceOfLane(lane)
+			n := out[src]
 			n.InFlight += int(leased)
 			n.Queued += int(jobs - leased)
-			out[lane] = n
+			out[src] = n
 		}
 	}
 	return out, nil

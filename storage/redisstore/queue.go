@@ -201,7 +201,11 @@ end
 return out
 `)
 
-func (s *Store) paceKey(lane string) string { return "{" + s.opts.Prefix + ":pace:" + lane + "}" }
+// paceKey is the key of the pace lane takes its slots from
+// (storage.PaceOf: a source's lanes share one).
+func (s *Store) paceKey(lane string) string {
+	return "{" + s.opts.Prefix + ":pace:" + storage.PaceOf(lane) + "}"
+}
 
 // pace takes, for each paced lane in want, up to that many slots of the
 // lane's shared pace, and returns how many each got.
@@ -353,8 +357,10 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		result = "retry"
 	case storage.Release:
 		result = "release"
-	case storage.Delivered, storage.Dead:
-		result = "delivered"
+	case storage.Delivered:
+		result = "delivered" // the stored event, payload included, is kept for a replay
+	case storage.Dead:
+		result = "dead" // the DLQ entry keeps the payload
 		stripped := job.Event
 		stripped.Body, stripped.Headers = nil, nil
 		b, err := json.Marshal(stripped)
@@ -362,22 +368,19 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 			return err
 		}
 		evJSON = string(b)
-		if out.Result == storage.Dead {
-			result = "dead"
-			earlier, err := s.getEntry(ctx, p, job.ID)
-			if errors.Is(err, storage.ErrDLQNotFound) {
-				earlier, err = nil, nil
-			}
-			if err != nil {
-				return unavailable(err)
-			}
-			e := storage.NewDLQEntry(job, attempts, out.Error, now, earlier)
-			b, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			entryJSON, entryStatus, entryOpen = string(b), string(e.Status), flag(e.Status.Open())
+		earlier, err := s.getEntry(ctx, p, job.ID)
+		if errors.Is(err, storage.ErrDLQNotFound) {
+			earlier, err = nil, nil
 		}
+		if err != nil {
+			return unavailable(err)
+		}
+		e := storage.NewDLQEntry(job, attempts, out.Error, now, earlier)
+		b, err = json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		entryJSON, entryStatus, entryOpen = string(b), string(e.Status), flag(e.Status.Open())
 	default:
 		return fmt.Errorf("unknown result %d", out.Result)
 	}
@@ -405,7 +408,8 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 //	KEYS: event hash, inflight, done, dlq entry, dlq index, dlq open,
 //	      lane queue, lanes
 //	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
-//	      attempts JSON, stripped event JSON, dlq entry JSON, source, lane,
+//	      attempts JSON, stripped event JSON (dead; "": keep the stored one),
+//	      dlq entry JSON, source, lane,
 //	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open)
 //	returns 1, or 0 when the lease was lost
 var finishScript = redis.NewScript(`
@@ -418,7 +422,8 @@ if r == 'retry' or r == 'release' then
 	redis.call('SADD', KEYS[8], ARGV[10])
 	return 1
 end
-redis.call('HSET', KEYS[1], 'ev', ARGV[7], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ev', ARGV[7]) end
+redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
 redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 if r == 'dead' then

@@ -27,6 +27,8 @@ const (
 	MethodDLQRetry      Method = "DLQRetry"
 	MethodDLQSetStatus  Method = "DLQSetStatus"
 	MethodSetPaused     Method = "SetPaused"
+	MethodListDelivered Method = "ListDelivered"
+	MethodReplay        Method = "Replay"
 	MethodPaused        Method = "Paused"
 	MethodAddStats      Method = "AddStats"
 	MethodStats         Method = "Stats"
@@ -39,7 +41,7 @@ var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
 	MethodQueueBySource, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPaused, MethodPaused, MethodAddStats, MethodStats,
-	MethodCleanup, MethodClose,
+	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real
@@ -331,6 +333,16 @@ func (f *Faulty) DLQRetry(ctx context.Context, id string, due time.Time) error {
 // DLQSetStatus implements storage.Store.
 func (f *Faulty) DLQSetStatus(ctx context.Context, id string, status storage.DLQStatus, text string, now time.Time) error {
 	return call0(f, ctx, MethodDLQSetStatus, func() error { return f.inner.DLQSetStatus(ctx, id, status, text, now) })
+}
+
+// ListDelivered implements storage.Store.
+func (f *Faulty) ListDelivered(ctx context.Context, filter storage.ReplayFilter) ([]storage.EventInfo, error) {
+	return call(f, ctx, MethodListDelivered, func() ([]storage.EventInfo, error) { return f.inner.ListDelivered(ctx, filter) })
+}
+
+// Replay implements storage.Store.
+func (f *Faulty) Replay(ctx context.Context, ev *storage.EventInfo, due time.Time) error {
+	return call0(f, ctx, MethodReplay, func() error { return f.inner.Replay(ctx, ev, due) })
 }
 
 // SetPaused implements storage.Store.

@@ -157,6 +157,13 @@ func TestFaultyFaults(t *testing.T) {
 			},
 			storagetest.MethodSetPaused: func() error { return f.SetPaused(ctx, "stripe", true) },
 			storagetest.MethodPaused:    func() error { _, err := f.Paused(ctx); return err },
+			storagetest.MethodListDelivered: func() error {
+				_, err := f.ListDelivered(ctx, storage.ReplayFilter{})
+				return err
+			},
+			storagetest.MethodReplay: func() error {
+				return f.Replay(ctx, &storage.EventInfo{ID: "x", EventID: "x", Source: "stripe"}, time.Now())
+			},
 			storagetest.MethodAddStats: func() error {
 				return f.AddStats(ctx, time.Now(), map[string]map[string]int64{"stripe": {"n": 1}})
 			},

@@ -6,7 +6,7 @@
 //	}
 //
 // The suite uses nothing but the storage.Store interface. Times it passes
-// to Lease, DLQRetry, DLQSetStatus and Cleanup are derived from time.Now,
+// to Lease, DLQRetry, DLQSetStatus, Replay and Cleanup are derived from time.Now,
 // so the backend's own clock (used by Enqueue and Finish) must be the wall
 // clock of the test process (give or take a few milliseconds). Due times
 // are compared with a tolerance of one millisecond; event and attempt
@@ -79,6 +79,10 @@ func Run(t *testing.T, f Factory) {
 		{"GatePace", testGatePace},
 		{"GatePaceEveryLane", testGatePaceEveryLane},
 		{"GateCap", testGateCap},
+		{"ReplayList", testReplayList},
+		{"Replay", testReplay},
+		{"ReplayConcurrent", testReplayConcurrent},
+		{"ReplayLane", testReplayLane},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

@@ -1,0 +1,54 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
+)
+
+// ReplayDelivered re-enqueues the delivered events matching f (at most
+// f.EffectiveLimit(), oldest delivery first) in their sources' replay
+// lanes, with due times spaced at each source's delivery rate as a bulk
+// retry's are (redrivePace), writes a "replayed" audit line for each, and
+// wakes the workers once when any was re-enqueued. dryRun changes nothing
+// and names the events that would be. An event replayed meanwhile by
+// someone else fails with storage.ErrConflict. The error is a failure to
+// list the events.
+func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRun bool) (operator.Replay, error) {
+	res := operator.Replay{Replayed: []operator.ReplayedEvent{}}
+	st, err := a.Store()
+	if err != nil {
+		return res, err
+	}
+	infos, err := st.ListDelivered(ctx, f)
+	if err != nil {
+		return res, err
+	}
+	res.Matched = len(infos)
+	due := time.Now()
+	for i := range infos {
+		info := &infos[i]
+		ev := operator.ReplayedEvent{ID: info.ID, EventID: info.EventID, Source: info.Source, Type: info.EventType}
+		if dryRun {
+			res.Replayed = append(res.Replayed, ev)
+			continue
+		}
+		if err := st.Replay(ctx, info, due); err != nil {
+			if res.Failed == nil {
+				res.Failed = map[string]error{}
+			}
+			res.Failed[info.ID] = err
+			continue
+		}
+		res.Replayed = append(res.Replayed, ev)
+		a.audit(stepReplayed, infoFields(info)...)
+		due = due.Add(a.redrivePace(info.Source))
+	}
+	if !dryRun && len(res.Replayed) > 0 {
+		res.Spread = time.Until(due)
+		a.Notify()
+	}
+	return res, nil
+}
