@@ -41,7 +41,8 @@ func logLines(t *testing.T, path string) []map[string]any {
 // with Caddy's log config and follows one event that is retried,
 // dead-lettered, retried from the DLQ and delivered: one line per step, in
 // order, each with the event's ids, type and the ingress request's id, and
-// never its body. The events app gets webhook_dead and the pause events.
+// never its body. The events app gets webhook_dead, the pause events and
+// webhook_client_blocked.
 func TestAuditTrail(t *testing.T) {
 	dir := t.TempDir()
 	auditLog, eventsLog := filepath.Join(dir, "audit.log"), filepath.Join(dir, "events.log")
@@ -86,6 +87,7 @@ http://localhost:%d {
 		forward_to %s/in/gen
 		id_from header Idempotency-Key
 		type_from json kind
+		block_failures 2 1m 1m
 		retry {
 			max_attempts 2
 			backoff 100ms 100ms jitter 0
@@ -109,6 +111,11 @@ http://localhost:%d {
 	}
 	if code, m := admin(t, "POST", "/webhooks/sources/gen/resume", ""); code != 200 {
 		t.Fatalf("resume: %d %v", code, m)
+	}
+
+	// a client failing its signature twice is blocked
+	for range 2 {
+		post(t, "/hooks/gen", body, map[string]string{"X-Signature": sign([]byte("forged")), "Content-Type": "application/json"})
 	}
 
 	want := []string{"received", "attempt", "attempt", "dead", "retried", "attempt", "delivered"}
@@ -151,6 +158,6 @@ http://localhost:%d {
 		for _, l := range logLines(t, eventsLog) {
 			names[fmt.Sprint(l["name"])] = true
 		}
-		return names["webhook_dead"] && names["webhook_source_paused"] && names["webhook_source_resumed"]
+		return names["webhook_dead"] && names["webhook_source_paused"] && names["webhook_source_resumed"] && names["webhook_client_blocked"]
 	})
 }
