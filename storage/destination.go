@@ -80,32 +80,32 @@ func DestinationOf(ev *Event) string {
 // DeliveriesOf is what Enqueue stores for ev: one job's event per delivery
 // ev.Deliveries lists, each a copy of ev (Deliveries cleared) with its
 // Destination, Upstream and ID (DeliveryID); without Deliveries, ev itself
-// as its one delivery (ID DeliveryID(ev.ID, ev.Destination)). The event's
-// destinations are recorded in every copy (Destinations) when there is more
-// than one delivery or a non-default one, so that Lookup finds them all.
-// The body and headers are shared by the copies.
-func DeliveriesOf(ev *Event) []Event {
+// as its one delivery (ID DeliveryID(ev.ID, ev.Destination)). The body and
+// headers are shared by the copies. destinations lists the event's
+// destinations for its deliveries index (EncodeDestinations), which the
+// backends keep by event ID beside the jobs so that Lookup finds them all:
+// nil for an event whose one delivery is the default's, stored as before
+// destinations existed, without an index.
+func DeliveriesOf(ev *Event) (jobs []Event, destinations []string) {
 	ds := ev.Deliveries
 	if len(ds) == 0 {
 		ds = []Delivery{{Destination: ev.Destination, Upstream: ev.Upstream}}
 	}
-	var names []string
 	if len(ds) > 1 || !IsDefaultDestination(ds[0].Destination) {
-		names = make([]string, len(ds))
-		for i, d := range ds {
-			names[i] = destinationName(d.Destination)
+		destinations = make([]string, len(ds))
+	}
+	jobs = make([]Event, len(ds))
+	for i, d := range ds {
+		jobs[i] = *ev
+		jobs[i].Deliveries = nil
+		jobs[i].Destination = destinationName(d.Destination)
+		jobs[i].Upstream = d.Upstream
+		jobs[i].ID = DeliveryID(ev.ID, d.Destination)
+		if destinations != nil {
+			destinations[i] = DestinationOf(&jobs[i])
 		}
 	}
-	out := make([]Event, len(ds))
-	for i, d := range ds {
-		out[i] = *ev
-		out[i].Deliveries = nil
-		out[i].Destination = destinationName(d.Destination)
-		out[i].Upstream = d.Upstream
-		out[i].ID = DeliveryID(ev.ID, d.Destination)
-		out[i].Destinations = names
-	}
-	return out
+	return jobs, destinations
 }
 
 // destinationName is the stored destination of a delivery: "" for the
@@ -117,13 +117,16 @@ func destinationName(name string) string {
 	return name
 }
 
-// DestinationsOf lists the destinations of the event a stored job belongs
-// to: those recorded in it, or only its own (a record of one delivery).
-func DestinationsOf(ev *Event) []string {
-	if len(ev.Destinations) > 0 {
-		return ev.Destinations
+// EncodeDestinations is an event's deliveries index as the backends store
+// it: its destinations, comma-separated (no name holds a comma).
+func EncodeDestinations(destinations []string) string { return strings.Join(destinations, ",") }
+
+// DecodeDestinations reads a deliveries index (nil for "": no index).
+func DecodeDestinations(v string) []string {
+	if v == "" {
+		return nil
 	}
-	return []string{ev.Destination}
+	return strings.Split(v, ",")
 }
 
 // DeliveryInfo is what Lookup reports of one delivery of an event with
@@ -157,19 +160,31 @@ func AggregateStatus(sts ...Status) Status {
 	return StatusDelivered
 }
 
-// CombineEventInfo is what Lookup reports of an event from what it reports
-// of each of its deliveries (their infos, in the event's destination
-// order): one default delivery's info as is (as before destinations
-// existed); otherwise for several, its ID and the first's event fields,
-// the aggregate status (AggregateStatus), the earliest next attempt of the
-// queued ones, the latest finish once all are finished, every attempt, and
-// each delivery in Deliveries.
-func CombineEventInfo(eventID string, infos []*EventInfo, destinations []string) *EventInfo {
-	if len(infos) == 1 && IsDefaultDestination(destinations[0]) {
+// GoneDeliveryInfo is what Lookup reports of a delivery of event info
+// whose record and DLQ entry are both gone (past retention): delivered.
+func GoneDeliveryInfo(id, destination string) *EventInfo {
+	return &EventInfo{ID: id, Destination: destinationName(destination), Status: EffectiveStatus("", time.Time{}, false, time.Time{})}
+}
+
+// CombineEventInfo is what Lookup reports of event eventID from what it
+// reports of each of its deliveries (in the order of its deliveries
+// index): a default delivery alone as is (as before destinations existed);
+// otherwise its ID and the event fields of the first delivery that has
+// them, the aggregate status (AggregateStatus), the earliest next attempt
+// of the queued ones, the latest finish once all are finished, every
+// attempt, and each delivery in Deliveries.
+func CombineEventInfo(eventID string, infos []*EventInfo) *EventInfo {
+	if len(infos) == 1 && IsDefaultDestination(infos[0].Destination) {
 		return infos[0]
 	}
 	out := *infos[0]
-	out.ID, out.Attempts, out.NextAttempt, out.FinishedAt = eventID, nil, time.Time{}, time.Time{}
+	for _, in := range infos {
+		if in.Source != "" {
+			out = *in
+			break
+		}
+	}
+	out.ID, out.Destination, out.Attempts, out.NextAttempt, out.FinishedAt = eventID, "", []Attempt{}, time.Time{}, time.Time{}
 	sts := make([]Status, len(infos))
 	finished := true
 	for i, in := range infos {
@@ -183,7 +198,7 @@ func CombineEventInfo(eventID string, infos []*EventInfo, destinations []string)
 			out.FinishedAt = in.FinishedAt
 		}
 		out.Deliveries = append(out.Deliveries, DeliveryInfo{
-			Destination: DestinationOf(&Event{Destination: destinations[i]}), ID: in.ID, Status: in.Status,
+			Destination: DestinationOf(&Event{Destination: in.Destination}), ID: in.ID, Status: in.Status,
 			Attempts: in.Attempts, NextAttempt: in.NextAttempt, FinishedAt: in.FinishedAt,
 		})
 	}
@@ -191,8 +206,53 @@ func CombineEventInfo(eventID string, infos []*EventInfo, destinations []string)
 	if !finished {
 		out.FinishedAt = time.Time{}
 	}
-	if out.Attempts == nil {
-		out.Attempts = []Attempt{}
-	}
 	return &out
+}
+
+// LookupEvent is Lookup's answer for event eventID whose deliveries index
+// lists destinations (nil: none, its one delivery is the default's), given
+// one, what the backend knows of one delivery by its ID (nil: neither its
+// record nor its DLQ entry is left). Nothing known of any delivery gives
+// ErrNotFound.
+func LookupEvent(eventID string, destinations []string, one func(id string) (*EventInfo, error)) (*EventInfo, error) {
+	if destinations == nil {
+		destinations = []string{DefaultDestination}
+	}
+	infos := make([]*EventInfo, len(destinations))
+	found := false
+	for i, d := range destinations {
+		id := DeliveryID(eventID, d)
+		info, err := one(id)
+		if err != nil {
+			return nil, err
+		}
+		if info == nil {
+			info = GoneDeliveryInfo(id, d)
+		} else {
+			found = true
+		}
+		infos[i] = info
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return CombineEventInfo(eventID, infos), nil
+}
+
+// EventStatus is the status of event eventID, for a duplicate's answer,
+// from its deliveries index (nil: its one delivery is the default's) and
+// one, the status of one delivery by its ID (EffectiveStatus).
+func EventStatus(eventID string, destinations []string, one func(id string) (Status, error)) (Status, error) {
+	if destinations == nil {
+		return one(eventID)
+	}
+	sts := make([]Status, len(destinations))
+	for i, d := range destinations {
+		st, err := one(DeliveryID(eventID, d))
+		if err != nil {
+			return "", err
+		}
+		sts[i] = st
+	}
+	return AggregateStatus(sts...), nil
 }

@@ -88,32 +88,43 @@ func TestAggregateStatus(t *testing.T) {
 
 func TestDeliveriesOf(t *testing.T) {
 	ev := &Event{ID: "01J", Source: "stripe", Upstream: "http://a", Body: []byte("x")}
-	one := DeliveriesOf(ev)
-	if len(one) != 1 || one[0].ID != "01J" || one[0].Destination != "" || one[0].Destinations != nil || one[0].Upstream != "http://a" {
-		t.Fatalf("no deliveries: %+v", one)
+	one, ds := DeliveriesOf(ev)
+	if len(one) != 1 || one[0].ID != "01J" || one[0].Destination != "" || ds != nil || one[0].Upstream != "http://a" {
+		t.Fatalf("no deliveries: %+v %q", one, ds)
 	}
 	ev.Deliveries = []Delivery{{Destination: "default", Upstream: "http://a"}, {Destination: "billing", Upstream: "http://b"}}
-	two := DeliveriesOf(ev)
+	two, ds := DeliveriesOf(ev)
 	if len(two) != 2 || two[0].ID != "01J" || two[1].ID != "01J~billing" || two[1].Upstream != "http://b" ||
 		two[0].Destination != "" || two[1].Destination != "billing" || two[1].Deliveries != nil {
 		t.Fatalf("two deliveries: %+v", two)
 	}
-	if ds := DestinationsOf(&two[1]); len(ds) != 2 || ds[0] != "" || ds[1] != "billing" {
-		t.Errorf("DestinationsOf = %q", ds)
+	if enc := EncodeDestinations(ds); enc != "default,billing" || len(DecodeDestinations(enc)) != 2 || DecodeDestinations("") != nil {
+		t.Errorf("destinations %q, encoded %q", ds, enc)
+	}
+	ev.Deliveries = nil
+	ev.Destination = "billing"
+	lone, ds := DeliveriesOf(ev)
+	if len(lone) != 1 || lone[0].ID != "01J~billing" || len(ds) != 1 {
+		t.Errorf("one non-default delivery: %+v %q", lone, ds)
 	}
 }
 
 func TestCombineEventInfo(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	a := &EventInfo{ID: "01J", Source: "s", Status: StatusDelivered, FinishedAt: t0}
-	if got := CombineEventInfo("01J", []*EventInfo{a}, []string{""}); got != a {
+	if got := CombineEventInfo("01J", []*EventInfo{a}); got != a {
 		t.Errorf("one default delivery: %+v, want it as is", got)
 	}
-	b := &EventInfo{ID: "01J~b", Source: "s", Status: StatusQueued, NextAttempt: t0.Add(time.Minute)}
-	got := CombineEventInfo("01J", []*EventInfo{a, b}, []string{"", "b"})
+	b := &EventInfo{ID: "01J~b", Source: "s", Destination: "b", Status: StatusQueued, NextAttempt: t0.Add(time.Minute)}
+	got := CombineEventInfo("01J", []*EventInfo{a, b})
 	if got.ID != "01J" || got.Status != StatusQueued || !got.FinishedAt.IsZero() || !got.NextAttempt.Equal(t0.Add(time.Minute)) ||
 		len(got.Deliveries) != 2 || got.Deliveries[0].Destination != DefaultDestination || got.Deliveries[1].ID != "01J~b" {
 		t.Errorf("combined: %+v", got)
+	}
+	gone := GoneDeliveryInfo("01J~c", "c")
+	got = CombineEventInfo("01J", []*EventInfo{gone, a})
+	if got.Source != "s" || got.Status != StatusDelivered || !got.FinishedAt.Equal(t0) || got.Deliveries[0].Destination != "c" {
+		t.Errorf("combined with a gone delivery: %+v", got)
 	}
 }
 

@@ -52,10 +52,6 @@ type Event struct {
 	// ("" is DefaultDestination, as in records written before destinations
 	// existed).
 	Destination string `json:"destination,omitempty"`
-	// Destinations lists every destination of the event a job belongs to,
-	// when it has more than one delivery or a non-default one (set by
-	// DeliveriesOf; empty: the job is the event's only delivery).
-	Destinations []string `json:"destinations,omitempty"`
 	// Deliveries asks Enqueue for one delivery per entry (DeliveriesOf);
 	// empty: one delivery to Destination at Upstream. Read only by Enqueue,
 	// never stored.
@@ -125,10 +121,13 @@ type EnqueueResult struct {
 
 // EventInfo is what the store knows about one event.
 type EventInfo struct {
-	ID        string `json:"id"`
-	EventID   string `json:"event_id"`
-	Source    string `json:"source"`
-	EventType string `json:"event_type,omitempty"`
+	ID      string `json:"id"`
+	EventID string `json:"event_id"`
+	Source  string `json:"source"`
+	// Destination is the destination of a delivery reported alone (replay
+	// listings, a delivery of EventInfo.Deliveries): "" for the default.
+	Destination string `json:"destination,omitempty"`
+	EventType   string `json:"event_type,omitempty"`
 	// RequestID is the id of the ingress request that accepted the event.
 	RequestID   string    `json:"request_id,omitempty"`
 	Status      Status    `json:"status"`

@@ -41,11 +41,18 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 				return err
 			}
 		}
-		rec := &record{Job: storage.Job{Event: *ev}, Status: storage.StatusQueued, Due: now}
-		if err := putRecord(tx, rec); err != nil {
-			return err
+		// every delivery in this one transaction: never some of them
+		jobs, destinations := storage.DeliveriesOf(ev)
+		for _, job := range jobs {
+			rec := &record{Job: storage.Job{Event: job}, Status: storage.StatusQueued, Due: now}
+			if err := putRecord(tx, rec); err != nil {
+				return err
+			}
+			if err := putDue(tx, rec); err != nil {
+				return err
+			}
 		}
-		if err := putDue(tx, rec); err != nil {
+		if err := putDeliveries(tx, ev.ID, destinations); err != nil {
 			return err
 		}
 		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}
