@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -144,5 +146,27 @@ func TestDLQFilterDestination(t *testing.T) {
 	}
 	if ev := EventOfEntry(&DLQEntry{ID: "01J~billing", EventID: "01J", Destination: "billing"}); ev.Destination != "billing" || ev.Dedupe {
 		t.Errorf("EventOfEntry of a generated-id delivery: %+v", ev)
+	}
+}
+
+// TestRecordsWithoutDestination: a job and a DLQ entry written before
+// destinations existed (no destination field) are the default's.
+func TestRecordsWithoutDestination(t *testing.T) {
+	var ev Event
+	if err := json.Unmarshal([]byte(`{"id":"01J","event_id":"e","dedupe":true,"source":"stripe","upstream":"http://a"}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if DestinationOf(&ev) != DefaultDestination || LaneOf(&ev) != "stripe" || DeliveryID("01J", ev.Destination) != ev.ID {
+		t.Errorf("old job: destination %q lane %q", DestinationOf(&ev), LaneOf(&ev))
+	}
+	var e DLQEntry
+	if err := json.Unmarshal([]byte(`{"id":"01J","event_id":"e","source":"stripe","status":"pending"}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	if !(DLQFilter{Destination: "default"}).Matches(&e) || (DLQFilter{Destination: "billing"}).Matches(&e) {
+		t.Errorf("old DLQ entry not matched as the default's")
+	}
+	if out, _ := json.Marshal(NewDLQEntry(&Job{Event: ev}, nil, "x", time.Now(), nil)); bytes.Contains(out, []byte(`"destination"`)) {
+		t.Errorf("a default delivery's DLQ entry has a destination field: %s", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +273,34 @@ func testFanOutRetention(t *testing.T, f Factory) {
 	}
 	if jobs := lease(t, s, time.Now().Add(time.Hour), 10, time.Minute); len(jobs) != 0 {
 		t.Errorf("jobs left: %v", jobIDs(jobs))
+	}
+}
+
+// testFanOutDurability: fanned-out events enqueued concurrently are, after
+// a reopen, each stored with every delivery.
+func testFanOutDurability(t *testing.T, f Factory) {
+	if f.Reopen == nil {
+		t.Skip("no Reopen")
+	}
+	s := f.Open(t)
+	const n = 20
+	evs := make([]*storage.Event, n)
+	var want []string
+	for i := range evs {
+		evs[i] = fanOutEvent(t, "stripe", "")
+		want = append(want, deliveryIDs(evs[i])...)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, ev := range evs {
+		wg.Go(func() { _, errs[i] = s.Enqueue(t.Context(), ev, time.Now().Add(time.Hour)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent Enqueue: %v", err)
+	}
+	s = f.Reopen(t, s)
+	if got := jobIDs(lease(t, s, time.Now(), 10*n, time.Minute)); !sameSet(got, want) {
+		t.Errorf("after reopen leased %d jobs, want every delivery (%d)", len(got), len(want))
 	}
 }

@@ -89,6 +89,7 @@ func Run(t *testing.T, f Factory) {
 		{"FanOutReplay", testFanOutReplay},
 		{"FanOutGate", testFanOutGate},
 		{"FanOutRetention", testFanOutRetention},
+		{"FanOutDurability", testFanOutDurability},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })
