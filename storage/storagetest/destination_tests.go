@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -290,15 +289,7 @@ func testFanOutDurability(t *testing.T, f Factory) {
 		evs[i] = fanOutEvent(t, "stripe", "")
 		want = append(want, deliveryIDs(evs[i])...)
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i, ev := range evs {
-		wg.Go(func() { _, errs[i] = s.Enqueue(t.Context(), ev, time.Now().Add(time.Hour)) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("concurrent Enqueue: %v", err)
-	}
+	enqueueConcurrently(t, s, evs)
 	s = f.Reopen(t, s)
 	if got := jobIDs(lease(t, s, time.Now(), 10*n, time.Minute)); !sameSet(got, want) {
 		t.Errorf("after reopen leased %d jobs, want every delivery (%d)", len(got), len(want))
