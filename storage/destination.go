@@ -85,8 +85,9 @@ func DestinationOf(ev *Event) string {
 // destinations for its deliveries index (EncodeDestinations), which the
 // backends keep by event ID beside the jobs so that Lookup finds them all:
 // nil for an event whose one delivery is the default's, stored as before
-// destinations existed, without an index.
-func DeliveriesOf(ev *Event) (jobs []Event, destinations []string) {
+// destinations existed, without an index. A destination name that is not
+// valid (ValidDestination) or listed twice is an error: nothing is stored.
+func DeliveriesOf(ev *Event) (jobs []Event, destinations []string, err error) {
 	ds := ev.Deliveries
 	if len(ds) == 0 {
 		ds = []Delivery{{Destination: ev.Destination, Upstream: ev.Upstream}}
@@ -96,6 +97,16 @@ func DeliveriesOf(ev *Event) (jobs []Event, destinations []string) {
 	}
 	jobs = make([]Event, len(ds))
 	for i, d := range ds {
+		if !IsDefaultDestination(d.Destination) {
+			if err := ValidDestination(d.Destination); err != nil {
+				return nil, nil, err
+			}
+		}
+		for _, earlier := range ds[:i] {
+			if DestinationOf(&Event{Destination: earlier.Destination}) == DestinationOf(&Event{Destination: d.Destination}) {
+				return nil, nil, fmt.Errorf("destination %q listed twice", DestinationOf(&Event{Destination: d.Destination}))
+			}
+		}
 		jobs[i] = *ev
 		jobs[i].Deliveries = nil
 		jobs[i].Destination = destinationName(d.Destination)
@@ -105,7 +116,7 @@ func DeliveriesOf(ev *Event) (jobs []Event, destinations []string) {
 			destinations[i] = DestinationOf(&jobs[i])
 		}
 	}
-	return jobs, destinations
+	return jobs, destinations, nil
 }
 
 // destinationName is the stored destination of a delivery: "" for the

@@ -90,12 +90,12 @@ func TestAggregateStatus(t *testing.T) {
 
 func TestDeliveriesOf(t *testing.T) {
 	ev := &Event{ID: "01J", Source: "stripe", Upstream: "http://a", Body: []byte("x")}
-	one, ds := DeliveriesOf(ev)
+	one, ds, _ := DeliveriesOf(ev)
 	if len(one) != 1 || one[0].ID != "01J" || one[0].Destination != "" || ds != nil || one[0].Upstream != "http://a" {
 		t.Fatalf("no deliveries: %+v %q", one, ds)
 	}
 	ev.Deliveries = []Delivery{{Destination: "default", Upstream: "http://a"}, {Destination: "billing", Upstream: "http://b"}}
-	two, ds := DeliveriesOf(ev)
+	two, ds, _ := DeliveriesOf(ev)
 	if len(two) != 2 || two[0].ID != "01J" || two[1].ID != "01J~billing" || two[1].Upstream != "http://b" ||
 		two[0].Destination != "" || two[1].Destination != "billing" || two[1].Deliveries != nil {
 		t.Fatalf("two deliveries: %+v", two)
@@ -105,9 +105,21 @@ func TestDeliveriesOf(t *testing.T) {
 	}
 	ev.Deliveries = nil
 	ev.Destination = "billing"
-	lone, ds := DeliveriesOf(ev)
+	lone, ds, _ := DeliveriesOf(ev)
 	if len(lone) != 1 || lone[0].ID != "01J~billing" || len(ds) != 1 {
 		t.Errorf("one non-default delivery: %+v %q", lone, ds)
+	}
+}
+
+func TestDeliveriesOfRefuses(t *testing.T) {
+	for _, ds := range [][]Delivery{
+		{{Destination: "a~b"}},
+		{{Destination: "billing"}, {Destination: "billing"}},
+		{{Destination: ""}, {Destination: "default"}},
+	} {
+		if _, _, err := DeliveriesOf(&Event{ID: "01J", Deliveries: ds}); err == nil {
+			t.Errorf("DeliveriesOf(%+v): no error", ds)
+		}
 	}
 }
 

@@ -172,7 +172,9 @@ type Queue interface {
 	// (when ev.Dedupe) and stores one job due now per delivery of ev
 	// (DeliveriesOf: one per ev.Deliveries, or ev itself), all in the same
 	// atomic step. A claim that has not expired makes it a duplicate:
-	// nothing is stored. The result's ID is the event's (ev.ID).
+	// nothing is stored. The result's ID is the event's (ev.ID). Deliveries
+	// DeliveriesOf refuses (a destination not valid or listed twice) are
+	// its error, and nothing is stored.
 	Enqueue(ctx context.Context, ev *Event, dedupeUntil time.Time) (EnqueueResult, error)
 
 	// Lease hands out up to n jobs due at or before now, each leased until

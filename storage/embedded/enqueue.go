@@ -14,9 +14,13 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err := ctx.Err(); err != nil {
 		return storage.EnqueueResult{}, err
 	}
+	jobs, destinations, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
 	now := s.now()
 	var res storage.EnqueueResult
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if ev.Dedupe {
 			claims := tx.Bucket(bClaims)
 			ck := claimKey(ev.Source, ev.EventID)
@@ -42,7 +46,6 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 			}
 		}
 		// every delivery in this one transaction: never some of them
-		jobs, destinations := storage.DeliveriesOf(ev)
 		for _, job := range jobs {
 			rec := &record{Job: storage.Job{Event: job}, Status: storage.StatusQueued, Due: now}
 			if err := putRecord(tx, rec); err != nil {

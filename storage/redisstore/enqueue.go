@@ -27,7 +27,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		ck, dedupe = storage.ClaimKey(ev.Source, ev.EventID), "1"
 		expires = max(ms(dedupeUntil), expires)
 	}
-	jobs, destinations := storage.DeliveriesOf(ev)
+	jobs, destinations, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
 	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(ev.ID)}
 	jobArgs := make([]any, 0, 3*len(jobs))
 	for i := range jobs {
@@ -45,7 +48,6 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	args := append([]any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source, storage.EncodeDestinations(destinations)}, jobArgs...)
 	var v any
-	var err error
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, enqueueScript, keys, args...)
 	} else {
