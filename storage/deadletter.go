@@ -11,20 +11,21 @@ import (
 // pending, created and updated at now; its payload is the job's body.
 func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, earlier *DLQEntry) *DLQEntry {
 	e := &DLQEntry{
-		ID:         job.ID,
-		EventID:    job.EventID,
-		Source:     job.Source,
-		EventType:  job.Type,
-		RequestID:  job.RequestID,
-		Upstream:   job.Upstream,
-		Payload:    job.Body,
-		Headers:    job.Headers,
-		Error:      reason,
-		Attempts:   attempts,
-		ReceivedAt: job.ReceivedAt,
-		CreatedAt:  now,
-		UpdatedAt:  now,
-		Status:     DLQPending,
+		ID:          job.ID,
+		EventID:     job.EventID,
+		Source:      job.Source,
+		Destination: job.Destination,
+		EventType:   job.Type,
+		RequestID:   job.RequestID,
+		Upstream:    job.Upstream,
+		Payload:     job.Body,
+		Headers:     job.Headers,
+		Error:       reason,
+		Attempts:    attempts,
+		ReceivedAt:  job.ReceivedAt,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+		Status:      DLQPending,
 	}
 	if n := len(attempts); n > 0 {
 		e.LastStatus = attempts[n-1].Status
@@ -51,6 +52,6 @@ func CheckRetryEvent(st Status) error {
 // event record is gone (past retention). An event without a provider id
 // carries its internal id as event id, and was never deduplicated.
 func EventOfEntry(e *DLQEntry) Event {
-	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != e.ID, Source: e.Source,
-		Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != EventIDOfDelivery(e.ID), Source: e.Source,
+		Destination: e.Destination, Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
 }

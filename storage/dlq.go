@@ -40,26 +40,30 @@ type Attempt struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-// DLQEntry is one dead-lettered event. Its ID is the internal event ID, so an
-// event has at most one entry; a retried entry that fails again is updated.
+// DLQEntry is one dead-lettered delivery. Its ID is the delivery's job ID
+// (DeliveryID: the internal event ID for the default destination), so a
+// delivery has at most one entry; a retried entry that fails again is
+// updated.
 type DLQEntry struct {
-	ID         string      `json:"id"`
-	EventID    string      `json:"event_id"`
-	Source     string      `json:"source"`
-	EventType  string      `json:"event_type,omitempty"`
-	RequestID  string      `json:"request_id,omitempty"`
-	Upstream   string      `json:"upstream"`
-	Payload    []byte      `json:"payload,omitempty"`
-	Headers    http.Header `json:"headers,omitempty"`
-	Error      string      `json:"error"`
-	LastStatus int         `json:"last_status,omitempty"`
-	Attempts   []Attempt   `json:"attempts"`
-	ReceivedAt time.Time   `json:"received_at"`
-	CreatedAt  time.Time   `json:"created_at"`
-	UpdatedAt  time.Time   `json:"updated_at"`
-	Status     DLQStatus   `json:"status"`
-	Resolution string      `json:"resolution,omitempty"`
-	Reason     string      `json:"reason,omitempty"`
+	ID      string `json:"id"`
+	EventID string `json:"event_id"`
+	Source  string `json:"source"`
+	// Destination is the dead delivery's destination ("": the default).
+	Destination string      `json:"destination,omitempty"`
+	EventType   string      `json:"event_type,omitempty"`
+	RequestID   string      `json:"request_id,omitempty"`
+	Upstream    string      `json:"upstream"`
+	Payload     []byte      `json:"payload,omitempty"`
+	Headers     http.Header `json:"headers,omitempty"`
+	Error       string      `json:"error"`
+	LastStatus  int         `json:"last_status,omitempty"`
+	Attempts    []Attempt   `json:"attempts"`
+	ReceivedAt  time.Time   `json:"received_at"`
+	CreatedAt   time.Time   `json:"created_at"`
+	UpdatedAt   time.Time   `json:"updated_at"`
+	Status      DLQStatus   `json:"status"`
+	Resolution  string      `json:"resolution,omitempty"`
+	Reason      string      `json:"reason,omitempty"`
 	// Retries counts how many times an operator re-enqueued this entry.
 	Retries int `json:"retries,omitempty"`
 }
@@ -67,16 +71,22 @@ type DLQEntry struct {
 // DLQFilter selects DLQ entries. Zero fields match everything.
 type DLQFilter struct {
 	Source string
-	Type   string // the event type, exactly
-	Status DLQStatus
-	Since  time.Time // entries created at or after
-	Limit  int       // 0 means DLQDefaultLimit
-	Cursor string    // opaque, from DLQPage.NextCursor
+	// Destination selects one destination's entries ("" and "default"
+	// alike select the default destination's; empty: all).
+	Destination string
+	Type        string // the event type, exactly
+	Status      DLQStatus
+	Since       time.Time // entries created at or after
+	Limit       int       // 0 means DLQDefaultLimit
+	Cursor      string    // opaque, from DLQPage.NextCursor
 }
 
 // Matches reports whether e passes the filter (cursor and limit aside).
 func (f DLQFilter) Matches(e *DLQEntry) bool {
 	if f.Source != "" && e.Source != f.Source {
+		return false
+	}
+	if f.Destination != "" && DestinationOf(&Event{Destination: e.Destination}) != DestinationOf(&Event{Destination: f.Destination}) {
 		return false
 	}
 	if f.Type != "" && e.EventType != f.Type {

@@ -8,8 +8,9 @@ import (
 )
 
 // Lanes. Every queued job belongs to one lane, the unit that is paused,
-// paced and held back as a whole: a job's lane is its source, or its
-// source's replay lane for a replayed event (LaneOf, in replay.go). The
+// paced and held back as a whole: a job's lane is its source, its
+// source's replay lane for a replayed event, or a lane of its destination
+// (LaneOf, in lane.go). The
 // backends index due jobs per lane, so that a lane that must wait costs
 // no store work however many jobs it holds: its jobs are simply not
 // looked at until the gate lets them through.
@@ -17,6 +18,9 @@ import (
 // Gate says, at lease time, which lanes may be leased and how fast. A nil
 // Gate lets every lane through unpaced.
 type Gate struct {
+	// Each map holds lanes; a lane missing from a map follows the entry of
+	// GateLaneOf(lane) (a destination's lane, its source's).
+	//
 	// Skip holds lanes whose jobs must not be leased now (a paused source,
 	// an upstream whose circuit breaker is open). Their jobs stay due,
 	// untouched, and are leased as soon as the lane is no longer skipped.
@@ -31,7 +35,32 @@ type Gate struct {
 }
 
 // skipped reports whether lane must not be leased now.
-func (g *Gate) skipped(lane string) bool { return g != nil && g.Skip[lane] }
+func (g *Gate) skipped(lane string) bool {
+	if g == nil {
+		return false
+	}
+	skip, _ := gateEntry(g.Skip, lane)
+	return skip
+}
+
+// gateEntry is lane's entry in one of the gate's maps, or, when it has
+// none, the entry of the lane it follows (GateLaneOf).
+func gateEntry[V any](m map[string]V, lane string) (V, bool) {
+	if v, ok := m[lane]; ok {
+		return v, true
+	}
+	v, ok := m[GateLaneOf(lane)]
+	return v, ok
+}
+
+// CapOf returns how many of the lane's jobs one lease may take (ok false:
+// no cap).
+func (g *Gate) CapOf(lane string) (int, bool) {
+	if g == nil {
+		return 0, false
+	}
+	return gateEntry(g.Cap, lane)
+}
 
 // Skipped reports whether lane must not be leased now.
 func (g *Gate) Skipped(lane string) bool { return g.skipped(lane) }
@@ -41,7 +70,7 @@ func (g *Gate) RateOf(lane string) (Rate, bool) {
 	if g == nil {
 		return Rate{}, false
 	}
-	r, ok := g.Pace[lane]
+	r, ok := gateEntry(g.Pace, lane)
 	return r, ok && r.Valid()
 }
 
@@ -203,10 +232,8 @@ func pickGated(cands []Candidate, n int, gate *Gate, granted map[string]int) []C
 			continue
 		}
 		l, limited := -1, false
-		if gate != nil {
-			if cp, ok := gate.Cap[c.Lane]; ok {
-				l, limited = cp, true
-			}
+		if cp, ok := gate.CapOf(c.Lane); ok {
+			l, limited = cp, true
 		}
 		if g, asked := granted[c.Lane]; asked && (!limited || g < l) {
 			l, limited = g, true

@@ -7,39 +7,8 @@ package storage
 // functions below; the backends only persist.
 
 import (
-	"strings"
 	"time"
 )
-
-// replayLaneSuffix marks a source's replay lane. Source names are letters,
-// digits, '.', '_' and '-', so no source lane ends with it.
-const replayLaneSuffix = "~replay"
-
-// LaneOf is the lane of a job's event: its source, or its source's replay
-// lane for a replayed event. Every lane name is decided here.
-func LaneOf(ev *Event) string {
-	if ev.Replay {
-		return ev.Source + replayLaneSuffix
-	}
-	return ev.Source
-}
-
-// LanesOf lists the lanes of source's jobs (its own, then its replay
-// lane): the gate treats them alike (skip, cap, pace).
-func LanesOf(source string) []string {
-	return []string{source, source + replayLaneSuffix}
-}
-
-// SourceOfLane is the source whose jobs lane holds.
-func SourceOfLane(lane string) string {
-	return strings.TrimSuffix(lane, replayLaneSuffix)
-}
-
-// PaceOf names the pace a lane takes its slots from (Gate.Pace holds
-// each lane's rate): a source's lanes share one, so that its replays and
-// its live traffic together stay within its rate_limit. The backends key
-// their pacing state by it.
-func PaceOf(lane string) string { return SourceOfLane(lane) }
 
 // Limits of a replay: those of a bulk DLQ retry.
 const (
@@ -51,10 +20,13 @@ const (
 // everything.
 type ReplayFilter struct {
 	Source string
-	Type   string    // the event type, exactly
-	Since  time.Time // delivered at or after
-	Until  time.Time // delivered at or before
-	Limit  int       // 0 means ReplayDefaultLimit; at most ReplayMaxLimit
+	// Destination selects one destination's deliveries ("" and "default"
+	// alike: the default destination's; empty: all).
+	Destination string
+	Type        string    // the event type, exactly
+	Since       time.Time // delivered at or after
+	Until       time.Time // delivered at or before
+	Limit       int       // 0 means ReplayDefaultLimit; at most ReplayMaxLimit
 }
 
 // EffectiveLimit clamps the filter's limit to [1, ReplayMaxLimit].
@@ -75,7 +47,8 @@ func (f ReplayFilter) Matches(ev *Event, st Status, finished time.Time) bool {
 	if st != StatusDelivered || !f.InRange(finished) {
 		return false
 	}
-	return (f.Source == "" || ev.Source == f.Source) && (f.Type == "" || ev.Type == f.Type)
+	return (f.Source == "" || ev.Source == f.Source) && (f.Type == "" || ev.Type == f.Type) &&
+		(f.Destination == "" || DestinationOf(ev) == DestinationOf(&Event{Destination: f.Destination}))
 }
 
 // ErrNotDelivered is Replay's refusal of an event that is not delivered

@@ -31,7 +31,9 @@ const (
 // Event is an accepted webhook: the exact bytes received and what is needed
 // to deliver them.
 type Event struct {
-	// ID is the internal, unique, time-ordered ID (also the DLQ entry ID).
+	// ID is the internal, unique, time-ordered ID. A stored job's is its
+	// delivery's (DeliveryID: the event's own for the default destination),
+	// also its DLQ entry's ID.
 	ID string `json:"id"`
 	// EventID is the provider's ID used for deduplication (or a generated one).
 	EventID string `json:"event_id"`
@@ -46,6 +48,14 @@ type Event struct {
 	// Trace is the W3C traceparent of the ingress request's span when
 	// Caddy's tracing is on: each delivery attempt is a span of that trace.
 	Trace string `json:"trace,omitempty"`
+	// Destination is the name of the destination a job delivers to
+	// ("" is DefaultDestination, as in records written before destinations
+	// existed).
+	Destination string `json:"destination,omitempty"`
+	// Deliveries asks Enqueue for one delivery per entry (DeliveriesOf);
+	// empty: one delivery to Destination at Upstream. Read only by Enqueue,
+	// never stored.
+	Deliveries []Delivery `json:"-"`
 	// Replay is true once an operator replayed the delivered event: its
 	// jobs wait in its source's replay lane (LaneOf).
 	Replay     bool        `json:"replay,omitempty"`
@@ -111,10 +121,13 @@ type EnqueueResult struct {
 
 // EventInfo is what the store knows about one event.
 type EventInfo struct {
-	ID        string `json:"id"`
-	EventID   string `json:"event_id"`
-	Source    string `json:"source"`
-	EventType string `json:"event_type,omitempty"`
+	ID      string `json:"id"`
+	EventID string `json:"event_id"`
+	Source  string `json:"source"`
+	// Destination is the destination of a delivery reported alone (replay
+	// listings, a delivery of EventInfo.Deliveries): "" for the default.
+	Destination string `json:"destination,omitempty"`
+	EventType   string `json:"event_type,omitempty"`
 	// RequestID is the id of the ingress request that accepted the event.
 	RequestID   string    `json:"request_id,omitempty"`
 	Status      Status    `json:"status"`
@@ -122,6 +135,10 @@ type EventInfo struct {
 	NextAttempt time.Time `json:"next_attempt_at,omitzero"`
 	FinishedAt  time.Time `json:"finished_at,omitzero"`
 	Attempts    []Attempt `json:"attempts"`
+	// Deliveries reports each delivery of an event with several (or with
+	// a non-default one); the fields above are then their aggregate
+	// (CombineEventInfo).
+	Deliveries []DeliveryInfo `json:"deliveries,omitempty"`
 }
 
 // Counts is a snapshot of queue sizes.
@@ -152,8 +169,12 @@ type Store interface {
 // leased and finished by the delivery workers.
 type Queue interface {
 	// Enqueue atomically claims (ev.Source, ev.EventID) until dedupeUntil
-	// (when ev.Dedupe) and stores ev as a job due now. A claim that has
-	// not expired makes it a duplicate: nothing is stored.
+	// (when ev.Dedupe) and stores one job due now per delivery of ev
+	// (DeliveriesOf: one per ev.Deliveries, or ev itself), all in the same
+	// atomic step. A claim that has not expired makes it a duplicate:
+	// nothing is stored. The result's ID is the event's (ev.ID). Deliveries
+	// DeliveriesOf refuses (a destination not valid or listed twice) are
+	// its error, and nothing is stored.
 	Enqueue(ctx context.Context, ev *Event, dedupeUntil time.Time) (EnqueueResult, error)
 
 	// Lease hands out up to n jobs due at or before now, each leased until

@@ -34,9 +34,14 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if rec == nil {
 					return nil
 				}
+				// the (source, event id) index goes with the event's last delivery
+				last, err := lastDelivery(tx, string(id))
+				if err != nil {
+					return err
+				}
 				ids := tx.Bucket(bIDs)
 				ck := claimKey(rec.Source, rec.EventID)
-				if bytes.Equal(ids.Get(ck), id) {
+				if last && bytes.Equal(ids.Get(ck), []byte(storage.EventIDOfDelivery(string(id)))) {
 					if err := ids.Delete(ck); err != nil {
 						return err
 					}

@@ -14,9 +14,13 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err := ctx.Err(); err != nil {
 		return storage.EnqueueResult{}, err
 	}
+	jobs, destinations, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
 	now := s.now()
 	var res storage.EnqueueResult
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if ev.Dedupe {
 			claims := tx.Bucket(bClaims)
 			ck := claimKey(ev.Source, ev.EventID)
@@ -41,11 +45,17 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 				return err
 			}
 		}
-		rec := &record{Job: storage.Job{Event: *ev}, Status: storage.StatusQueued, Due: now}
-		if err := putRecord(tx, rec); err != nil {
-			return err
+		// every delivery in this one transaction: never some of them
+		for _, job := range jobs {
+			rec := &record{Job: storage.Job{Event: job}, Status: storage.StatusQueued, Due: now}
+			if err := putRecord(tx, rec); err != nil {
+				return err
+			}
+			if err := putDue(tx, rec); err != nil {
+				return err
+			}
 		}
-		if err := putDue(tx, rec); err != nil {
+		if err := putDeliveries(tx, ev.ID, destinations); err != nil {
 			return err
 		}
 		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}

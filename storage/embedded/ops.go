@@ -21,26 +21,35 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 		} else if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
 			id = bytes.Clone(v[8:]) // finished and past retention: maybe in the DLQ
 		}
-		rec, err := getRecord(tx, id)
-		if err != nil {
-			return err
-		}
-		if rec != nil && rec.Source == source {
-			st := storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now)
-			info = storage.NewEventInfo(&rec.Event, rec.Attempts, st, rec.Due, rec.FinishedAt)
-			return nil
-		}
-		e, err := getEntry(tx, string(id))
-		if err != nil {
-			return err
-		}
-		if e != nil && e.Source == source {
-			info = storage.DeadEventInfo(e)
-			return nil
-		}
-		return storage.ErrNotFound
+		var err error
+		info, err = storage.LookupEvent(string(id), destinationsOf(tx, string(id)), func(id string) (*storage.EventInfo, error) {
+			return deliveryInfo(tx, id, source, now)
+		})
+		return err
 	})
 	return info, err
+}
+
+// deliveryInfo is what Lookup reports of the delivery id of an event of
+// source: from its record, or its DLQ entry once the record is gone (nil:
+// neither is left).
+func deliveryInfo(tx *bolt.Tx, id, source string, now time.Time) (*storage.EventInfo, error) {
+	rec, err := getRecord(tx, []byte(id))
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil && rec.Source == source {
+		st := storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now)
+		return storage.NewEventInfo(&rec.Event, rec.Attempts, st, rec.Due, rec.FinishedAt), nil
+	}
+	e, err := getEntry(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if e != nil && e.Source == source {
+		return storage.DeadEventInfo(e), nil
+	}
+	return nil, nil
 }
 
 // Counts implements storage.Store.
@@ -110,9 +119,12 @@ func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
 // statusOf is the status of event id for duplicate answers (see
 // storage.EffectiveStatus; an unreadable record counts as none).
 func statusOf(tx *bolt.Tx, id string, now time.Time) storage.Status {
-	rec, err := getRecord(tx, []byte(id))
-	if err == nil && rec != nil {
-		return storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now)
-	}
-	return storage.EffectiveStatus("", time.Time{}, tx.Bucket(bDLQ).Get([]byte(id)) != nil, now)
+	st, _ := storage.EventStatus(id, destinationsOf(tx, id), func(id string) (storage.Status, error) {
+		rec, err := getRecord(tx, []byte(id))
+		if err == nil && rec != nil {
+			return storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now), nil
+		}
+		return storage.EffectiveStatus("", time.Time{}, tx.Bucket(bDLQ).Get([]byte(id)) != nil, now), nil
+	})
+	return st
 }

@@ -26,7 +26,7 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 // Bucket names. Index keys start with an 8-byte big-endian Unix-nano time so
 // that cursors walk them in time order.
 var (
-	bEvents   = []byte("events")   // id -> record
+	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record
 	bInFlight = []byte("inflight") // id -> nil: leased jobs
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
@@ -34,12 +34,12 @@ var (
 	bDLQ      = []byte("dlq")      // id -> storage.DLQEntry
 	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
-	bIDs      = []byte("ids")      // source\x00event_id -> id, while the event record exists
+	bIDs      = []byte("ids")      // source\x00event_id -> event id, while a record of the event exists
 	bPaused   = []byte("paused")   // source -> nil
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries}
 
 // record is an event as stored in bEvents.
 type record struct {

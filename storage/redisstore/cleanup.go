@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
 )
 
 // cleanupBatch bounds one round of cleanup per partition.
@@ -44,7 +46,18 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil && !errors.Is(err, redis.Nil) {
 					return total, unavailable(err)
 				}
-				if _, err := removeEventScript.Run(ctx, s.c, []string{p.ev(id), p.key("done"), p.ids(ck)}, id, doneCutoff).Result(); err != nil {
+				ev := storage.EventIDOfDelivery(id)
+				destinations, err := s.destinationsOf(ctx, p, ev)
+				if err != nil {
+					return total, unavailable(err)
+				}
+				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev)}
+				for _, d := range destinations {
+					if other := storage.DeliveryID(ev, d); other != id {
+						keys = append(keys, p.ev(other))
+					}
+				}
+				if _, err := removeEventScript.Run(ctx, s.c, keys, id, doneCutoff, ev).Result(); err != nil {
 					return total, unavailable(err)
 				}
 				total++
@@ -91,19 +104,26 @@ end
 return 0
 `)
 
-// removeEventScript deletes a finished event past retention, unless it was
-// re-enqueued (or finished again) since Cleanup listed it.
+// removeEventScript deletes a finished delivery past retention, unless it
+// was re-enqueued (or finished again) since Cleanup listed it. The event's
+// (source, event id) index and its deliveries index go with its last
+// delivery.
 //
-//	KEYS: event hash, done, ids
-//	ARGV: id, cutoff ms
+//	KEYS: event hash (the delivery's), done, ids, deliveries index, the
+//	      event hashes of the event's other deliveries...
+//	ARGV: id (the delivery's), cutoff ms, event id
 var removeEventScript = redis.NewScript(`
 local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not fin or tonumber(fin) >= tonumber(ARGV[2]) then return 0 end
 local st = redis.call('HGET', KEYS[1], 'st')
 if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
-if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+for i = 5, #KEYS do
+	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
+end
+if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
+redis.call('DEL', KEYS[4])
 return 1
 `)
 

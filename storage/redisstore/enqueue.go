@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -19,10 +20,6 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	now := s.now()
 	p := s.partitionForEvent(ev)
-	data, err := json.Marshal(ev)
-	if err != nil {
-		return storage.EnqueueResult{}, err
-	}
 	ck := ""
 	dedupe := "0"
 	expires := ms(now) + 1
@@ -30,13 +27,26 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		ck, dedupe = storage.ClaimKey(ev.Source, ev.EventID), "1"
 		expires = max(ms(dedupeUntil), expires)
 	}
-	lane := storage.LaneOf(ev)
-	keys := []string{p.claim(ck), p.ids(ck), p.ev(ev.ID), p.key("claimexp"), p.lane(lane), p.key("lanes")}
+	jobs, destinations, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(ev.ID)}
+	jobArgs := make([]any, 0, 3*len(jobs))
+	for i := range jobs {
+		data, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return storage.EnqueueResult{}, err
+		}
+		lane := storage.LaneOf(&jobs[i])
+		keys = append(keys, p.ev(jobs[i].ID), p.lane(lane))
+		jobArgs = append(jobArgs, jobs[i].ID, data, lane)
+	}
 	touch := "0"
 	if s.opts.MinReplicas > 0 {
 		touch = "1"
 	}
-	args := []any{ev.ID, dedupe, expires, data, ms(now), ck, touch, ev.Source, lane}
+	args := append([]any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source, storage.EncodeDestinations(destinations)}, jobArgs...)
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, enqueueScript, keys, args...)
@@ -69,50 +79,76 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	return storage.EnqueueResult{ID: id, Status: storage.StatusQueued}, nil
 }
 
-// enqueueScript claims (source, event id) and enqueues the event in one step.
+// enqueueScript claims (source, event id) and enqueues every delivery of
+// the event in one step: an event is never stored with some of its
+// deliveries missing.
 //
-//	KEYS: claim, ids, event hash, claim expiry index, lane queue, lanes
-//	ARGV: id, dedupe (0|1), claim expiry (Unix ms: the window ends when the
-//	      caller said, however long the call took), event JSON, now ms, claim key text,
-//	      touch (1: a duplicate rewrites its claim's TTL, so that a following
-//	      WAIT also covers the original write), source, lane
+//	KEYS: claim, ids, claim expiry index, lanes, deliveries index, then
+//	      for each delivery: its event hash, its lane queue
+//	ARGV: event id, dedupe (0|1), claim expiry (Unix ms: the window ends
+//	      when the caller said, however long the call took), now ms, claim
+//	      key text, touch (1: a duplicate rewrites its claim's TTL, so that
+//	      a following WAIT also covers the original write), source, the
+//	      deliveries index ("": none, the default delivery alone), then for
+//	      each delivery: its id, its event JSON, its lane
 //	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 //
 // A second run of the same call (go-redis resending it after a lost reply)
-// finds the event it stored (ids are unique) and answers "stored" again.
+// finds the first delivery it stored (ids are unique) and answers "stored"
+// again.
 var enqueueScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[3]) == 1 then return {0, ARGV[1]} end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 if ARGV[2] == '1' then
 	local existing = redis.call('GET', KEYS[1])
 	if existing then
 		local left = redis.call('PTTL', KEYS[1])
-		if ARGV[7] == '1' and left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
+		if ARGV[6] == '1' and left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
 		return {1, existing, left}
 	end
 	redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
 	redis.call('SET', KEYS[2], ARGV[1])
-	redis.call('ZADD', KEYS[4], ARGV[3], ARGV[6])
+	redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
 end
-redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'st', 'queued', 'due', ARGV[5], 'rs', '0', 'att', '[]', 'ck', ARGV[6], 'src', ARGV[8])
-redis.call('ZADD', KEYS[5], ARGV[5], ARGV[1])
-redis.call('SADD', KEYS[6], ARGV[9])
+if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8]) end
+for i = 0, (#KEYS - 5) / 2 - 1 do
+	local id, lane = ARGV[9 + 3 * i], ARGV[11 + 3 * i]
+	redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', ARGV[4], 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+	redis.call('ZADD', KEYS[7 + 2 * i], ARGV[4], id)
+	redis.call('SADD', KEYS[4], lane)
+end
 return {0, ARGV[1]}
 `)
 
 // statusOf is the status of event id in partition p, for duplicate
-// answers (see storage.EffectiveStatus).
+// answers (see storage.EffectiveStatus, storage.EventStatus).
 func (s *Store) statusOf(ctx context.Context, p partition, id string, now time.Time) (storage.Status, error) {
-	vals, err := s.c.HMGet(ctx, p.ev(id), "st", "lu").Result()
+	destinations, err := s.destinationsOf(ctx, p, id)
 	if err != nil {
 		return "", err
 	}
-	if st, ok := vals[0].(string); ok && st != "" {
-		lu, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
-		return storage.EffectiveStatus(storage.Status(st), fromMS(lu), false, now), nil
+	return storage.EventStatus(id, destinations, func(id string) (storage.Status, error) {
+		vals, err := s.c.HMGet(ctx, p.ev(id), "st", "lu").Result()
+		if err != nil {
+			return "", err
+		}
+		if st, ok := vals[0].(string); ok && st != "" {
+			lu, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
+			return storage.EffectiveStatus(storage.Status(st), fromMS(lu), false, now), nil
+		}
+		n, err := s.c.Exists(ctx, p.dlqEntry(id)).Result()
+		if err != nil {
+			return "", err
+		}
+		return storage.EffectiveStatus("", time.Time{}, n > 0, now), nil
+	})
+}
+
+// destinationsOf reads the deliveries index of event id in partition p
+// (nil: none, its one delivery is the default's).
+func (s *Store) destinationsOf(ctx context.Context, p partition, id string) ([]string, error) {
+	v, err := s.c.Get(ctx, p.deliveries(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
 	}
-	n, err := s.c.Exists(ctx, p.dlqEntry(id)).Result()
-	if err != nil {
-		return "", err
-	}
-	return storage.EffectiveStatus("", time.Time{}, n > 0, now), nil
+	return storage.DecodeDestinations(v), err
 }

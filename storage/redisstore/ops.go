@@ -29,6 +29,19 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	if err != nil {
 		return nil, unavailable(err)
 	}
+	destinations, err := s.destinationsOf(ctx, p, id)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return storage.LookupEvent(id, destinations, func(id string) (*storage.EventInfo, error) {
+		return s.deliveryInfo(ctx, p, id, source, now)
+	})
+}
+
+// deliveryInfo is what Lookup reports of the delivery id of an event of
+// source in partition p: from its hash, or its DLQ entry once the hash is
+// gone (nil: neither is left).
+func (s *Store) deliveryInfo(ctx context.Context, p partition, id, source string, now time.Time) (*storage.EventInfo, error) {
 	h, err := s.getEvent(ctx, p, id)
 	if err != nil {
 		return nil, unavailable(err)
@@ -44,7 +57,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	if err != nil && !errors.Is(err, storage.ErrDLQNotFound) {
 		return nil, unavailable(err)
 	}
-	return nil, storage.ErrNotFound
+	return nil, nil
 }
 
 // eventHash is an event's hash as stored.

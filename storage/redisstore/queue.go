@@ -139,16 +139,15 @@ func decodeLeased(row any, until time.Time) (*storage.Job, error) {
 	return job, nil
 }
 
-// skipArgs lists the lanes the gate skips, as script arguments.
+// skipArgs lists the gate's skip entries as script arguments: lane, then
+// 1 (skipped) or 0, for luaSkipped.
 func skipArgs(gate *storage.Gate) []any {
 	if gate == nil {
 		return nil
 	}
 	var out []any
 	for lane, skip := range gate.Skip {
-		if skip {
-			out = append(out, lane)
-		}
+		out = append(out, lane, flag(skip))
 	}
 	return out
 }
@@ -182,14 +181,14 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 // skip, up to n jobs due at or before now (read only).
 //
 //	KEYS: lanes
-//	ARGV: now ms, n, lane queue key prefix, skipped lanes...
+//	ARGV: now ms, n, lane queue key prefix, skip entries (skipArgs)...
 //	returns {lane, id, due ms, lane, id, due ms, ...}
-var peekScript = redis.NewScript(`
+var peekScript = redis.NewScript(luaSkipped + `
 local skip = {}
-for i = 4, #ARGV do skip[ARGV[i]] = true end
+for i = 4, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local out = {}
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-	if not skip[lane] then
+	if not skipped(skip, lane) then
 		local r = redis.call('ZRANGEBYSCORE', ARGV[3] .. lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 		for i = 1, #r, 2 do
 			out[#out + 1] = lane
@@ -275,19 +274,23 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	if err != nil {
 		return time.Time{}, false, unavailable(err)
 	}
+	// the pace of every paced lane with a head (a destination's lane
+	// follows its source's rate: storage.GateLaneOf), one read per pace
 	paces := map[string]*redis.StringCmd{}
-	if gate != nil && len(gate.Pace) > 0 {
-		_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for lane := range gate.Pace {
-				if _, ok := gate.RateOf(lane); ok && !gate.Skipped(lane) {
-					paces[lane] = pipe.Get(ctx, s.paceKey(lane))
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for _, c := range heads {
+			v, _ := c.Val().([]any)
+			for j := 0; j+1 < len(v); j += 2 {
+				lane, _ := v[j].(string)
+				if _, ok := gate.RateOf(lane); ok && paces[storage.PaceOf(lane)] == nil {
+					paces[storage.PaceOf(lane)] = pipe.Get(ctx, s.paceKey(lane))
 				}
 			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return time.Time{}, false, unavailable(err)
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return time.Time{}, false, unavailable(err)
 	}
 	var best time.Time
 	var ok bool
@@ -297,7 +300,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 			lane, _ := v[j].(string)
 			d, _ := strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
 			due := time.UnixMilli(int64(d))
-			if pc, paced := paces[lane]; paced {
+			if pc, paced := paces[storage.PaceOf(lane)]; paced {
 				if tat, err := pc.Int64(); err == nil {
 					r, _ := gate.RateOf(lane)
 					if next := r.NextSlot(time.UnixMicro(tat)); next.After(due) {
@@ -317,14 +320,14 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 // does not skip (read only), for NextDue.
 //
 //	KEYS: lanes
-//	ARGV: lane queue key prefix, skipped lanes...
+//	ARGV: lane queue key prefix, skip entries (skipArgs)...
 //	returns {lane, due ms, ...}
-var headsScript = redis.NewScript(`
+var headsScript = redis.NewScript(luaSkipped + `
 local skip = {}
-for i = 2, #ARGV do skip[ARGV[i]] = true end
+for i = 2, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local out = {}
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-	if not skip[lane] then
+	if not skipped(skip, lane) then
 		local r = redis.call('ZRANGE', ARGV[1] .. lane, 0, 0, 'WITHSCORES')
 		if r[1] then
 			out[#out + 1] = lane

@@ -86,9 +86,10 @@ func (s *Store) readDelivered(ctx context.Context, p partition, ids []string, f 
 		str := func(i int) string { s, _ := v[i].(string); return s }
 		finMS, _ := strconv.ParseInt(str(2), 10, 64)
 		h := head{id: ids[i], st: storage.Status(str(0)), fin: fromMS(finMS)}
-		// the type (and a source not in the hash) is checked once the event is read
+		// the type, the destination (and a source not in the hash) are
+		// checked once the event is read
 		src := cmp.Or(str(1), f.Source)
-		if f.Matches(&storage.Event{Source: src, Type: f.Type}, h.st, h.fin) {
+		if f.Matches(&storage.Event{Source: src, Type: f.Type, Destination: f.Destination}, h.st, h.fin) {
 			wanted = append(wanted, h)
 		}
 	}
@@ -160,10 +161,10 @@ func (s *Store) Replay(ctx context.Context, info *storage.EventInfo, due time.Ti
 }
 
 // findFinished reads the hash of the event info names, in the partition
-// of its claim key or of its id (an event without a provider id lives by
-// its id): the fields are empty when it is gone.
+// of its claim key or of its event's id (an event without a provider id
+// lives by its id, storage.EventIDOfDelivery): the fields are empty when it is gone.
 func (s *Store) findFinished(ctx context.Context, info *storage.EventInfo) (partition, map[string]string, error) {
-	parts := []partition{s.partitionOf(storage.ClaimKey(info.Source, info.EventID)), s.partitionOf(info.ID)}
+	parts := []partition{s.partitionOf(storage.ClaimKey(info.Source, info.EventID)), s.partitionOf(storage.EventIDOfDelivery(info.ID))}
 	cmds := make([]*redis.MapStringStringCmd, len(parts))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range parts {

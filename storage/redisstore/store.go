@@ -84,14 +84,15 @@ type partition struct {
 	tag string // "{prefix:n}"
 }
 
-func (p partition) key(kind string) string    { return p.tag + ":" + kind }
-func (p partition) ev(id string) string       { return p.tag + ":ev:" + id }
-func (p partition) evPrefix() string          { return p.tag + ":ev:" }
-func (p partition) dlqEntry(id string) string { return p.tag + ":dlq:" + id }
-func (p partition) claim(ck string) string    { return p.tag + ":claim:" + ck }
-func (p partition) ids(ck string) string      { return p.tag + ":ids:" + ck }
-func (p partition) lanePrefix() string        { return p.tag + ":q:" }
-func (p partition) lane(lane string) string   { return p.tag + ":q:" + lane }
+func (p partition) key(kind string) string      { return p.tag + ":" + kind }
+func (p partition) ev(id string) string         { return p.tag + ":ev:" + id }
+func (p partition) evPrefix() string            { return p.tag + ":ev:" }
+func (p partition) dlqEntry(id string) string   { return p.tag + ":dlq:" + id }
+func (p partition) claim(ck string) string      { return p.tag + ":claim:" + ck }
+func (p partition) ids(ck string) string        { return p.tag + ":ids:" + ck }
+func (p partition) lanePrefix() string          { return p.tag + ":q:" }
+func (p partition) deliveries(id string) string { return p.tag + ":dests:" + id }
+func (p partition) lane(lane string) string     { return p.tag + ":q:" + lane }
 
 // New wraps a connected client. Close closes the client.
 func New(c redis.UniversalClient, opts Options) *Store {
@@ -129,12 +130,14 @@ func (s *Store) partitionOf(key string) partition {
 	return s.parts[h.Sum32()%uint32(len(s.parts))]
 }
 
-// partitionForEvent is where an event and its claim live.
+// partitionForEvent is where an event, its claim and all its deliveries
+// live (ev may be a delivery's job: an event without a provider id lives
+// by its own internal id, storage.EventIDOfDelivery).
 func (s *Store) partitionForEvent(ev *storage.Event) partition {
 	if ev.Dedupe {
 		return s.partitionOf(storage.ClaimKey(ev.Source, ev.EventID))
 	}
-	return s.partitionOf(ev.ID)
+	return s.partitionOf(storage.EventIDOfDelivery(ev.ID))
 }
 
 func unavailable(err error) error {

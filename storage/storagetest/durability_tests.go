@@ -25,21 +25,7 @@ func testDurability(t *testing.T, f Factory) {
 		evs[i] = newEvent(t, "stripe", fmt.Sprintf("evt_%02d", i))
 		byID[evs[i].ID] = evs[i]
 	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, ev := range evs {
-		wg.Go(func() {
-			res, err := s.Enqueue(t.Context(), ev, time.Now().Add(time.Hour))
-			if err == nil && (res.Duplicate || res.ID != ev.ID) {
-				err = fmt.Errorf("result %+v", res)
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("concurrent Enqueue: %v", err)
-	}
+	enqueueConcurrently(t, s, evs)
 	base := time.Now()
 	leased := lease(t, s, base, 10, time.Minute)
 	if len(leased) != 10 {
@@ -105,6 +91,27 @@ func testDurability(t *testing.T, f Factory) {
 	}
 	if info := lookup(t, s, "stripe", byID[dead[0]].EventID); info.Status != storage.StatusDead {
 		t.Errorf("Lookup of a dead event after reopen: %s", info.Status)
+	}
+}
+
+// enqueueConcurrently enqueues evs all at once, each expected to be
+// stored under its own id.
+func enqueueConcurrently(t *testing.T, s storage.Store, evs []*storage.Event) {
+	t.Helper()
+	errs := make([]error, len(evs))
+	var wg sync.WaitGroup
+	for i, ev := range evs {
+		wg.Go(func() {
+			res, err := s.Enqueue(t.Context(), ev, time.Now().Add(time.Hour))
+			if err == nil && (res.Duplicate || res.ID != ev.ID) {
+				err = fmt.Errorf("result %+v", res)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent Enqueue: %v", err)
 	}
 }
 

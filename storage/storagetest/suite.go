@@ -83,6 +83,13 @@ func Run(t *testing.T, f Factory) {
 		{"Replay", testReplay},
 		{"ReplayConcurrent", testReplayConcurrent},
 		{"ReplayLane", testReplayLane},
+		{"FanOut", testFanOut},
+		{"FanOutWithoutProviderID", testFanOutWithoutProviderID},
+		{"FanOutDead", testFanOutDead},
+		{"FanOutReplay", testFanOutReplay},
+		{"FanOutGate", testFanOutGate},
+		{"FanOutRetention", testFanOutRetention},
+		{"FanOutDurability", testFanOutDurability},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

@@ -1,0 +1,62 @@
+package storage
+
+// Lane names. Every lane name is decided here: a job's lane (LaneOf), a
+// source's lanes as the gate lists them (LanesOf), the source a lane belongs
+// to (SourceOfLane), the pace it shares (PaceOf) and the lane whose gate
+// entries it follows (GateLaneOf).
+
+import "strings"
+
+// replayLaneSuffix marks a replay lane. Source and destination names are
+// letters, digits, '.', '_' and '-', so no other lane ends with it.
+const replayLaneSuffix = "~replay"
+
+// destinationLaneSep separates a source from a destination in the lane of
+// a non-default destination's deliveries (no source name holds it).
+const destinationLaneSep = "/"
+
+// LaneOf is the lane of a job's event: its source for the default
+// destination (a replayed event's: its source's replay lane), as before
+// destinations existed; a delivery to another destination waits in its own
+// lane, source/destination (and source/destination~replay), so that each
+// destination can be held back on its own.
+func LaneOf(ev *Event) string {
+	lane := ev.Source
+	if !IsDefaultDestination(ev.Destination) {
+		lane += destinationLaneSep + ev.Destination
+	}
+	if ev.Replay {
+		lane += replayLaneSuffix
+	}
+	return lane
+}
+
+// LanesOf lists the lanes of source's default deliveries (its own, then its
+// replay lane): the gate treats them alike (skip, cap, pace). The lanes of
+// its other destinations follow these entries (GateLaneOf).
+func LanesOf(source string) []string {
+	return []string{source, source + replayLaneSuffix}
+}
+
+// SourceOfLane is the source whose jobs lane holds.
+func SourceOfLane(lane string) string {
+	src, _, _ := strings.Cut(strings.TrimSuffix(lane, replayLaneSuffix), destinationLaneSep)
+	return src
+}
+
+// GateLaneOf is the lane whose gate entries (skip, cap, pace) hold for lane
+// when the gate has none of its own: a destination's lane follows its
+// source's lane of the same kind (live or replay). For now a source's
+// destinations are paused, broken and paced with it.
+func GateLaneOf(lane string) string {
+	if strings.HasSuffix(lane, replayLaneSuffix) {
+		return SourceOfLane(lane) + replayLaneSuffix
+	}
+	return SourceOfLane(lane)
+}
+
+// PaceOf names the pace a lane takes its slots from (Gate.Pace holds
+// each lane's rate): a source's lanes share one, so that its replays, its
+// destinations and its live traffic together stay within its rate_limit.
+// The backends key their pacing state by it.
+func PaceOf(lane string) string { return SourceOfLane(lane) }

@@ -1,0 +1,20 @@
+package redisstore
+
+// luaSkipped is the Lua function skipped(skip, lane) of the scripts that
+// walk a partition's lanes (peek, heads): storage.Gate.Skipped's rule on
+// the skip entries the script was given (skipArgs: lane -> '1' or '0'). A
+// lane without an entry of its own follows storage.GateLaneOf(lane): a
+// destination's lane (source/destination, source/destination~replay) its
+// source's lane of the same kind. Source names hold neither '/' nor '~'.
+// TestGateSkipLuaAgreesWithGo keeps the two in step.
+const luaSkipped = `
+local function skipped(skip, lane)
+	local v = skip[lane]
+	if v == nil then
+		local own = string.match(lane, '^[^/~]*')
+		if string.sub(lane, -7) == '~replay' then own = own .. '~replay' end
+		v = skip[own]
+	end
+	return v == '1'
+end
+`

@@ -1,0 +1,45 @@
+package redisstore
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+)
+
+// TestGateSkipLuaAgreesWithGo: the scripts skip exactly the lanes
+// storage.Gate.Skipped skips, destinations' lanes included.
+func TestGateSkipLuaAgreesWithGo(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	script := redis.NewScript(luaSkipped + `
+local skip = {}
+for i = 2, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
+if skipped(skip, ARGV[1]) then return 1 end
+return 0
+`)
+	gates := []map[string]bool{
+		{"stripe": true},
+		{"stripe~replay": true},
+		{"stripe": true, "stripe/billing": false},
+		{"stripe/billing~replay": true},
+		{"github": true},
+	}
+	lanes := []string{"stripe", "stripe~replay", "stripe/billing", "stripe/billing~replay", "stripe/crm", "github/billing", "a.b-c_d/x.y"}
+	for _, skip := range gates {
+		g := &storage.Gate{Skip: skip}
+		for _, lane := range lanes {
+			args := append([]any{lane}, skipArgs(g)...)
+			v, err := script.Run(t.Context(), c, []string{"k"}, args...).Int()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (v == 1) != g.Skipped(lane) {
+				t.Errorf("skip %v, lane %q: Lua %v, Go %v", skip, lane, v == 1, g.Skipped(lane))
+			}
+		}
+	}
+}
