@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,15 +46,7 @@ func TestAuditTrail(t *testing.T) {
 	dir := t.TempDir()
 	auditLog, eventsLog := filepath.Join(dir, "audit.log"), filepath.Join(dir, "events.log")
 	up := newUpstream(t)
-	var fail atomic.Bool
-	fail.Store(true)
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		if fail.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	fail := up.failWith(http.StatusServiceUnavailable, true)
 	tester := caddytest.NewTester(t)
 	tester.InitServer(fmt.Sprintf(`{
 	admin localhost:2999

@@ -10,6 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/hookline/hookline/internal/caddyfiletest"
 )
 
 // ingressBlock wraps option lines in a webhook_ingress block for source "src".
@@ -22,17 +24,6 @@ func fptr(f float64) *float64 { return &f }
 func dur(d time.Duration) caddy.Duration { return caddy.Duration(d) }
 
 // jsonEqual reports whether a and b hold the same JSON value.
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var va, vb any
-	if err := json.Unmarshal(a, &va); err != nil {
-		t.Fatalf("bad JSON %s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &vb); err != nil {
-		t.Fatalf("bad JSON %s: %v", b, err)
-	}
-	return reflect.DeepEqual(va, vb)
-}
 
 func TestIngressUnmarshalCaddyfile(t *testing.T) {
 	tests := []struct {
@@ -332,29 +323,11 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := new(Ingress)
-			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if tt.wantErr != "" {
-				if err == nil {
-					t.Fatalf("want an error containing %q, got none (parsed %+v)", tt.wantErr, got)
-				}
-				if !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %q does not contain %q", err, tt.wantErr)
-				}
+			got := caddyfiletest.Parse[Ingress](t, tt.input, tt.wantErr)
+			if got == nil {
 				return
 			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-
-			switch {
-			case tt.wantVerify == "" && got.VerifyRaw != nil:
-				t.Errorf("VerifyRaw = %s, want none", got.VerifyRaw)
-			case tt.wantVerify != "" && got.VerifyRaw == nil:
-				t.Errorf("VerifyRaw is empty, want %s", tt.wantVerify)
-			case tt.wantVerify != "" && !jsonEqual(t, got.VerifyRaw, []byte(tt.wantVerify)):
-				t.Errorf("VerifyRaw = %s, want %s", got.VerifyRaw, tt.wantVerify)
-			}
+			caddyfiletest.CheckRaw(t, "VerifyRaw", got.VerifyRaw, tt.wantVerify)
 
 			got.VerifyRaw = nil
 			if !reflect.DeepEqual(got, tt.want) {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,15 +82,7 @@ func pendingIDs(t *testing.T) []string {
 func TestDashboardBrowser(t *testing.T) {
 	execPath := chromium(t)
 	up := newUpstream(t)
-	var fail atomic.Bool
-	fail.Store(true)
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		if fail.Load() {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	fail := up.failWith(http.StatusUnprocessableEntity, true)
 	startCaddy(t, up, "", dashboardSite)
 	body := []byte(`{"dash":1,"kind":"dash.test","note":"<img src=x onerror=alert(1)>"}`)
 	post(t, "/hooks/gen", body, signedHeaders(body, "dash-1"))

@@ -78,6 +78,22 @@ func newUpstream(t testing.TB) *upstream {
 
 func (u *upstream) setRespond(f func(n int, w http.ResponseWriter)) { u.respond.Store(&f) }
 
+// failWith makes the upstream answer status while the returned switch is
+// on (it starts as failing says) and 200 once it is turned off: the
+// operator fixing the app.
+func (u *upstream) failWith(status int, failing bool) *atomic.Bool {
+	fail := new(atomic.Bool)
+	fail.Store(failing)
+	u.setRespond(func(n int, w http.ResponseWriter) {
+		if fail.Load() {
+			w.WriteHeader(status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	return fail
+}
+
 func (u *upstream) next(t testing.TB, within time.Duration) recorded {
 	t.Helper()
 	select {
@@ -477,15 +493,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 
 func TestPermanentToDLQAndAdminRetry(t *testing.T) {
 	up := newUpstream(t)
-	var fail atomic.Bool
-	fail.Store(true)
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		if fail.Load() {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	fail := up.failWith(http.StatusUnprocessableEntity, true)
 	startCaddy(t, up, "", "")
 	body := []byte(`{"perm":1}`)
 	post(t, "/hooks/gen", body, signedHeaders(body, "p-1"))
@@ -864,15 +872,7 @@ drained:
 // re-enqueues them spaced out and skips none; bad bodies are refused.
 func TestBulkRetry(t *testing.T) {
 	up := newUpstream(t)
-	var fail atomic.Bool
-	fail.Store(true)
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		if fail.Load() {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(200)
-	})
+	fail := up.failWith(http.StatusBadRequest, true)
 	startCaddy(t, up, "", "")
 	for i := range 3 {
 		body := []byte(fmt.Sprintf(`{"b":%d}`, i))
@@ -975,14 +975,7 @@ func TestAlertsDelivered(t *testing.T) {
 // source, last hour and all-time, with the derived rates.
 func TestStatsBySource(t *testing.T) {
 	up := newUpstream(t)
-	var fail atomic.Bool
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		if fail.Load() {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(200)
-	})
+	fail := up.failWith(http.StatusBadRequest, false)
 	startCaddy(t, up, "", "")
 	for i := range 3 {
 		body := []byte(fmt.Sprintf(`{"s":%d}`, i))

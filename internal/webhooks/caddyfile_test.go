@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/hookline/hookline/internal/caddyfiletest"
 )
 
 // webhooksBlock wraps option lines in a webhooks global option block.
@@ -114,29 +115,11 @@ func TestAppUnmarshalCaddyfile(t *testing.T) {
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := new(App)
-			err := got.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tt.input))
-			if tt.wantErr != "" {
-				if err == nil {
-					t.Fatalf("want an error containing %q, got none (parsed %+v)", tt.wantErr, got)
-				}
-				if !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %q does not contain %q", err, tt.wantErr)
-				}
+			got := caddyfiletest.Parse[App](t, tt.input, tt.wantErr)
+			if got == nil {
 				return
 			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-
-			switch {
-			case tt.wantStorage == "" && got.StorageRaw != nil:
-				t.Errorf("StorageRaw = %s, want none", got.StorageRaw)
-			case tt.wantStorage != "" && got.StorageRaw == nil:
-				t.Errorf("StorageRaw is empty, want %s", tt.wantStorage)
-			case tt.wantStorage != "" && !jsonEqual(t, got.StorageRaw, []byte(tt.wantStorage)):
-				t.Errorf("StorageRaw = %s, want %s", got.StorageRaw, tt.wantStorage)
-			}
+			caddyfiletest.CheckRaw(t, "StorageRaw", got.StorageRaw, tt.wantStorage)
 
 			got.StorageRaw = nil
 			if !reflect.DeepEqual(got, tt.want) {
@@ -160,7 +143,7 @@ func TestParseGlobalOption(t *testing.T) {
 	if app.Name != "webhooks" {
 		t.Errorf("app name = %q, want webhooks", app.Name)
 	}
-	if want := `{"workers":4,"dlq_retention":-1}`; !jsonEqual(t, app.Value, []byte(want)) {
+	if want := `{"workers":4,"dlq_retention":-1}`; !caddyfiletest.JSONEqual(t, app.Value, []byte(want)) {
 		t.Errorf("app JSON = %s, want %s", app.Value, want)
 	}
 
@@ -176,14 +159,3 @@ func TestParseGlobalOption(t *testing.T) {
 }
 
 // jsonEqual reports whether a and b hold the same JSON value.
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var va, vb any
-	if err := json.Unmarshal(a, &va); err != nil {
-		t.Fatalf("bad JSON %s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &vb); err != nil {
-		t.Fatalf("bad JSON %s: %v", b, err)
-	}
-	return reflect.DeepEqual(va, vb)
-}
