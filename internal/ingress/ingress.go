@@ -171,14 +171,9 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	if h.rules, err = compileIDFrom(h.IDFrom); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
-	if len(h.rules) == 0 {
-		if d, ok := h.verifier.(verifiers.IDDefaulter); ok {
-			for _, rule := range d.DefaultIDFrom() {
-				if err := rule.Validate(); err != nil {
-					return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
-				}
-				h.rules = append(h.rules, rule)
-			}
+	if d, ok := h.verifier.(verifiers.IDDefaulter); ok && len(h.rules) == 0 {
+		if h.rules, err = checkedDefaults(d.DefaultIDFrom()); err != nil {
+			return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
 		}
 	}
 
@@ -188,14 +183,9 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	if h.typeRules, err = compileTypeFrom(h.TypeFrom); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
-	if len(h.typeRules) == 0 {
-		if d, ok := h.verifier.(verifiers.TypeDefaulter); ok {
-			for _, rule := range d.DefaultTypeFrom() {
-				if err := rule.Validate(); err != nil {
-					return fmt.Errorf("webhook_ingress %s: verifier default type_from: %v", h.Source, err)
-				}
-				h.typeRules = append(h.typeRules, rule)
-			}
+	if d, ok := h.verifier.(verifiers.TypeDefaulter); ok && len(h.typeRules) == 0 {
+		if h.typeRules, err = checkedDefaults(d.DefaultTypeFrom()); err != nil {
+			return fmt.Errorf("webhook_ingress %s: verifier default type_from: %v", h.Source, err)
 		}
 	}
 
@@ -208,6 +198,17 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
 	return nil
+}
+
+// checkedDefaults returns a scheme's default rules once each passes the
+// checks a configured rule gets.
+func checkedDefaults[R interface{ Validate() error }](rules []R) ([]R, error) {
+	for _, r := range rules {
+		if err := r.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	return rules, nil
 }
 
 // source compiles the delivery side of the config (defaults filled in)
