@@ -1,0 +1,121 @@
+package webhooks
+
+import (
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/storage"
+)
+
+// What the app hears from the ingress and the workers: each answer and
+// each delivery result fanned out, in one call, to the metrics, the stats,
+// the alerts, the audit log and the L1 cache; and the tracer provider of
+// Caddy's tracing, for the delivery spans.
+
+// Observe counts one answer of source's ingress, in the metrics
+// (received_total) and in the stats. outcome is "accepted", "duplicate",
+// "handshake" or the answer's error code in lower case.
+func (a *App) Observe(source, outcome string) {
+	observeReceived(source, outcome)
+	a.Count(source, outcome, 1)
+}
+
+// tracerBox holds a tracer provider in an atomic.Pointer.
+type tracerBox struct{ tp trace.TracerProvider }
+
+// seenTracer is the tracer provider of Caddy's tracing, as the last traced
+// ingress request showed it. Process-wide, like that provider itself (one
+// for every tracing handler): it survives reloads, so traced events queued
+// before one still get their spans.
+var seenTracer atomic.Pointer[tracerBox]
+
+// UseTracerProvider is called by the ingress with the tracer provider of
+// its request's recording span: the delivery attempts of traced events are
+// spans of it.
+func (a *App) UseTracerProvider(tp trace.TracerProvider) {
+	if cur := seenTracer.Load(); cur == nil || cur.tp != tp {
+		seenTracer.Store(&tracerBox{tp})
+	}
+}
+
+// tracerProvider is the tracer provider the ingress saw, or nil.
+func (a *App) tracerProvider() trace.TracerProvider {
+	if b := seenTracer.Load(); b != nil {
+		return b.tp
+	}
+	return nil
+}
+
+// ObserveAccepted counts an accepted (stored) event: as Observe(source,
+// "accepted"), by type in the stats, and in the audit log.
+func (a *App) ObserveAccepted(ev *storage.Event) {
+	a.Observe(ev.Source, "accepted")
+	a.countType(ev.Source, "accepted", ev.Type)
+	a.audit(stepReceived, eventFields(ev)...)
+}
+
+// ObserveSignatureFailure counts an answer (outcome as for Observe) to a
+// request whose signature check failed: in received_total and
+// signature_failures_total, in the stats, and for the signature failure
+// alert.
+func (a *App) ObserveSignatureFailure(source, outcome string) {
+	observeSignatureFailure(source)
+	if a.alerter != nil {
+		a.alerter.noteSignatureFailure(source, time.Now())
+	}
+	a.Observe(source, outcome)
+}
+
+func (a *App) onResult(r delivery.Report) {
+	if a.alerter != nil {
+		a.alerter.noteResult(r)
+	}
+	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
+	if r.Attempt != nil && result != "" {
+		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
+		a.Count(r.Job.Source, result, 1)
+		a.Count(r.Job.Source, "attempts", 1)
+		if r.Result != storage.Retry {
+			a.countType(r.Job.Source, result, r.Job.Type)
+		}
+		a.audit(stepAttempt, append(eventFields(&r.Job.Event), zap.Int("attempt", r.Attempt.N), zap.String("result", result),
+			zap.Int("status", r.Attempt.Status), zap.Duration("duration", r.Attempt.Duration), zap.String("error", r.Attempt.Error))...)
+	}
+	switch r.Result {
+	case storage.Delivered:
+		a.audit(stepDelivered, eventFields(&r.Job.Event)...)
+	case storage.Dead:
+		a.audit(stepDead, append(eventFields(&r.Job.Event), zap.String("error", r.Error))...)
+		a.emit(eventDead, map[string]any{"source": r.Job.Source, "event_id": r.Job.EventID, "id": r.Job.ID,
+			"type": r.Job.Type, "error": r.Error})
+	}
+	if !r.Job.Dedupe {
+		return
+	}
+	var status storage.Status
+	switch r.Result {
+	case storage.Delivered:
+		status = storage.StatusDelivered
+	case storage.Dead:
+		status = storage.StatusDead
+	default:
+		return
+	}
+	// the claim ends a dedupe window after the event was received; with
+	// the source gone from this config its window is unknown, and an entry
+	// must never outlive the claim: the store answers for it from now on
+	var ttl time.Duration
+	a.sourceMu.RLock()
+	if src, ok := a.sources[r.Job.Source]; ok {
+		ttl = time.Until(r.Job.ReceivedAt.Add(src.DedupeWindow))
+	}
+	a.sourceMu.RUnlock()
+	a.seen.use(func(s *dedupe.Seen) {
+		s.Update(dedupe.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+	})
+}
