@@ -77,6 +77,7 @@ type DLQFilter struct {
 	Type        string // the event type, exactly
 	Status      DLQStatus
 	Since       time.Time // entries created at or after
+	Until       time.Time // entries created at or before (zero: no bound)
 	Limit       int       // 0 means DLQDefaultLimit
 	Cursor      string    // opaque, from DLQPage.NextCursor
 }
@@ -96,6 +97,9 @@ func (f DLQFilter) Matches(e *DLQEntry) bool {
 		return false
 	}
 	if !f.Since.IsZero() && e.CreatedAt.Before(f.Since) {
+		return false
+	}
+	if !f.Until.IsZero() && e.CreatedAt.After(f.Until) {
 		return false
 	}
 	return true

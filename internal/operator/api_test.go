@@ -86,6 +86,8 @@ func TestErrors(t *testing.T) {
 		{name: "list limit not a number", method: "GET", path: "/webhooks/dlq?limit=ten", status: 400},
 		{name: "list bad status", method: "GET", path: "/webhooks/dlq?status=bogus", status: 400},
 		{name: "list bad since", method: "GET", path: "/webhooks/dlq?since=-1h", status: 400},
+		{name: "list bad until", method: "GET", path: "/webhooks/dlq?until=yesterday", status: 400},
+		{name: "list bad destination", method: "GET", path: "/webhooks/dlq?destination=no%7Etilde", status: 400},
 		{name: "list bad cursor", method: "GET", path: "/webhooks/dlq?cursor=%21%21", status: 400, error: "invalid cursor"},
 		{name: "bad source name", method: "POST", path: "/webhooks/sources/bad%20name/pause", status: 400, error: "invalid source name"},
 		// the app's answers
@@ -223,6 +225,10 @@ func TestDLQRoutes(t *testing.T) {
 	if fl := f.filter; fl.Source != "gen" || fl.Status != storage.DLQPending || fl.Limit != 7 || fl.Cursor != "next" ||
 		time.Since(fl.Since) < 59*time.Minute || time.Since(fl.Since) > 61*time.Minute {
 		t.Errorf("filter %+v", fl)
+	}
+	serve(t, api, "GET", "/webhooks/dlq?destination=billing&type=invoice.paid&until=2026-11-01T00:00:00Z", "")
+	if fl := f.filter; fl.Destination != "billing" || fl.Type != "invoice.paid" || !fl.Until.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("destination, type and until not passed on: %+v", fl)
 	}
 
 	// inspect: text and binary payloads

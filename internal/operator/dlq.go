@@ -21,7 +21,7 @@ import (
 // defaultBulkLimit is how many entries a bulk retry takes without a limit.
 const defaultBulkLimit = 100
 
-// listDead answers GET /webhooks/dlq?source=&type=&status=&since=&limit=&cursor=
+// listDead answers GET /webhooks/dlq?source=&destination=&type=&status=&since=&until=&limit=&cursor=
 // with a page of entries, newest first, credentials redacted.
 func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 	app, err := h.ready()
@@ -29,13 +29,21 @@ func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := storage.DLQFilter{Source: q.Get("source"), Type: q.Get("type"), Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	f := storage.DLQFilter{Source: q.Get("source"), Destination: q.Get("destination"), Type: q.Get("type"),
+		Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
+	if f.Destination != "" && !storage.IsDefaultDestination(f.Destination) && storage.ValidDestination(f.Destination) != nil {
+		return newError(http.StatusBadRequest, fmt.Sprintf("invalid destination name %q", f.Destination))
+	}
 	if f.Status != "" {
 		if err := checkStatus(f.Status); err != nil {
 			return err
 		}
 	}
-	if f.Since, err = parseSince(q.Get("since"), time.Now()); err != nil {
+	now := time.Now()
+	if f.Since, err = parseSince(q.Get("since"), now); err != nil {
+		return err
+	}
+	if f.Until, err = parseTimeFilter("until", q.Get("until"), now); err != nil {
 		return err
 	}
 	if s := q.Get("limit"); s != "" {

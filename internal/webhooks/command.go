@@ -31,7 +31,7 @@ func init() {
 Talks to the webhooks routes of a running Caddy's admin API.
 
   caddy webhooks stats
-  caddy webhooks dlq list [--source S] [--type T] [--status pending] [--since 24h] [--limit 50] [--cursor C]
+  caddy webhooks dlq list [--source S] [--destination D] [--type T] [--status pending] [--since 24h] [--until 1h] [--limit 50] [--cursor C]
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
   caddy webhooks dlq retry --source S [--type T] [--status pending] [--since 24h] [--limit 100] [--dry-run]
@@ -68,9 +68,11 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				RunE:  caddycmd.WrapCommandFuncForCobra(cmdDLQList),
 			}
 			list.Flags().String("source", "", "Only this source")
+			list.Flags().String("destination", "", "Only this destination's entries (default: every destination)")
 			list.Flags().String("type", "", "Only this event type (exactly)")
 			list.Flags().String("status", "", "pending, investigating, resolved, discarded or retried")
 			list.Flags().String("since", "", "RFC 3339 time or a duration (24h)")
+			list.Flags().String("until", "", "Dead-lettered at or before: RFC 3339 time or a duration ago")
 			list.Flags().Int("limit", 0, "At most this many entries (default 50)")
 			list.Flags().String("cursor", "", "Next page: the cursor printed by the previous one")
 			show := &cobra.Command{Use: "show <id>", Short: "Shows one entry with its payload and attempts",
@@ -207,7 +209,7 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 
 func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	q := url.Values{}
-	for _, name := range []string{"source", "type", "status", "since", "cursor"} {
+	for _, name := range []string{"source", "destination", "type", "status", "since", "until", "cursor"} {
 		if v := fl.String(name); v != "" {
 			q.Set(name, v)
 		}

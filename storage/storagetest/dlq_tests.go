@@ -133,6 +133,10 @@ func testDLQList(t *testing.T, f Factory) {
 		{"resolved", storage.DLQFilter{Status: storage.DLQResolved}, false},
 		{"no match", storage.DLQFilter{Source: "nobody"}, false},
 		{"type", storage.DLQFilter{Type: "stripe.type_1", Limit: 3}, false},
+		{"until", storage.DLQFilter{Until: newest[n-1-10].CreatedAt, Limit: 4}, false},
+		{"since and until", storage.DLQFilter{Since: newest[n-1-5].CreatedAt, Until: newest[n-1-15].CreatedAt, Limit: 3}, false},
+		{"destination default", storage.DLQFilter{Destination: "default", Limit: 7}, false},
+		{"another destination", storage.DLQFilter{Destination: "billing"}, false},
 		{"type and status", storage.DLQFilter{Type: "github.type_0", Status: storage.DLQPending}, false},
 		{"type of another source", storage.DLQFilter{Type: "github.type_0", Source: "stripe"}, false},
 	}
