@@ -517,26 +517,36 @@ func TestDispatcherCircuitBreaker(t *testing.T) {
 	}
 }
 
-// Without prefetch the dispatcher leases no more jobs than it has workers:
-// the rest stay queued, not held under lease.
-func TestDispatcherWorkersBound(t *testing.T) {
-	st := newStore(t)
+// newConcurrencyUpstream is an upstream answering with handle that also
+// tracks how many requests it serves at once; maxActive is the most so far.
+func newConcurrencyUpstream(t *testing.T, handle func(n int, w http.ResponseWriter, r *http.Request)) (up *upstream, maxActive func() int) {
 	var (
 		mu             sync.Mutex
 		active, maxAct int
 	)
-	release, unblock := newRelease()
-	block := blockUntil(release)
-	up := newUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	up = newUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		active++
 		maxAct = max(maxAct, active)
 		mu.Unlock()
-		block(n, w, r)
+		handle(n, w, r)
 		mu.Lock()
 		active--
 		mu.Unlock()
 	})
+	return up, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maxAct
+	}
+}
+
+// Without prefetch the dispatcher leases no more jobs than it has workers:
+// the rest stay queued, not held under lease.
+func TestDispatcherWorkersBound(t *testing.T) {
+	st := newStore(t)
+	release, unblock := newRelease()
+	up, maxActive := newConcurrencyUpstream(t, blockUntil(release))
 	t.Cleanup(unblock) // before the upstream closes, after the dispatcher stops
 	reports := make(chan Report, 10)
 	d := startDispatcher(t, Config{
@@ -572,10 +582,8 @@ func TestDispatcherWorkersBound(t *testing.T) {
 			t.Errorf("%s: status %s with %d attempts, expected delivered at the first", ev.EventID, info.Status, len(info.Attempts))
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if maxAct > 2 {
-		t.Errorf("%d concurrent upstream requests with 2 workers", maxAct)
+	if n := maxActive(); n > 2 {
+		t.Errorf("%d concurrent upstream requests with 2 workers", n)
 	}
 }
 
@@ -751,22 +759,8 @@ func TestDispatcherOnResult(t *testing.T) {
 // queued), concurrency stays at Workers, and every job is delivered once.
 func TestDispatcherPrefetchBound(t *testing.T) {
 	st := newStore(t)
-	var (
-		mu             sync.Mutex
-		active, maxAct int
-	)
 	release, unblock := newRelease()
-	block := blockUntil(release)
-	up := newUpstream(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		active++
-		maxAct = max(maxAct, active)
-		mu.Unlock()
-		block(n, w, r)
-		mu.Lock()
-		active--
-		mu.Unlock()
-	})
+	up, maxActive := newConcurrencyUpstream(t, blockUntil(release))
 	t.Cleanup(unblock)
 	reports := make(chan Report, 20)
 	d := startDispatcher(t, Config{
@@ -798,10 +792,8 @@ func TestDispatcherPrefetchBound(t *testing.T) {
 	if n := up.count(); n != 8 {
 		t.Errorf("upstream got %d requests for 8 jobs", n)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if maxAct > 2 {
-		t.Errorf("%d concurrent upstream requests with 2 workers", maxAct)
+	if n := maxActive(); n > 2 {
+		t.Errorf("%d concurrent upstream requests with 2 workers", n)
 	}
 }
 

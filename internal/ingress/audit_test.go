@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2/caddytest"
 )
 
 // logLines reads the JSON lines of a log file (none when it is missing).
@@ -47,14 +45,7 @@ func TestAuditTrail(t *testing.T) {
 	auditLog, eventsLog := filepath.Join(dir, "audit.log"), filepath.Join(dir, "events.log")
 	up := newUpstream(t)
 	fail := up.failWith(http.StatusServiceUnavailable, true)
-	tester := caddytest.NewTester(t)
-	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:2999
-	http_port %d
-	https_port 9443
-	grace_period 1ns
-	skip_install_trust
-	log audit {
+	startCaddyWith(t, up, fmt.Sprintf(`log audit {
 		output file %s
 		include webhooks.audit
 		format json
@@ -64,18 +55,13 @@ func TestAuditTrail(t *testing.T) {
 		include events
 		level DEBUG
 		format json
-	}
-	webhooks {
-		%s
-	}
-}
-http://localhost:%d {
-	webhook_ingress /hooks/gen gen {
+	}`, auditLog, eventsLog), "", fmt.Sprintf(`
+	webhook_ingress /hooks/audited audited {
 		verify hmac %s {
 			header X-Signature
 			prefix sha256=
 		}
-		forward_to %s/in/gen
+		forward_to %s/in/audited
 		id_from header Idempotency-Key
 		type_from json kind
 		block_failures 2 1m 1m
@@ -83,12 +69,10 @@ http://localhost:%d {
 			max_attempts 2
 			backoff 100ms 100ms jitter 0
 		}
-	}
-}
-`, httpPort, auditLog, eventsLog, defaultStorage(t), httpPort, secret, up.URL), "caddyfile")
+	}`, secret, up.URL))
 
 	body := []byte(`{"kind":"order.paid","secret_body_marker":"do-not-log"}`)
-	post(t, "/hooks/gen", body, signedHeaders(body, "audit-1"))
+	post(t, "/hooks/audited", body, signedHeaders(body, "audit-1"))
 	up.next(t, 5*time.Second)
 	up.next(t, 5*time.Second) // second and last attempt: dead
 	id := dlqEntryOf(t, "audit-1")
@@ -97,16 +81,16 @@ http://localhost:%d {
 		t.Fatalf("retry: %d %v", code, m)
 	}
 	up.next(t, 5*time.Second)
-	if code, m := admin(t, "POST", "/webhooks/sources/gen/pause", ""); code != 200 {
+	if code, m := admin(t, "POST", "/webhooks/sources/audited/pause", ""); code != 200 {
 		t.Fatalf("pause: %d %v", code, m)
 	}
-	if code, m := admin(t, "POST", "/webhooks/sources/gen/resume", ""); code != 200 {
+	if code, m := admin(t, "POST", "/webhooks/sources/audited/resume", ""); code != 200 {
 		t.Fatalf("resume: %d %v", code, m)
 	}
 
 	// a client failing its signature twice is blocked
 	for range 2 {
-		post(t, "/hooks/gen", body, map[string]string{"X-Signature": sign([]byte("forged")), "Content-Type": "application/json"})
+		post(t, "/hooks/audited", body, map[string]string{"X-Signature": sign([]byte("forged")), "Content-Type": "application/json"})
 	}
 
 	want := []string{"received", "attempt", "attempt", "dead", "retried", "attempt", "delivered"}
@@ -129,7 +113,7 @@ http://localhost:%d {
 	}
 	var results []string
 	for i, l := range lines {
-		if l["logger"] != "webhooks.audit" || l["source"] != "gen" || l["event_id"] != "audit-1" || l["id"] != id ||
+		if l["logger"] != "webhooks.audit" || l["source"] != "audited" || l["event_id"] != "audit-1" || l["id"] != id ||
 			l["type"] != "order.paid" || l["request_id"] != requestID {
 			t.Errorf("line %d: %v", i, l)
 		}

@@ -124,6 +124,13 @@ func sign(body []byte) string {
 // source and a timestamped one, all forwarding to up.
 func startCaddy(t testing.TB, up *upstream, storageLine, extra string) *caddytest.Tester {
 	t.Helper()
+	return startCaddyWith(t, up, "", storageLine, extra)
+}
+
+// startCaddyWith is startCaddy with more global options (global), such as
+// log blocks.
+func startCaddyWith(t testing.TB, up *upstream, global, storageLine, extra string) *caddytest.Tester {
+	t.Helper()
 	tester := caddytest.NewTester(t)
 	if storageLine == "" {
 		storageLine = defaultStorage(t)
@@ -134,6 +141,7 @@ func startCaddy(t testing.TB, up *upstream, storageLine, extra string) *caddytes
 	https_port 9443
 	grace_period 1ns
 	skip_install_trust
+	%s
 	webhooks {
 		%s
 		lease 30s
@@ -172,7 +180,7 @@ http://localhost:%d {
 	}
 	%s
 }
-`, httpPort, storageLine, httpPort, secret, up.URL, secret, up.URL, up.URL, extra)
+`, httpPort, global, storageLine, httpPort, secret, up.URL, secret, up.URL, up.URL, extra)
 	tester.InitServer(cfg, "caddyfile")
 	return tester
 }
