@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -304,17 +305,62 @@ func jsonPath(doc any, path string) string {
 	return ""
 }
 
-func formValue(r *http.Request, body []byte, field string) string {
-	ct := r.Header.Get("Content-Type")
-	if !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
-		return ""
+// Field is the text of one field of the request, for routing
+// conditions: kind header (the first value of the header), json (the
+// scalar at the dot path: a string as itself, a number as written, true,
+// false and null as those words; an object or an array is not a field) or
+// form (a field of a url-encoded form body). ok is false when the request
+// has no such field.
+func (q *Request) Field(kind, path string) (v string, ok bool) {
+	switch kind {
+	case KindHeader:
+		vals := q.r.Header.Values(path)
+		if len(vals) == 0 {
+			return "", false
+		}
+		return vals[0], true
+	case KindJSON:
+		x, found := jsonLookup(q.json(), path)
+		if !found {
+			return "", false
+		}
+		switch x := x.(type) {
+		case string:
+			return x, true
+		case json.Number:
+			return x.String(), true
+		case bool:
+			return strconv.FormatBool(x), true
+		case nil:
+			return "null", true
+		}
+	case KindForm:
+		if vals, err := formValues(q.r, q.body); err == nil && vals.Has(path) {
+			return vals.Get(path), true
+		}
 	}
-	vals, err := url.ParseQuery(string(body))
+	return "", false
+}
+
+func formValue(r *http.Request, body []byte, field string) string {
+	vals, err := formValues(r, body)
 	if err != nil {
 		return ""
 	}
 	return vals.Get(field)
 }
+
+// formValues parses a url-encoded form body (an error for any other
+// content type).
+func formValues(r *http.Request, body []byte) (url.Values, error) {
+	ct := r.Header.Get("Content-Type")
+	if !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
+		return nil, errNotForm
+	}
+	return url.ParseQuery(string(body))
+}
+
+var errNotForm = errors.New("not a url-encoded form")
 
 // bodyHash hashes the body (re-encoded canonically when it is JSON, so key
 // order and whitespace do not matter) plus the time bucket of now.

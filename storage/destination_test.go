@@ -36,19 +36,22 @@ func TestDeliveryID(t *testing.T) {
 
 func TestDestinationLanes(t *testing.T) {
 	for _, tc := range []struct {
-		ev         Event
-		lane, gate string
+		ev               Event
+		lane, gate, pace string
 	}{
-		{Event{Source: "stripe"}, "stripe", "stripe"},
-		{Event{Source: "stripe", Destination: "default"}, "stripe", "stripe"},
-		{Event{Source: "stripe", Replay: true}, "stripe~replay", "stripe~replay"},
-		{Event{Source: "stripe", Destination: "billing"}, "stripe/billing", "stripe"},
-		{Event{Source: "stripe", Destination: "billing", Replay: true}, "stripe/billing~replay", "stripe~replay"},
+		{Event{Source: "stripe"}, "stripe", "stripe", "stripe"},
+		{Event{Source: "stripe", Destination: "default"}, "stripe", "stripe", "stripe"},
+		{Event{Source: "stripe", Replay: true}, "stripe~replay", "stripe~replay", "stripe"},
+		{Event{Source: "stripe", Destination: "billing"}, "stripe/billing", "stripe", "stripe/billing"},
+		{Event{Source: "stripe", Destination: "billing", Replay: true}, "stripe/billing~replay", "stripe~replay", "stripe/billing"},
 	} {
 		lane := LaneOf(&tc.ev)
-		if lane != tc.lane || GateLaneOf(lane) != tc.gate || SourceOfLane(lane) != "stripe" || PaceOf(lane) != "stripe" {
-			t.Errorf("%+v: lane %q (want %q), gate lane %q (want %q), source %q, pace %q",
-				tc.ev, lane, tc.lane, GateLaneOf(lane), tc.gate, SourceOfLane(lane), PaceOf(lane))
+		if lane != tc.lane || GateLaneOf(lane) != tc.gate || SourceOfLane(lane) != "stripe" || PaceOf(lane) != tc.pace {
+			t.Errorf("%+v: lane %q (want %q), gate lane %q (want %q), source %q, pace %q (want %q)",
+				tc.ev, lane, tc.lane, GateLaneOf(lane), tc.gate, SourceOfLane(lane), PaceOf(lane), tc.pace)
+		}
+		if lanes := DestinationLanes(tc.ev.Source, tc.ev.Destination); !tc.ev.Replay && (lanes[0] != lane || lanes[1] != lane+"~replay") {
+			t.Errorf("%+v: DestinationLanes %q", tc.ev, lanes)
 		}
 	}
 }
@@ -67,6 +70,18 @@ func TestGateFollowsSourceForDestinations(t *testing.T) {
 	}
 	if _, ok := g.CapOf("b/x"); ok {
 		t.Errorf("CapOf(b/x): capped")
+	}
+	// a configured destination's own entries win over its source's: not
+	// skipped, not capped, unpaced
+	g.Skip["a/own"], g.Cap["c/own"], g.Pace["b/own"] = false, -1, Rate{}
+	if g.Skipped("a/own") {
+		t.Errorf("a/own skipped despite its own entry")
+	}
+	if n, ok := g.CapOf("c/own"); ok {
+		t.Errorf("CapOf(c/own) = %d, capped despite its own negative entry", n)
+	}
+	if r, ok := g.RateOf("b/own"); ok {
+		t.Errorf("RateOf(b/own) = %v, paced despite its own zero entry", r)
 	}
 }
 

@@ -30,7 +30,8 @@ type Gate struct {
 	// rate holds for all the nodes together.
 	Pace map[string]Rate
 	// Cap bounds how many jobs of a lane one lease may take (a half-open
-	// breaker lets one trial through).
+	// breaker lets one trial through); a negative entry is no cap (a
+	// destination's lane then does not follow its source's cap).
 	Cap map[string]int
 }
 
@@ -59,7 +60,8 @@ func (g *Gate) CapOf(lane string) (int, bool) {
 	if g == nil {
 		return 0, false
 	}
-	return gateEntry(g.Cap, lane)
+	c, ok := gateEntry(g.Cap, lane)
+	return c, ok && c >= 0
 }
 
 // Skipped reports whether lane must not be leased now.

@@ -32,10 +32,17 @@ func LaneOf(ev *Event) string {
 }
 
 // LanesOf lists the lanes of source's default deliveries (its own, then its
-// replay lane): the gate treats them alike (skip, cap, pace). The lanes of
-// its other destinations follow these entries (GateLaneOf).
-func LanesOf(source string) []string {
-	return []string{source, source + replayLaneSuffix}
+// replay lane): the gate treats them alike (skip, cap, pace).
+func LanesOf(source string) []string { return DestinationLanes(source, "") }
+
+// DestinationLanes lists the lanes of source's deliveries to destination
+// (its live lane, then its replay lane), the default destination's being
+// LanesOf(source). The gate lists them for each configured destination, so
+// that a destination is held back and paced on its own; the lanes of a
+// destination it does not list follow their source's (GateLaneOf).
+func DestinationLanes(source, destination string) []string {
+	live := LaneOf(&Event{Source: source, Destination: destination})
+	return []string{live, live + replayLaneSuffix}
 }
 
 // SourceOfLane is the source whose jobs lane holds.
@@ -46,8 +53,9 @@ func SourceOfLane(lane string) string {
 
 // GateLaneOf is the lane whose gate entries (skip, cap, pace) hold for lane
 // when the gate has none of its own: a destination's lane follows its
-// source's lane of the same kind (live or replay). For now a source's
-// destinations are paused, broken and paced with it.
+// source's lane of the same kind (live or replay). The gate lists the lanes
+// of every configured destination; this holds for the deliveries of a
+// destination removed from the config, held and paced with their source.
 func GateLaneOf(lane string) string {
 	if strings.HasSuffix(lane, replayLaneSuffix) {
 		return SourceOfLane(lane) + replayLaneSuffix
@@ -56,7 +64,8 @@ func GateLaneOf(lane string) string {
 }
 
 // PaceOf names the pace a lane takes its slots from (Gate.Pace holds
-// each lane's rate): a source's lanes share one, so that its replays, its
-// destinations and its live traffic together stay within its rate_limit.
-// The backends key their pacing state by it.
-func PaceOf(lane string) string { return SourceOfLane(lane) }
+// each lane's rate): a destination's lanes share one, so that its replays
+// and its live traffic together stay within its rate_limit; each
+// destination of a source has its own (its own upstream). The backends key
+// their pacing state by it.
+func PaceOf(lane string) string { return strings.TrimSuffix(lane, replayLaneSuffix) }

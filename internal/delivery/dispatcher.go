@@ -21,8 +21,8 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// Target is how to deliver one source's events, looked up at delivery time
-// so that a reloaded config applies to jobs already queued.
+// Target is how to deliver one destination's deliveries, looked up at
+// delivery time so that a reloaded config applies to jobs already queued.
 type Target struct {
 	URL     string
 	Timeout time.Duration
@@ -52,14 +52,18 @@ type Config struct {
 	Store   storage.Queue
 	Workers int
 	Lease   time.Duration
-	// Resolve returns the delivery target of a source; when it reports
-	// false the job's stored upstream is used with the default policy.
-	Resolve func(source string) (*Target, bool)
+	// Resolve returns the delivery target of a source's destination
+	// (storage.DefaultDestination for forward_to); when it reports false
+	// the job's stored upstream is used with the default policy.
+	Resolve func(source, destination string) (*Target, bool)
 	// Sources, if set, lists the configured sources: at each lease the
 	// dispatcher holds back those paused or whose upstream's breaker is
-	// open, and paces those with a Rate (see storage.Gate). Their waiting
-	// jobs cost no store work.
+	// open, and paces those with a Rate (see storage.Gate), each of their
+	// destinations on its own. Their waiting jobs cost no store work.
 	Sources func() []string
+	// Destinations, if set, lists the destinations of a configured source
+	// (nil: its default destination only).
+	Destinations func(source string) []string
 	// Paused, if set, reports sources an operator paused: their jobs wait,
 	// with no attempt used.
 	Paused func(source string) bool
@@ -356,31 +360,53 @@ func (d *Dispatcher) gate() *storage.Gate {
 	}
 	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
 	for _, src := range d.cfg.Sources() {
-		// a source's lanes (its own and its replay lane) are gated alike
-		lanes := storage.LanesOf(src)
 		held := d.cfg.Paused != nil && d.cfg.Paused(src)
-		t, ok := d.cfg.Resolve(src)
-		if !held && (!ok || t == nil) {
-			continue
-		}
-		var trial bool
-		if !held {
-			held, trial = d.breakers.holds(t.URL)
-		}
-		for _, lane := range lanes {
-			switch {
-			case held:
+		if held {
+			// every destination of a paused source waits, those no longer
+			// configured too (their lanes follow the source's: GateLaneOf)
+			for _, lane := range storage.LanesOf(src) {
 				g.Skip[lane] = true
-				continue
-			case trial:
-				g.Cap[lane] = 1 // one trial request: the rest would be handed back
 			}
-			if t.Rate.Valid() {
-				g.Pace[lane] = t.Rate
-			}
+		}
+		dests := []string{storage.DefaultDestination}
+		if d.cfg.Destinations != nil {
+			dests = d.cfg.Destinations(src)
+		}
+		for _, dest := range dests {
+			d.gateDestination(g, src, dest, held)
 		}
 	}
 	return g
+}
+
+// gateDestination adds the entries of one destination's lanes (its live
+// and replay lanes are gated alike). A named destination's lanes get
+// entries of their own even when nothing holds them (not skipped, no cap,
+// unpaced), so they never follow the default destination's.
+func (d *Dispatcher) gateDestination(g *storage.Gate, src, dest string, held bool) {
+	t, ok := d.cfg.Resolve(src, dest)
+	if !held && (!ok || t == nil) {
+		return
+	}
+	var trial bool
+	if !held {
+		held, trial = d.breakers.holds(t.URL)
+	}
+	own := !storage.IsDefaultDestination(dest)
+	for _, lane := range storage.DestinationLanes(src, dest) {
+		switch {
+		case held:
+			g.Skip[lane] = true
+			continue
+		case trial:
+			g.Cap[lane] = 1 // one trial request: the rest would be handed back
+		case own:
+			g.Skip[lane], g.Cap[lane] = false, -1
+		}
+		if t.Rate.Valid() || own {
+			g.Pace[lane] = t.Rate
+		}
+	}
 }
 
 // pausedRecheck is how long a job of a source that is not gated (no
@@ -390,7 +416,7 @@ const pausedRecheck = 15 * time.Second
 
 // run delivers one leased job and records the outcome.
 func (d *Dispatcher) run(job *storage.Job) {
-	target, ok := d.cfg.Resolve(job.Source)
+	target, ok := d.cfg.Resolve(job.Source, storage.DestinationOf(&job.Event))
 	gated := ok && target != nil && d.cfg.Sources != nil
 	if d.cfg.Paused != nil && d.cfg.Paused(job.Source) {
 		// leased just before the pause: hand it back untouched
@@ -532,6 +558,7 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	// ids are normalized at ingress; this covers events stored before that
 	req.Header.Set("Webhook-Id", dedupe.Normalize(job.EventID))
 	req.Header.Set("X-Webhook-Source", job.Source)
+	req.Header.Set("X-Webhook-Destination", storage.DestinationOf(&job.Event))
 	if job.Type != "" {
 		req.Header.Set("X-Webhook-Event-Type", job.Type)
 	} else {

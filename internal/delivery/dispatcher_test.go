@@ -153,9 +153,15 @@ func counts(t *testing.T, st storage.Store) storage.Counts {
 }
 
 // resolveTo resolves the sources of targets (others: not found).
-func resolveTo(targets map[string]*Target) func(string) (*Target, bool) {
-	return func(source string) (*Target, bool) {
-		t, ok := targets[source]
+// resolveTo resolves a source's default destination by the source's name
+// in targets, its other destinations by "source/destination".
+func resolveTo(targets map[string]*Target) func(string, string) (*Target, bool) {
+	return func(source, destination string) (*Target, bool) {
+		key := source
+		if !storage.IsDefaultDestination(destination) {
+			key += "/" + destination
+		}
+		t, ok := targets[key]
 		return t, ok
 	}
 }
@@ -662,10 +668,10 @@ func TestDispatcherStopIdle(t *testing.T) {
 
 // Without a resolved target the job's stored upstream is used.
 func TestDispatcherUnresolvedUsesStoredUpstream(t *testing.T) {
-	for i, resolve := range []func(string) (*Target, bool){
-		func(string) (*Target, bool) { return nil, false },
-		func(string) (*Target, bool) { return &Target{URL: "http://127.0.0.1:1/wrong"}, false },
-		func(string) (*Target, bool) { return nil, true },
+	for i, resolve := range []func(string, string) (*Target, bool){
+		func(string, string) (*Target, bool) { return nil, false },
+		func(string, string) (*Target, bool) { return &Target{URL: "http://127.0.0.1:1/wrong"}, false },
+		func(string, string) (*Target, bool) { return nil, true },
 	} {
 		st := newStore(t)
 		up := newUpstream(t, nil)
@@ -826,7 +832,7 @@ func BenchmarkDrain(b *testing.B) {
 				var done atomic.Int64
 				finished := make(chan struct{})
 				d := New(Config{Store: st, Workers: 16, Prefetch: prefetch,
-					Resolve: func(string) (*Target, bool) { return nil, false },
+					Resolve: func(string, string) (*Target, bool) { return nil, false },
 					OnResult: func(Report) {
 						if done.Add(1) == backlog {
 							close(finished)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/caddyfileopt"
+	"github.com/hookline/hookline/routing"
+	"github.com/hookline/hookline/storage"
 )
 
 func init() {
@@ -34,7 +36,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			secret <secret>...              # more secrets (rotation: any one may match)
 //			...                             # the scheme's options
 //		}
-//		forward_to <url>                    # required
+//		forward_to <url>                    # the destination named "default"
 //		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
 //		id_from body_hash <window>          # hash of the normalized body plus a time bucket
 //		type_from header|json|form <arg>    # repeatable, first match wins; default depends on the scheme
@@ -52,10 +54,16 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		block_failures <count> <window> [<cooldown>]   # default 20 1m 5m: 429 for a client IP failing signatures this often
 //		block_failures off
 //		sign_forwarded <whsec_secret>...    # Standard Webhooks signature on every attempt; several: rotation
+//		destination <name> <url> {          # repeatable: more upstreams (fan-out)
+//			events <glob>...                # globs on the event type ("*" spans "." and "/"); default: every event
+//			when json|header|form <path> <value>   # repeatable: all must hold
+//			timeout|retry|rate_limit|sign_forwarded ...   # as above, replacing the source's here
+//		}
 //	}
 //
-// Durations are Caddy durations ("90s", "1d"); max_body takes a size
-// ("512KiB", "1MB"). DESIGN.md's ordered and destination are refused by this build,
+// forward_to is the destination named "default"; with destinations it may
+// be left out. Durations are Caddy durations ("90s", "1d"); max_body takes
+// a size ("512KiB", "1MB"). DESIGN.md's ordered is refused by this build,
 // with an error saying so.
 func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -103,16 +111,12 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err(err.Error())
 			}
 			h.TypeFrom = append(h.TypeFrom, TypeRule{IDRule: IDRule{Kind: args[0], Arg: args[1]}})
-		case "dedupe_window", "timeout":
+		case "dedupe_window":
 			dur, err := caddyfileopt.Duration(d, false)
 			if err != nil {
 				return err
 			}
-			if opt == "timeout" {
-				h.Timeout = dur
-			} else {
-				h.DedupeWindow = dur
-			}
+			h.DedupeWindow = dur
 		case "max_body":
 			s, err := caddyfileopt.OneArg(d)
 			if err != nil {
@@ -128,25 +132,16 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.RequireJSON = true
-		case "retry":
-			if d.NextArg() {
-				return d.ArgErr()
+		case "timeout", "retry", "rate_limit", "sign_forwarded":
+			if err := h.DeliveryOptions.parse(d, opt); err != nil {
+				return err
 			}
-			rc, err := parseRetry(d)
+		case "destination":
+			dest, err := parseDestination(d)
 			if err != nil {
 				return err
 			}
-			h.Retry = rc
-		case "rate_limit":
-			s, err := caddyfileopt.OneArg(d)
-			if err != nil {
-				return err
-			}
-			rl, err := parseRate(s)
-			if err != nil {
-				return d.Errf("rate_limit: %v", err)
-			}
-			h.RateLimit = rl
+			h.Destinations = append(h.Destinations, dest)
 		case "ack_status":
 			s, err := caddyfileopt.OneArg(d)
 			if err != nil {
@@ -183,19 +178,99 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			h.BlockFailures = bc
-		case "sign_forwarded":
-			secrets := d.RemainingArgs()
-			if len(secrets) == 0 {
-				return d.Err("sign_forwarded wants one or more Standard Webhooks secrets (whsec_...)")
-			}
-			h.SignForwarded = append(h.SignForwarded, secrets...)
-		case "ordered", "destination":
+		case "ordered":
 			return d.Errf("%s is not supported by this build of hookline yet", opt)
 		default:
 			return d.Errf("unrecognized webhook_ingress option %q", opt)
 		}
 	}
 	return nil
+}
+
+// parse reads one per-delivery option line (timeout, retry, rate_limit,
+// sign_forwarded) of a source or a destination block.
+func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) error {
+	switch opt {
+	case "timeout":
+		dur, err := caddyfileopt.Duration(d, false)
+		if err != nil {
+			return err
+		}
+		o.Timeout = dur
+	case "retry":
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		rc, err := parseRetry(d)
+		if err != nil {
+			return err
+		}
+		o.Retry = rc
+	case "rate_limit":
+		s, err := caddyfileopt.OneArg(d)
+		if err != nil {
+			return err
+		}
+		rl, err := parseRate(s)
+		if err != nil {
+			return d.Errf("rate_limit: %v", err)
+		}
+		o.RateLimit = rl
+	case "sign_forwarded":
+		secrets := d.RemainingArgs()
+		if len(secrets) == 0 {
+			return d.Err("sign_forwarded wants one or more Standard Webhooks secrets (whsec_...)")
+		}
+		o.SignForwarded = append(o.SignForwarded, secrets...)
+	}
+	return nil
+}
+
+// parseDestination reads a destination line and its block (syntax:
+// UnmarshalCaddyfile).
+func parseDestination(d *caddyfile.Dispenser) (Destination, error) {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return Destination{}, d.Err("destination wants a name and a URL: destination <name> <url> [{ ... }]")
+	}
+	dest := Destination{Name: args[0], URL: args[1]}
+	if err := storage.ValidDestination(dest.Name); err != nil {
+		return dest, d.Errf("destination: %v", err)
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch opt := d.Val(); opt {
+		case "events":
+			globs := d.RemainingArgs()
+			if len(globs) == 0 {
+				return dest, d.Err("events wants one or more globs on the event type (invoice.* customer.*)")
+			}
+			for _, g := range globs {
+				if err := routing.ValidGlob(g); err != nil {
+					return dest, d.Err(err.Error())
+				}
+			}
+			dest.Events = append(dest.Events, globs...)
+		case "when":
+			args := d.RemainingArgs()
+			if len(args) != 3 {
+				return dest, d.Err("when wants a kind, a path and a value: when json|header|form <path> <value>")
+			}
+			c := Condition{Kind: args[0], Path: args[1], Value: args[2]}
+			if err := (routing.Condition{Kind: c.Kind, Path: c.Path, Value: c.Value}).Validate(); err != nil {
+				return dest, d.Err(err.Error())
+			}
+			dest.When = append(dest.When, c)
+		case "timeout", "retry", "rate_limit", "sign_forwarded":
+			if err := dest.DeliveryOptions.parse(d, opt); err != nil {
+				return dest, err
+			}
+		case "ordered":
+			return dest, d.Errf("%s is not supported by this build of hookline yet", opt)
+		default:
+			return dest, d.Errf("unrecognized destination option %q", opt)
+		}
+	}
+	return dest, nil
 }
 
 // parseIDRule reads the words of an id_from line. A body_hash window is a

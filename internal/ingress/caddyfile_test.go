@@ -148,8 +148,8 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "dedupe_window negative", input: ingressBlock("dedupe_window -1h"), wantErr: "dedupe_window: invalid duration"},
 		{name: "dedupe_window garbage", input: ingressBlock("dedupe_window a-day"), wantErr: "dedupe_window: invalid duration"},
 		{name: "dedupe_window no arg", input: ingressBlock("dedupe_window"), wantErr: "wrong argument count"},
-		{name: "timeout", input: ingressBlock("timeout 10s"), want: &Ingress{Source: "src", Timeout: dur(10 * time.Second)}},
-		{name: "timeout compound", input: ingressBlock("timeout 1m30s"), want: &Ingress{Source: "src", Timeout: dur(90 * time.Second)}},
+		{name: "timeout", input: ingressBlock("timeout 10s"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Timeout: dur(10 * time.Second)}}},
+		{name: "timeout compound", input: ingressBlock("timeout 1m30s"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Timeout: dur(90 * time.Second)}}},
 		{name: "timeout bare number", input: ingressBlock("timeout 10"), wantErr: `timeout: invalid duration "10"`},
 		{name: "timeout garbage", input: ingressBlock("timeout soon"), wantErr: "timeout: invalid duration"},
 		{name: "timeout zero", input: ingressBlock("timeout 0s"), wantErr: "timeout: invalid duration"},
@@ -179,48 +179,48 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 				"\tbackoff 1s 60s multiplier 2 jitter 0.2",
 				"}",
 			),
-			want: &Ingress{Source: "src", Retry: &RetryConfig{
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{
 				MaxAttempts: 5, Initial: dur(time.Second), Max: dur(time.Minute), Multiplier: 2, Jitter: fptr(0.2),
-			}},
+			}}},
 		},
 		{
 			name:  "retry backoff jitter 0 is a pointer to 0",
 			input: ingressBlock("retry {", "\tbackoff 500ms 10s jitter 0", "}"),
-			want: &Ingress{Source: "src", Retry: &RetryConfig{
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{
 				Initial: dur(500 * time.Millisecond), Max: dur(10 * time.Second), Jitter: fptr(0),
-			}},
+			}}},
 		},
 		{
 			name:  "retry backoff options in any order",
 			input: ingressBlock("retry {", "\tbackoff 1s 1m jitter 0.5 multiplier 3", "}"),
-			want: &Ingress{Source: "src", Retry: &RetryConfig{
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{
 				Initial: dur(time.Second), Max: dur(time.Minute), Multiplier: 3, Jitter: fptr(0.5),
-			}},
+			}}},
 		},
 		{
 			name:  "retry backoff without options",
 			input: ingressBlock("retry {", "\tbackoff 2s 2s", "}"),
-			want:  &Ingress{Source: "src", Retry: &RetryConfig{Initial: dur(2 * time.Second), Max: dur(2 * time.Second)}},
+			want:  &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{Initial: dur(2 * time.Second), Max: dur(2 * time.Second)}}},
 		},
 		{
 			name:  "retry schedule",
 			input: ingressBlock("retry {", "\tmax_attempts 6", "\tschedule 1m 5m 30m 2h 12h", "}"),
-			want: &Ingress{Source: "src", Retry: &RetryConfig{
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{
 				MaxAttempts: 6,
 				Schedule: []caddy.Duration{
 					dur(time.Minute), dur(5 * time.Minute), dur(30 * time.Minute), dur(2 * time.Hour), dur(12 * time.Hour),
 				},
-			}},
+			}}},
 		},
 		{
 			name:  "retry without block",
 			input: ingressBlock("retry", "require_json"),
-			want:  &Ingress{Source: "src", Retry: &RetryConfig{}, RequireJSON: true},
+			want:  &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{}}, RequireJSON: true},
 		},
 		{
 			name:  "retry then more options",
 			input: ingressBlock("retry {", "\tmax_attempts 1", "}", "ack_status 200"),
-			want:  &Ingress{Source: "src", Retry: &RetryConfig{MaxAttempts: 1}, AckStatus: 200},
+			want:  &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Retry: &RetryConfig{MaxAttempts: 1}}, AckStatus: 200},
 		},
 		{name: "retry with arg", input: ingressBlock("retry 5"), wantErr: "wrong argument count"},
 		{name: "retry bad multiplier", input: ingressBlock("retry {", "\tbackoff 1s 1m multiplier 0.5", "}"), wantErr: "multiplier must be >= 1"},
@@ -242,10 +242,10 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "retry unknown option", input: ingressBlock("retry {", "\tattempts 3", "}"), wantErr: `unrecognized retry option "attempts"`},
 
 		// rate_limit
-		{name: "rate_limit per second", input: ingressBlock("rate_limit 50/s"), want: &Ingress{Source: "src", RateLimit: &RateLimit{Events: 50, Interval: dur(time.Second)}}},
-		{name: "rate_limit per minute", input: ingressBlock("rate_limit 10/m"), want: &Ingress{Source: "src", RateLimit: &RateLimit{Events: 10, Interval: dur(time.Minute)}}},
-		{name: "rate_limit per hour", input: ingressBlock("rate_limit 1000/h"), want: &Ingress{Source: "src", RateLimit: &RateLimit{Events: 1000, Interval: dur(time.Hour)}}},
-		{name: "rate_limit per duration", input: ingressBlock("rate_limit 5/30s"), want: &Ingress{Source: "src", RateLimit: &RateLimit{Events: 5, Interval: dur(30 * time.Second)}}},
+		{name: "rate_limit per second", input: ingressBlock("rate_limit 50/s"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{RateLimit: &RateLimit{Events: 50, Interval: dur(time.Second)}}}},
+		{name: "rate_limit per minute", input: ingressBlock("rate_limit 10/m"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{RateLimit: &RateLimit{Events: 10, Interval: dur(time.Minute)}}}},
+		{name: "rate_limit per hour", input: ingressBlock("rate_limit 1000/h"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{RateLimit: &RateLimit{Events: 1000, Interval: dur(time.Hour)}}}},
+		{name: "rate_limit per duration", input: ingressBlock("rate_limit 5/30s"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{RateLimit: &RateLimit{Events: 5, Interval: dur(30 * time.Second)}}}},
 		{name: "rate_limit no slash", input: ingressBlock("rate_limit 50"), wantErr: "rate_limit: want <n>/<s|m|h>"},
 		{name: "rate_limit zero count", input: ingressBlock("rate_limit 0/s"), wantErr: `rate_limit: invalid count "0"`},
 		{name: "rate_limit negative count", input: ingressBlock("rate_limit -1/s"), wantErr: "rate_limit: invalid count"},
@@ -264,8 +264,8 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "ack_status no arg", input: ingressBlock("ack_status"), wantErr: "wrong argument count"},
 
 		// sign_forwarded and type_from
-		{name: "sign_forwarded", input: ingressBlock("sign_forwarded {env.UPSTREAM_SECRET} {env.OLD}"), want: &Ingress{Source: "src", SignForwarded: []string{"{env.UPSTREAM_SECRET}", "{env.OLD}"}}},
-		{name: "sign_forwarded twice adds", input: ingressBlock("sign_forwarded a", "sign_forwarded b"), want: &Ingress{Source: "src", SignForwarded: []string{"a", "b"}}},
+		{name: "sign_forwarded", input: ingressBlock("sign_forwarded {env.UPSTREAM_SECRET} {env.OLD}"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{SignForwarded: []string{"{env.UPSTREAM_SECRET}", "{env.OLD}"}}}},
+		{name: "sign_forwarded twice adds", input: ingressBlock("sign_forwarded a", "sign_forwarded b"), want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{SignForwarded: []string{"a", "b"}}}},
 		{name: "sign_forwarded no secret", input: ingressBlock("sign_forwarded"), wantErr: "sign_forwarded wants one or more Standard Webhooks secrets"},
 		{name: "type_from", input: ingressBlock("type_from header X-Event", "type_from json kind"), want: &Ingress{Source: "src", TypeFrom: []TypeRule{{IDRule: IDRule{Kind: "header", Arg: "X-Event"}}, {IDRule: IDRule{Kind: "json", Arg: "kind"}}}}},
 		{name: "type_from one word", input: ingressBlock("type_from json"), wantErr: "type_from wants a kind and an argument"},
@@ -273,7 +273,47 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 
 		// not built yet
 		{name: "ordered", input: ingressBlock("ordered json data.object.customer"), wantErr: "ordered is not supported by this build of hookline yet"},
-		{name: "destination", input: ingressBlock("destination billing http://127.0.0.1:9100/"), wantErr: "destination is not supported by this build of hookline yet"},
+		{name: "ordered in a destination", input: ingressBlock("destination billing http://127.0.0.1:9100/ {", "ordered json customer", "}"), wantErr: "ordered is not supported by this build of hookline yet"},
+
+		// destinations
+		{name: "destination without block", input: ingressBlock("destination billing http://127.0.0.1:9100/"),
+			want: &Ingress{Source: "src", Destinations: []Destination{{Name: "billing", URL: "http://127.0.0.1:9100/"}}}},
+		{
+			name: "destination with filters and options",
+			input: ingressBlock(
+				"forward_to http://127.0.0.1:9000/",
+				"timeout 5s",
+				"destination billing http://127.0.0.1:9100/hooks {",
+				"	events invoice.* customer.subscription.*",
+				"	events charge.refunded",
+				"	when json data.object.livemode true",
+				"	when header Stripe-Account acct_1",
+				"	timeout 3s",
+				"	retry {",
+				"		max_attempts 8",
+				"	}",
+				"	rate_limit 5/s",
+				"	sign_forwarded {env.BILLING_SECRET}",
+				"}",
+				"destination audit http://127.0.0.1:9200/",
+			),
+			want: &Ingress{Source: "src", ForwardTo: "http://127.0.0.1:9000/", DeliveryOptions: DeliveryOptions{Timeout: dur(5 * time.Second)},
+				Destinations: []Destination{{
+					Name: "billing", URL: "http://127.0.0.1:9100/hooks",
+					Events: []string{"invoice.*", "customer.subscription.*", "charge.refunded"},
+					When:   []Condition{{Kind: "json", Path: "data.object.livemode", Value: "true"}, {Kind: "header", Path: "Stripe-Account", Value: "acct_1"}},
+					DeliveryOptions: DeliveryOptions{Timeout: dur(3 * time.Second), Retry: &RetryConfig{MaxAttempts: 8},
+						RateLimit: &RateLimit{Events: 5, Interval: dur(time.Second)}, SignForwarded: []string{"{env.BILLING_SECRET}"}},
+				}, {Name: "audit", URL: "http://127.0.0.1:9200/"}},
+			},
+		},
+		{name: "destination without URL", input: ingressBlock("destination billing"), wantErr: "destination wants a name and a URL"},
+		{name: "destination bad name", input: ingressBlock("destination bill/ing http://x/"), wantErr: `destination name "bill/ing": only letters`},
+		{name: "destination events empty", input: ingressBlock("destination b http://x/ {", "events", "}"), wantErr: "events wants one or more globs"},
+		{name: "destination when short", input: ingressBlock("destination b http://x/ {", "when json livemode", "}"), wantErr: "when wants a kind, a path and a value"},
+		{name: "destination when kind", input: ingressBlock("destination b http://x/ {", "when body x y", "}"), wantErr: `when: kind must be json, header or form, got "body"`},
+		{name: "destination unknown option", input: ingressBlock("destination b http://x/ {", "ack_status 200", "}"), wantErr: `unrecognized destination option "ack_status"`},
+		{name: "destination bad rate", input: ingressBlock("destination b http://x/ {", "rate_limit 0/s", "}"), wantErr: "rate_limit: invalid count"},
 
 		// unknown option
 		{name: "unknown option", input: ingressBlock("upstream http://x/"), wantErr: `unrecognized webhook_ingress option "upstream"`},
@@ -308,13 +348,15 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 				DedupeWindow: dur(12 * time.Hour),
 				MaxBody:      256 << 10,
 				RequireJSON:  true,
-				Timeout:      dur(5 * time.Second),
-				Retry: &RetryConfig{
-					MaxAttempts: 4, Initial: dur(2 * time.Second), Max: dur(30 * time.Second),
-					Multiplier: 1.5, Jitter: fptr(0),
-					Schedule: []caddy.Duration{dur(10 * time.Second), dur(time.Minute), dur(10 * time.Minute)},
+				DeliveryOptions: DeliveryOptions{
+					Timeout: dur(5 * time.Second),
+					Retry: &RetryConfig{
+						MaxAttempts: 4, Initial: dur(2 * time.Second), Max: dur(30 * time.Second),
+						Multiplier: 1.5, Jitter: fptr(0),
+						Schedule: []caddy.Duration{dur(10 * time.Second), dur(time.Minute), dur(10 * time.Minute)},
+					},
+					RateLimit: &RateLimit{Events: 20, Interval: dur(time.Second)},
 				},
-				RateLimit: &RateLimit{Events: 20, Interval: dur(time.Second)},
 				AckStatus: 200,
 			},
 			wantVerify: `{"scheme":"hmac","secrets":["{env.S1}"],"header":"X-Hook-Signature","prefix":"sha256="}`,

@@ -219,6 +219,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"EventTypes", TestEventTypes},
 		{"Replay", TestReplay},
 		{"ReplayLaneLeavesLiveTrafficAlone", TestReplayLaneLeavesLiveTrafficAlone},
+		{"FanOut", TestFanOut},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

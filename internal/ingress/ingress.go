@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,8 +55,10 @@ type Ingress struct {
 	// VerifyRaw is the signature scheme, a module in webhooks.verifiers named
 	// by its "scheme" key (required; "none" accepts unsigned webhooks).
 	VerifyRaw json.RawMessage `json:"verify,omitempty" caddy:"namespace=webhooks.verifiers inline_key=scheme"`
-	// ForwardTo is the http(s) URL of the upstream events are POSTed to.
-	ForwardTo string `json:"forward_to"`
+	// ForwardTo is the http(s) URL of the upstream events are POSTed to:
+	// the destination named "default" (required unless Destinations has
+	// one).
+	ForwardTo string `json:"forward_to,omitempty"`
 	// IDFrom are the rules that find the event ID, tried in order
 	// (default: the scheme's).
 	IDFrom []IDRule `json:"id_from,omitempty"`
@@ -73,27 +74,18 @@ type Ingress struct {
 	MaxBody int64 `json:"max_body,omitempty"`
 	// RequireJSON rejects bodies that are not JSON (400 INVALID_JSON).
 	RequireJSON bool `json:"require_json,omitempty"`
-	// Timeout bounds each delivery attempt (default 10s, or half the
-	// webhooks lease when that is shorter; an explicit one must fit the
-	// lease: delivery.CheckTimeout).
-	Timeout caddy.Duration `json:"timeout,omitempty"`
-	// Retry is the retry policy of failed deliveries (default: ten
-	// attempts, backoff 1s to 15m).
-	Retry *RetryConfig `json:"retry,omitempty"`
-	// RateLimit caps deliveries to the upstream, for all the nodes
-	// sharing the store (default: none).
-	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
 	AckStatus int `json:"ack_status,omitempty"`
 	// BlockFailures answers 429 to a client IP failing signature checks
 	// too often (default: 20 in 1m, blocked for 5m).
 	BlockFailures *BlockConfig `json:"block_failures,omitempty"`
-	// SignForwarded lists Standard Webhooks secrets ("whsec_..."; {env.*}
-	// and {file.*} placeholders are resolved in Provision) that sign every
-	// delivery attempt with fresh webhook-id, webhook-timestamp and
-	// webhook-signature headers, replacing any the provider sent; several
-	// secrets each sign (rotation).
-	SignForwarded []string `json:"sign_forwarded,omitempty"`
+	// DeliveryOptions are the per-delivery options of forward_to, and of
+	// each destination that does not set them again: timeout, retry,
+	// rate_limit, sign_forwarded.
+	DeliveryOptions
+	// Destinations are more upstreams the source's events go to (fan-out),
+	// each taking the events its filters select.
+	Destinations []Destination `json:"destinations,omitempty"`
 
 	verifier verifiers.Verifier
 	// the scheme's challenge requests, answered at the edge (nil: none)
@@ -105,8 +97,11 @@ type Ingress struct {
 	guardKey      string // the key of guard in guardPool, released in Cleanup
 	app           *webhooks.App
 	rules         []dedupe.Rule
-	typeRules     []dedupe.TypeRule // compiled type_from, or the verifier's defaults
-	signer        *delivery.Signer  // sign_forwarded, compiled
+	typeRules     []dedupe.TypeRule  // compiled type_from, or the verifier's defaults
+	routes        []route            // forward_to and the destinations, compiled
+	filtered      bool               // some route filters: each event is routed
+	allDeliveries []storage.Delivery // the deliveries of an event every route takes
+	defaultURL    string             // the upstream of the destination named default ("": none)
 	log           *zap.Logger
 }
 
@@ -151,9 +146,14 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		h.guard, h.guardKey = g, key
 	}
 
-	u, err := url.Parse(h.ForwardTo)
-	if h.ForwardTo == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("webhook_ingress %s: forward_to must be an http(s) URL", h.Source)
+	if h.routes, err = h.compileRoutes(); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
+	h.filtered, h.allDeliveries = routeAll(h.routes)
+	for _, r := range h.routes {
+		if r.name == storage.DefaultDestination {
+			h.defaultURL = r.target.URL
+		}
 	}
 	if h.MaxBody == 0 {
 		h.MaxBody = DefaultMaxBody
@@ -163,9 +163,6 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	}
 	if h.AckStatus == 0 {
 		h.AckStatus = http.StatusAccepted
-	}
-	if !h.RateLimit.valid() {
-		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
 	}
 	// rules from JSON configs get the same checks as Caddyfile ones
 	if h.rules, err = compileIDFrom(h.IDFrom); err != nil {
@@ -177,9 +174,6 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		}
 	}
 
-	if h.signer, err = compileSigner(h.SignForwarded); err != nil {
-		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
-	}
 	if h.typeRules, err = compileTypeFrom(h.TypeFrom); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
@@ -211,12 +205,21 @@ func checkedDefaults[R interface{ Validate() error }](rules []R) ([]R, error) {
 	return rules, nil
 }
 
-// source compiles the delivery side of the config (defaults filled in)
-// into the runtime source the webhooks app delivers for.
+// source is the delivery side of the config (defaults filled in, the
+// routes compiled) as the webhooks app delivers for it.
 func (h *Ingress) source() *webhooks.Source {
-	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
-	target := delivery.Target{URL: h.ForwardTo, Timeout: time.Duration(h.Timeout), Policy: h.Retry.Policy(), Rate: h.RateLimit.rate(), Signer: h.signer}
-	return &webhooks.Source{Name: h.Source, Target: target, DedupeWindow: time.Duration(h.DedupeWindow)}
+	src := &webhooks.Source{Name: h.Source, DedupeWindow: time.Duration(h.DedupeWindow)}
+	for _, r := range h.routes {
+		if r.name == storage.DefaultDestination {
+			src.Target = r.target
+			continue
+		}
+		if src.Destinations == nil {
+			src.Destinations = make(map[string]delivery.Target)
+		}
+		src.Destinations[r.name] = r.target
+	}
+	return src
 }
 
 // Cleanup releases the source's reference on its shared guard.
@@ -242,11 +245,13 @@ func (h *Ingress) Validate() error {
 	if h.DedupeWindow < 0 || h.Timeout < 0 {
 		return fmt.Errorf("webhook_ingress %s: durations must not be negative", h.Source)
 	}
-	if err := h.Retry.Policy().Validate(); err != nil {
-		return fmt.Errorf("webhook_ingress %s: retry: %v", h.Source, err)
+	if err := h.DeliveryOptions.check(); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
-	if !h.RateLimit.valid() {
-		return fmt.Errorf("webhook_ingress %s: rate_limit must be positive", h.Source)
+	for _, d := range h.Destinations {
+		if err := d.DeliveryOptions.check(); err != nil {
+			return fmt.Errorf("webhook_ingress %s: destination %s: %v", h.Source, d.Name, err)
+		}
 	}
 	return nil
 }
@@ -305,9 +310,18 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 
-	// one decoding of the body for the id and the type
+	// one decoding of the body for the id, the type and the routing
 	inspect := dedupe.Inspect(r, body)
 	eventID := inspect.ID(h.rules, now)
+	var typ string // found before the store only when a destination filters on it
+	if h.filtered {
+		typ = inspect.Type(h.typeRules)
+	}
+	deliveries, taken := h.route(typ, inspect)
+	if !taken {
+		h.ignore(w, r, eventID, typ)
+		return nil
+	}
 	var accepted *storage.Event // the event stored, when it is not a duplicate
 	deduped := eventID != ""    // an id was found: the event is deduplicated
 	var idErr error
@@ -324,15 +338,19 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			eventID = sid // never deduplicated
 		}
 		h.setPlaceholders(r, eventID)
+		if !h.filtered {
+			typ = inspect.Type(h.typeRules) // a duplicate's type is never read
+		}
 		accepted = &storage.Event{
 			ID:         sid,
 			EventID:    eventID,
 			Dedupe:     deduped,
 			Source:     h.Source,
-			Type:       inspect.Type(h.typeRules), // a duplicate's type is never read
+			Type:       typ,
 			RequestID:  requestID(r),
 			Trace:      h.traceOf(r),
-			Upstream:   h.ForwardTo,
+			Deliveries: deliveries,
+			Upstream:   h.defaultURL,
 			Headers:    forwardHeaders(r.Header),
 			Body:       body,
 			ReceivedAt: now,
@@ -363,6 +381,24 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		"event_id": eventID,
 	})
 	return nil
+}
+
+// ignore answers an event that no destination takes: 200, not stored,
+// counted (received_total{outcome="ignored"}) and audited. An event whose
+// provider gave no id is named by a generated one, as an accepted one is.
+func (h *Ingress) ignore(w http.ResponseWriter, r *http.Request, eventID, typ string) {
+	if eventID == "" {
+		if id, err := uuid.NewV7(); err == nil {
+			eventID = id.String()
+		}
+	}
+	h.setPlaceholders(r, eventID)
+	h.app.ObserveIgnored(h.Source, eventID, typ, requestID(r))
+	writeJSON(w, http.StatusOK, map[string]string{
+		"message":  "Webhook ignored: no destination takes this event",
+		"event_id": eventID,
+		"status":   "ignored",
+	})
 }
 
 // reject writes an error answer and counts it under its code.

@@ -91,9 +91,36 @@ type App struct {
 
 // Source is one webhook_ingress source as the workers need it.
 type Source struct {
-	Name         string
-	Target       delivery.Target
+	// Name is the source's name.
+	Name string
+	// Target is the default destination's (forward_to); a zero URL: the
+	// source has none.
+	Target delivery.Target
+	// Destinations are the targets of the source's named destinations
+	// (fan-out), by name.
+	Destinations map[string]delivery.Target
+	// DedupeWindow is how long an event ID stays claimed.
 	DedupeWindow time.Duration
+}
+
+// targetOf is the target of one of the source's destinations
+// (storage.DefaultDestination: forward_to).
+func (s *Source) targetOf(destination string) (*delivery.Target, bool) {
+	if storage.IsDefaultDestination(destination) {
+		return &s.Target, s.Target.URL != ""
+	}
+	t, ok := s.Destinations[destination]
+	return &t, ok
+}
+
+// destinations lists the names of the source's destinations, the default
+// first when it has one.
+func (s *Source) destinations() []string {
+	var names []string
+	if s.Target.URL != "" {
+		names = append(names, storage.DefaultDestination)
+	}
+	return append(names, slices.Sorted(maps.Keys(s.Destinations))...)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -269,16 +296,17 @@ func (a *App) Start() error {
 	a.refreshPaused() // before the first request and the first lease
 	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
-		Store:    st,
-		Workers:  a.Workers,
-		Lease:    time.Duration(a.Lease),
-		Resolve:  a.resolve,
-		Sources:  a.sourceNames,
-		Paused:   a.SourcePaused,
-		Breakers: a.breakers,
-		Tracer:   a.tracerProvider,
-		Logger:   a.log.Named("delivery"),
-		OnResult: a.onResult,
+		Store:        st,
+		Workers:      a.Workers,
+		Lease:        time.Duration(a.Lease),
+		Resolve:      a.resolve,
+		Sources:      a.sourceNames,
+		Destinations: a.destinationNames,
+		Paused:       a.SourcePaused,
+		Breakers:     a.breakers,
+		Tracer:       a.tracerProvider,
+		Logger:       a.log.Named("delivery"),
+		OnResult:     a.onResult,
 	})
 	d.Start()
 	a.disp.Store(d)
@@ -389,10 +417,25 @@ func (a *App) RegisterSource(src *Source) error {
 	}
 	// an explicit timeout must fit the lease; none gets the default fitted to it
 	lease := time.Duration(a.Lease)
-	if err := delivery.CheckTimeout(src.Target.Timeout, lease); err != nil {
+	fit := func(t *delivery.Target, name string) error {
+		if err := delivery.CheckTimeout(t.Timeout, lease); err != nil {
+			if !storage.IsDefaultDestination(name) {
+				return fmt.Errorf("destination %s: %v", name, err)
+			}
+			return err
+		}
+		t.Timeout = delivery.EffectiveTimeout(t.Timeout, lease)
+		return nil
+	}
+	if err := fit(&src.Target, storage.DefaultDestination); err != nil {
 		return err
 	}
-	src.Target.Timeout = delivery.EffectiveTimeout(src.Target.Timeout, lease)
+	for name, t := range src.Destinations {
+		if err := fit(&t, name); err != nil {
+			return err
+		}
+		src.Destinations[name] = t
+	}
 	a.sources[src.Name] = src
 	return nil
 }
@@ -405,14 +448,27 @@ func (a *App) sourceNames() []string {
 	return slices.Collect(maps.Keys(a.sources))
 }
 
-func (a *App) resolve(source string) (*delivery.Target, bool) {
+// resolve is the target of a source's destination (the dispatcher's
+// Resolve).
+func (a *App) resolve(source, destination string) (*delivery.Target, bool) {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
 	src, ok := a.sources[source]
 	if !ok {
 		return nil, false
 	}
-	return &src.Target, true
+	return src.targetOf(destination)
+}
+
+// destinationNames lists the destinations of a configured source (the
+// dispatcher's Destinations).
+func (a *App) destinationNames(source string) []string {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	if src, ok := a.sources[source]; ok {
+		return src.destinations()
+	}
+	return nil
 }
 
 // Store returns the open store, opening it if needed. Errors wrap

@@ -34,6 +34,7 @@ const (
 	stepDiscarded     = "discarded"
 	stepInvestigating = "investigating"
 	stepReplayed      = "replayed"
+	stepIgnored       = "ignored"
 )
 
 // Caddy event names.
@@ -46,19 +47,30 @@ const (
 	eventClientBlocked = "webhook_client_blocked"
 )
 
-// eventFields are the audit fields of an event.
+// eventFields are the audit fields of an event (a job: of its delivery);
+// an accepted event fanned out names each of its destinations.
 func eventFields(ev *storage.Event) []zap.Field {
-	return auditFields(ev.Source, ev.EventID, ev.ID, ev.Type, ev.RequestID)
+	f := auditFields(ev.Source, ev.EventID, ev.ID, ev.Type, ev.RequestID)
+	if len(ev.Deliveries) == 0 {
+		return append(f, zap.String("destination", storage.DestinationOf(ev)))
+	}
+	names := make([]string, len(ev.Deliveries))
+	for i, d := range ev.Deliveries {
+		names[i] = storage.DestinationOf(&storage.Event{Destination: d.Destination})
+	}
+	return append(f, zap.Strings("destinations", names))
 }
 
 // entryFields are the audit fields of a DLQ entry's event.
 func entryFields(e *storage.DLQEntry) []zap.Field {
-	return auditFields(e.Source, e.EventID, e.ID, e.EventType, e.RequestID)
+	return append(auditFields(e.Source, e.EventID, e.ID, e.EventType, e.RequestID),
+		zap.String("destination", storage.DestinationOf(&storage.Event{Destination: e.Destination})))
 }
 
 // infoFields are the audit fields of an event as a store reports it.
 func infoFields(info *storage.EventInfo) []zap.Field {
-	return auditFields(info.Source, info.EventID, info.ID, info.EventType, info.RequestID)
+	return append(auditFields(info.Source, info.EventID, info.ID, info.EventType, info.RequestID),
+		zap.String("destination", storage.DestinationOf(&storage.Event{Destination: info.Destination})))
 }
 
 // auditFields are the fields naming an event on every audit line.

@@ -51,6 +51,14 @@ func (a *App) tracerProvider() trace.TracerProvider {
 	return nil
 }
 
+// ObserveIgnored counts an event that no destination of its source takes
+// (answered 200 "ignored", not stored): as Observe(source, "ignored"), and
+// in the audit log with the type that decided it.
+func (a *App) ObserveIgnored(source, eventID, typ, requestID string) {
+	a.Observe(source, "ignored")
+	a.audit(stepIgnored, auditFields(source, eventID, "", typ, requestID)...)
+}
+
 // ObserveAccepted counts an accepted (stored) event: as Observe(source,
 // "accepted"), by type in the stats, and in the audit log.
 func (a *App) ObserveAccepted(ev *storage.Event) {

@@ -82,7 +82,7 @@ func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, d
 		}
 		res.Retried = append(res.Retried, e.ID)
 		a.audit(stepRetried, append(entryFields(&e), zap.Bool("bulk", true))...)
-		due = due.Add(a.redrivePace(e.Source))
+		due = due.Add(a.redrivePace(e.Source, e.Destination))
 	}
 	if !dryRun && len(res.Retried) > 0 {
 		res.Spread = time.Until(due)
@@ -91,13 +91,16 @@ func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, d
 	return res, nil
 }
 
-// redrivePace is the spacing of a bulk retry's events for source: its
-// rate_limit when it has one, else defaultRedrivePace.
-func (a *App) redrivePace(source string) time.Duration {
+// redrivePace is the spacing of a bulk retry's (or a replay's) deliveries
+// to a source's destination: its rate_limit when it has one, else
+// defaultRedrivePace.
+func (a *App) redrivePace(source, destination string) time.Duration {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
-	if src, ok := a.sources[source]; ok && src.Target.Rate.Valid() {
-		return src.Target.Rate.Interval()
+	if src, ok := a.sources[source]; ok {
+		if t, ok := src.targetOf(destination); ok && t.Rate.Valid() {
+			return t.Rate.Interval()
+		}
 	}
 	return defaultRedrivePace
 }

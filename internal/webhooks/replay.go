@@ -44,7 +44,7 @@ func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRu
 		}
 		res.Replayed = append(res.Replayed, ev)
 		a.audit(stepReplayed, infoFields(info)...)
-		due = due.Add(a.redrivePace(info.Source))
+		due = due.Add(a.redrivePace(info.Source, info.Destination))
 	}
 	if !dryRun && len(res.Replayed) > 0 {
 		res.Spread = time.Until(due)

@@ -52,7 +52,7 @@ func BenchmarkDrain100k(b *testing.B) {
 		var delivered atomic.Int64
 		var heapPeak atomic.Uint64
 		d := delivery.New(delivery.Config{Store: st, Workers: drainWorkers,
-			Resolve: func(string) (*delivery.Target, bool) { return nil, false },
+			Resolve: func(string, string) (*delivery.Target, bool) { return nil, false },
 			OnResult: func(delivery.Report) {
 				if n := delivered.Add(1); n == backlog {
 					close(done)

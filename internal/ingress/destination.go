@@ -1,0 +1,221 @@
+package ingress
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/routing"
+	"github.com/hookline/hookline/storage"
+)
+
+// This file holds a source's destinations (DESIGN.md "Destinations
+// (fan-out) and routing"): their JSON config, its compilation into the
+// routes the handler matches each event against, and the routing of one
+// event.
+
+// DeliveryOptions are the per-delivery options of a source; each of its
+// destinations may set any of them again, replacing the source's there (a
+// retry block replaces the whole retry policy).
+type DeliveryOptions struct {
+	// Timeout bounds each delivery attempt (default 10s, or half the
+	// webhooks lease when that is shorter; an explicit one must fit the
+	// lease: delivery.CheckTimeout).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// Retry is the retry policy of failed deliveries (default: ten
+	// attempts, backoff 1s to 15m).
+	Retry *RetryConfig `json:"retry,omitempty"`
+	// RateLimit caps deliveries to the upstream, for all the nodes
+	// sharing the store (default: none).
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// SignForwarded lists Standard Webhooks secrets ("whsec_..."; {env.*}
+	// and {file.*} placeholders are resolved in Provision) that sign every
+	// delivery attempt with fresh webhook-id, webhook-timestamp and
+	// webhook-signature headers, replacing any the provider sent; several
+	// secrets each sign (rotation).
+	SignForwarded []string `json:"sign_forwarded,omitempty"`
+}
+
+// over is o with each option it does not set taken from base.
+func (o DeliveryOptions) over(base DeliveryOptions) DeliveryOptions {
+	if o.Timeout == 0 {
+		o.Timeout = base.Timeout
+	}
+	if o.Retry == nil {
+		o.Retry = base.Retry
+	}
+	if o.RateLimit == nil {
+		o.RateLimit = base.RateLimit
+	}
+	if len(o.SignForwarded) == 0 {
+		o.SignForwarded = base.SignForwarded
+	}
+	return o
+}
+
+// check checks the options that need nothing resolved (Validate's part).
+func (o DeliveryOptions) check() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("timeout must not be negative")
+	}
+	if err := o.Retry.Policy().Validate(); err != nil {
+		return fmt.Errorf("retry: %v", err)
+	}
+	if !o.RateLimit.valid() {
+		return fmt.Errorf("rate_limit must be positive")
+	}
+	return nil
+}
+
+// target compiles the options into the delivery target of upstream u.
+func (o DeliveryOptions) target(u string) (delivery.Target, error) {
+	if err := o.check(); err != nil {
+		return delivery.Target{}, err
+	}
+	signer, err := compileSigner(o.SignForwarded)
+	if err != nil {
+		return delivery.Target{}, err
+	}
+	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
+	return delivery.Target{URL: u, Timeout: time.Duration(o.Timeout), Policy: o.Retry.Policy(), Rate: o.RateLimit.rate(), Signer: signer}, nil
+}
+
+// Destination is one more upstream a source's events are delivered to
+// (fan-out), each delivery with its own attempts, retries, DLQ entry and
+// status. It takes the events its Events and When select (with neither:
+// every event).
+type Destination struct {
+	// Name names the destination in the DLQ, the stats, the event lookup
+	// and the X-Webhook-Destination header (letters, digits, '.', '_' and
+	// '-'; "default" is forward_to's, usable here only without forward_to).
+	Name string `json:"name"`
+	// URL is the http(s) URL the destination's deliveries are POSTed to.
+	URL string `json:"url"`
+	// Events are globs on the event type ("*" matches any run of
+	// characters, "." and "/" included); the destination takes an event
+	// whose type matches one (empty: any type, and untyped events).
+	Events []string `json:"events,omitempty"`
+	// When are conditions on the request, all of which must hold for the
+	// destination to take the event.
+	When []Condition `json:"when,omitempty"`
+	// DeliveryOptions override the source's for this destination.
+	DeliveryOptions
+}
+
+// Condition is one when condition of a destination: the request's field
+// must equal Value (routing.Condition says how fields compare).
+type Condition struct {
+	// Kind is where the field is: json, header or form.
+	Kind string `json:"kind"`
+	// Path is the JSON dot path, the header name or the form field.
+	Path string `json:"path"`
+	// Value is the text the field must equal ("true", "42", "shop.example").
+	Value string `json:"value"`
+}
+
+// route is a destination compiled: what it takes and where it delivers.
+type route struct {
+	name   string
+	match  routing.Matcher
+	target delivery.Target
+}
+
+// checkURL checks an upstream URL.
+func checkURL(u string) error {
+	p, err := url.Parse(u)
+	if u == "" || err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("must be an http(s) URL")
+	}
+	return nil
+}
+
+// compileRoutes compiles forward_to (the destination named "default", with
+// the source's options) and the destinations into the source's routes.
+func (h *Ingress) compileRoutes() ([]route, error) {
+	var routes []route
+	if h.ForwardTo != "" || len(h.Destinations) == 0 {
+		if err := checkURL(h.ForwardTo); err != nil {
+			return nil, fmt.Errorf("forward_to %v", err)
+		}
+		t, err := h.DeliveryOptions.target(h.ForwardTo)
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, route{name: storage.DefaultDestination, target: t})
+	}
+	for i, d := range h.Destinations {
+		if err := storage.ValidDestination(d.Name); err != nil {
+			return nil, fmt.Errorf("destination %d: %v", i+1, err)
+		}
+		for _, r := range routes {
+			if r.name == d.Name {
+				if r.name == storage.DefaultDestination {
+					return nil, fmt.Errorf("destination default: forward_to is the destination named default")
+				}
+				return nil, fmt.Errorf("destination %s is defined more than once", d.Name)
+			}
+		}
+		if err := checkURL(d.URL); err != nil {
+			return nil, fmt.Errorf("destination %s: the URL %v", d.Name, err)
+		}
+		r := route{name: d.Name, match: routing.Matcher{Events: d.Events}}
+		for _, c := range d.When {
+			r.match.When = append(r.match.When, routing.Condition{Kind: c.Kind, Path: c.Path, Value: c.Value})
+		}
+		if err := r.match.Validate(); err != nil {
+			return nil, fmt.Errorf("destination %s: %v", d.Name, err)
+		}
+		t, err := d.DeliveryOptions.over(h.DeliveryOptions).target(d.URL)
+		if err != nil {
+			return nil, fmt.Errorf("destination %s: %v", d.Name, err)
+		}
+		r.target = t
+		routes = append(routes, r)
+	}
+	return routes, nil
+}
+
+// routeAll is what Provision prepares for the routing of events: whether
+// any route filters (and so must see each event's type first), and the
+// deliveries of an event every route takes (nil: the one default route,
+// stored as before destinations existed).
+func routeAll(routes []route) (filtered bool, all []storage.Delivery) {
+	for _, r := range routes {
+		filtered = filtered || r.match.Filters()
+	}
+	return filtered, deliveriesOf(routes)
+}
+
+// deliveriesOf are the deliveries of an event the routes take: nil when
+// that is the default destination alone (the event is stored as it was
+// before destinations existed).
+func deliveriesOf(routes []route) []storage.Delivery {
+	if len(routes) == 1 && routes[0].name == storage.DefaultDestination {
+		return nil
+	}
+	ds := make([]storage.Delivery, len(routes))
+	for i, r := range routes {
+		ds[i] = storage.Delivery{Destination: r.name, Upstream: r.target.URL}
+	}
+	return ds
+}
+
+// route is the deliveries of an event of type typ (ok false: no
+// destination takes it). Without filters every destination takes every
+// event, and the event is not looked at.
+func (h *Ingress) route(typ string, q *dedupe.Request) (ds []storage.Delivery, ok bool) {
+	if !h.filtered {
+		return h.allDeliveries, true
+	}
+	var taken []route
+	for _, r := range h.routes {
+		if r.match.Match(typ, q) {
+			taken = append(taken, r)
+		}
+	}
+	return deliveriesOf(taken), len(taken) > 0
+}

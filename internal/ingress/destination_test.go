@@ -1,0 +1,156 @@
+package ingress
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/storage"
+)
+
+// provisionErr provisions a source from its JSON config and returns the
+// error.
+func provisionErr(t *testing.T, raw string) error {
+	t.Helper()
+	apps := caddy.ModuleMap{"webhooks": json.RawMessage(`{"storage":{"module":"embedded","path":` +
+		strconv.Quote(filepath.Join(t.TempDir(), "events.db")) + `}}`)}
+	ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: apps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ctx.LoadModuleByID("http.handlers.webhook_ingress", json.RawMessage(raw))
+	if err == nil {
+		mod.(*Ingress).Cleanup()
+	}
+	return err
+}
+
+// TestDestinationConfig: what provisioning refuses, each with its reason.
+func TestDestinationConfig(t *testing.T) {
+	const head = `{"source":"s","verify":{"scheme":"none"}`
+	for _, tc := range []struct {
+		name, config, wantErr string
+	}{
+		{"forward_to alone", `,"forward_to":"http://127.0.0.1:1/"}`, ""},
+		{"destinations alone", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/a"}]}`, ""},
+		{"default named without forward_to", `,"destinations":[{"name":"default","url":"http://127.0.0.1:1/","events":["x.*"]}]}`, ""},
+		{"neither", `}`, "forward_to must be an http(s) URL"},
+		{"bad forward_to", `,"forward_to":"ftp://x/"}`, "forward_to must be an http(s) URL"},
+		{"default twice", `,"forward_to":"http://127.0.0.1:1/","destinations":[{"name":"default","url":"http://127.0.0.1:1/"}]}`,
+			"destination default: forward_to is the destination named default"},
+		{"name twice", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/"},{"name":"a","url":"http://127.0.0.1:2/"}]}`,
+			"destination a is defined more than once"},
+		{"bad name", `,"destinations":[{"name":"a~b","url":"http://127.0.0.1:1/"}]}`, `destination 1: destination name "a~b"`},
+		{"bad URL", `,"destinations":[{"name":"a","url":"127.0.0.1:1"}]}`, "destination a: the URL must be an http(s) URL"},
+		{"bad glob", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","events":[""]}]}`, "destination a: events: invalid glob"},
+		{"bad when", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","when":[{"kind":"query","path":"x","value":"y"}]}]}`,
+			"destination a: when: kind must be json, header or form"},
+		{"bad retry", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","retry":{"max_attempts":-1}}]}`, "destination a: retry:"},
+		{"bad rate", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","rate_limit":{"events":0,"interval":"1s"}}]}`,
+			"destination a: rate_limit must be positive"},
+		{"bad signing secret", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","sign_forwarded":["whsec_c2hvcnQ="]}]}`,
+			"destination a: sign_forwarded secret 1"},
+		{"timeout beyond the lease", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","timeout":"2m"}]}`,
+			"destination a: timeout 2m0s must be shorter than the webhooks lease"},
+	} {
+		err := provisionErr(t, head+tc.config)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+// TestDestinationOptionsOverride: a destination's option replaces the
+// source's there; one it leaves out is the source's.
+func TestDestinationOptionsOverride(t *testing.T) {
+	h := provisionSource(t, `{"source":"over","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/",
+		"timeout":"5s","retry":{"max_attempts":3},"rate_limit":{"events":10,"interval":"1s"},
+		"destinations":[
+			{"name":"own","url":"http://127.0.0.1:2/","timeout":"2s","retry":{"max_attempts":8},"rate_limit":{"events":1,"interval":"1m"},
+			 "sign_forwarded":["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]},
+			{"name":"inherits","url":"http://127.0.0.1:3/"}]}`)
+	t.Cleanup(func() { h.Cleanup() })
+	src := h.source()
+	if src.Target.URL != "http://127.0.0.1:1/" || src.Target.Timeout != 5*time.Second || src.Target.Policy.MaxAttempts != 3 || src.Target.Signer != nil {
+		t.Errorf("default target %+v", src.Target)
+	}
+	own, inherits := src.Destinations["own"], src.Destinations["inherits"]
+	if own.URL != "http://127.0.0.1:2/" || own.Timeout != 2*time.Second || own.Policy.MaxAttempts != 8 ||
+		own.Rate != (storage.Rate{Events: 1, Per: time.Minute}) || own.Signer == nil {
+		t.Errorf("own target %+v", own)
+	}
+	if inherits.URL != "http://127.0.0.1:3/" || inherits.Timeout != 5*time.Second || inherits.Policy.MaxAttempts != 3 ||
+		inherits.Rate != (storage.Rate{Events: 10, Per: time.Second}) {
+		t.Errorf("inherited target %+v", inherits)
+	}
+}
+
+// TestRouting: which destinations take an event, from the type its
+// type_from finds and the request's fields; no filter at all routes
+// without looking at the event.
+func TestRouting(t *testing.T) {
+	h := provisionSource(t, `{"source":"routed","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","type_from":[{"kind":"json","arg":"type"}],
+		"destinations":[
+			{"name":"billing","url":"http://127.0.0.1:2/","events":["invoice.*","customer.subscription.*"],"when":[{"kind":"json","path":"livemode","value":"true"}]},
+			{"name":"shop","url":"http://127.0.0.1:3/","when":[{"kind":"header","path":"X-Shop","value":"eu"}]}]}`)
+	t.Cleanup(func() { h.Cleanup() })
+	only := provisionSource(t, `{"source":"only","verify":{"scheme":"none"},"type_from":[{"kind":"json","arg":"type"}],"destinations":[{"name":"billing","url":"http://127.0.0.1:2/","events":["invoice.*"]}]}`)
+	t.Cleanup(func() { only.Cleanup() })
+	plain := provisionSource(t, `{"source":"plain","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","destinations":[{"name":"audit","url":"http://127.0.0.1:4/"}]}`)
+	t.Cleanup(func() { plain.Cleanup() })
+	if !h.filtered || plain.filtered {
+		t.Fatalf("filtered: %v %v", h.filtered, plain.filtered)
+	}
+	for _, tc := range []struct {
+		name   string
+		h      *Ingress
+		body   string
+		header string
+		want   []string // destinations; nil: the default alone, stored as before; "ignored": none
+	}{
+		{"default only", h, `{"type":"charge.succeeded","livemode":true}`, "", nil},
+		{"billing too", h, `{"type":"invoice.paid","livemode":true}`, "", []string{"default", "billing"}},
+		{"billing glob crosses dots", h, `{"type":"customer.subscription.trial_will_end","livemode":true}`, "", []string{"default", "billing"}},
+		{"test mode skips billing", h, `{"type":"invoice.paid","livemode":false}`, "", nil},
+		{"header condition", h, `{"type":"invoice.paid","livemode":true}`, "eu", []string{"default", "billing", "shop"}},
+		{"untyped", h, `{"livemode":true}`, "eu", []string{"default", "shop"}},
+		{"no destination takes it", only, `{"type":"charge.succeeded"}`, "", []string{"ignored"}},
+		{"the named one alone", only, `{"type":"invoice.paid"}`, "", []string{"billing"}},
+		{"no filter: everything", plain, `not json`, "", []string{"default", "audit"}},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+		if tc.header != "" {
+			r.Header.Set("X-Shop", tc.header)
+		}
+		q := dedupe.Inspect(r, []byte(tc.body))
+		var typ string
+		if tc.h.filtered {
+			typ = q.Type(tc.h.typeRules)
+		}
+		ds, ok := tc.h.route(typ, q)
+		var got []string
+		switch {
+		case !ok:
+			got = []string{"ignored"}
+		case ds != nil:
+			for _, d := range ds {
+				got = append(got, d.Destination)
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: routed to %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
