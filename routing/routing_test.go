@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hookline/hookline/dedupe"
 )
@@ -185,4 +187,25 @@ func TestGlobsOnProviderCorpus(t *testing.T) {
 			t.Errorf("%s events %q took %q, want %q", tc.scheme, tc.events, got, tc.want)
 		}
 	}
+}
+
+// FuzzGlob checks Glob against the regular expression the glob stands
+// for: '*' is ".*" (any run, newlines included), everything else itself.
+func FuzzGlob(f *testing.F) {
+	for _, s := range [][2]string{{"invoice.*", "invoice.paid"}, {"a*b*c", "abcabc"}, {"*", ""}, {"**x", "yx"}, {"orders/*", "orders/create"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, typ string) {
+		parts := strings.Split(pattern, "*")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		re, err := regexp.Compile(`^(?s:` + strings.Join(parts, ".*") + `)$`)
+		if err != nil {
+			t.Skip() // not valid UTF-8: no regexp to compare with
+		}
+		if got, want := Glob(pattern, typ), re.MatchString(typ); got != want && utf8.ValidString(pattern) && utf8.ValidString(typ) {
+			t.Errorf("Glob(%q, %q) = %v, regexp says %v", pattern, typ, got, want)
+		}
+	})
 }
