@@ -58,7 +58,16 @@ type Event struct {
 	Deliveries []Delivery `json:"-"`
 	// Replay is true once an operator replayed the delivered event: its
 	// jobs wait in its source's replay lane (LaneOf).
-	Replay     bool        `json:"replay,omitempty"`
+	Replay bool `json:"replay,omitempty"`
+	// OrderKey is the key of a delivery of an ordered destination (its
+	// Delivery's): the deliveries of one lane with the same key go out
+	// one at a time, in the order they were accepted (ChainOf); "": not
+	// ordered.
+	OrderKey string `json:"order_key,omitempty"`
+	// OrderSkip is true when a dead delivery lets the next one of its key
+	// go (on_dead skip) instead of blocking its key until its DLQ entry
+	// is settled (on_dead block).
+	OrderSkip  bool        `json:"order_skip,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Headers    http.Header `json:"headers,omitempty"`
 	Body       []byte      `json:"body,omitempty"`
