@@ -335,13 +335,36 @@ func testOrderedCleanup(t *testing.T, f Factory) {
 // key's deliveries go out in the order they were accepted.
 func testOrderedConcurrent(t *testing.T, f Factory) {
 	s := f.Open(t)
-	keys := []string{"A", "B", "C"}
-	const perKey = 50
-	var all []string
-	for range perKey {
-		all = append(all, keys...)
+	orderedConcurrent(t, []storage.Store{s}, 3, 50)
+}
+
+// RunOrderedNodes checks per-key ordering across nodes sharing one
+// store: nodes are stores opened on the same data (a shared backend's
+// clients); each runs two workers leasing and delivering the backlogs of
+// keys keys of perKey events each, enqueued through the nodes in turn. No
+// key has two jobs leased at once, on any node, and each key's deliveries
+// go out in the order they were accepted.
+func RunOrderedNodes(t *testing.T, nodes []storage.Store, keys, perKey int) {
+	orderedConcurrent(t, nodes, keys, perKey)
+}
+
+// orderedConcurrent enqueues keys×perKey ordered events (keys interleaved,
+// through stores in turn), then runs two workers per store until every
+// job is delivered, checking that no key ever has two jobs leased and that
+// each key's jobs are leased in acceptance order.
+func orderedConcurrent(t *testing.T, stores []storage.Store, keys, perKey int) {
+	t.Helper()
+	want := map[string][]string{}
+	total := 0
+	for i := range perKey {
+		for k := range keys {
+			key := fmt.Sprintf("K%d", k)
+			ev := orderedEvent(t, "shop", key, false)
+			mustEnqueue(t, stores[(i*keys+k)%len(stores)], ev, time.Now().Add(time.Hour))
+			want[key] = append(want[key], ev.ID)
+			total++
+		}
 	}
-	want := enqueueOrdered(t, s, "shop", false, all...)
 
 	var mu sync.Mutex
 	leased := map[string]bool{}
@@ -349,54 +372,58 @@ func testOrderedConcurrent(t *testing.T, f Factory) {
 	done := 0
 	deadline := time.Now().Add(time.Minute)
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				finished := done == len(all)
-				mu.Unlock()
-				if finished {
-					return
-				}
-				jobs, err := s.Lease(t.Context(), time.Now(), 5, time.Minute, nil)
-				if err != nil {
-					t.Errorf("Lease: %v", err)
-					return
-				}
-				mu.Lock()
-				for _, j := range jobs {
-					if leased[j.OrderKey] {
-						t.Errorf("job %s of key %s leased while another of its key is", j.ID, j.OrderKey)
-					}
-					leased[j.OrderKey] = true
-					got[j.OrderKey] = append(got[j.OrderKey], j.ID)
-				}
-				mu.Unlock()
-				for _, j := range jobs {
+	for _, s := range stores {
+		for range 2 {
+			wg.Go(func() {
+				for time.Now().Before(deadline) {
 					mu.Lock()
-					leased[j.OrderKey] = false
+					finished := done == total
 					mu.Unlock()
-					if err := s.Finish(t.Context(), j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")}); err != nil {
-						t.Errorf("Finish(%s): %v", j.ID, err)
+					if finished {
+						return
+					}
+					jobs, err := s.Lease(t.Context(), time.Now(), 5, time.Minute, nil)
+					if err != nil {
+						t.Errorf("Lease: %v", err)
 						return
 					}
 					mu.Lock()
-					done++
+					for _, j := range jobs {
+						if leased[j.OrderKey] {
+							t.Errorf("job %s of key %s leased while another of its key is", j.ID, j.OrderKey)
+						}
+						leased[j.OrderKey] = true
+						got[j.OrderKey] = append(got[j.OrderKey], j.ID)
+					}
 					mu.Unlock()
+					for _, j := range jobs {
+						// cleared before Finish: the next job of the key
+						// is due once Finish has recorded this one
+						mu.Lock()
+						leased[j.OrderKey] = false
+						mu.Unlock()
+						if err := s.Finish(t.Context(), j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")}); err != nil {
+							t.Errorf("Finish(%s): %v", j.ID, err)
+							return
+						}
+						mu.Lock()
+						done++
+						mu.Unlock()
+					}
+					if len(jobs) == 0 {
+						time.Sleep(time.Millisecond)
+					}
 				}
-				if len(jobs) == 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
-		})
+			})
+		}
 	}
 	wg.Wait()
-	if done != len(all) {
-		t.Fatalf("%d of %d deliveries done", done, len(all))
+	if done != total {
+		t.Fatalf("%d of %d deliveries done", done, total)
 	}
-	for _, k := range keys {
-		if !slices.Equal(got[k], want[k]) {
-			t.Errorf("key %s delivered in order %v, want %v", k, got[k], want[k])
+	for key, ids := range want {
+		if !slices.Equal(got[key], ids) {
+			t.Errorf("key %s delivered in order %v, want %v", key, got[key], ids)
 		}
 	}
 }
