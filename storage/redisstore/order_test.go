@@ -112,3 +112,59 @@ func TestUnorderedKeysUnchanged(t *testing.T) {
 		t.Errorf("an unordered entry records a chain: %v, %v", n, err)
 	}
 }
+
+// TestPoisonOrderedHead: an ordered head whose stored event cannot be
+// decoded is finished as dead with what could be salvaged (its lane and
+// order key): with on_dead skip the next job of its key goes at once; with
+// block the key waits until the entry is settled.
+func TestPoisonOrderedHead(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, skip := range []bool{true, false} {
+		t.Run(map[bool]string{true: "skip", false: "block"}[skip], func(t *testing.T) {
+			s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+			ctx := t.Context()
+			var evs []*storage.Event
+			for _, id := range []string{"evt_poison", "evt_next"} {
+				ev := storagetest.NewEvent("stripe", id)
+				ev.Destination, ev.OrderKey, ev.OrderSkip = "crm", "cus_1", skip
+				if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, ev)
+			}
+			raw := `{"id":"` + evs[0].ID + `","event_id":"evt_poison","source":"stripe","destination":"crm","upstream":"http://127.0.0.1:1/","dedupe":"yes",` +
+				`"order_key":"cus_1","order_skip":` + fmt.Sprint(skip) + `}`
+			id := storage.DeliveryID(evs[0].ID, "crm")
+			if err := s.c.HSet(ctx, s.partitionForEvent(evs[0]).ev(id), "ev", raw).Err(); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().Add(time.Second)
+			if jobs, err := s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 0 {
+				t.Fatalf("Lease meeting the poison head: %d jobs, %v", len(jobs), err)
+			}
+			e, err := s.DLQGet(ctx, id)
+			if err != nil {
+				t.Fatalf("no DLQ entry for the poison head: %v", err)
+			}
+			wantWaiting := map[bool]int{true: 0, false: 1}[skip]
+			if e.OrderKey != "cus_1" || e.Destination != "crm" || e.Waiting != wantWaiting {
+				t.Errorf("entry: order key %q, destination %q, waiting %d; want cus_1, crm, %d", e.OrderKey, e.Destination, e.Waiting, wantWaiting)
+			}
+			jobs, err := s.Lease(ctx, now, 10, time.Minute, nil)
+			if err != nil || len(jobs) != map[bool]int{true: 1, false: 0}[skip] {
+				t.Fatalf("Lease after the poison head: %d jobs, %v", len(jobs), err)
+			}
+			if !skip {
+				if err := s.DLQSetStatus(ctx, id, storage.DLQDiscarded, "", now); err != nil {
+					t.Fatal(err)
+				}
+				if jobs, err = s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 1 {
+					t.Fatalf("Lease after the entry was discarded: %d jobs, %v", len(jobs), err)
+				}
+			}
+			if want := storage.DeliveryID(evs[1].ID, "crm"); jobs[0].ID != want {
+				t.Errorf("leased %s, want the next job %s", jobs[0].ID, want)
+			}
+		})
+	}
+}
