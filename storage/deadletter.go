@@ -26,6 +26,8 @@ func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, ear
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		Status:      DLQPending,
+		OrderKey:    job.OrderKey,
+		OrderSkip:   job.OrderSkip,
 	}
 	if n := len(attempts); n > 0 {
 		e.LastStatus = attempts[n-1].Status
@@ -53,5 +55,6 @@ func CheckRetryEvent(st Status) error {
 // carries its internal id as event id, and was never deduplicated.
 func EventOfEntry(e *DLQEntry) Event {
 	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != EventIDOfDelivery(e.ID), Source: e.Source,
-		Destination: e.Destination, Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt}
+		Destination: e.Destination, Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt,
+		OrderKey: e.OrderKey, OrderSkip: e.OrderSkip}
 }

@@ -31,6 +31,13 @@ type Delivery struct {
 	Destination string
 	// Upstream is the URL the delivery is sent to.
 	Upstream string
+	// OrderKey is the key the destination's ordered rule found in the
+	// event ("": the destination is not ordered). Every ordered delivery
+	// of one event carries the same key (OrderKeyOf).
+	OrderKey string
+	// OrderSkip is the ordered destination's on_dead skip: a dead delivery
+	// lets the next one of its key go instead of blocking it.
+	OrderSkip bool
 }
 
 // IsDefaultDestination reports whether name is the default destination
@@ -79,18 +86,23 @@ func DestinationOf(ev *Event) string {
 
 // DeliveriesOf is what Enqueue stores for ev: one job's event per delivery
 // ev.Deliveries lists, each a copy of ev (Deliveries cleared) with its
-// Destination, Upstream and ID (DeliveryID); without Deliveries, ev itself
+// Destination, Upstream, OrderKey, OrderSkip and ID (DeliveryID); without
+// Deliveries, ev itself
 // as its one delivery (ID DeliveryID(ev.ID, ev.Destination)). The body and
 // headers are shared by the copies. destinations lists the event's
 // destinations for its deliveries index (EncodeDestinations), which the
 // backends keep by event ID beside the jobs so that Lookup finds them all:
 // nil for an event whose one delivery is the default's, stored as before
 // destinations existed, without an index. A destination name that is not
-// valid (ValidDestination) or listed twice is an error: nothing is stored.
+// valid (ValidDestination) or listed twice, or deliveries carrying two
+// different order keys (OrderKeyOf), is an error: nothing is stored.
 func DeliveriesOf(ev *Event) (jobs []Event, destinations []string, err error) {
 	ds := ev.Deliveries
 	if len(ds) == 0 {
-		ds = []Delivery{{Destination: ev.Destination, Upstream: ev.Upstream}}
+		ds = []Delivery{{Destination: ev.Destination, Upstream: ev.Upstream, OrderKey: ev.OrderKey, OrderSkip: ev.OrderSkip}}
+	}
+	if _, err := OrderKeyOf(ev); err != nil {
+		return nil, nil, err
 	}
 	if len(ds) > 1 || !IsDefaultDestination(ds[0].Destination) {
 		destinations = make([]string, len(ds))
@@ -111,6 +123,7 @@ func DeliveriesOf(ev *Event) (jobs []Event, destinations []string, err error) {
 		jobs[i].Deliveries = nil
 		jobs[i].Destination = destinationName(d.Destination)
 		jobs[i].Upstream = d.Upstream
+		jobs[i].OrderKey, jobs[i].OrderSkip = d.OrderKey, d.OrderSkip
 		jobs[i].ID = DeliveryID(ev.ID, d.Destination)
 		if destinations != nil {
 			destinations[i] = DestinationOf(&jobs[i])

@@ -66,6 +66,16 @@ type DLQEntry struct {
 	Reason      string      `json:"reason,omitempty"`
 	// Retries counts how many times an operator re-enqueued this entry.
 	Retries int `json:"retries,omitempty"`
+	// OrderKey is the dead delivery's order key ("": not ordered), so that
+	// a retry re-queues it in its chain and settling the entry releases
+	// its key (ChainOfEntry).
+	OrderKey string `json:"order_key,omitempty"`
+	// OrderSkip is the dead delivery's on_dead skip, kept for its retry.
+	OrderSkip bool `json:"order_skip,omitempty"`
+	// Waiting is how many deliveries of the same key wait behind this
+	// entry's delivery, which blocks them (ChainWaiting); read-time only,
+	// 0 when it blocks nothing.
+	Waiting int `json:"waiting,omitempty"`
 }
 
 // DLQFilter selects DLQ entries. Zero fields match everything.

@@ -47,6 +47,10 @@ func SalvageEvent(raw []byte) (ev Event, attempts []Attempt, ok bool) {
 	get("body", &ev.Body)
 	get("received_at", &ev.ReceivedAt)
 	get("attempts", &attempts)
+	get("destination", &ev.Destination)
+	get("replay", &ev.Replay)
+	get("order_key", &ev.OrderKey)
+	get("order_skip", &ev.OrderSkip)
 	return ev, attempts, true
 }
 

@@ -26,6 +26,8 @@ func TestPoisonEvent(t *testing.T) {
 				Headers: http.Header{"X-A": {"1"}}, Body: []byte(`{"n":1}`), ReceivedAt: t0}, nil, false},
 		{"attempts salvaged", `{"event_id":"evt_2","upstream":"http://up/","attempts":[{"n":1,"status":500,"at":"2023-11-14T22:13:20Z","duration_ns":0}]}`,
 			Event{ID: "id1", EventID: "evt_2", Upstream: "http://up/"}, []Attempt{{N: 1, Status: 500, At: t0}}, false},
+		{"an ordered delivery's lane and chain salvaged", `{"event_id":"evt_4","source":"stripe","destination":"crm","upstream":"http://up/","order_key":"cus_1","order_skip":true,"attempts":7}`,
+			Event{ID: "id1", EventID: "evt_4", Source: "stripe", Destination: "crm", Upstream: "http://up/", OrderKey: "cus_1", OrderSkip: true}, nil, false},
 		{"no upstream: not a real event, the raw record is the payload", `{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`,
 			Event{ID: "id1", EventID: "evt_3", Source: "stripe", Body: []byte(`{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`)}, nil, true},
 	} {

@@ -58,7 +58,16 @@ type Event struct {
 	Deliveries []Delivery `json:"-"`
 	// Replay is true once an operator replayed the delivered event: its
 	// jobs wait in its source's replay lane (LaneOf).
-	Replay     bool        `json:"replay,omitempty"`
+	Replay bool `json:"replay,omitempty"`
+	// OrderKey is the key of a delivery of an ordered destination (its
+	// Delivery's): the deliveries of one lane with the same key go out
+	// one at a time, in the order they were accepted (ChainOf); "": not
+	// ordered.
+	OrderKey string `json:"order_key,omitempty"`
+	// OrderSkip is true when a dead delivery lets the next one of its key
+	// go (on_dead skip) instead of blocking its key until its DLQ entry
+	// is settled (on_dead block).
+	OrderSkip  bool        `json:"order_skip,omitempty"`
 	Upstream   string      `json:"upstream"`
 	Headers    http.Header `json:"headers,omitempty"`
 	Body       []byte      `json:"body,omitempty"`
@@ -173,8 +182,10 @@ type Queue interface {
 	// (DeliveriesOf: one per ev.Deliveries, or ev itself), all in the same
 	// atomic step. A claim that has not expired makes it a duplicate:
 	// nothing is stored. The result's ID is the event's (ev.ID). Deliveries
-	// DeliveriesOf refuses (a destination not valid or listed twice) are
-	// its error, and nothing is stored.
+	// DeliveriesOf refuses (a destination not valid or listed twice, two
+	// order keys) are its error, and nothing is stored. An ordered
+	// delivery whose chain already has a head waits behind it, queued but
+	// not due (see order.go).
 	Enqueue(ctx context.Context, ev *Event, dedupeUntil time.Time) (EnqueueResult, error)
 
 	// Lease hands out up to n jobs due at or before now, each leased until
@@ -189,16 +200,19 @@ type Queue interface {
 	NextDue(ctx context.Context, gate *Gate) (due time.Time, ok bool, err error)
 
 	// Finish records the outcome of a leased job (a Dead outcome builds
-	// its entry with NewDLQEntry). ErrLeaseLost means the lease expired
-	// and another worker took the job; the outcome was not recorded.
+	// its entry with NewDLQEntry); finishing an ordered chain's head lets
+	// the next job of its chain go when PopsChain says so. ErrLeaseLost
+	// means the lease expired and another worker took the job; the outcome
+	// was not recorded.
 	Finish(ctx context.Context, job *Job, out Outcome) error
 }
 
 // DeadLetters is the operator's side of the dead letter queue.
 type DeadLetters interface {
-	// DLQList lists entries, newest first.
+	// DLQList lists entries, newest first, with their Waiting counts.
 	DLQList(ctx context.Context, f DLQFilter) (DLQPage, error)
-	// DLQGet returns one entry with its payload, or ErrDLQNotFound.
+	// DLQGet returns one entry with its payload and Waiting count, or
+	// ErrDLQNotFound.
 	DLQGet(ctx context.Context, id string) (*DLQEntry, error)
 	// DLQCounts counts DLQ entries by source and status.
 	DLQCounts(ctx context.Context) (map[string]map[DLQStatus]int, error)
@@ -208,7 +222,9 @@ type DeadLetters interface {
 	// discarded give ErrConflict (CheckDLQTransition decides).
 	DLQRetry(ctx context.Context, id string, due time.Time) error
 	// DLQSetStatus moves an entry to investigating, resolved or discarded
-	// (CheckDLQSettable), with the operator's text (resolution or reason).
+	// (CheckDLQSettable), with the operator's text (resolution or reason);
+	// an entry blocking its ordered chain releases it when ReleasesChain
+	// says so.
 	DLQSetStatus(ctx context.Context, id string, status DLQStatus, text string, now time.Time) error
 }
 
@@ -257,8 +273,9 @@ type Replays interface {
 // Janitor removes what has outlived its retention.
 type Janitor interface {
 	// Cleanup deletes finished events older than retention, expired
-	// claims, and DLQ entries older than dlqRetention (0: keep). It returns
-	// how many records it removed.
+	// claims, and DLQ entries older than dlqRetention (0: keep); a removed
+	// entry that blocked its ordered chain releases it, as if discarded.
+	// It returns how many records it removed.
 	Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error)
 }
 

@@ -71,6 +71,12 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				return err
 			}
 			m, err = sweep(tx, bDLQIdx, now.Add(-dlqRetention), cleanupChunk, func(k []byte) error {
+				// an entry that blocks its key goes as if discarded
+				if e, err := getEntry(tx, string(k[8:])); err == nil && e != nil {
+					if err := releaseEntry(tx, e, now); err != nil {
+						return err
+					}
+				}
 				if err := tx.Bucket(bDLQ).Delete(k[8:]); err != nil {
 					return err
 				}

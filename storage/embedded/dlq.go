@@ -51,6 +51,7 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 				break
 			}
 			e.Payload, e.Headers = nil, nil
+			fillWaiting(tx, e)
 			page.Entries = append(page.Entries, *e)
 		}
 		return nil
@@ -85,7 +86,9 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error
 	var e *storage.DLQEntry
 	err := s.view(func(tx *bolt.Tx) error {
 		var err error
-		e, err = getEntry(tx, id)
+		if e, err = getEntry(tx, id); e != nil {
+			fillWaiting(tx, e)
+		}
 		return err
 	})
 	if err == nil && e == nil {
@@ -154,6 +157,11 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 		}
 		if err := e.Transition(status, text, now); err != nil {
 			return err
+		}
+		if storage.ReleasesChain(status) {
+			if err := releaseEntry(tx, e, now); err != nil {
+				return err
+			}
 		}
 		return putEntry(tx, e)
 	})

@@ -48,8 +48,19 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		// every delivery in this one transaction: never some of them
 		for _, job := range jobs {
 			rec := &record{Job: storage.Job{Event: job}, Status: storage.StatusQueued, Due: now}
+			// an ordered job behind its chain's head waits, not due
+			wait, err := chainJob(tx, rec)
+			if err != nil {
+				return err
+			}
+			if wait {
+				rec.Due = time.Time{}
+			}
 			if err := putRecord(tx, rec); err != nil {
 				return err
+			}
+			if wait {
+				continue
 			}
 			if err := putDue(tx, rec); err != nil {
 				return err

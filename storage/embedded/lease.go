@@ -129,6 +129,12 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		if out.Attempt != nil {
 			rec.Attempts = append(rec.Attempts, *out.Attempt)
 		}
+		// the next job of an ordered job's chain goes once it is done
+		if storage.PopsChain(&rec.Event, out.Result) {
+			if err := popChain(tx, storage.ChainOf(&rec.Event), rec.ID, now); err != nil {
+				return err
+			}
+		}
 		switch out.Result {
 		case storage.Delivered:
 			rec.Status = storage.StatusDelivered

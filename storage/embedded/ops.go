@@ -57,7 +57,7 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	var c storage.Counts
 	err := s.view(func(tx *bolt.Tx) error {
 		c.InFlight = tx.Bucket(bInFlight).Stats().KeyN
-		c.Queued = tx.Bucket(bQueue).Stats().KeyN - c.InFlight
+		c.Queued = tx.Bucket(bQueue).Stats().KeyN - c.InFlight + tx.Bucket(bWaiting).Stats().KeyN
 		c.Dead = tx.Bucket(bDLQOpen).Stats().KeyN
 		return nil
 	})
@@ -70,6 +70,17 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 	out := map[string]storage.Counts{}
 	err := s.view(func(tx *bolt.Tx) error {
 		inflight := tx.Bucket(bInFlight)
+		// the chained jobs waiting behind their chain's head are queued
+		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
+			src := storage.SourceOfLane(string(lane))
+			n := out[src]
+			n.Queued++
+			out[src] = n
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		return tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
 			lane, due, id, ok := splitDueKey(k)
 			if !ok {

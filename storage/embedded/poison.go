@@ -25,6 +25,13 @@ func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) err
 	if err := deadLetter(tx, rec, storage.PoisonError(cause, rawPayload), now); err != nil {
 		return err
 	}
+	// as any dead job: the head of an ordered chain with on_dead skip lets
+	// the next go (with block it holds its key until its entry is settled)
+	if storage.PopsChain(&rec.Event, storage.Dead) {
+		if err := popChain(tx, storage.ChainOf(&rec.Event), rec.ID, now); err != nil {
+			return err
+		}
+	}
 	if err := tx.Bucket(bInFlight).Delete(id); err != nil {
 		return err
 	}

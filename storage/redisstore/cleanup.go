@@ -76,7 +76,8 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				return total, unavailable(err)
 			}
 			for _, id := range ids {
-				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id, dlqCutoff).Result(); err != nil {
+				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id, dlqCutoff,
+					p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now)).Result(); err != nil {
 					return total, unavailable(err)
 				}
 				total++
@@ -128,13 +129,17 @@ return 1
 `)
 
 // removeEntryScript deletes a DLQ entry past dlq_retention, unless it was
-// dead-lettered again since Cleanup listed it.
+// dead-lettered again since Cleanup listed it. An entry whose delivery
+// blocks its chain goes as if discarded: the next job goes
+// (luaReleaseEntry), so that no key stays blocked by an entry that is gone.
 //
 //	KEYS: dlq entry, dlq index, dlq open
-//	ARGV: id, cutoff ms
-var removeEntryScript = redis.NewScript(`
+//	ARGV: id, cutoff ms, waiting hash, event key prefix, lane queue key
+//	      prefix, lanes, now ms
+var removeEntryScript = redis.NewScript(luaReleaseEntry + `
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if at and tonumber(at) >= tonumber(ARGV[2]) then return 0 end
+releaseEntry(KEYS[1], ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])

@@ -39,8 +39,9 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 		minMS = strconv.FormatInt(ms(f.Since), 10)
 	}
 	type item struct {
-		at int64
-		e  storage.DLQEntry
+		at   int64
+		e    storage.DLQEntry
+		part partition
 	}
 	var all []item
 	for _, p := range s.parts {
@@ -84,7 +85,7 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 					continue
 				}
 				e.Payload, e.Headers = nil, nil
-				got = append(got, item{at, e})
+				got = append(got, item{at, e, p})
 			}
 			if len(zs) < dlqPageScan {
 				break
@@ -106,6 +107,9 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 		}
 		page.Entries = append(page.Entries, it.e)
 	}
+	if err := s.fillWaiting(ctx, page.Entries, func(i int) partition { return all[i].part }); err != nil {
+		return storage.DLQPage{Entries: []storage.DLQEntry{}}, err
+	}
 	return page, nil
 }
 
@@ -125,8 +129,15 @@ func cmpInt(a, b int64) int {
 
 // DLQGet implements storage.Store.
 func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error) {
-	_, e, err := s.findEntry(ctx, id)
-	return e, err
+	p, e, err := s.findEntry(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	one := []storage.DLQEntry{*e}
+	if err := s.fillWaiting(ctx, one, func(int) partition { return p }); err != nil {
+		return nil, err
+	}
+	return &one[0], nil
 }
 
 // DLQCounts implements storage.Store. It reads two small fields of every
@@ -312,7 +323,8 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 		return err
 	}
 	entryJSON, _ := json.Marshal(e)
-	args := append([]any{id, string(status), entryJSON, flag(status.Open())}, refusedFrom(status)...)
+	args := append([]any{id, string(status), entryJSON, flag(status.Open()), flag(storage.ReleasesChain(status)),
+		p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now)}, refusedFrom(status)...)
 	v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, args...)
 	if err != nil {
 		return unavailable(err)
@@ -322,16 +334,21 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 
 // dlqStatusScript sets an entry's operator status. The statuses it refuses
 // to move from are storage.DLQRefusedFrom(status), passed by the caller.
+// An entry whose delivery blocks its chain releases it when the status
+// does (storage.ReleasesChain; luaReleaseEntry).
 //
 //	KEYS: dlq entry, dlq open
-//	ARGV: id, status, entry JSON, open (1|0: storage.DLQStatus.Open), refused statuses...
+//	ARGV: id, status, entry JSON, open (1|0: storage.DLQStatus.Open),
+//	      release (1|0: storage.ReleasesChain), waiting hash, event key
+//	      prefix, lane queue key prefix, lanes, now ms, refused statuses...
 //	returns 1, 0 (no entry) or -1 (conflict)
-var dlqStatusScript = redis.NewScript(`
+var dlqStatusScript = redis.NewScript(luaReleaseEntry + `
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then return 0 end
-for i = 5, #ARGV do
+for i = 11, #ARGV do
 	if st == ARGV[i] then return -1 end
 end
+if ARGV[5] == '1' then releaseEntry(KEYS[1], ARGV[1], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]) end
 redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', ARGV[2])
 if ARGV[4] == '1' then
 	redis.call('SADD', KEYS[2], ARGV[1])

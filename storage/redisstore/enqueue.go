@@ -19,6 +19,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		return storage.EnqueueResult{}, err
 	}
 	now := s.now()
+	jobs, destinations, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
 	p := s.partitionForEvent(ev)
 	ck := ""
 	dedupe := "0"
@@ -26,10 +30,6 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if ev.Dedupe {
 		ck, dedupe = storage.ClaimKey(ev.Source, ev.EventID), "1"
 		expires = max(ms(dedupeUntil), expires)
-	}
-	jobs, destinations, err := storage.DeliveriesOf(ev)
-	if err != nil {
-		return storage.EnqueueResult{}, err
 	}
 	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(ev.ID)}
 	jobArgs := make([]any, 0, 3*len(jobs))
@@ -47,6 +47,9 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		touch = "1"
 	}
 	args := append([]any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source, storage.EncodeDestinations(destinations)}, jobArgs...)
+	if chains := chainsOf(p, jobs); chains != nil {
+		args = append(append(args, p.key("waiting")), chains...)
+	}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, enqueueScript, keys, args...)
@@ -90,12 +93,16 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 //	      key text, touch (1: a duplicate rewrites its claim's TTL, so that
 //	      a following WAIT also covers the original write), source, the
 //	      deliveries index ("": none, the default delivery alone), then for
-//	      each delivery: its id, its event JSON, its lane
+//	      each delivery: its id, its event JSON, its lane; then, for an
+//	      event with ordered deliveries only (chainsOf): the waiting hash,
+//	      and for each delivery its chain's key ("": not chained)
 //	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 //
 // A second run of the same call (go-redis resending it after a lost reply)
 // finds the first delivery it stored (ids are unique) and answers "stored"
-// again.
+// again. An ordered delivery is appended to its chain; unless it is the
+// chain's head it waits (due 0, in the waiting hash, not in its lane
+// queue).
 var enqueueScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 if ARGV[2] == '1' then
@@ -110,10 +117,18 @@ if ARGV[2] == '1' then
 	redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
 end
 if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8]) end
-for i = 0, (#KEYS - 5) / 2 - 1 do
+local n = (#KEYS - 5) / 2
+local ordered = #ARGV > 8 + 3 * n
+for i = 0, n - 1 do
 	local id, lane = ARGV[9 + 3 * i], ARGV[11 + 3 * i]
-	redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', ARGV[4], 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
-	redis.call('ZADD', KEYS[7 + 2 * i], ARGV[4], id)
+	local chain = ordered and ARGV[10 + 3 * n + i] or ''
+	if chain ~= '' and redis.call('RPUSH', chain, id) > 1 then
+		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', '0', 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
+	else
+		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', ARGV[4], 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+		redis.call('ZADD', KEYS[7 + 2 * i], ARGV[4], id)
+	end
 	redis.call('SADD', KEYS[4], lane)
 end
 return {0, ARGV[1]}
@@ -151,4 +166,24 @@ func (s *Store) destinationsOf(ctx context.Context, p partition, id string) ([]s
 		return nil, nil
 	}
 	return storage.DecodeDestinations(v), err
+}
+
+// chainsOf lists, for an event with ordered deliveries, the key of each
+// delivery's chain in p ("": not chained), as enqueueScript takes them;
+// nil when none is chained (the script's arguments are then as they were
+// before ordering existed).
+func chainsOf(p partition, jobs []storage.Event) []any {
+	var out []any
+	for i := range jobs {
+		if name := storage.ChainOf(&jobs[i]); name != "" {
+			if out == nil {
+				out = make([]any, len(jobs))
+				for k := range out {
+					out[k] = ""
+				}
+			}
+			out[i] = p.chain(name)
+		}
+	}
+	return out
 }

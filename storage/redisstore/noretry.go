@@ -33,8 +33,8 @@ import (
 //	laneCounts
 //	layout         retried: sets the partition count only if absent
 //	expireClaim,   retried: a second run finds nothing left to remove
-//	removeEvent,
-//	removeEntry
+//	removeEvent,   (removeEntry: nor a chain to release, the entry being
+//	removeEntry    gone)
 //	migrateLanes   retried: guarded by its marker key
 //
 // AddStats' counter increments are sent at most once as well (a second

@@ -29,6 +29,24 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	if err != nil {
 		return nil, unavailable(err)
 	}
+	info, err := s.lookupIn(ctx, p, id, source, now)
+	if !errors.Is(err, storage.ErrNotFound) {
+		return info, err
+	}
+	// an event with ordered deliveries lives by its order key
+	// (partitionForEvent): wherever another partition knows it
+	q, other, found, err := s.findEvent(ctx, ck, eventID)
+	if err != nil {
+		return nil, err
+	}
+	if !found || q == p && other == id {
+		return nil, storage.ErrNotFound
+	}
+	return s.lookupIn(ctx, q, other, source, now)
+}
+
+// lookupIn is Lookup's answer for event id of source in partition p.
+func (s *Store) lookupIn(ctx context.Context, p partition, id, source string, now time.Time) (*storage.EventInfo, error) {
 	destinations, err := s.destinationsOf(ctx, p, id)
 	if err != nil {
 		return nil, unavailable(err)
@@ -36,6 +54,46 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	return storage.LookupEvent(id, destinations, func(id string) (*storage.EventInfo, error) {
 		return s.deliveryInfo(ctx, p, id, source, now)
 	})
+}
+
+// findEvent asks every partition, in one pipeline, for the event claimed
+// under claim key ck, or else for eventID as an internal id (an event
+// without a provider id): its partition and id, in Lookup's order of
+// preference (the (source, event id) index, the claim, the id's own
+// records). found is false when no partition knows it.
+func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition, id string, found bool, err error) {
+	type read struct {
+		ids, claim *redis.StringCmd
+		own        *redis.IntCmd
+	}
+	reads := make([]read, len(s.parts))
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, q := range s.parts {
+			reads[i] = read{pipe.Get(ctx, q.ids(ck)), pipe.Get(ctx, q.claim(ck)),
+				pipe.Exists(ctx, q.ev(eventID), q.deliveries(eventID), q.dlqEntry(eventID))}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return partition{}, "", false, unavailable(err)
+	}
+	for _, pick := range []func(r read) string{
+		func(r read) string { return r.ids.Val() },
+		func(r read) string { return r.claim.Val() },
+		func(r read) string {
+			if r.own.Val() > 0 {
+				return eventID
+			}
+			return ""
+		},
+	} {
+		for i, r := range reads {
+			if v := pick(r); v != "" {
+				return s.parts[i], v, true, nil
+			}
+		}
+	}
+	return partition{}, "", false, nil
 }
 
 // deliveryInfo is what Lookup reports of the delivery id of an event of
@@ -96,7 +154,7 @@ func (s *Store) getEvent(ctx context.Context, p partition, id string) (*eventHas
 func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen")}, args: []any{p.lanePrefix()}}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen"), p.key("waiting")}, args: []any{p.lanePrefix()}}
 	}
 	cmds, err := s.evalPipelined(ctx, countsScript, calls)
 	if err != nil {
@@ -118,13 +176,14 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	return c, nil
 }
 
-// countsScript counts one partition's jobs (read only).
+// countsScript counts one partition's jobs (read only): those of its
+// lane queues and the chained ones waiting behind their head.
 //
-//	KEYS: lanes, inflight, dlq open
+//	KEYS: lanes, inflight, dlq open, waiting
 //	ARGV: lane queue key prefix
 //	returns {queued and leased, leased, open DLQ entries}
 var countsScript = redis.NewScript(`
-local n = 0
+local n = redis.call('HLEN', KEYS[4])
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 	n = n + redis.call('ZCARD', ARGV[1] .. lane)
 end
@@ -138,7 +197,7 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 	now := ms(s.now())
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: []any{now, p.lanePrefix(), p.evPrefix()}}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("waiting")}, args: []any{now, p.lanePrefix(), p.evPrefix()}}
 	}
 	cmds, err := s.evalPipelined(ctx, laneCountsScript, calls)
 	if err != nil {
@@ -163,16 +222,19 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 
 // laneCountsScript counts the jobs of each lane of one partition, and the
 // leased ones among them (read only). Only jobs due after now can be
-// leased, so only those records are read.
+// leased, so only those records are read. The chained jobs waiting behind
+// their head count as their lane's (queued).
 //
-//	KEYS: lanes
+//	KEYS: lanes, waiting
 //	ARGV: now ms, lane queue key prefix, event key prefix
 //	returns {lane, jobs, leased, lane, jobs, leased, ...}
 var laneCountsScript = redis.NewScript(`
+local waiting = {}
+for _, lane in ipairs(redis.call('HVALS', KEYS[2])) do waiting[lane] = (waiting[lane] or 0) + 1 end
 local out = {}
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 	local q = ARGV[2] .. lane
-	local total = redis.call('ZCARD', q)
+	local total = redis.call('ZCARD', q) + (waiting[lane] or 0)
 	local leased = 0
 	for _, id in ipairs(redis.call('ZRANGEBYSCORE', q, '(' .. ARGV[1], '+inf')) do
 		local h = redis.call('HMGET', ARGV[3] .. id, 'st', 'lu')

@@ -391,6 +391,9 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	keys := []string{p.ev(job.ID), p.key("inflight"), p.key("done"),
 		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
 	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen}
+	if chain := storage.ChainOf(&job.Event); chain != "" {
+		args = append(append(args, flag(storage.PopsChain(&job.Event, out.Result))), p.chainArgs(chain, now)...)
+	}
 	var v any
 	if s.opts.MinReplicas > 0 {
 		v, err = s.run(ctx, p, finishScript, keys, args...)
@@ -413,9 +416,14 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 //	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
 //	      attempts JSON, stripped event JSON (dead; "": keep the stored one),
 //	      dlq entry JSON, source, lane,
-//	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open)
+//	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open),
+//	      then for a chained job only: pop (1|0: storage.PopsChain), its
+//	      chain's arguments (partition.chainArgs)
 //	returns 1, or 0 when the lease was lost
-var finishScript = redis.NewScript(`
+//
+// A chained job that dies records its chain in its DLQ entry hash, for
+// the scripts that settle or remove the entry (luaReleaseEntry).
+var finishScript = redis.NewScript(luaPopChain + `
 if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
 redis.call('SREM', KEYS[2], ARGV[1])
 local r = ARGV[3]
@@ -429,10 +437,12 @@ if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ev', ARGV[7]) end
 redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
 redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+if ARGV[13] == '1' then popChain(ARGV[14], ARGV[1], ARGV[15], ARGV[16], ARGV[17], ARGV[18], ARGV[19]) end
 if r == 'dead' then
 	local old = redis.call('HGET', KEYS[4], 'at')
 	if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
 	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', ARGV[11], 'at', ARGV[4], 'src', ARGV[9])
+	if ARGV[14] then redis.call('HSET', KEYS[4], 'chain', ARGV[14]) end
 	redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
 	if ARGV[12] == '1' then
 		redis.call('SADD', KEYS[6], ARGV[1])

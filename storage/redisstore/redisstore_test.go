@@ -134,3 +134,19 @@ func TestTwoClientsOneJob(t *testing.T) {
 		t.Fatalf("counts %+v, %v; want 50 queued", c, err)
 	}
 }
+
+// TestOrderedNodes: three nodes (clients) sharing a Redis Cluster lease
+// and deliver ordered backlogs together: one job of a key in flight at a
+// time across all of them, in acceptance order.
+func TestOrderedNodes(t *testing.T) {
+	addrs := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix()
+	var nodes []storage.Store
+	for range 3 {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: true})
+		s := redisstore.New(c, redisstore.Options{Prefix: prefix, Partitions: 16})
+		t.Cleanup(func() { s.Close() })
+		nodes = append(nodes, s)
+	}
+	storagetest.RunOrderedNodes(t, nodes, 4, 30)
+}

@@ -162,9 +162,32 @@ func (s *Store) Replay(ctx context.Context, info *storage.EventInfo, due time.Ti
 
 // findFinished reads the hash of the event info names, in the partition
 // of its claim key or of its event's id (an event without a provider id
-// lives by its id, storage.EventIDOfDelivery): the fields are empty when it is gone.
+// lives by its id, storage.EventIDOfDelivery), or else in any other (an
+// event with ordered deliveries lives by its order key, which info does
+// not hold): the fields are empty when it is gone.
 func (s *Store) findFinished(ctx context.Context, info *storage.EventInfo) (partition, map[string]string, error) {
 	parts := []partition{s.partitionOf(storage.ClaimKey(info.Source, info.EventID)), s.partitionOf(storage.EventIDOfDelivery(info.ID))}
+	p, m, err := s.readFinished(ctx, info, parts)
+	if err != nil || m["ev"] != "" {
+		return p, m, err
+	}
+	var others []partition
+	for _, q := range s.parts {
+		if q != parts[0] && q != parts[1] {
+			others = append(others, q)
+		}
+	}
+	if len(others) > 0 {
+		if q, m, err := s.readFinished(ctx, info, others); err != nil || m["ev"] != "" {
+			return q, m, err
+		}
+	}
+	return parts[0], map[string]string{}, nil
+}
+
+// readFinished reads the hash of the event info names in each of parts, in
+// one pipeline, and returns the first that holds it (fields empty: none).
+func (s *Store) readFinished(ctx context.Context, info *storage.EventInfo, parts []partition) (partition, map[string]string, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(parts))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range parts {
@@ -180,7 +203,7 @@ func (s *Store) findFinished(ctx context.Context, info *storage.EventInfo) (part
 			return parts[i], m, nil
 		}
 	}
-	return parts[0], map[string]string{}, nil
+	return partition{}, map[string]string{}, nil
 }
 
 // replayScript queues a delivered event in its replay lane, if it is

@@ -19,10 +19,13 @@
 //	{hookline:7}:dlq:<id>                      hash: entry JSON, status, created ms
 //	{hookline:7}:dlqidx                        zset id -> created ms
 //	{hookline:7}:dlqopen                       set of pending/investigating ids
+//	{hookline:7}:chain:<chain>                 list of the ids of an ordered chain (order.go)
+//	{hookline:7}:waiting                       hash id -> lane: chained jobs behind their head
 //
 // An event's partition is a hash of (source, event id), so the claim and
 // the job it creates are in the same slot and claim-and-enqueue is one
-// script. Times are the callers' clocks (milliseconds): keep nodes in NTP sync.
+// script; an event with ordered deliveries is placed by its order key
+// instead (orderPlacement), with its chains. Times are the callers' clocks (milliseconds): keep nodes in NTP sync.
 package redisstore
 
 import (
@@ -131,9 +134,16 @@ func (s *Store) partitionOf(key string) partition {
 }
 
 // partitionForEvent is where an event, its claim and all its deliveries
-// live (ev may be a delivery's job: an event without a provider id lives
-// by its own internal id, storage.EventIDOfDelivery).
+// live (ev may be a delivery's job): by its order key with ordered
+// deliveries (orderPlacement: its chains are there), else by its claim
+// key; an event without a provider id lives by its own internal id
+// (storage.EventIDOfDelivery). Lookups by (source, event id) or by id that
+// do not find an event where its claim key or id place it ask every
+// partition, so an ordered event is found wherever it lives.
 func (s *Store) partitionForEvent(ev *storage.Event) partition {
+	if key, _ := storage.OrderKeyOf(ev); key != "" {
+		return s.partitionOf(orderPlacement(ev.Source, key))
+	}
 	if ev.Dedupe {
 		return s.partitionOf(storage.ClaimKey(ev.Source, ev.EventID))
 	}

@@ -90,6 +90,16 @@ func Run(t *testing.T, f Factory) {
 		{"FanOutGate", testFanOutGate},
 		{"FanOutRetention", testFanOutRetention},
 		{"FanOutDurability", testFanOutDurability},
+		{"OrderedKeys", testOrderedKeys},
+		{"OrderedRetry", testOrderedRetry},
+		{"OrderedLeaseExpiry", testOrderedLeaseExpiry},
+		{"OrderedDeadBlock", testOrderedDeadBlock},
+		{"OrderedDeadSettled", testOrderedDeadSettled},
+		{"OrderedDeadSkip", testOrderedDeadSkip},
+		{"OrderedFanOut", testOrderedFanOut},
+		{"OrderedCleanup", testOrderedCleanup},
+		{"OrderedConcurrent", testOrderedConcurrent},
+		{"OrderedLookup", testOrderedLookup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

@@ -1,0 +1,136 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The chains of ordered jobs (storage.ChainOf), written in the transaction
+// of the job they change:
+//
+//	chains / <chain name> / sequence (8 bytes, big-endian) -> job id
+//	waiting / job id -> lane: the chained jobs that are not their chain's
+//	                          head (queued, in no due index)
+//
+// A chain's sub-bucket holds its jobs in the order they were accepted,
+// the first one its head, and is removed once empty. Stores without
+// ordered jobs have the two buckets, empty.
+var (
+	bChains  = []byte("chains")
+	bWaiting = []byte("waiting")
+)
+
+// chainJob adds rec, a new job, to its chain, if it has one, and reports
+// whether it must wait (its chain has a head already); a job that does not
+// wait is queued due as usual.
+func chainJob(tx *bolt.Tx, rec *record) (wait bool, err error) {
+	name := storage.ChainOf(&rec.Event)
+	if name == "" {
+		return false, nil
+	}
+	chain, err := tx.Bucket(bChains).CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return false, err
+	}
+	first, _ := chain.Cursor().First()
+	wait = first != nil
+	seq, err := chain.NextSequence()
+	if err != nil {
+		return false, err
+	}
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	if err := chain.Put(k[:], []byte(rec.ID)); err != nil {
+		return false, err
+	}
+	if wait {
+		return true, tx.Bucket(bWaiting).Put([]byte(rec.ID), []byte(storage.LaneOf(&rec.Event)))
+	}
+	return false, nil
+}
+
+// chainHead returns the head of chain name and how many jobs it holds
+// ("" and 0: none).
+func chainHead(tx *bolt.Tx, name string) (head string, n int) {
+	if name == "" {
+		return "", 0
+	}
+	chain := tx.Bucket(bChains).Bucket([]byte(name))
+	if chain == nil {
+		return "", 0
+	}
+	_, v := chain.Cursor().First()
+	return string(v), chain.Stats().KeyN
+}
+
+// popChain removes id from the head of chain name, if it is its head, and
+// makes the next job of the chain due at now.
+func popChain(tx *bolt.Tx, name, id string, now time.Time) error {
+	if name == "" {
+		return nil
+	}
+	chains := tx.Bucket(bChains)
+	chain := chains.Bucket([]byte(name))
+	if chain == nil {
+		return nil
+	}
+	k, v := chain.Cursor().First()
+	if string(v) != id {
+		return nil
+	}
+	if err := chain.Delete(k); err != nil {
+		return err
+	}
+	_, next := chain.Cursor().First()
+	if next == nil {
+		return chains.DeleteBucket([]byte(name))
+	}
+	if err := tx.Bucket(bWaiting).Delete(next); err != nil {
+		return err
+	}
+	rec, err := getRecord(tx, next)
+	if err != nil {
+		return err // an unreadable next job fails the write rather than stall its key unseen
+	}
+	if rec == nil { // gone (never expected): the one after it goes instead
+		return popChain(tx, name, string(next), now)
+	}
+	rec.Due = now
+	if err := putRecord(tx, rec); err != nil {
+		return err
+	}
+	return putDue(tx, rec)
+}
+
+// releaseEntry pops the delivery of DLQ entry e from its chain when it
+// blocks it (its chain's head, dead or past retention: storage.HeadBlocks),
+// letting the next job go at now: the entry was resolved, discarded or
+// removed.
+func releaseEntry(tx *bolt.Tx, e *storage.DLQEntry, now time.Time) error {
+	name := storage.ChainOfEntry(e)
+	if head, _ := chainHead(tx, name); head == "" || head != e.ID {
+		return nil
+	}
+	rec, err := getRecord(tx, []byte(e.ID))
+	if err != nil {
+		return err
+	}
+	st := storage.Status("")
+	if rec != nil {
+		st = rec.Status
+	}
+	if !storage.HeadBlocks(st) {
+		return nil
+	}
+	return popChain(tx, name, e.ID, now)
+}
+
+// fillWaiting sets e.Waiting (storage.ChainWaiting) from its chain.
+func fillWaiting(tx *bolt.Tx, e *storage.DLQEntry) {
+	head, n := chainHead(tx, storage.ChainOfEntry(e))
+	e.Waiting = storage.ChainWaiting(e, head, n)
+}

@@ -1,0 +1,63 @@
+package embedded_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// TestPoisonOrderedHead: an ordered head whose record cannot be decoded is
+// dead-lettered as any dead head: with on_dead skip the next job of its key
+// goes at once; with block the key waits until the entry is settled.
+func TestPoisonOrderedHead(t *testing.T) {
+	for _, skip := range []bool{true, false} {
+		t.Run(map[bool]string{true: "skip", false: "block"}[skip], func(t *testing.T) {
+			s := openWithOptions(t, embedded.Options{})
+			ctx := t.Context()
+			var evs []*storage.Event
+			for _, id := range []string{"evt_poison", "evt_next"} {
+				ev := storagetest.NewEvent("stripe", id)
+				ev.OrderKey, ev.OrderSkip = "cus_1", skip
+				if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, ev)
+			}
+			raw := `{"id":"` + evs[0].ID + `","event_id":"evt_poison","source":"stripe","upstream":"http://127.0.0.1:1/","attempts":"oops",` +
+				`"order_key":"cus_1","order_skip":` + map[bool]string{true: "true", false: "false"}[skip] + `,"status":"queued"}`
+			if err := s.PutRawRecordForTest(evs[0].ID, []byte(raw)); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().Add(time.Second)
+			if jobs, err := s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 0 {
+				t.Fatalf("Lease meeting the poison head: %d jobs, %v", len(jobs), err)
+			}
+			e, err := s.DLQGet(ctx, evs[0].ID)
+			if err != nil {
+				t.Fatalf("no DLQ entry for the poison head: %v", err)
+			}
+			wantWaiting := map[bool]int{true: 0, false: 1}[skip]
+			if e.OrderKey != "cus_1" || e.Waiting != wantWaiting {
+				t.Errorf("entry: order key %q, waiting %d; want cus_1, %d", e.OrderKey, e.Waiting, wantWaiting)
+			}
+			jobs, err := s.Lease(ctx, now, 10, time.Minute, nil)
+			if err != nil || len(jobs) != map[bool]int{true: 1, false: 0}[skip] {
+				t.Fatalf("Lease after the poison head: %d jobs, %v", len(jobs), err)
+			}
+			if !skip {
+				if err := s.DLQSetStatus(ctx, evs[0].ID, storage.DLQResolved, "", now); err != nil {
+					t.Fatal(err)
+				}
+				if jobs, err = s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 1 {
+					t.Fatalf("Lease after the entry was resolved: %d jobs, %v", len(jobs), err)
+				}
+			}
+			if jobs[0].ID != evs[1].ID {
+				t.Errorf("leased %s, want the next job %s", jobs[0].ID, evs[1].ID)
+			}
+		})
+	}
+}
