@@ -54,17 +54,20 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		block_failures <count> <window> [<cooldown>]   # default 20 1m 5m: 429 for a client IP failing signatures this often
 //		block_failures off
 //		sign_forwarded <whsec_secret>...    # Standard Webhooks signature on every attempt; several: rotation
+//		ordered header|json|form <arg> {    # one delivery in flight per key, in acceptance order
+//			on_dead block|skip              # a dead delivery holds its key (block, default) or lets the next go
+//		}
 //		destination <name> <url> {          # repeatable: more upstreams (fan-out)
 //			events <glob>...                # globs on the event type ("*" spans "." and "/"); default: every event
 //			when json|header|form <path> <value>   # repeatable: all must hold
-//			timeout|retry|rate_limit|sign_forwarded ...   # as above, replacing the source's here
+//			timeout|retry|rate_limit|sign_forwarded|ordered ...   # as above, replacing the source's here
 //		}
 //	}
 //
 // forward_to is the destination named "default"; with destinations it may
 // be left out. Durations are Caddy durations ("90s", "1d"); max_body takes
-// a size ("512KiB", "1MB"). DESIGN.md's ordered is refused by this build,
-// with an error saying so.
+// a size ("512KiB", "1MB"). Every ordered destination of a source orders by
+// the same rule (on_dead may differ).
 func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if !d.NextArg() {
@@ -132,7 +135,7 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.RequireJSON = true
-		case "timeout", "retry", "rate_limit", "sign_forwarded":
+		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered":
 			if err := h.DeliveryOptions.parse(d, opt); err != nil {
 				return err
 			}
@@ -178,8 +181,6 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				}
 			}
 			h.BlockFailures = bc
-		case "ordered":
-			return d.Errf("%s is not supported by this build of hookline yet", opt)
 		default:
 			return d.Errf("unrecognized webhook_ingress option %q", opt)
 		}
@@ -188,7 +189,7 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // parse reads one per-delivery option line (timeout, retry, rate_limit,
-// sign_forwarded) of a source or a destination block.
+// sign_forwarded, ordered) of a source or a destination block.
 func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) error {
 	switch opt {
 	case "timeout":
@@ -222,6 +223,26 @@ func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) error {
 			return d.Err("sign_forwarded wants one or more Standard Webhooks secrets (whsec_...)")
 		}
 		o.SignForwarded = append(o.SignForwarded, secrets...)
+	case "ordered":
+		args := d.RemainingArgs()
+		if len(args) != 2 {
+			return d.Err("ordered wants a kind and an argument: ordered header|json|form <arg> [{ on_dead block|skip }]")
+		}
+		oc := &OrderedConfig{Kind: args[0], Arg: args[1]}
+		for nesting := d.Nesting(); d.NextBlock(nesting); {
+			if d.Val() != "on_dead" {
+				return d.Errf("unrecognized ordered option %q", d.Val())
+			}
+			v, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
+			}
+			oc.OnDead = v
+		}
+		if err := oc.check(); err != nil {
+			return d.Err(err.Error())
+		}
+		o.Ordered = oc
 	}
 	return nil
 }
@@ -260,12 +281,10 @@ func parseDestination(d *caddyfile.Dispenser) (Destination, error) {
 				return dest, d.Err(err.Error())
 			}
 			dest.When = append(dest.When, c)
-		case "timeout", "retry", "rate_limit", "sign_forwarded":
+		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered":
 			if err := dest.DeliveryOptions.parse(d, opt); err != nil {
 				return dest, err
 			}
-		case "ordered":
-			return dest, d.Errf("%s is not supported by this build of hookline yet", opt)
 		default:
 			return dest, d.Errf("unrecognized destination option %q", opt)
 		}

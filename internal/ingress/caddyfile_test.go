@@ -271,9 +271,18 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "type_from one word", input: ingressBlock("type_from json"), wantErr: "type_from wants a kind and an argument"},
 		{name: "type_from raw_hash", input: ingressBlock("type_from raw_hash x"), wantErr: "type_from takes header, json or form"},
 
-		// not built yet
-		{name: "ordered", input: ingressBlock("ordered json data.object.customer"), wantErr: "ordered is not supported by this build of hookline yet"},
-		{name: "ordered in a destination", input: ingressBlock("destination billing http://127.0.0.1:9100/ {", "ordered json customer", "}"), wantErr: "ordered is not supported by this build of hookline yet"},
+		// ordered
+		{name: "ordered", input: ingressBlock("ordered json data.object.customer"),
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Ordered: &OrderedConfig{Kind: "json", Arg: "data.object.customer"}}}},
+		{name: "ordered on_dead skip", input: ingressBlock("ordered header X-Key {", "on_dead skip", "}"),
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{Ordered: &OrderedConfig{Kind: "header", Arg: "X-Key", OnDead: "skip"}}}},
+		{name: "ordered in a destination", input: ingressBlock("destination billing http://127.0.0.1:9100/ {", "ordered form AccountSid {", "on_dead block", "}", "}"),
+			want: &Ingress{Source: "src", Destinations: []Destination{{Name: "billing", URL: "http://127.0.0.1:9100/",
+				DeliveryOptions: DeliveryOptions{Ordered: &OrderedConfig{Kind: "form", Arg: "AccountSid", OnDead: "block"}}}}}},
+		{name: "ordered one word", input: ingressBlock("ordered json"), wantErr: "ordered wants a kind and an argument"},
+		{name: "ordered body_hash", input: ingressBlock("ordered body_hash 1m"), wantErr: `ordered: the key is found by header, json or form, got "body_hash"`},
+		{name: "ordered on_dead other", input: ingressBlock("ordered json k {", "on_dead retry", "}"), wantErr: `on_dead must be block or skip, got "retry"`},
+		{name: "ordered unknown option", input: ingressBlock("ordered json k {", "window 1m", "}"), wantErr: `unrecognized ordered option "window"`},
 
 		// destinations
 		{name: "destination without block", input: ingressBlock("destination billing http://127.0.0.1:9100/"),

@@ -38,6 +38,53 @@ type DeliveryOptions struct {
 	// webhook-signature headers, replacing any the provider sent; several
 	// secrets each sign (rotation).
 	SignForwarded []string `json:"sign_forwarded,omitempty"`
+	// Ordered, when set, delivers the events whose rule finds the same key
+	// one at a time, in the order they were accepted.
+	Ordered *OrderedConfig `json:"ordered,omitempty"`
+}
+
+// OrderedConfig is the JSON config of ordered <rule> [{ on_dead block|skip }]:
+// a destination's deliveries whose rule finds the same key go out one at a
+// time in acceptance order (one in flight per key across every node
+// sharing the store); other keys never wait. An event whose rule finds no
+// key is not ordered.
+type OrderedConfig struct {
+	// Kind is where the key is: header, json or form.
+	Kind string `json:"kind"`
+	// Arg is the header name, the JSON dot path or the form field.
+	Arg string `json:"arg"`
+	// OnDead is what a dead-lettered delivery does to its key: "block"
+	// (the default: the key waits until its DLQ entry is retried, resolved
+	// or discarded) or "skip" (the next delivery of the key goes).
+	OnDead string `json:"on_dead,omitempty"`
+}
+
+// Values of OrderedConfig.OnDead.
+const (
+	OnDeadBlock = "block"
+	OnDeadSkip  = "skip"
+)
+
+// rule is the dedupe rule that finds the key (kind header, json or form).
+func (c *OrderedConfig) rule() dedupe.Rule { return dedupe.Rule{Kind: c.Kind, Arg: c.Arg} }
+
+// check checks the config as the Caddyfile parser does.
+func (c *OrderedConfig) check() error {
+	if c == nil {
+		return nil
+	}
+	switch c.Kind {
+	case dedupe.KindHeader, dedupe.KindJSON, dedupe.KindForm:
+	default:
+		return fmt.Errorf("ordered: the key is found by header, json or form, got %q", c.Kind)
+	}
+	if c.Arg == "" {
+		return fmt.Errorf("ordered %s: an argument is required", c.Kind)
+	}
+	if c.OnDead != "" && c.OnDead != OnDeadBlock && c.OnDead != OnDeadSkip {
+		return fmt.Errorf("ordered: on_dead must be block or skip, got %q", c.OnDead)
+	}
+	return nil
 }
 
 // over is o with each option it does not set taken from base.
@@ -54,6 +101,9 @@ func (o DeliveryOptions) over(base DeliveryOptions) DeliveryOptions {
 	if len(o.SignForwarded) == 0 {
 		o.SignForwarded = base.SignForwarded
 	}
+	if o.Ordered == nil {
+		o.Ordered = base.Ordered
+	}
 	return o
 }
 
@@ -68,7 +118,7 @@ func (o DeliveryOptions) check() error {
 	if !o.RateLimit.valid() {
 		return fmt.Errorf("rate_limit must be positive")
 	}
-	return nil
+	return o.Ordered.check()
 }
 
 // target compiles the options into the delivery target of upstream u.
@@ -117,11 +167,25 @@ type Condition struct {
 	Value string `json:"value"`
 }
 
-// route is a destination compiled: what it takes and where it delivers.
+// route is a destination compiled: what it takes, where it delivers and
+// whether its deliveries are ordered (by the source's one order rule).
 type route struct {
-	name   string
-	match  routing.Matcher
-	target delivery.Target
+	name      string
+	match     routing.Matcher
+	target    delivery.Target
+	ordered   bool
+	orderSkip bool // on_dead skip
+}
+
+// orderOf sets the route's ordering from its options and returns the rule
+// of its key (nil: not ordered).
+func (r *route) orderOf(o DeliveryOptions) *dedupe.Rule {
+	if o.Ordered == nil {
+		return nil
+	}
+	r.ordered, r.orderSkip = true, o.Ordered.OnDead == OnDeadSkip
+	rule := o.Ordered.rule()
+	return &rule
 }
 
 // checkURL checks an upstream URL.
@@ -134,82 +198,117 @@ func checkURL(u string) error {
 }
 
 // compileRoutes compiles forward_to (the destination named "default", with
-// the source's options) and the destinations into the source's routes.
-func (h *Ingress) compileRoutes() ([]route, error) {
-	var routes []route
+// the source's options) and the destinations into the source's routes,
+// and returns the rule of the order key of its ordered destinations (nil:
+// none is ordered). Every ordered destination of a source orders by the
+// same rule: an event has one order key, which decides where a shared
+// store keeps it (on Redis Cluster, a key's events and its chain share one
+// partition); on_dead may differ.
+func (h *Ingress) compileRoutes() (routes []route, orderRule *dedupe.Rule, err error) {
+	ordered := func(r *route, o DeliveryOptions) error {
+		rule := r.orderOf(o)
+		switch {
+		case rule == nil:
+		case orderRule == nil:
+			orderRule = rule
+		case rule.Kind != orderRule.Kind || rule.Arg != orderRule.Arg:
+			return fmt.Errorf("destination %s: ordered %s %s: every ordered destination of a source orders by the same rule (here also %s %s)",
+				r.name, rule.Kind, rule.Arg, orderRule.Kind, orderRule.Arg)
+		}
+		return nil
+	}
 	if h.ForwardTo != "" || len(h.Destinations) == 0 {
 		if err := checkURL(h.ForwardTo); err != nil {
-			return nil, fmt.Errorf("forward_to %v", err)
+			return nil, nil, fmt.Errorf("forward_to %v", err)
 		}
 		t, err := h.DeliveryOptions.target(h.ForwardTo)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		routes = append(routes, route{name: storage.DefaultDestination, target: t})
+		r := route{name: storage.DefaultDestination, target: t}
+		if err := ordered(&r, h.DeliveryOptions); err != nil {
+			return nil, nil, err
+		}
+		routes = append(routes, r)
 	}
 	for i, d := range h.Destinations {
 		if err := storage.ValidDestination(d.Name); err != nil {
-			return nil, fmt.Errorf("destination %d: %v", i+1, err)
+			return nil, nil, fmt.Errorf("destination %d: %v", i+1, err)
 		}
 		for _, r := range routes {
 			if r.name == d.Name {
 				if r.name == storage.DefaultDestination {
-					return nil, fmt.Errorf("destination default: forward_to is the destination named default")
+					return nil, nil, fmt.Errorf("destination default: forward_to is the destination named default")
 				}
-				return nil, fmt.Errorf("destination %s is defined more than once", d.Name)
+				return nil, nil, fmt.Errorf("destination %s is defined more than once", d.Name)
 			}
 		}
 		if err := checkURL(d.URL); err != nil {
-			return nil, fmt.Errorf("destination %s: the URL %v", d.Name, err)
+			return nil, nil, fmt.Errorf("destination %s: the URL %v", d.Name, err)
 		}
 		r := route{name: d.Name, match: routing.Matcher{Events: d.Events}}
 		for _, c := range d.When {
 			r.match.When = append(r.match.When, routing.Condition{Kind: c.Kind, Path: c.Path, Value: c.Value})
 		}
 		if err := r.match.Validate(); err != nil {
-			return nil, fmt.Errorf("destination %s: %v", d.Name, err)
+			return nil, nil, fmt.Errorf("destination %s: %v", d.Name, err)
 		}
-		t, err := d.DeliveryOptions.over(h.DeliveryOptions).target(d.URL)
+		opts := d.DeliveryOptions.over(h.DeliveryOptions)
+		t, err := opts.target(d.URL)
 		if err != nil {
-			return nil, fmt.Errorf("destination %s: %v", d.Name, err)
+			return nil, nil, fmt.Errorf("destination %s: %v", d.Name, err)
 		}
 		r.target = t
+		if err := ordered(&r, opts); err != nil {
+			return nil, nil, err
+		}
 		routes = append(routes, r)
 	}
-	return routes, nil
+	return routes, orderRule, nil
 }
 
 // routeAll is what Provision prepares for the routing of events: whether
 // any route filters (and so must see each event's type first), and the
-// deliveries of an event every route takes (nil: the one default route,
-// stored as before destinations existed).
+// deliveries of an unordered event every route takes (nil: the one default
+// route, stored as before destinations existed).
 func routeAll(routes []route) (filtered bool, all []storage.Delivery) {
 	for _, r := range routes {
 		filtered = filtered || r.match.Filters()
 	}
-	return filtered, deliveriesOf(routes)
+	return filtered, deliveriesOf(routes, "")
 }
 
-// deliveriesOf are the deliveries of an event the routes take: nil when
-// that is the default destination alone (the event is stored as it was
-// before destinations existed).
-func deliveriesOf(routes []route) []storage.Delivery {
-	if len(routes) == 1 && routes[0].name == storage.DefaultDestination {
+// deliveriesOf are the deliveries of an event the routes take, those of
+// ordered routes under orderKey ("": the event has none, not ordered): nil
+// when that is the default destination alone, unordered (the event is
+// stored as it was before destinations existed).
+func deliveriesOf(routes []route, orderKey string) []storage.Delivery {
+	if len(routes) == 1 && routes[0].name == storage.DefaultDestination && (!routes[0].ordered || orderKey == "") {
 		return nil
 	}
 	ds := make([]storage.Delivery, len(routes))
 	for i, r := range routes {
 		ds[i] = storage.Delivery{Destination: r.name, Upstream: r.target.URL}
+		if r.ordered && orderKey != "" {
+			ds[i].OrderKey, ds[i].OrderSkip = orderKey, r.orderSkip
+		}
 	}
 	return ds
 }
 
 // route is the deliveries of an event of type typ (ok false: no
-// destination takes it). Without filters every destination takes every
-// event, and the event is not looked at.
+// destination takes it). Without filters and order every destination takes
+// every event, and the event is not looked at.
 func (h *Ingress) route(typ string, q *dedupe.Request) (ds []storage.Delivery, ok bool) {
+	var key string
+	if h.orderRule != nil {
+		key = q.ID([]dedupe.Rule{*h.orderRule}, time.Time{}) // normalized: fit for a store key
+	}
 	if !h.filtered {
-		return h.allDeliveries, true
+		if key == "" {
+			return h.allDeliveries, true
+		}
+		return deliveriesOf(h.routes, key), true
 	}
 	var taken []route
 	for _, r := range h.routes {
@@ -217,5 +316,5 @@ func (h *Ingress) route(typ string, q *dedupe.Request) (ds []storage.Delivery, o
 			taken = append(taken, r)
 		}
 	}
-	return deliveriesOf(taken), len(taken) > 0
+	return deliveriesOf(taken, key), len(taken) > 0
 }

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -59,6 +60,12 @@ func TestDestinationConfig(t *testing.T) {
 			"destination a: rate_limit must be positive"},
 		{"bad signing secret", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","sign_forwarded":["whsec_c2hvcnQ="]}]}`,
 			"destination a: sign_forwarded secret 1"},
+		{"ordered alike", `,"forward_to":"http://127.0.0.1:1/","ordered":{"kind":"json","arg":"k"},"destinations":[{"name":"a","url":"http://127.0.0.1:1/","ordered":{"kind":"json","arg":"k","on_dead":"skip"}}]}`, ""},
+		{"ordered by two rules", `,"forward_to":"http://127.0.0.1:1/","ordered":{"kind":"json","arg":"k"},"destinations":[{"name":"a","url":"http://127.0.0.1:1/","ordered":{"kind":"header","arg":"X-K"}}]}`,
+			"destination a: ordered header X-K: every ordered destination of a source orders by the same rule (here also json k)"},
+		{"ordered bad kind", `,"forward_to":"http://127.0.0.1:1/","ordered":{"kind":"raw_hash","arg":"k"}}`, "ordered: the key is found by header, json or form"},
+		{"ordered bad on_dead", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","ordered":{"kind":"json","arg":"k","on_dead":"drop"}}]}`,
+			"destination a: ordered: on_dead must be block or skip"},
 		{"timeout beyond the lease", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","timeout":"2m"}]}`,
 			"destination a: timeout 2m0s must be shorter than the webhooks lease"},
 	} {
@@ -94,6 +101,51 @@ func TestDestinationOptionsOverride(t *testing.T) {
 	if inherits.URL != "http://127.0.0.1:3/" || inherits.Timeout != 5*time.Second || inherits.Policy.MaxAttempts != 3 ||
 		inherits.Rate != (storage.Rate{Events: 10, Per: time.Second}) {
 		t.Errorf("inherited target %+v", inherits)
+	}
+}
+
+// TestRoutingOrderKeys: the deliveries of ordered destinations carry the
+// key their rule finds (normalized), with their own on_dead; an event
+// without a key, or to an unordered destination, is not ordered; a source
+// whose one destination is ordered keeps it stored as before plus its key.
+func TestRoutingOrderKeys(t *testing.T) {
+	h := provisionSource(t, `{"source":"keyed","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/",
+		"ordered":{"kind":"json","arg":"data.customer"},
+		"destinations":[
+			{"name":"skip","url":"http://127.0.0.1:2/","ordered":{"kind":"json","arg":"data.customer","on_dead":"skip"}},
+			{"name":"inherits","url":"http://127.0.0.1:3/"}]}`)
+	t.Cleanup(func() { h.Cleanup() })
+	single := provisionSource(t, `{"source":"single","verify":{"scheme":"none"},"forward_to":"http://127.0.0.1:1/","ordered":{"kind":"header","arg":"X-Key"}}`)
+	t.Cleanup(func() { single.Cleanup() })
+	long := strings.Repeat("k", 300)
+	for _, tc := range []struct {
+		name   string
+		h      *Ingress
+		body   string
+		header string
+		want   string
+	}{
+		{"keyed", h, `{"data":{"customer":"cus_1"}}`, "", "[{default cus_1 false} {skip cus_1 true} {inherits cus_1 false}]"},
+		{"no key", h, `{"data":{}}`, "", "[{default  false} {skip  false} {inherits  false}]"},
+		{"long key normalized", h, `{"data":{"customer":"` + long + `"}}`, "", "[{default " + dedupe.Normalize(long) + " false} {skip " + dedupe.Normalize(long) + " true} {inherits " + dedupe.Normalize(long) + " false}]"},
+		{"single keyed", single, `{}`, "k-1", "[{default k-1 false}]"},
+		{"single without key: stored as before", single, `{}`, "", "[]"},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+		if tc.header != "" {
+			r.Header.Set("X-Key", tc.header)
+		}
+		ds, ok := tc.h.route("", dedupe.Inspect(r, []byte(tc.body)))
+		if !ok {
+			t.Fatalf("%s: ignored", tc.name)
+		}
+		var got []string
+		for _, d := range ds {
+			got = append(got, fmt.Sprintf("{%s %s %v}", d.Destination, d.OrderKey, d.OrderSkip))
+		}
+		if s := "[" + strings.Join(got, " ") + "]"; s != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, s, tc.want)
+		}
 	}
 }
 

@@ -220,6 +220,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"Replay", TestReplay},
 		{"ReplayLaneLeavesLiveTrafficAlone", TestReplayLaneLeavesLiveTrafficAlone},
 		{"FanOut", TestFanOut},
+		{"OrderedBlocksOnDead", TestOrderedBlocksOnDead},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -102,6 +102,7 @@ type Ingress struct {
 	filtered      bool               // some route filters: each event is routed
 	allDeliveries []storage.Delivery // the deliveries of an event every route takes
 	defaultURL    string             // the upstream of the destination named default ("": none)
+	orderRule     *dedupe.Rule       // the rule of the order key of the ordered destinations (nil: none)
 	log           *zap.Logger
 }
 
@@ -146,7 +147,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		h.guard, h.guardKey = g, key
 	}
 
-	if h.routes, err = h.compileRoutes(); err != nil {
+	if h.routes, h.orderRule, err = h.compileRoutes(); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
 	h.filtered, h.allDeliveries = routeAll(h.routes)
