@@ -402,6 +402,12 @@ func checkDashboardDestinations(t *testing.T, ctx context.Context, up *upstream)
 	if err != nil || strings.Join(strings.Fields(text), " ") != "fan default 1 1 1 1" {
 		t.Errorf("fan's default row in the stats %q (%v)", text, err)
 	}
+	if buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+		shot := filepath.Join(os.TempDir(), "hookline-dashboard-destinations.png")
+		if err := os.WriteFile(shot, buf, 0o644); err == nil {
+			t.Logf("dashboard screenshot with destinations: %s", shot)
+		}
+	}
 }
 
 func TestDashboardAPI(t *testing.T) {

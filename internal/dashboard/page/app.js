@@ -356,13 +356,14 @@
 			const attempts = Array.isArray(d.attempts) ? d.attempts : [];
 			const last = attempts.length ? attempts[attempts.length - 1] : null;
 			const lastText = last ? (last.status ? String(last.status) : "no response") + (last.error ? ": " + last.error : "") : "";
+			const failed = last && (last.error || !last.status || last.status >= 300);
 			rows.append(el("tr", { "class": "status-" + String(d.status).replace(/[^a-z_]/g, ""), "data-destination": destName(d.destination), "data-id": d.id || "" },
 				el("td", {}, destName(d.destination)),
 				el("td", {}, d.status),
 				el("td", { "class": "num" }, String(attempts.length)),
 				el("td", {}, fmtTime(d.next_attempt_at)),
 				el("td", {}, fmtTime(d.finished_at)),
-				el("td", { "class": "err" }, lastText)));
+				el("td", { "class": failed ? "err" : "" }, lastText)));
 		}
 		$("ev-result").hidden = false;
 	}
