@@ -58,8 +58,9 @@ func (b *statsBuffer) addDestination(source, outcome, dest string, n int64) {
 }
 
 // bounded is the name name is counted under in breakdown of: itself while
-// fewer than max names are counted apart (or it already is), else otherType.
-func (b *statsBuffer) bounded(of breakdownOf, name string, max int) string {
+// fewer than bound names are counted apart (or it already is), else
+// otherType.
+func (b *statsBuffer) bounded(of breakdownOf, name string, bound int) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := b.names[of]
@@ -71,7 +72,7 @@ func (b *statsBuffer) bounded(of breakdownOf, name string, max int) string {
 		b.names[of] = seen
 	}
 	if !seen[name] {
-		if len(seen) >= max {
+		if len(seen) >= bound {
 			return otherType
 		}
 		seen[name] = true
