@@ -54,8 +54,9 @@ func replayedIDs(t *testing.T, m map[string]any) []string {
 // TestReplay: of 5 delivered events of 2 types, a dry run by type names
 // exactly those of the type and sends nothing; the real run sends exactly
 // those again (the upstream sees the same bytes, X-Webhook-Attempt
-// counting on), paced; they are delivered again; a destination other than
-// the default is refused.
+// counting on), paced; they are delivered again; a destination that is
+// not a destination name is refused, another one matches its deliveries
+// only.
 func TestReplay(t *testing.T) {
 	up := newUpstream(t)
 	startCaddy(t, up, "", "")
@@ -109,13 +110,17 @@ func TestReplay(t *testing.T) {
 		t.Errorf("an event of the other type was attempted again: %v", ev)
 	}
 
-	for _, bad := range []string{`{"destination":"analytics"}`, `{"limit":5000}`, `{"until":"tomorrow"}`, `{"unknown":1}`} {
+	for _, bad := range []string{`{"destination":"no~tilde"}`, `{"limit":5000}`, `{"until":"tomorrow"}`, `{"unknown":1}`} {
 		if code, m := admin(t, "POST", "/webhooks/events/replay", bad); code != 400 || m["error"] == nil {
 			t.Errorf("%s: %d %v", bad, code, m)
 		}
 	}
 	if code, _ := admin(t, "POST", "/webhooks/events/replay", `{"destination":"default","dry_run":true}`); code != 200 {
 		t.Errorf("destination default: %d", code)
+	}
+	// any destination may be named: gen's events have none but the default
+	if code, m := admin(t, "POST", "/webhooks/events/replay", `{"source":"gen","destination":"analytics","dry_run":true}`); code != 200 || m["matched"] != float64(0) {
+		t.Errorf("destination analytics: %d %v, want 200 matching nothing", code, m)
 	}
 }
 

@@ -79,8 +79,12 @@ func TestErrors(t *testing.T) {
 			error: `until: want an RFC 3339 time or a duration, got "-1h"`},
 		{name: "replay limit too big", method: "POST", path: "/webhooks/events/replay", body: `{"limit":1001}`, status: 400, error: "limit must be between 1 and 1000"},
 		{name: "replay limit negative", method: "POST", path: "/webhooks/events/replay", body: `{"limit":-1}`, status: 400, error: "limit must be between 1 and 1000"},
-		{name: "replay other destination", method: "POST", path: "/webhooks/events/replay", body: `{"destination":"analytics"}`, status: 400,
-			error: `destinations other than "default" are not supported yet`},
+		{name: "replay bad destination", method: "POST", path: "/webhooks/events/replay", body: `{"destination":"a~b"}`, status: 400,
+			error: `invalid destination name "a~b"`},
+		{name: "replay destination with a space", method: "POST", path: "/webhooks/events/replay", body: `{"destination":"crm 2"}`, status: 400},
+		{name: "bulk bad destination", method: "POST", path: "/webhooks/dlq/retry", body: `{"destination":"no/slash"}`, status: 400,
+			error: `invalid destination name "no/slash"`},
+		{name: "bulk destination not a string", method: "POST", path: "/webhooks/dlq/retry", body: `{"destination":5}`, status: 400},
 		// query and path
 		{name: "list limit 0", method: "GET", path: "/webhooks/dlq?limit=0", status: 400, error: "limit must be between 1 and 1000"},
 		{name: "list limit not a number", method: "GET", path: "/webhooks/dlq?limit=ten", status: 400},
@@ -290,6 +294,25 @@ func TestBulkRetry(t *testing.T) {
 	}
 }
 
+// TestBulkRetryByDestination: the destination of a bulk retry is the
+// app's filter as given ("" every destination, "default" forward_to's).
+func TestBulkRetryByDestination(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{}`, ""},
+		{`{"destination":""}`, ""},
+		{`{"destination":"default"}`, "default"},
+		{`{"destination":"billing","source":"gen","type":"invoice.paid"}`, "billing"},
+		{`{"destination":"crm.eu-1_b"}`, "crm.eu-1_b"},
+	} {
+		f := fakeWithEntries()
+		var res operator.BulkRetryAnswer
+		decode(t, serve(t, apiOver(f), "POST", "/webhooks/dlq/retry", tc.body), &res)
+		if f.filter.Destination != tc.want || f.filter.Status != storage.DLQPending {
+			t.Errorf("%s: filter %+v, want destination %q", tc.body, f.filter, tc.want)
+		}
+	}
+}
+
 func TestReplay(t *testing.T) {
 	f := fakeWithEntries()
 	api := apiOver(f)
@@ -304,7 +327,7 @@ func TestReplay(t *testing.T) {
 	decode(t, serve(t, api, "POST", "/webhooks/events/replay",
 		`{"source":"gen","destination":"default","type":"charge.succeeded","since":"24h","until":"2026-01-02T03:04:05Z","limit":7,"dry_run":true}`), &res)
 	until, _ := time.Parse(time.RFC3339, "2026-01-02T03:04:05Z")
-	if flt := f.replayFilter; flt.Source != "gen" || flt.Type != "charge.succeeded" || flt.Limit != 7 || !flt.Until.Equal(until) ||
+	if flt := f.replayFilter; flt.Source != "gen" || flt.Destination != "default" || flt.Type != "charge.succeeded" || flt.Limit != 7 || !flt.Until.Equal(until) ||
 		flt.Since.Before(before.Add(-24*time.Hour)) || flt.Since.After(time.Now().Add(-24*time.Hour)) || !f.dryRun {
 		t.Errorf("dry run: filter %+v dry %v", flt, f.dryRun)
 	}
@@ -319,6 +342,13 @@ func TestReplay(t *testing.T) {
 	decode(t, serve(t, api, "POST", "/webhooks/events/replay", ""), &res)
 	if f.replayFilter != (storage.ReplayFilter{}) || f.dryRun || res.Spread != "1.5s" || res.DryRun {
 		t.Errorf("empty body: filter %+v dry %v answer %+v", f.replayFilter, f.dryRun, res)
+	}
+	// any destination's deliveries: the app's filter as given
+	for _, dest := range []string{"default", "billing", "crm.eu-1_b"} {
+		decode(t, serve(t, api, "POST", "/webhooks/events/replay", `{"destination":"`+dest+`","dry_run":true}`), &res)
+		if f.replayFilter.Destination != dest {
+			t.Errorf("destination %q: filter %+v", dest, f.replayFilter)
+		}
 	}
 	// nothing matched: an empty list, not null
 	f.replay = operator.Replay{}
@@ -370,8 +400,11 @@ func TestStats(t *testing.T) {
 	f.paused["gen"] = true
 	f.stats = operator.Stats{Queue: storage.Counts{Queued: 2, Dead: 1}, Sources: map[string]operator.SourceCounts{
 		"gen": {Queue: storage.Counts{Queued: 2, Dead: 1},
-			Recent:  map[string]int64{"accepted": 4, "duplicate": 1, "unauthorized": 1, "delivered": 3, "dead": 1, "attempts": 4},
-			AllTime: map[string]int64{"accepted": 10, "delivered": 10, "attempts": 12}},
+			Recent: map[string]int64{"accepted": 4, "duplicate": 1, "unauthorized": 1, "delivered": 3, "dead": 1, "attempts": 4,
+				operator.DestinationCounter("delivered", "default"): 2, operator.DestinationCounter("delivered", "billing"): 1,
+				operator.DestinationCounter("dead", "billing"): 1},
+			AllTime: map[string]int64{"accepted": 10, "delivered": 10, "attempts": 12,
+				operator.DestinationCounter("delivered", "default"): 7, operator.DestinationCounter("delivered", "billing"): 3}},
 		"other": {Recent: nil, AllTime: map[string]int64{"accepted": 1, "invalid_json": 2}},
 	}}
 	var s operator.StatsAnswer
@@ -384,7 +417,19 @@ func TestStats(t *testing.T) {
 		*gen.LastHour.SuccessRate != 0.75 || *gen.LastHour.DLQRate != 0.25 || *gen.LastHour.AvgAttempts != 1 {
 		t.Errorf("gen last hour %s", fmtJSON(gen))
 	}
-	if other := s.Sources["other"]; other.LastHour.Counters == nil || other.LastHour.SuccessRate != nil || other.AllTime.Rejected != 2 {
+	wantDest := map[string]operator.DestinationStats{
+		"default": {LastHour: operator.DestinationCounts{Delivered: 2}, AllTime: operator.DestinationCounts{Delivered: 7}},
+		"billing": {LastHour: operator.DestinationCounts{Delivered: 1, Dead: 1}, AllTime: operator.DestinationCounts{Delivered: 3}},
+	}
+	if fmtJSON(gen.Destinations) != fmtJSON(wantDest) || len(gen.LastHour.Counters) != 6 {
+		t.Errorf("gen destinations %s, counters %v; want %s", fmtJSON(gen.Destinations), gen.LastHour.Counters, fmtJSON(wantDest))
+	}
+	if w := serve(t, api, "GET", "/webhooks/stats", ""); !strings.Contains(w.Body.String(),
+		`"destinations":{"billing":{"all_time":{"dead":0,"delivered":3},"last_hour":{"dead":1,"delivered":1}},`) {
+		t.Errorf("destinations on the wire: %s", w.Body)
+	}
+	if other := s.Sources["other"]; other.LastHour.Counters == nil || other.LastHour.SuccessRate != nil || other.AllTime.Rejected != 2 ||
+		other.Destinations != nil || other.Types != nil {
 		t.Errorf("other %s", fmtJSON(other))
 	}
 	if s.Total.AllTime.Received != 11 || s.Total.AllTime.Rejected != 2 || s.Total.LastHour.Delivered != 3 || *s.Total.AllTime.AvgAttempts != 1.2 {

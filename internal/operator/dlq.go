@@ -31,8 +31,8 @@ func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := storage.DLQFilter{Source: q.Get("source"), Destination: q.Get("destination"), Type: q.Get("type"),
 		Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
-	if f.Destination != "" && !storage.IsDefaultDestination(f.Destination) && storage.ValidDestination(f.Destination) != nil {
-		return newError(http.StatusBadRequest, fmt.Sprintf("invalid destination name %q", f.Destination))
+	if err := checkDestination(f.Destination); err != nil {
+		return err
 	}
 	if f.Status != "" {
 		if err := checkStatus(f.Status); err != nil {
@@ -144,7 +144,10 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if req.Status == "" {
 		req.Status = string(storage.DLQPending)
 	}
-	f := storage.DLQFilter{Source: req.Source, Type: req.Type, Status: storage.DLQStatus(req.Status)}
+	f := storage.DLQFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Status: storage.DLQStatus(req.Status)}
+	if err := checkDestination(f.Destination); err != nil {
+		return err
+	}
 	if err := checkStatus(f.Status); err != nil {
 		return err
 	}
@@ -198,6 +201,16 @@ func readStrict[T any](r *http.Request) (T, error) {
 		return req, newError(http.StatusBadRequest, "request body: "+err.Error())
 	}
 	return req, nil
+}
+
+// checkDestination refuses a destination filter that cannot name a
+// destination (storage.ValidDestination); "" (every destination) and
+// "default" (forward_to's) are valid.
+func checkDestination(name string) error {
+	if name != "" && !storage.IsDefaultDestination(name) && storage.ValidDestination(name) != nil {
+		return newError(http.StatusBadRequest, fmt.Sprintf("invalid destination name %q", name))
+	}
+	return nil
 }
 
 // checkStatus refuses a status that is not a DLQ status.

@@ -7,12 +7,6 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// defaultDestination is the one destination there is until fan-out: the
-// source's forward_to.
-const defaultDestination = "default"
-
-var errDestination = newError(http.StatusBadRequest, `destinations other than "default" are not supported yet`)
-
 // replay answers POST /webhooks/events/replay (ReplayRequest): the
 // delivered events matching the filter are re-enqueued in their sources'
 // replay lanes, due one after the other at the source's delivery rate;
@@ -26,11 +20,11 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if req.Destination != "" && req.Destination != defaultDestination {
-		return errDestination
+	if err := checkDestination(req.Destination); err != nil {
+		return err
 	}
 	now := time.Now()
-	f := storage.ReplayFilter{Source: req.Source, Type: req.Type, Limit: req.Limit}
+	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Limit: req.Limit}
 	if f.Since, err = parseTimeFilter("since", req.Since, now); err != nil {
 		return err
 	}

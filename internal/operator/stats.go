@@ -25,19 +25,16 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	res := StatsAnswer{PausedSources: app.PausedSources(), Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources))}
 	lastHour, allTime := map[string]int64{}, map[string]int64{}
 	for name, src := range s.Sources {
-		types := map[string]TypeStats{}
-		recent := splitTypes(src.Recent, types, func(t *TypeStats) *TypeCounts { return &t.LastHour })
-		all := splitTypes(src.AllTime, types, func(t *TypeStats) *TypeCounts { return &t.AllTime })
-		st := SourceStats{Queue: src.Queue, Windows: Windows{LastHour: summarize(recent), AllTime: summarize(all)}}
-		if len(types) > 0 {
-			st.Types = types
-		}
+		var b breakdown
+		recent := b.split(src.Recent, false)
+		all := b.split(src.AllTime, true)
+		st := SourceStats{Queue: src.Queue, Windows: Windows{LastHour: summarize(recent), AllTime: summarize(all)},
+			Types: b.types, Destinations: b.destinations}
 		res.Sources[name] = st
-		src.Recent, src.AllTime = recent, all
-		for k, v := range src.Recent {
+		for k, v := range recent {
 			lastHour[k] += v
 		}
-		for k, v := range src.AllTime {
+		for k, v := range all {
 			allTime[k] += v
 		}
 	}
@@ -45,44 +42,100 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, res)
 }
 
-// typeCounterPrefix starts the stats counters kept by event type:
-// "type:<outcome>:<type>", outcome accepted, delivered or dead.
-const typeCounterPrefix = "type:"
+// The stats counters kept by event type and by destination, beside a
+// source's plain counters: "type:<outcome>:<type>" (outcome accepted,
+// delivered or dead) and "destination:<outcome>:<name>" (outcome delivered
+// or dead).
+const (
+	typeCounterPrefix        = "type:"
+	destinationCounterPrefix = "destination:"
+)
 
 // TypeCounter is the name of the stats counter of outcome for events of
 // type typ.
 func TypeCounter(outcome, typ string) string { return typeCounterPrefix + outcome + ":" + typ }
 
-// splitTypes returns the counters of c that are not by type, and adds
-// those that are to types, in the window window picks.
-func splitTypes(c map[string]int64, types map[string]TypeStats, window func(*TypeStats) *TypeCounts) map[string]int64 {
+// DestinationCounter is the name of the stats counter of outcome for the
+// deliveries to destination dest.
+func DestinationCounter(outcome, dest string) string {
+	return destinationCounterPrefix + outcome + ":" + dest
+}
+
+// breakdown gathers a source's counters by event type and by destination,
+// over both windows (nil maps until one is counted).
+type breakdown struct {
+	types        map[string]TypeStats
+	destinations map[string]DestinationStats
+}
+
+// split returns the plain counters of c (those neither by type nor by
+// destination, nil for nil) and adds the others to b, in the all-time
+// window when allTime, else in the last hour. A counter by type or
+// destination never counts as plain: it would count as rejected, and
+// twice in the totals.
+func (b *breakdown) split(c map[string]int64, allTime bool) map[string]int64 {
 	if c == nil {
 		return nil
 	}
 	plain := make(map[string]int64, len(c))
 	for name, n := range c {
-		rest, ok := strings.CutPrefix(name, typeCounterPrefix)
-		if !ok {
+		if rest, ok := strings.CutPrefix(name, typeCounterPrefix); ok {
+			b.addType(rest, n, allTime)
+		} else if rest, ok := strings.CutPrefix(name, destinationCounterPrefix); ok {
+			b.addDestination(rest, n, allTime)
+		} else {
 			plain[name] = n
-			continue
 		}
-		outcome, typ, ok := strings.Cut(rest, ":")
-		if !ok {
-			continue
-		}
-		ts := types[typ]
-		tc := window(&ts)
-		switch outcome {
-		case "accepted":
-			tc.Received += n
-		case "delivered":
-			tc.Delivered += n
-		case "dead":
-			tc.Dead += n
-		}
-		types[typ] = ts
 	}
 	return plain
+}
+
+// addType adds n to the type counter named "<outcome>:<type>".
+func (b *breakdown) addType(counter string, n int64, allTime bool) {
+	outcome, typ, ok := strings.Cut(counter, ":")
+	if !ok || outcome != "accepted" && outcome != "delivered" && outcome != "dead" {
+		return
+	}
+	if b.types == nil {
+		b.types = map[string]TypeStats{}
+	}
+	ts := b.types[typ]
+	tc := &ts.LastHour
+	if allTime {
+		tc = &ts.AllTime
+	}
+	switch outcome {
+	case "accepted":
+		tc.Received += n
+	case "delivered":
+		tc.Delivered += n
+	case "dead":
+		tc.Dead += n
+	}
+	b.types[typ] = ts
+}
+
+// addDestination adds n to the destination counter named
+// "<outcome>:<destination>".
+func (b *breakdown) addDestination(counter string, n int64, allTime bool) {
+	outcome, dest, ok := strings.Cut(counter, ":")
+	if !ok || outcome != "delivered" && outcome != "dead" {
+		return
+	}
+	if b.destinations == nil {
+		b.destinations = map[string]DestinationStats{}
+	}
+	ds := b.destinations[dest]
+	dc := &ds.LastHour
+	if allTime {
+		dc = &ds.AllTime
+	}
+	if outcome == "delivered" {
+		dc.Delivered += n
+	} else {
+		dc.Dead += n
+	}
+	b.destinations[dest] = ds
 }
 
 // summarize derives the rates of raw counters (nil: none counted).

@@ -5,32 +5,90 @@ import (
 	"testing"
 )
 
-// TestSplitTypes: the counters by type leave the source's plain counters
-// (so they count neither as rejected nor in the totals) and sum by type.
-func TestSplitTypes(t *testing.T) {
-	c := map[string]int64{
-		"accepted": 3, "delivered": 2, "dead": 1, "unauthorized": 1,
-		TypeCounter("accepted", "orders/create"): 2, TypeCounter("delivered", "orders/create"): 2,
-		TypeCounter("accepted", "a:b.c"): 1, TypeCounter("dead", "a:b.c"): 1,
-		TypeCounter("retry", "a:b.c"): 5, // not a type outcome: dropped
-		"type:malformed":              7,
+// TestBreakdownSplit: the counters by type and by destination leave the
+// source's plain counters (so they count neither as rejected nor in the
+// totals) and sum by type and by destination, in the window asked for.
+func TestBreakdownSplit(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		c            map[string]int64
+		allTime      bool
+		plain        map[string]int64
+		types        map[string]TypeStats
+		destinations map[string]DestinationStats
+	}{
+		{name: "nil", c: nil},
+		{name: "plain only", c: map[string]int64{"accepted": 1, "unauthorized": 2},
+			plain: map[string]int64{"accepted": 1, "unauthorized": 2}},
+		{
+			name: "types, last hour",
+			c: map[string]int64{
+				"accepted": 3, "delivered": 2, "dead": 1, "unauthorized": 1,
+				TypeCounter("accepted", "orders/create"): 2, TypeCounter("delivered", "orders/create"): 2,
+				TypeCounter("accepted", "a:b.c"): 1, TypeCounter("dead", "a:b.c"): 1,
+				TypeCounter("retry", "a:b.c"): 5, // not a type outcome: dropped
+				"type:malformed":              7,
+			},
+			plain: map[string]int64{"accepted": 3, "delivered": 2, "dead": 1, "unauthorized": 1},
+			types: map[string]TypeStats{
+				"orders/create": {LastHour: TypeCounts{Received: 2, Delivered: 2}},
+				"a:b.c":         {LastHour: TypeCounts{Received: 1, Dead: 1}},
+			},
+		},
+		{
+			name: "destinations, all time",
+			c: map[string]int64{
+				"delivered": 5, "dead": 2,
+				DestinationCounter("delivered", "default"): 3, DestinationCounter("dead", "default"): 1,
+				DestinationCounter("delivered", "billing"): 2, DestinationCounter("dead", "billing"): 1,
+				DestinationCounter("accepted", "billing"): 9, // not a destination outcome: dropped
+				"destination:malformed":                   4,
+			},
+			allTime: true,
+			plain:   map[string]int64{"delivered": 5, "dead": 2},
+			destinations: map[string]DestinationStats{
+				"default": {AllTime: DestinationCounts{Delivered: 3, Dead: 1}},
+				"billing": {AllTime: DestinationCounts{Delivered: 2, Dead: 1}},
+			},
+		},
+		{
+			name: "both",
+			c: map[string]int64{"delivered": 1, TypeCounter("delivered", "x"): 1,
+				DestinationCounter("delivered", "crm"): 1},
+			plain:        map[string]int64{"delivered": 1},
+			types:        map[string]TypeStats{"x": {LastHour: TypeCounts{Delivered: 1}}},
+			destinations: map[string]DestinationStats{"crm": {LastHour: DestinationCounts{Delivered: 1}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b breakdown
+			plain := b.split(tc.c, tc.allTime)
+			if !reflect.DeepEqual(plain, tc.plain) {
+				t.Errorf("plain %v, want %v", plain, tc.plain)
+			}
+			if !reflect.DeepEqual(b.types, tc.types) {
+				t.Errorf("types %+v, want %+v", b.types, tc.types)
+			}
+			if !reflect.DeepEqual(b.destinations, tc.destinations) {
+				t.Errorf("destinations %+v, want %+v", b.destinations, tc.destinations)
+			}
+			if s := summarize(plain); s.Rejected != tc.plain["unauthorized"] {
+				t.Errorf("rejected %d, want %d (counters by type or destination must not count)", s.Rejected, tc.plain["unauthorized"])
+			}
+		})
 	}
-	types := map[string]TypeStats{}
-	plain := splitTypes(c, types, func(t *TypeStats) *TypeCounts { return &t.LastHour })
-	if want := map[string]int64{"accepted": 3, "delivered": 2, "dead": 1, "unauthorized": 1}; !reflect.DeepEqual(plain, want) {
-		t.Errorf("plain %v, want %v", plain, want)
+}
+
+// TestBreakdownWindows: the two windows of one source add up in the same
+// breakdown, each in its own field.
+func TestBreakdownWindows(t *testing.T) {
+	var b breakdown
+	b.split(map[string]int64{DestinationCounter("dead", "billing"): 1, TypeCounter("accepted", "t"): 1}, false)
+	b.split(map[string]int64{DestinationCounter("dead", "billing"): 4, TypeCounter("accepted", "t"): 6}, true)
+	if want := (DestinationStats{LastHour: DestinationCounts{Dead: 1}, AllTime: DestinationCounts{Dead: 4}}); b.destinations["billing"] != want {
+		t.Errorf("billing %+v, want %+v", b.destinations["billing"], want)
 	}
-	want := map[string]TypeStats{
-		"orders/create": {LastHour: TypeCounts{Received: 2, Delivered: 2}},
-		"a:b.c":         {LastHour: TypeCounts{Received: 1, Dead: 1}},
-	}
-	if !reflect.DeepEqual(types, want) {
-		t.Errorf("types %+v, want %+v", types, want)
-	}
-	if s := summarize(plain); s.Rejected != 1 {
-		t.Errorf("rejected %d, want 1 (type counters must not count)", s.Rejected)
-	}
-	if splitTypes(nil, types, func(t *TypeStats) *TypeCounts { return &t.AllTime }) != nil {
-		t.Error("nil counters split to non-nil")
+	if want := (TypeStats{LastHour: TypeCounts{Received: 1}, AllTime: TypeCounts{Received: 6}}); b.types["t"] != want {
+		t.Errorf("type t %+v, want %+v", b.types["t"], want)
 	}
 }

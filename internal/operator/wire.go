@@ -35,6 +35,26 @@ type SourceStats struct {
 	// Types has the source's counters by event type (absent when no event
 	// had one).
 	Types map[string]TypeStats `json:"types,omitempty"`
+	// Destinations has the source's delivery results by destination
+	// ("default" for forward_to's; absent when none was counted).
+	Destinations map[string]DestinationStats `json:"destinations,omitempty"`
+}
+
+// DestinationStats is one destination of a source in StatsAnswer.
+type DestinationStats struct {
+	// AllTime is since counting began.
+	AllTime DestinationCounts `json:"all_time"`
+	// LastHour sums the minute buckets of the last hour.
+	LastHour DestinationCounts `json:"last_hour"`
+}
+
+// DestinationCounts is what was counted of one destination's deliveries
+// over one window.
+type DestinationCounts struct {
+	// Dead counts the destination's deliveries moved to the DLQ.
+	Dead int64 `json:"dead"`
+	// Delivered counts the destination's deliveries the upstream accepted.
+	Delivered int64 `json:"delivered"`
 }
 
 // TypeStats is one event type of a source in StatsAnswer.
@@ -120,6 +140,9 @@ type PauseAnswer struct {
 type BulkRetryRequest struct {
 	// Source selects the entries of one source.
 	Source string `json:"source"`
+	// Destination selects the entries of one destination ("default": the
+	// source's forward_to); empty selects every destination's.
+	Destination string `json:"destination,omitempty"`
 	// Type selects the entries of one event type, exactly.
 	Type string `json:"type,omitempty"`
 	// Status selects the entries in one status (default pending).
@@ -154,8 +177,8 @@ type BulkRetryAnswer struct {
 type ReplayRequest struct {
 	// Source selects the events of one source.
 	Source string `json:"source"`
-	// Destination is "" or "default" (the source's forward_to): the only
-	// destination there is until fan-out.
+	// Destination selects the deliveries of one destination ("default":
+	// the source's forward_to); empty selects every destination's.
 	Destination string `json:"destination,omitempty"`
 	// Type selects the events of one event type, exactly.
 	Type string `json:"type,omitempty"`
@@ -170,14 +193,18 @@ type ReplayRequest struct {
 	DryRun bool `json:"dry_run"`
 }
 
-// ReplayedEvent names one event of ReplayAnswer.
+// ReplayedEvent names one replayed delivery of ReplayAnswer.
 type ReplayedEvent struct {
-	// ID is the event's internal id.
+	// ID is the delivery's internal id (the event's own for the default
+	// destination, <id>~<destination> for another).
 	ID string `json:"id"`
 	// EventID is the provider's event id (or the generated one).
 	EventID string `json:"event_id"`
 	// Source is the event's source.
 	Source string `json:"source"`
+	// Destination is the name of the destination the delivery is sent to
+	// again ("default": the source's forward_to).
+	Destination string `json:"destination,omitempty"`
 	// Type is the event's type, if its source found one.
 	Type string `json:"type,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -34,14 +35,14 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq list [--source S] [--destination D] [--type T] [--status pending] [--since 24h] [--until 1h] [--limit 50] [--cursor C]
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
-  caddy webhooks dlq retry --source S [--type T] [--status pending] [--since 24h] [--limit 100] [--dry-run]
+  caddy webhooks dlq retry --source S [--destination D] [--type T] [--status pending] [--since 24h] [--limit 100] [--dry-run]
   caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (pending entries, --limit a call)
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
   caddy webhooks resume <source>
   caddy webhooks events <source> <event_id>
-  caddy webhooks replay [--source S] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
+  caddy webhooks replay [--source S] [--destination D] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
                                      (re-sends delivered events, oldest first, paced, in their own lane)
 
 Output is a table for humans; --json prints the API's JSON for scripts.
@@ -157,54 +158,61 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	var v operator.StatsAnswer
-	return output(fl, raw, &v, func(w io.Writer) {
-		fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)\tPAUSED")
-		paused := strings.Join(v.PausedSources, ",")
-		if paused == "" {
-			paused = "-"
+	return output(fl, raw, &v, func(w io.Writer) { printStats(w, &v) })
+}
+
+// printStats is the table of `caddy webhooks stats`: the queue, each
+// source's queue and counters, and each source's deliveries by destination.
+func printStats(w io.Writer, v *operator.StatsAnswer) {
+	fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)\tPAUSED")
+	paused := strings.Join(v.PausedSources, ",")
+	if paused == "" {
+		paused = "-"
+	}
+	fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
+	if len(v.Sources) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(v.Sources))
+	fmt.Fprintln(w, "\nSOURCE\tQUEUED\tIN FLIGHT\tDLQ OPEN")
+	for _, n := range names {
+		q := v.Sources[n].Queue
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", n, q.Queued, q.InFlight, q.Dead)
+	}
+	fmt.Fprintln(w, "\nSOURCE\tWINDOW\tRECEIVED\tDUPLICATES\tREJECTED\tDELIVERED\tDEAD\tSUCCESS\tDLQ RATE\tAVG ATTEMPTS")
+	pct := func(f *float64) string {
+		if f == nil {
+			return "-"
 		}
-		fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
-		if len(v.Sources) == 0 {
-			return
+		return fmt.Sprintf("%.1f%%", 100**f)
+	}
+	num := func(f *float64) string {
+		if f == nil {
+			return "-"
 		}
-		fmt.Fprintln(w, "\nSOURCE\tQUEUED\tIN FLIGHT\tDLQ OPEN")
-		names0 := make([]string, 0, len(v.Sources))
-		for n := range v.Sources {
-			names0 = append(names0, n)
+		return fmt.Sprintf("%.2f", *f)
+	}
+	for _, n := range names {
+		for _, row := range []struct {
+			label string
+			s     operator.WindowStats
+		}{{"last hour", v.Sources[n].LastHour}, {"all time", v.Sources[n].AllTime}} {
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", n, row.label, row.s.Received, row.s.Duplicates,
+				row.s.Rejected, row.s.Delivered, row.s.Dead, pct(row.s.SuccessRate), pct(row.s.DLQRate), num(row.s.AvgAttempts))
 		}
-		slices.Sort(names0)
-		for _, n := range names0 {
-			q := v.Sources[n].Queue
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", n, q.Queued, q.InFlight, q.Dead)
-		}
-		fmt.Fprintln(w, "\nSOURCE\tWINDOW\tRECEIVED\tDUPLICATES\tREJECTED\tDELIVERED\tDEAD\tSUCCESS\tDLQ RATE\tAVG ATTEMPTS")
-		names := make([]string, 0, len(v.Sources))
-		for n := range v.Sources {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		pct := func(f *float64) string {
-			if f == nil {
-				return "-"
+	}
+	header := false
+	for _, n := range names {
+		dests := v.Sources[n].Destinations
+		for _, d := range slices.Sorted(maps.Keys(dests)) {
+			if !header {
+				fmt.Fprintln(w, "\nSOURCE\tDESTINATION\tDELIVERED (1H)\tDEAD (1H)\tDELIVERED (ALL)\tDEAD (ALL)")
+				header = true
 			}
-			return fmt.Sprintf("%.1f%%", 100**f)
+			ds := dests[d]
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", n, d, ds.LastHour.Delivered, ds.LastHour.Dead, ds.AllTime.Delivered, ds.AllTime.Dead)
 		}
-		num := func(f *float64) string {
-			if f == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.2f", *f)
-		}
-		for _, n := range names {
-			for _, row := range []struct {
-				label string
-				s     operator.WindowStats
-			}{{"last hour", v.Sources[n].LastHour}, {"all time", v.Sources[n].AllTime}} {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", n, row.label, row.s.Received, row.s.Duplicates,
-					row.s.Rejected, row.s.Delivered, row.s.Dead, pct(row.s.SuccessRate), pct(row.s.DLQRate), num(row.s.AvgAttempts))
-			}
-		}
-	})
+	}
 }
 
 func cmdDLQList(fl caddycmd.Flags) (int, error) {
@@ -227,9 +235,10 @@ func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	}
 	var page storage.DLQPage
 	return output(fl, raw, &page, func(w io.Writer) {
-		fmt.Fprintln(w, "ID\tSOURCE\tEVENT ID\tTYPE\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
+		fmt.Fprintln(w, "ID\tSOURCE\tDESTINATION\tEVENT ID\tTYPE\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
 		for _, e := range page.Entries {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source, e.EventID, orDash(e.EventType), e.Status,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source,
+				storage.DestinationOf(&storage.Event{Destination: e.Destination}), e.EventID, orDash(e.EventType), e.Status,
 				e.LastStatus, len(e.Attempts), e.CreatedAt.Local().Format(time.DateTime), oneLine(e.Error, 60))
 		}
 		if len(page.Entries) == 0 {
@@ -249,8 +258,8 @@ func cmdDLQShow(fl caddycmd.Flags) (int, error) {
 	}
 	var e operator.EntryView
 	return output(fl, raw, &e, func(w io.Writer) {
-		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
-			e.ID, e.Source, e.EventID, orDash(e.EventType), e.Status, e.Upstream, e.Error,
+		fmt.Fprintf(w, "id\t%s\nsource\t%s\ndestination\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
+			e.ID, e.Source, storage.DestinationOf(&storage.Event{Destination: e.Destination}), e.EventID, orDash(e.EventType), e.Status, e.Upstream, e.Error,
 			e.ReceivedAt.Local().Format(time.DateTime), e.CreatedAt.Local().Format(time.DateTime))
 		if e.Resolution != "" {
 			fmt.Fprintf(w, "resolution\t%s\n", e.Resolution)
@@ -289,6 +298,7 @@ func cmdDLQAction(action, field string) caddycmd.CommandFunc {
 // retryFlags defines the flags of `caddy webhooks dlq retry`.
 func retryFlags(fs *pflag.FlagSet) {
 	fs.String("source", "", "Bulk: only this source")
+	fs.String("destination", "", "Bulk: only this destination's entries (default: the source's forward_to; unset: every destination)")
 	fs.String("type", "", "Bulk: only this event type (exactly)")
 	fs.String("status", "", "Bulk: entries in this status (default pending)")
 	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
@@ -298,16 +308,16 @@ func retryFlags(fs *pflag.FlagSet) {
 }
 
 // errRetryNoFilter refuses a bulk retry that names nothing to select by.
-var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --type, --status, --since), " +
+var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --destination, --type, --status, --since), " +
 	"or --all to re-enqueue pending entries with no filter, --limit a call (--dry-run shows which)")
 
 // bulkRetryFromFlags builds the bulk retry request of the flags. With no
 // id and no filter it refuses unless --all (or --dry-run, which changes
 // nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
 func bulkRetryFromFlags(fl caddycmd.Flags) (operator.BulkRetryRequest, error) {
-	req := operator.BulkRetryRequest{Source: fl.String("source"), Type: fl.String("type"), Status: fl.String("status"), Since: fl.String("since"),
-		Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
-	if req.Source == "" && req.Type == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
+	req := operator.BulkRetryRequest{Source: fl.String("source"), Destination: fl.String("destination"), Type: fl.String("type"),
+		Status: fl.String("status"), Since: fl.String("since"), Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+	if req.Source == "" && req.Destination == "" && req.Type == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
 		return req, errRetryNoFilter
 	}
 	return req, nil
@@ -355,6 +365,7 @@ func printFailedAndSpread(w io.Writer, failed map[string]string, spread string) 
 // replayFlags are the flags of `caddy webhooks replay`.
 func replayFlags(fs *pflag.FlagSet) {
 	fs.String("source", "", "Only this source")
+	fs.String("destination", "", "Only the deliveries to this destination (default: the source's forward_to; unset: every destination)")
 	fs.String("type", "", "Only this event type (exactly)")
 	fs.String("since", "", "Events delivered since (RFC 3339 or 24h)")
 	fs.String("until", "", "Events delivered until (RFC 3339 or 1h: that long ago)")
@@ -364,8 +375,8 @@ func replayFlags(fs *pflag.FlagSet) {
 
 // replayFromFlags builds the replay request of the flags.
 func replayFromFlags(fl caddycmd.Flags) operator.ReplayRequest {
-	return operator.ReplayRequest{Source: fl.String("source"), Type: fl.String("type"), Since: fl.String("since"),
-		Until: fl.String("until"), Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+	return operator.ReplayRequest{Source: fl.String("source"), Destination: fl.String("destination"), Type: fl.String("type"),
+		Since: fl.String("since"), Until: fl.String("until"), Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
 }
 
 // cmdReplay re-sends delivered events matching the flags.
@@ -382,7 +393,7 @@ func cmdReplay(fl caddycmd.Flags) (int, error) {
 		}
 		fmt.Fprintf(w, "matched %d; %s %d; %d failed\n", res.Matched, verb, len(res.Replayed), len(res.Failed))
 		for _, ev := range res.Replayed {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", ev.ID, ev.Source, ev.EventID, ev.Type)
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", ev.ID, ev.Source, orDash(ev.Destination), ev.EventID, orDash(ev.Type))
 		}
 		printFailedAndSpread(w, res.Failed, res.Spread)
 	})
@@ -411,17 +422,45 @@ func cmdEvent(fl caddycmd.Flags) (int, error) {
 		return caddy.ExitCodeFailedStartup, err
 	}
 	var info storage.EventInfo
-	return output(fl, raw, &info, func(w io.Writer) {
-		fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nreceived\t%s\n",
-			info.ID, info.Source, info.EventID, orDash(info.EventType), info.Status, info.ReceivedAt.Local().Format(time.DateTime))
-		if !info.NextAttempt.IsZero() {
-			fmt.Fprintf(w, "next attempt\t%s\n", info.NextAttempt.Local().Format(time.DateTime))
-		}
+	return output(fl, raw, &info, func(w io.Writer) { printEvent(w, &info) })
+}
+
+// printEvent is the table of `caddy webhooks events`: the event, then
+// for an event with several deliveries one row per destination, then
+// every attempt (with its destination when there are several).
+func printEvent(w io.Writer, info *storage.EventInfo) {
+	fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nreceived\t%s\n",
+		info.ID, info.Source, info.EventID, orDash(info.EventType), info.Status, fmtTime(info.ReceivedAt))
+	if !info.NextAttempt.IsZero() {
+		fmt.Fprintf(w, "next attempt\t%s\n", fmtTime(info.NextAttempt))
+	}
+	if len(info.Deliveries) == 0 {
 		fmt.Fprintln(w, "\nATTEMPT\tAT\tSTATUS\tDURATION\tERROR")
 		for _, a := range info.Attempts {
-			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, a.At.Local().Format(time.DateTime), a.Status, a.Duration.Round(time.Millisecond), a.Error)
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", a.N, fmtTime(a.At), a.Status, a.Duration.Round(time.Millisecond), oneLine(a.Error, 60))
 		}
-	})
+		return
+	}
+	fmt.Fprintln(w, "\nDESTINATION\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tFINISHED\tDELIVERY ID")
+	for _, d := range info.Deliveries {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", d.Destination, d.Status, len(d.Attempts),
+			orDash(fmtTime(d.NextAttempt)), orDash(fmtTime(d.FinishedAt)), d.ID)
+	}
+	fmt.Fprintln(w, "\nDESTINATION\tATTEMPT\tAT\tSTATUS\tDURATION\tERROR")
+	for _, d := range info.Deliveries {
+		for _, a := range d.Attempts {
+			fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\t%s\n", d.Destination, a.N, fmtTime(a.At), a.Status,
+				a.Duration.Round(time.Millisecond), oneLine(a.Error, 60))
+		}
+	}
+}
+
+// fmtTime shows a time in a table, in local time ("" for the zero time).
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format(time.DateTime)
 }
 
 // orDash shows an empty value as "-" in a table.

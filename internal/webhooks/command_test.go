@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,11 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"text/tabwriter"
+	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/pflag"
 
 	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
 )
 
 // retryCmdFlags parses args as `caddy webhooks dlq retry` would.
@@ -77,6 +81,8 @@ func TestDLQRetryNeedsIDFilterOrAll(t *testing.T) {
 		{[]string{"--status", "investigating"}, `"status":"investigating"`},
 		{[]string{"--since", "1h"}, `"since":"1h"`},
 		{[]string{"--dry-run"}, `"dry_run":true`},
+		{[]string{"--destination", "billing"}, `"destination":"billing"`},
+		{[]string{"--source", "stripe", "--destination", "default"}, `"source":"stripe","destination":"default"`},
 	} {
 		mu.Lock()
 		bodies = nil
@@ -114,6 +120,8 @@ func TestReplayCommand(t *testing.T) {
 		{[]string{"--since", "24h", "--until", "2026-01-02T03:04:05Z"}, operator.ReplayRequest{Since: "24h", Until: "2026-01-02T03:04:05Z"}},
 		{[]string{"--limit", "7"}, operator.ReplayRequest{Limit: 7}},
 		{[]string{"--dry-run"}, operator.ReplayRequest{DryRun: true}},
+		{[]string{"--destination", "billing"}, operator.ReplayRequest{Destination: "billing"}},
+		{[]string{"--destination", "default", "--source", "s"}, operator.ReplayRequest{Source: "s", Destination: "default"}},
 		{[]string{"--source", "s", "--type", "t", "--since", "1h", "--limit", "1000", "--dry-run"},
 			operator.ReplayRequest{Source: "s", Type: "t", Since: "1h", Limit: 1000, DryRun: true}},
 	} {
@@ -125,5 +133,88 @@ func TestReplayCommand(t *testing.T) {
 		if want := "POST /webhooks/events/replay " + string(body); len(got) != 1 || got[0] != want {
 			t.Errorf("replay %v: admin calls %q, want %q", tc.args, got, want)
 		}
+	}
+}
+
+// TestPrintEvent: `caddy webhooks events` shows an event of one delivery
+// as before, and an event of several one row per destination (status,
+// attempts, next attempt, finish) and each attempt with its destination.
+func TestPrintEvent(t *testing.T) {
+	at := time.Date(2026, 11, 22, 14, 20, 5, 0, time.UTC)
+	next := at.Add(time.Minute)
+	for _, tc := range []struct {
+		name       string
+		info       storage.EventInfo
+		want, lack []string
+	}{
+		{
+			name: "one delivery",
+			info: storage.EventInfo{ID: "01a", EventID: "evt_1", Source: "stripe", Status: storage.StatusDelivered, ReceivedAt: at,
+				Attempts: []storage.Attempt{{N: 1, At: at, Status: 200, Duration: 3 * time.Millisecond}}},
+			want: []string{"evt_1", "ATTEMPT", "200", "3ms"},
+			lack: []string{"DESTINATION"},
+		},
+		{
+			name: "several deliveries",
+			info: storage.EventInfo{ID: "01a", EventID: "evt_2", Source: "stripe", Status: storage.StatusQueued, ReceivedAt: at, NextAttempt: next,
+				Deliveries: []storage.DeliveryInfo{
+					{Destination: "default", ID: "01a", Status: storage.StatusDelivered, FinishedAt: at,
+						Attempts: []storage.Attempt{{N: 1, At: at, Status: 200}}},
+					{Destination: "billing", ID: "01a~billing", Status: storage.StatusQueued, NextAttempt: next,
+						Attempts: []storage.Attempt{{N: 1, At: at, Status: 503, Error: "upstream answered 503"}, {N: 2, At: at, Status: 503}}},
+				}},
+			want: []string{"DESTINATION  STATUS     ATTEMPTS", "default      delivered  1", "billing      queued     2",
+				"01a~billing", fmtTime(next), "billing      2        ", "upstream answered 503"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+			printEvent(tw, &tc.info)
+			tw.Flush()
+			for _, w := range tc.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, buf.String())
+				}
+			}
+			for _, l := range tc.lack {
+				if strings.Contains(buf.String(), l) {
+					t.Errorf("output has %q:\n%s", l, buf.String())
+				}
+			}
+		})
+	}
+}
+
+// TestPrintStatsDestinations: `caddy webhooks stats` lists each source's
+// deliveries by destination, sorted, when any were counted.
+func TestPrintStatsDestinations(t *testing.T) {
+	v := operator.StatsAnswer{Sources: map[string]operator.SourceStats{
+		"shop": {Destinations: map[string]operator.DestinationStats{
+			"default": {LastHour: operator.DestinationCounts{Delivered: 5}, AllTime: operator.DestinationCounts{Delivered: 50, Dead: 1}},
+			"billing": {LastHour: operator.DestinationCounts{Delivered: 4, Dead: 2}, AllTime: operator.DestinationCounts{Delivered: 40, Dead: 3}},
+		}},
+		"quiet": {},
+	}}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printStats(tw, &v)
+	tw.Flush()
+	out := buf.String()
+	i := strings.Index(out, "DESTINATION")
+	if i < 0 {
+		t.Fatalf("no destinations table:\n%s", out)
+	}
+	rows := strings.Split(strings.TrimSpace(out[i:]), "\n")
+	want := []string{"shop   billing     4              2         40              3", "shop   default     5              0         50              1"}
+	if len(rows) != 3 || strings.TrimSpace(rows[1]) != want[0] || strings.TrimSpace(rows[2]) != want[1] {
+		t.Errorf("destinations table:\n%s\nwant rows %q", out[i:], want)
+	}
+	buf.Reset()
+	tw = tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printStats(tw, &operator.StatsAnswer{Sources: map[string]operator.SourceStats{"quiet": {}}})
+	tw.Flush()
+	if !strings.Contains(buf.String(), "quiet") || strings.Contains(buf.String(), "DESTINATION") {
+		t.Errorf("a destinations table with none counted:\n%s", buf.String())
 	}
 }

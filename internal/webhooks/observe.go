@@ -90,6 +90,7 @@ func (a *App) onResult(r delivery.Report) {
 		a.Count(r.Job.Source, "attempts", 1)
 		if r.Result != storage.Retry {
 			a.countType(r.Job.Source, result, r.Job.Type)
+			a.countDestination(r.Job.Source, result, storage.DestinationOf(&r.Job.Event))
 		}
 		a.audit(stepAttempt, append(eventFields(&r.Job.Event), zap.Int("attempt", r.Attempt.N), zap.String("result", result),
 			zap.Int("status", r.Attempt.Status), zap.Duration("duration", r.Attempt.Duration), zap.String("error", r.Attempt.Error))...)

@@ -63,8 +63,8 @@ func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, d
 	due := time.Now()
 	for _, e := range entries {
 		// delivered meanwhile (the provider resent it and it went through)?
-		if e.EventID != e.ID {
-			if info, err := st.Lookup(ctx, e.Source, e.EventID); err == nil && info.ID != e.ID && info.Status == storage.StatusDelivered {
+		if e.EventID != storage.EventIDOfDelivery(e.ID) {
+			if info, err := st.Lookup(ctx, e.Source, e.EventID); err == nil && deliveredMeanwhile(info, &e) {
 				res.SkippedDelivered = append(res.SkippedDelivered, e.ID)
 				continue
 			}
@@ -89,6 +89,27 @@ func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, d
 		a.Notify()
 	}
 	return res, nil
+}
+
+// deliveredMeanwhile reports whether info, what the store finds under the
+// provider's event id of DLQ entry e, is another event (the provider resent
+// it after the dedupe window) whose delivery to e's destination went
+// through. The other event's deliveries to other destinations do not
+// count: they say nothing of the upstream e was meant for.
+func deliveredMeanwhile(info *storage.EventInfo, e *storage.DLQEntry) bool {
+	if info.ID == storage.EventIDOfDelivery(e.ID) {
+		return false // the entry's own event
+	}
+	dest := storage.DestinationOf(&storage.Event{Destination: e.Destination})
+	if len(info.Deliveries) == 0 { // one delivery, the default destination's
+		return dest == storage.DefaultDestination && info.Status == storage.StatusDelivered
+	}
+	for _, d := range info.Deliveries {
+		if d.Destination == dest {
+			return d.Status == storage.StatusDelivered
+		}
+	}
+	return false
 }
 
 // redrivePace is the spacing of a bulk retry's (or a replay's) deliveries

@@ -30,7 +30,8 @@ func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRu
 	due := time.Now()
 	for i := range infos {
 		info := &infos[i]
-		ev := operator.ReplayedEvent{ID: info.ID, EventID: info.EventID, Source: info.Source, Type: info.EventType}
+		ev := operator.ReplayedEvent{ID: info.ID, EventID: info.EventID, Source: info.Source,
+			Destination: storage.DestinationOf(&storage.Event{Destination: info.Destination}), Type: info.EventType}
 		if dryRun {
 			res.Replayed = append(res.Replayed, ev)
 			continue

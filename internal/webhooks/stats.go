@@ -20,37 +20,64 @@ const statsFlushEvery = 2 * time.Second
 type statsBuffer struct {
 	mu     sync.Mutex
 	deltas map[string]map[string]int64
-	types  map[string]map[string]bool // the event types counted by source
+	// the names counted apart, by breakdown (event type, destination) and
+	// source
+	names map[breakdownOf]map[string]bool
 }
+
+// breakdownOf is one source's breakdown of a kind: "type" or "destination".
+type breakdownOf struct{ kind, source string }
 
 // maxTypesPerSource bounds the event types counted apart for one source
 // (by this process); the types past it are counted as otherType, so that
 // a provider sending ever new types cannot grow the stats without end.
 const maxTypesPerSource = 256
 
-// otherType is the type the types past maxTypesPerSource are counted as.
+// maxDestinationsPerSource bounds the destinations counted apart for one
+// source (by this process), as maxTypesPerSource does the types. A
+// source's destinations are its config's, but reloads may rename them
+// while deliveries to the old names are still queued.
+const maxDestinationsPerSource = 256
+
+// otherType is the type the types past maxTypesPerSource are counted as,
+// and the destination the destinations past maxDestinationsPerSource are
+// (no destination name holds parentheses).
 const otherType = "(other)"
 
 // addType adds n to the counter of outcome for events of type typ.
 func (b *statsBuffer) addType(source, outcome, typ string, n int64) {
+	typ = b.bounded(breakdownOf{"type", source}, typ, maxTypesPerSource)
+	b.add(source, operator.TypeCounter(outcome, typ), n)
+}
+
+// addDestination adds n to the counter of outcome for the deliveries to
+// destination dest.
+func (b *statsBuffer) addDestination(source, outcome, dest string, n int64) {
+	dest = b.bounded(breakdownOf{"destination", source}, dest, maxDestinationsPerSource)
+	b.add(source, operator.DestinationCounter(outcome, dest), n)
+}
+
+// bounded is the name name is counted under in breakdown of: itself while
+// fewer than bound names are counted apart (or it already is), else
+// otherType.
+func (b *statsBuffer) bounded(of breakdownOf, name string, bound int) string {
 	b.mu.Lock()
-	seen := b.types[source]
+	defer b.mu.Unlock()
+	seen := b.names[of]
 	if seen == nil {
-		if b.types == nil {
-			b.types = map[string]map[string]bool{}
+		if b.names == nil {
+			b.names = map[breakdownOf]map[string]bool{}
 		}
 		seen = map[string]bool{}
-		b.types[source] = seen
+		b.names[of] = seen
 	}
-	if !seen[typ] {
-		if len(seen) >= maxTypesPerSource {
-			typ = otherType
-		} else {
-			seen[typ] = true
+	if !seen[name] {
+		if len(seen) >= bound {
+			return otherType
 		}
+		seen[name] = true
 	}
-	b.mu.Unlock()
-	b.add(source, operator.TypeCounter(outcome, typ), n)
+	return name
 }
 
 func (b *statsBuffer) add(source, name string, n int64) {
@@ -97,6 +124,14 @@ func (a *App) Count(source, name string, n int64) {
 func (a *App) countType(source, outcome, typ string) {
 	if a.stats != nil && typ != "" {
 		a.stats.addType(source, outcome, typ, 1)
+	}
+}
+
+// countDestination adds one to a source's counter of outcome (delivered,
+// dead) for the deliveries to destination dest ("default" for forward_to's).
+func (a *App) countDestination(source, outcome, dest string) {
+	if a.stats != nil {
+		a.stats.addDestination(source, outcome, dest, 1)
 	}
 }
 

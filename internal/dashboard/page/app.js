@@ -88,6 +88,12 @@
 		return (ns / 1e9).toFixed(2) + " s";
 	}
 
+	// destName names a destination as the API's filters do: the default
+	// one (forward_to's), stored without a name, is "default".
+	function destName(d) {
+		return d ? String(d) : "default";
+	}
+
 	// ---- stats and pause/resume ----
 
 	async function loadStats() {
@@ -99,6 +105,25 @@
 		$("stat-dead").textContent = String(q.dead ?? "–");
 		const paused = Array.isArray(st.paused_sources) ? st.paused_sources : [];
 		$("stat-paused").textContent = paused.length ? paused.join(", ") : "none";
+		const rows = $("dest-stats-rows");
+		rows.replaceChildren();
+		const sources = st.sources || {};
+		for (const source of Object.keys(sources).sort()) {
+			const dests = sources[source].destinations || {};
+			for (const d of Object.keys(dests).sort()) {
+				const lh = dests[d].last_hour || {};
+				const all = dests[d].all_time || {};
+				rows.append(el("tr", { "data-source": source, "data-destination": d },
+					el("td", {}, source),
+					el("td", {}, d),
+					el("td", { "class": "num" }, String(lh.delivered ?? 0)),
+					el("td", { "class": "num" }, String(lh.dead ?? 0)),
+					el("td", { "class": "num" }, String(all.delivered ?? 0)),
+					el("td", { "class": "num" }, String(all.dead ?? 0))));
+			}
+		}
+		$("dest-stats-empty").hidden = rows.children.length > 0;
+		$("dest-stats").hidden = rows.children.length === 0;
 	}
 
 	async function setPaused(pause) {
@@ -123,6 +148,7 @@
 	function filters() {
 		return {
 			source: $("f-source").value.trim(),
+			destination: $("f-destination").value.trim(),
 			type: $("f-type").value.trim(),
 			status: $("f-status").value,
 			since: $("f-since").value.trim(),
@@ -141,9 +167,11 @@
 		rows.replaceChildren();
 		const entries = Array.isArray(page.entries) ? page.entries : [];
 		for (const e of entries) {
-			const tr = el("tr", { "class": "entry status-" + String(e.status).replace(/[^a-z]/g, ""), "data-id": e.id, "data-event-id": e.event_id, tabIndex: 0 },
+			const tr = el("tr", { "class": "entry status-" + String(e.status).replace(/[^a-z]/g, ""), "data-id": e.id, "data-event-id": e.event_id,
+				"data-destination": destName(e.destination), tabIndex: 0 },
 				el("td", {}, fmtTime(e.created_at)),
 				el("td", {}, e.source),
+				el("td", { "class": "dest" }, destName(e.destination)),
 				el("td", { "class": "mono" }, e.event_id),
 				el("td", { "class": "mono" }, e.event_type || ""),
 				el("td", {}, e.status),
@@ -181,6 +209,7 @@
 		};
 		add("Event ID", e.event_id);
 		add("Source", e.source);
+		add("Destination", destName(e.destination));
 		add("Type", e.event_type);
 		add("Status", e.status);
 		add("Upstream", e.upstream);
@@ -253,6 +282,7 @@
 		const f = filters();
 		const body = { status: f.status || "pending", dry_run: dryRun };
 		if (f.source) body.source = f.source;
+		if (f.destination) body.destination = f.destination;
 		if (f.type) body.type = f.type;
 		if (f.since) body.since = f.since;
 		if (f.limit) body.limit = parseInt(f.limit, 10);
@@ -267,7 +297,7 @@
 		const n = (res.retried || []).length;
 		const skipped = (res.skipped_delivered || []).length;
 		$("bulk-summary").textContent = "Matched " + res.matched + " " + req.status + " entr" + (res.matched === 1 ? "y" : "ies") +
-			(req.source ? " of " + req.source : "") + (req.type ? " of type " + req.type : "") + ": " + n + " would be re-enqueued" +
+			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") + (req.type ? " of type " + req.type : "") + ": " + n + " would be re-enqueued" +
 			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + ".";
 		const list = $("bulk-list");
 		list.replaceChildren();
@@ -290,6 +320,54 @@
 		loadStats();
 	}
 
+	// ---- event lookup ----
+
+	async function lookupEvent() {
+		const source = $("ev-source").value.trim();
+		const id = $("ev-id").value.trim();
+		if (!source || !id) {
+			say("Enter a source and an event ID first", true);
+			return;
+		}
+		const info = await guard("Looking up the event", () => api("GET", "events/" + encodeURIComponent(source) + "/" + encodeURIComponent(id)));
+		if (!info) return;
+		const fields = $("ev-fields");
+		fields.replaceChildren();
+		const add = (k, v) => {
+			if (v === undefined || v === null || v === "") return;
+			fields.append(el("dt", {}, k), el("dd", {}, String(v)));
+		};
+		add("ID", info.id);
+		add("Event ID", info.event_id);
+		add("Source", info.source);
+		add("Type", info.event_type);
+		add("Status", info.status);
+		add("Received", fmtTime(info.received_at));
+		add("Next attempt", fmtTime(info.next_attempt_at));
+		add("Finished", fmtTime(info.finished_at));
+		// an event of one delivery (the default destination's) has no
+		// deliveries list: it is its own one delivery
+		const deliveries = Array.isArray(info.deliveries) && info.deliveries.length ? info.deliveries :
+			[{ destination: info.destination, id: info.id, status: info.status, attempts: info.attempts,
+				next_attempt_at: info.next_attempt_at, finished_at: info.finished_at }];
+		const rows = $("ev-delivery-rows");
+		rows.replaceChildren();
+		for (const d of deliveries) {
+			const attempts = Array.isArray(d.attempts) ? d.attempts : [];
+			const last = attempts.length ? attempts[attempts.length - 1] : null;
+			const lastText = last ? (last.status ? String(last.status) : "no response") + (last.error ? ": " + last.error : "") : "";
+			const failed = last && (last.error || !last.status || last.status >= 300);
+			rows.append(el("tr", { "class": "status-" + String(d.status).replace(/[^a-z_]/g, ""), "data-destination": destName(d.destination), "data-id": d.id || "" },
+				el("td", {}, destName(d.destination)),
+				el("td", {}, d.status),
+				el("td", { "class": "num" }, String(attempts.length)),
+				el("td", {}, fmtTime(d.next_attempt_at)),
+				el("td", {}, fmtTime(d.finished_at)),
+				el("td", { "class": failed ? "err" : "" }, lastText)));
+		}
+		$("ev-result").hidden = false;
+	}
+
 	// ---- wiring ----
 
 	document.addEventListener("DOMContentLoaded", () => {
@@ -300,6 +378,7 @@
 		$("dlq-filters").addEventListener("submit", (ev) => { ev.preventDefault(); reloadFromStart(); });
 		$("next-page").addEventListener("click", () => { if (nextCursor) { cursor = nextCursor; loadList(); } });
 		$("first-page").addEventListener("click", reloadFromStart);
+		$("event-form").addEventListener("submit", (ev) => { ev.preventDefault(); lookupEvent(); });
 		$("bulk-retry-btn").addEventListener("click", bulkDryRun);
 		$("bulk-confirm").addEventListener("click", bulkConfirm);
 		$("bulk-cancel").addEventListener("click", () => { bulkRequest = null; $("bulk-panel").hidden = true; });
