@@ -23,7 +23,10 @@ package storage
 // are the functions below; the backends only persist the chains, each in
 // the same atomic step as the job it changes.
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // chainSep separates a chain's lane from its key (no lane holds it).
 const chainSep = "\x00"
@@ -35,8 +38,19 @@ func ChainOf(job *Event) string {
 	if job.OrderKey == "" || job.Replay {
 		return ""
 	}
-	return LaneOf(job) + chainSep + job.OrderKey
+	return ChainPrefix(LaneOf(job)) + job.OrderKey
 }
+
+// OrderKeyOfChain is the order key of chain name, one of lane's chains
+// (ChainOf's inverse); ok is false when name is not a chain of lane. A
+// backend that meets a chained job whose record cannot be decoded gets its
+// order key back from the chain that holds it.
+func OrderKeyOfChain(lane, name string) (key string, ok bool) {
+	return strings.CutPrefix(name, ChainPrefix(lane))
+}
+
+// ChainPrefix is how the names of lane's chains begin.
+func ChainPrefix(lane string) string { return lane + chainSep }
 
 // ChainOfEntry is the chain of the delivery a DLQ entry holds (ChainOf
 // its event, as a retry re-queues it).

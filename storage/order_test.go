@@ -105,3 +105,13 @@ func TestChainRules(t *testing.T) {
 		}
 	}
 }
+
+func TestOrderKeyOfChain(t *testing.T) {
+	ev := &Event{Source: "stripe", Destination: "crm", OrderKey: "cus\x001"}
+	if key, ok := OrderKeyOfChain(LaneOf(ev), ChainOf(ev)); !ok || key != "cus\x001" {
+		t.Errorf("OrderKeyOfChain = %q, %v", key, ok)
+	}
+	if _, ok := OrderKeyOfChain("stripe", ChainOf(ev)); ok {
+		t.Error("a chain of another lane is one of stripe's")
+	}
+}

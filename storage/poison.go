@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // A poison record is a stored job that cannot be decoded (a bug, a
@@ -57,7 +58,8 @@ func SalvageEvent(raw []byte) (ev Event, attempts []Attempt, ok bool) {
 // PoisonEvent is the event to dead-letter for the stored record raw of
 // job id that cannot be decoded: what SalvageEvent reads of it, with id as
 // its ID and as its event id when none was salvaged (an event found by its
-// internal id, as those without a provider id). When the event itself
+// internal id, as those without a provider id), and the destination its id
+// names when none was salvaged (DeliveryID). When the event itself
 // could not be salvaged (no upstream: a real event always has one), its
 // payload is raw and rawPayload is true (see PoisonError). The backend
 // fills in what it knows otherwise (the source, from the job's lane).
@@ -67,6 +69,9 @@ func PoisonEvent(id string, raw []byte) (ev Event, attempts []Attempt, rawPayloa
 	ev.ID = id
 	if ev.EventID == "" {
 		ev.EventID = id
+	}
+	if _, dest, found := strings.Cut(id, deliverySep); found && ev.Destination == "" {
+		ev.Destination = dest // a delivery's id names its destination (DeliveryID)
 	}
 	if rawPayload {
 		ev.Body, ev.Headers = raw, nil

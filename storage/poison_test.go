@@ -45,3 +45,16 @@ func TestPoisonEvent(t *testing.T) {
 		})
 	}
 }
+
+// A delivery's id names its destination: a record too broken to say it
+// keeps its lane (and so its chain) all the same.
+func TestPoisonEventDestinationFromID(t *testing.T) {
+	ev, _, raw := PoisonEvent(DeliveryID("ev1", "crm"), []byte("\x00garbage"))
+	if ev.Destination != "crm" || ev.ID != "ev1~crm" || !raw {
+		t.Errorf("PoisonEvent of a delivery's garbage record: %+v (raw payload %v)", ev, raw)
+	}
+	ev, _, _ = PoisonEvent(DeliveryID("ev1", "crm"), []byte(`{"destination":"billing","upstream":"http://up/"}`))
+	if ev.Destination != "billing" {
+		t.Errorf("salvaged destination replaced: %q", ev.Destination)
+	}
+}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/binary"
 	"time"
 
@@ -89,12 +90,17 @@ func popChain(tx *bolt.Tx, name, id string, now time.Time) error {
 	if next == nil {
 		return chains.DeleteBucket([]byte(name))
 	}
-	if err := tx.Bucket(bWaiting).Delete(next); err != nil {
+	next = bytes.Clone(next)
+	waiting := tx.Bucket(bWaiting)
+	lane := string(waiting.Get(next))
+	if err := waiting.Delete(next); err != nil {
 		return err
 	}
 	rec, err := getRecord(tx, next)
 	if err != nil {
-		return err // an unreadable next job fails the write rather than stall its key unseen
+		// unreadable: due all the same, so that the lease that meets it
+		// dead-letters it (poison) instead of it stalling its key unseen
+		return tx.Bucket(bQueue).Put(dueKey(lane, now, next), nil)
 	}
 	if rec == nil { // gone (never expected): the one after it goes instead
 		return popChain(tx, name, string(next), now)
@@ -133,4 +139,22 @@ func releaseEntry(tx *bolt.Tx, e *storage.DLQEntry, now time.Time) error {
 func fillWaiting(tx *bolt.Tx, e *storage.DLQEntry) {
 	head, n := chainHead(tx, storage.ChainOfEntry(e))
 	e.Waiting = storage.ChainWaiting(e, head, n)
+}
+
+// heldKey is the order key of the chain of lane whose head is id ("":
+// none), for a job whose record cannot be decoded (poison). It walks the
+// lane's chains: a rare path.
+func heldKey(tx *bolt.Tx, lane, id string) string {
+	prefix := []byte(storage.ChainPrefix(lane))
+	c := tx.Bucket(bChains).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if v != nil {
+			continue // not a chain's bucket
+		}
+		if head, _ := chainHead(tx, string(k)); head == id {
+			key, _ := storage.OrderKeyOfChain(lane, string(k))
+			return key
+		}
+	}
+	return ""
 }

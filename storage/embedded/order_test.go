@@ -61,3 +61,44 @@ func TestPoisonOrderedHead(t *testing.T) {
 		})
 	}
 }
+
+// TestPoisonOrderedFollower: a job waiting in a chain whose record cannot
+// be decoded does not fail the Finish that makes it the head: it becomes
+// due all the same, and the lease that meets it dead-letters it, blocking
+// its key as any dead head until its entry is settled.
+func TestPoisonOrderedFollower(t *testing.T) {
+	s := openWithOptions(t, embedded.Options{})
+	ctx := t.Context()
+	var evs []*storage.Event
+	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		ev := storagetest.NewEvent("stripe", id)
+		ev.OrderKey = "cus_1"
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := s.PutRawRecordForTest(evs[1].ID, []byte("\x00garbage")); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != evs[0].ID {
+		t.Fatalf("Lease = %d jobs, %v; want the head", len(jobs), err)
+	}
+	if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Delivered}); err != nil {
+		t.Fatalf("Finish of the head before a poison job: %v", err)
+	}
+	now := time.Now().Add(time.Second)
+	if jobs, err := s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 0 {
+		t.Fatalf("Lease meeting the poison job: %d jobs, %v", len(jobs), err)
+	}
+	if _, err := s.DLQGet(ctx, evs[1].ID); err != nil {
+		t.Fatalf("no DLQ entry for the poison job: %v", err)
+	}
+	if err := s.DLQSetStatus(ctx, evs[1].ID, storage.DLQDiscarded, "", now); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 1 || jobs[0].ID != evs[2].ID {
+		t.Fatalf("Lease after the poison job's entry was discarded: %d jobs, %v; want %s", len(jobs), err, evs[2].ID)
+	}
+}

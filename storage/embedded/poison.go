@@ -19,7 +19,11 @@ func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) err
 	raw := bytes.Clone(tx.Bucket(bEvents).Get(id))
 	ev, attempts, rawPayload := storage.PoisonEvent(string(id), raw)
 	if ev.Source == "" {
-		ev.Source = lane
+		ev.Source = storage.SourceOfLane(lane)
+	}
+	if ev.OrderKey == "" {
+		// a chained job keeps its key: its entry must be able to release it
+		ev.OrderKey = heldKey(tx, storage.LaneOf(&ev), string(id))
 	}
 	rec := &record{Job: storage.Job{Event: ev, Attempts: attempts}}
 	if err := deadLetter(tx, rec, storage.PoisonError(cause, rawPayload), now); err != nil {

@@ -47,8 +47,8 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		touch = "1"
 	}
 	args := append([]any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source, storage.EncodeDestinations(destinations)}, jobArgs...)
-	if chains := chainsOf(p, jobs); chains != nil {
-		args = append(append(args, p.key("waiting")), chains...)
+	if chains := chainsOf(jobs); chains != nil {
+		args = append(append(args, p.key("waiting"), p.chain("")), chains...)
 	}
 	var v any
 	if s.opts.MinReplicas > 0 {
@@ -95,14 +95,16 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 //	      deliveries index ("": none, the default delivery alone), then for
 //	      each delivery: its id, its event JSON, its lane; then, for an
 //	      event with ordered deliveries only (chainsOf): the waiting hash,
-//	      and for each delivery its chain's key ("": not chained)
+//	      the chain key prefix, and for each delivery its chain's name ("":
+//	      not chained)
 //	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 //
 // A second run of the same call (go-redis resending it after a lost reply)
 // finds the first delivery it stored (ids are unique) and answers "stored"
-// again. An ordered delivery is appended to its chain; unless it is the
-// chain's head it waits (due 0, in the waiting hash, not in its lane
-// queue).
+// again. An ordered delivery is appended to its chain, whose name its hash
+// records (field "chain": a record whose event cannot be decoded keeps its
+// key, see poison); unless it is the chain's head it waits (due 0, in the
+// waiting hash, not in its lane queue).
 var enqueueScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 if ARGV[2] == '1' then
@@ -121,12 +123,13 @@ local n = (#KEYS - 5) / 2
 local ordered = #ARGV > 8 + 3 * n
 for i = 0, n - 1 do
 	local id, lane = ARGV[9 + 3 * i], ARGV[11 + 3 * i]
-	local chain = ordered and ARGV[10 + 3 * n + i] or ''
-	if chain ~= '' and redis.call('RPUSH', chain, id) > 1 then
-		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', '0', 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+	local chain = ordered and ARGV[11 + 3 * n + i] or ''
+	if chain ~= '' and redis.call('RPUSH', ARGV[10 + 3 * n] .. chain, id) > 1 then
+		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', '0', 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'chain', chain)
 		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
 	else
 		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', ARGV[4], 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+		if chain ~= '' then redis.call('HSET', KEYS[6 + 2 * i], 'chain', chain) end
 		redis.call('ZADD', KEYS[7 + 2 * i], ARGV[4], id)
 	end
 	redis.call('SADD', KEYS[4], lane)
@@ -168,11 +171,11 @@ func (s *Store) destinationsOf(ctx context.Context, p partition, id string) ([]s
 	return storage.DecodeDestinations(v), err
 }
 
-// chainsOf lists, for an event with ordered deliveries, the key of each
-// delivery's chain in p ("": not chained), as enqueueScript takes them;
-// nil when none is chained (the script's arguments are then as they were
+// chainsOf lists, for an event with ordered deliveries, the name of each
+// delivery's chain ("": not chained), as enqueueScript takes them; nil
+// when none is chained (the script's arguments are then as they were
 // before ordering existed).
-func chainsOf(p partition, jobs []storage.Event) []any {
+func chainsOf(jobs []storage.Event) []any {
 	var out []any
 	for i := range jobs {
 		if name := storage.ChainOf(&jobs[i]); name != "" {
@@ -182,7 +185,7 @@ func chainsOf(p partition, jobs []storage.Event) []any {
 					out[k] = ""
 				}
 			}
-			out[i] = p.chain(name)
+			out[i] = name
 		}
 	}
 	return out

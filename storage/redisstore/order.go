@@ -19,10 +19,12 @@ import (
 // A Lua script touches one slot, so a chain must live with its jobs: an
 // event with ordered deliveries is placed by its order key instead of its
 // claim key (orderPlacement), so that every event of one key of a source
-// shares one partition. A dead job's DLQ entry hash records its chain
-// (field "chain"), so that the scripts settling or removing the entry
-// release the key atomically. Stores without ordered jobs have none of
-// these keys.
+// shares one partition. A chained job's hash records its chain's name
+// (field "chain"), so that a job whose event cannot be decoded keeps its
+// key (poison); a dead job's DLQ entry hash records its chain's key (field
+// "chain"), so that the scripts settling or removing the entry release the
+// key atomically. Stores without ordered jobs have none of these keys or
+// fields.
 
 // chain is the key of chain name in p.
 func (p partition) chain(name string) string { return p.tag + ":chain:" + name }

@@ -108,36 +108,48 @@ func TestUnorderedKeysUnchanged(t *testing.T) {
 			t.Errorf("keys %s: %v, %v; want none", pattern, keys, err)
 		}
 	}
-	if n, err := s.c.HExists(ctx, s.partitionForEvent(ev).dlqEntry(ev.ID), "chain").Result(); err != nil || n {
-		t.Errorf("an unordered entry records a chain: %v, %v", n, err)
+	p := s.partitionForEvent(ev)
+	for _, key := range []string{p.ev(ev.ID), p.dlqEntry(ev.ID)} {
+		if n, err := s.c.HExists(ctx, key, "chain").Result(); err != nil || n {
+			t.Errorf("%s of an unordered event records a chain: %v, %v", key, n, err)
+		}
 	}
 }
 
 // TestPoisonOrderedHead: an ordered head whose stored event cannot be
-// decoded is finished as dead with what could be salvaged (its lane and
-// order key): with on_dead skip the next job of its key goes at once; with
-// block the key waits until the entry is settled.
+// decoded is finished as dead with what could be salvaged, its order key
+// taken from its chain when the record lost it: with on_dead skip the next
+// job of its key goes at once; with block (the default, and what a record
+// too broken to say gets) the key waits until the entry is settled.
 func TestPoisonOrderedHead(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, skip := range []bool{true, false} {
-		t.Run(map[bool]string{true: "skip", false: "block"}[skip], func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		skip    bool
+		garbage bool
+	}{{"skip", true, false}, {"block", false, false}, {"garbage", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 			ctx := t.Context()
 			var evs []*storage.Event
 			for _, id := range []string{"evt_poison", "evt_next"} {
 				ev := storagetest.NewEvent("stripe", id)
-				ev.Destination, ev.OrderKey, ev.OrderSkip = "crm", "cus_1", skip
+				ev.Destination, ev.OrderKey, ev.OrderSkip = "crm", "cus_1", tc.skip
 				if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
 					t.Fatal(err)
 				}
 				evs = append(evs, ev)
 			}
 			raw := `{"id":"` + evs[0].ID + `","event_id":"evt_poison","source":"stripe","destination":"crm","upstream":"http://127.0.0.1:1/","dedupe":"yes",` +
-				`"order_key":"cus_1","order_skip":` + fmt.Sprint(skip) + `}`
+				`"order_key":"cus_1","order_skip":` + fmt.Sprint(tc.skip) + `}`
+			if tc.garbage {
+				raw = "\x00garbage"
+			}
 			id := storage.DeliveryID(evs[0].ID, "crm")
 			if err := s.c.HSet(ctx, s.partitionForEvent(evs[0]).ev(id), "ev", raw).Err(); err != nil {
 				t.Fatal(err)
 			}
+			blocks := !tc.skip || tc.garbage
 			now := time.Now().Add(time.Second)
 			if jobs, err := s.Lease(ctx, now, 10, time.Minute, nil); err != nil || len(jobs) != 0 {
 				t.Fatalf("Lease meeting the poison head: %d jobs, %v", len(jobs), err)
@@ -146,15 +158,15 @@ func TestPoisonOrderedHead(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no DLQ entry for the poison head: %v", err)
 			}
-			wantWaiting := map[bool]int{true: 0, false: 1}[skip]
+			wantWaiting := map[bool]int{true: 1, false: 0}[blocks]
 			if e.OrderKey != "cus_1" || e.Destination != "crm" || e.Waiting != wantWaiting {
 				t.Errorf("entry: order key %q, destination %q, waiting %d; want cus_1, crm, %d", e.OrderKey, e.Destination, e.Waiting, wantWaiting)
 			}
 			jobs, err := s.Lease(ctx, now, 10, time.Minute, nil)
-			if err != nil || len(jobs) != map[bool]int{true: 1, false: 0}[skip] {
+			if err != nil || len(jobs) != map[bool]int{true: 0, false: 1}[blocks] {
 				t.Fatalf("Lease after the poison head: %d jobs, %v", len(jobs), err)
 			}
-			if !skip {
+			if blocks {
 				if err := s.DLQSetStatus(ctx, id, storage.DLQDiscarded, "", now); err != nil {
 					t.Fatal(err)
 				}

@@ -32,20 +32,24 @@ func (s *Store) poison(ctx context.Context, row any, cause error) {
 			attempts = att
 		}
 	}
-	// the fields the lease did not return: the source (the job's lane)
-	// and the claim key (storage.ClaimKey)
-	vals, err := s.c.HMGet(ctx, p.ev(id), "src", "ck").Result()
-	if err != nil || len(vals) != 2 {
+	// the fields the lease did not return: the source (the job's lane),
+	// the claim key (storage.ClaimKey) and an ordered job's chain
+	vals, err := s.c.HMGet(ctx, p.ev(id), "src", "ck", "chain").Result()
+	if err != nil || len(vals) != 3 {
 		return
 	}
 	src, _ := vals[0].(string)
 	ck, _ := vals[1].(string)
+	chain, _ := vals[2].(string)
 	job := &storage.Job{Event: ev, Attempts: attempts, Lease: token}
 	if src != "" {
 		job.Source = src
 	}
 	if _, eventID, ok := storage.SplitClaimKey(ck); ok && eventID != "" {
 		job.EventID = eventID
+	}
+	if key, ok := storage.OrderKeyOfChain(storage.LaneOf(&job.Event), chain); ok && job.OrderKey == "" {
+		job.OrderKey = key // a chained job keeps its key: its entry must be able to release it
 	}
 	_ = s.Finish(ctx, job, storage.Outcome{Result: storage.Dead, Error: storage.PoisonError(cause, rawPayload)})
 }
