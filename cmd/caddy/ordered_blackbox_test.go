@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,12 +17,16 @@ import (
 )
 
 // orderedUpstream is the user's app for the ordering tests: it fails 30%
-// of the requests at random (503, retried), and records, for every key,
-// the events in the order they were first delivered successfully and how
-// many deliveries of one key were ever in flight at once.
+// of the requests at random (503, retried), never five in a row (five
+// consecutive failures would open the upstream's circuit breaker for 10s,
+// tested on its own elsewhere, and only stretch the run), and records, for
+// every key, the events in the order they were first delivered
+// successfully and how many deliveries of one key were ever in flight at
+// once.
 type orderedUpstream struct {
 	*httptest.Server
 	mu        sync.Mutex
+	failRun   int // consecutive failures answered
 	inFlight  map[string]int
 	maxFlight map[string]int
 	first     map[string][]int // key -> seq of first successful deliveries
@@ -45,8 +50,13 @@ func newOrderedUpstream(t *testing.T) *orderedUpstream {
 		u.maxFlight[ev.Key] = max(u.maxFlight[ev.Key], u.inFlight[ev.Key])
 		u.mu.Unlock()
 		time.Sleep(2 * time.Millisecond) // long enough for a second delivery of the key to overlap
-		fail := rand.Float64() < 0.3
 		u.mu.Lock()
+		fail := rand.Float64() < 0.3 && u.failRun < 4
+		if fail {
+			u.failRun++
+		} else {
+			u.failRun = 0
+		}
 		u.inFlight[ev.Key]--
 		id := r.Header.Get("Webhook-Id")
 		if !fail && !u.done[id] {
@@ -65,11 +75,12 @@ func newOrderedUpstream(t *testing.T) *orderedUpstream {
 }
 
 // sendOrdered posts events 0..n-1 of each key, one key per goroutine and
-// one event at a time (each waits for the one before to be answered, so
-// the acceptance order of a key is its seq order), to the ports in turn; a
-// request that fails or gets no 202 is sent again (to the next port), as a
-// provider resends. It returns the seqs accepted per key, in order.
-func sendOrdered(t *testing.T, ports []int, keys []string, n int) map[string][]int {
+// one event at a time, 10ms apart (each waits for the one before to be
+// answered, so the acceptance order of a key is its seq order), to the
+// ports in turn; a request that fails or gets no 202 is sent again (to the
+// next port), as a provider resends. It counts the accepted events in
+// count, and returns the seqs accepted per key, in order.
+func sendOrdered(t *testing.T, ports []int, keys []string, n int, count *atomic.Int64) map[string][]int {
 	var mu sync.Mutex
 	accepted := map[string][]int{}
 	var wg sync.WaitGroup
@@ -102,6 +113,8 @@ func sendOrdered(t *testing.T, ports []int, keys []string, n int) map[string][]i
 						mu.Lock()
 						accepted[key] = append(accepted[key], seq)
 						mu.Unlock()
+						count.Add(1)
+						time.Sleep(10 * time.Millisecond)
 						break
 					}
 					time.Sleep(50 * time.Millisecond)
@@ -173,10 +186,15 @@ func TestOrderedTwoNodesRedis(t *testing.T) {
 		ports = append(ports, httpP)
 	}
 	done := make(chan map[string][]int)
-	go func() { done <- sendOrdered(t, ports, []string{"a", "b", "c"}, 100) }()
-	time.Sleep(1500 * time.Millisecond)
+	var count atomic.Int64
+	go func() { done <- sendOrdered(t, ports, []string{"a", "b", "c"}, 100, &count) }()
+	time.Sleep(500 * time.Millisecond)
 	nodes[0].kill()
+	killedAt := count.Load()
 	accepted := <-done
+	if killedAt == 0 || killedAt >= 300 {
+		t.Fatalf("%d events accepted at the kill: the test did not kill mid-run", killedAt)
+	}
 	checkOrdered(t, up, accepted, 120*time.Second)
 	nodes[1].kill()
 }
@@ -190,11 +208,16 @@ func TestOrderedKill9Embedded(t *testing.T) {
 	cfg := writeConfig(t, dir, adminP, httpP, up.URL, "", orderedConfig)
 	n1 := startNode(t, dir, cfg, adminP, httpP)
 	done := make(chan map[string][]int)
-	go func() { done <- sendOrdered(t, []int{httpP}, []string{"a", "b", "c"}, 100) }()
-	time.Sleep(1500 * time.Millisecond)
+	var count atomic.Int64
+	go func() { done <- sendOrdered(t, []int{httpP}, []string{"a", "b", "c"}, 100, &count) }()
+	time.Sleep(500 * time.Millisecond)
 	n1.kill()
+	killedAt := count.Load()
 	n2 := startNode(t, dir, cfg, adminP, httpP) // the senders resend what the kill cut off
 	accepted := <-done
+	if killedAt == 0 || killedAt >= 300 {
+		t.Fatalf("%d events accepted at the kill: the test did not kill mid-run", killedAt)
+	}
 	checkOrdered(t, up, accepted, 120*time.Second)
 	n2.kill()
 }

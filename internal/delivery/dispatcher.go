@@ -457,8 +457,11 @@ func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
 			zap.String("id", job.ID), zap.String("source", job.Source), zap.Error(err))
 		return
 	}
-	if out.Result == storage.Retry || (out.Result == storage.Release && !out.Due.After(time.Now().Add(pausedRecheck/2))) {
-		d.Notify() // the loop may be sleeping past the new due time
+	if out.Result == storage.Retry || (out.Result == storage.Release && !out.Due.After(time.Now().Add(pausedRecheck/2))) ||
+		(storage.ChainOf(&job.Event) != "" && storage.PopsChain(&job.Event, out.Result)) {
+		// the loop may be sleeping past the new due time, or past the
+		// next delivery of an ordered key, due now
+		d.Notify()
 	}
 	if out.Result != storage.Release && d.cfg.OnResult != nil {
 		rep.Error = out.Error

@@ -53,6 +53,9 @@ func (a *App) SetDeadStatus(ctx context.Context, id string, status storage.DLQSt
 	if err := st.DLQSetStatus(ctx, id, status, text, time.Now()); err != nil {
 		return err
 	}
+	if storage.ReleasesChain(status) {
+		a.Notify() // a settled head of an ordered key lets the next go now
+	}
 	a.auditEntry(ctx, st, string(status), id, zap.String("note", text))
 	return nil
 }
