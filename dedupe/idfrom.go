@@ -197,6 +197,10 @@ func (q *Request) json() any {
 	return q.doc
 }
 
+// JSON is the decoded JSON body (json.Number for numbers; nil when the
+// body is not JSON, or is JSON null), decoded once for every reader.
+func (q *Request) JSON() any { return q.json() }
+
 // ID is the event ID the rules find, trying them in order, or "" when
 // none matches; it is normalized (see Normalize).
 func (q *Request) ID(rules []Rule, now time.Time) string {
