@@ -27,6 +27,12 @@ const (
 	KindConst = "const"
 )
 
+// IsFieldKind reports whether kind names one field of a request (header,
+// json or form): the kinds that routing conditions and order keys read.
+func IsFieldKind(kind string) bool {
+	return kind == KindHeader || kind == KindJSON || kind == KindForm
+}
+
 // Rule is one id_from rule: where to find a webhook's event ID.
 //
 //	header <name>
