@@ -39,7 +39,7 @@ var (
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bChains, bWaiting}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bPayloads, bChains, bWaiting}
 
 // record is an event as stored in bEvents.
 type record struct {
