@@ -15,21 +15,27 @@ import (
 // stored as before destinations existed.
 var bDeliveries = []byte("deliveries")
 
-// The payload records of events with several deliveries, written by
-// Enqueue with the jobs (storage.SharePayload), removed with the event's
-// last record (lastDelivery):
+// The payload records of events with several deliveries live in bEvents
+// beside their jobs, written by Enqueue with them (storage.SharePayload)
+// and removed with the event's last record (lastDelivery):
 //
-//	event id (storage.PayloadID) -> storage.EncodePayload(headers, body)
+//	event id \x00 -> storage.EncodePayload(headers, body)
 //
-// An event with one delivery has none: its job keeps its own body.
-var bPayloads = []byte("payloads")
+// The key sorts between the event's default delivery's ("<event id>") and
+// its other deliveries' ("<event id>~<destination>"), so that an event's
+// records share a page (one page written per event, not one per bucket);
+// no job ID holds a NUL byte, and nothing walks bEvents. An event with one
+// delivery has none: its job keeps its own body.
+
+// payloadKey is the key of event id's payload record (storage.PayloadID).
+func payloadKey(id string) []byte { return []byte(id + "\x00") }
 
 // putPayload writes event id's payload record, if it has one.
 func putPayload(tx *bolt.Tx, id string, payload []byte) error {
 	if payload == nil {
 		return nil
 	}
-	return tx.Bucket(bPayloads).Put([]byte(id), payload)
+	return tx.Bucket(bEvents).Put(payloadKey(id), payload)
 }
 
 // joinPayload gives ev, a stored job, the body and headers of its event's
@@ -38,7 +44,7 @@ func joinPayload(tx *bolt.Tx, ev *storage.Event) error {
 	if !ev.SharedPayload {
 		return nil
 	}
-	return storage.JoinPayload(ev, tx.Bucket(bPayloads).Get([]byte(storage.PayloadID(ev.ID))))
+	return storage.JoinPayload(ev, tx.Bucket(bEvents).Get(payloadKey(storage.PayloadID(ev.ID))))
 }
 
 // destinationsOf reads event id's deliveries index (nil: none).
@@ -69,7 +75,7 @@ func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
 	if ds == nil {
 		return true, nil
 	}
-	if err := tx.Bucket(bPayloads).Delete([]byte(storage.PayloadID(id))); err != nil {
+	if err := tx.Bucket(bEvents).Delete(payloadKey(storage.PayloadID(id))); err != nil {
 		return false, err
 	}
 	return true, tx.Bucket(bDeliveries).Delete([]byte(ev))

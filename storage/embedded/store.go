@@ -26,7 +26,7 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 // Bucket names. Index keys start with an 8-byte big-endian Unix-nano time so
 // that cursors walk them in time order.
 var (
-	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record
+	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record; event id \x00 -> payload record (deliveries.go)
 	bInFlight = []byte("inflight") // id -> nil: leased jobs
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
@@ -39,7 +39,7 @@ var (
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bPayloads, bChains, bWaiting}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bChains, bWaiting}
 
 // record is an event as stored in bEvents.
 type record struct {
