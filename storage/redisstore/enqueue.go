@@ -148,10 +148,12 @@ for i = 0, n - 1 do
 	else
 		redis.call('ZADD', KEYS[7 + 2 * i], due, id)
 	end
-	local f = {'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7]}
-	if chain ~= '' then f[#f + 1] = 'chain'; f[#f + 1] = chain end
-	if pl then f[#f + 1] = 'pl'; f[#f + 1] = pl end
-	redis.call('HSET', k, unpack(f))
+	if pl then
+		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'pl', pl)
+	else
+		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+	end
+	if chain ~= '' then redis.call('HSET', k, 'chain', chain) end
 	lanes[i + 1] = lane
 end
 redis.call('SADD', KEYS[4], unpack(lanes))
