@@ -204,3 +204,32 @@ func FuzzMSGraphValidationToken(f *testing.F) {
 		}
 	})
 }
+
+// TestMSGraphNoDefaultID: why msgraph has no default id. Two distinct
+// reauthorizationRequired notifications of one subscription are
+// byte-identical in the corpus (as Graph sends them, repeatedly), so a
+// hash of the bytes would answer the second "already processed" and
+// drop it; with no rule each gets a generated id.
+func TestMSGraphNoDefaultID(t *testing.T) {
+	var same []corpusSample
+	for _, s := range loadCorpus(t) {
+		if s.Scheme == "msgraph" && s.File == "msgraph/lifecycle_reauthorizationRequired.json" {
+			same = append(same, s)
+		}
+	}
+	if len(same) != 2 || same[0].Event == same[1].Event || string(same[0].body) != string(same[1].body) {
+		t.Fatalf("want two distinct byte-identical notifications, got %d", len(same))
+	}
+	raw := []IDRule{idRawHash()}
+	if a, b := extractDefault(rulesOnly(raw), same[0], conformanceNow), extractDefault(rulesOnly(raw), same[1], conformanceNow); a != b {
+		t.Fatalf("raw_hash differs (%s, %s): the premise no longer holds", a, b)
+	}
+	if rules := (&MSGraph{}).DefaultIDFrom(); len(rules) != 0 {
+		t.Fatalf("default id rules %q", ruleStrings(rules))
+	}
+}
+
+// rulesOnly is an IDDefaulter returning rules.
+type rulesOnly []IDRule
+
+func (r rulesOnly) DefaultIDFrom() []IDRule { return r }
