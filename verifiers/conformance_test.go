@@ -148,6 +148,7 @@ var conformanceSchemes = []*conformance{{
 	// the clientState is in the body; there is no header
 	label: "msgraph", names: []string{"msgraph"},
 	keys: [2]string{graphState, "anotherClientState"}, body: graphBody(graphState), bodyOf: graphBody,
+	bench: graphBenchBody(),
 	sign: func(_ testing.TB, _ string, _ []byte, _ time.Time) *http.Request {
 		return newRequest("Content-Type", "application/json; charset=utf-8")
 	},
@@ -845,6 +846,14 @@ func fuzzBodyHMAC(f *testing.F, v Verifier, header, prefix string, enc Encoding,
 			t.Fatalf("accepted %q, only %q is valid", sig, want)
 		}
 	}, secret)
+}
+
+// graphBenchBody is a 1 KiB Graph notification collection carrying
+// graphState.
+func graphBenchBody() []byte {
+	b := []byte(graphBody(graphState))
+	pad := `,"pad":"` + strings.Repeat("x", 1024-len(b)-len(`,"pad":""`)) + `"`
+	return append(b[:len(b)-1], append([]byte(pad), '}')...)
 }
 
 // verifierBenchBody is a 1 KiB JSON event body.
