@@ -26,7 +26,8 @@ import (
 // "payload":{"plainToken":"..."}}. Once its signature is verified,
 // HandshakePOST answers it with 200 and {"plainToken": <the same>,
 // "encryptedToken": <lowercase hex HMAC-SHA256 of plainToken>}, keyed with
-// the first configured secret, and it is never queued (see HandshakePOST
+// the secret that signed the request (so a rotation answers with the
+// Secret Token Zoom holds now), and it is never queued (see HandshakePOST
 // for the tokens it answers).
 //
 // Zoom documents no per-notification id (x-zm-trackingid is described
@@ -36,8 +37,8 @@ import (
 // (5, 20 and 60 minutes later) resends the same body.
 type Zoom struct {
 	// TimestampedConfig holds the app's Secret Tokens (plain strings; the
-	// first one that resolves to something answers url_validation) and
-	// the tolerance (default 5m).
+	// one that signed a url_validation request answers it) and the
+	// tolerance (default 5m).
 	TimestampedConfig
 
 	keys      [][]byte
@@ -136,8 +137,21 @@ func (z *Zoom) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte
 	handshakeJSON(w, http.StatusOK, struct {
 		PlainToken     string `json:"plainToken"`
 		EncryptedToken string `json:"encryptedToken"`
-	}{tok, signHMAC(sha256.New, z.keys[0], EncodingHex, []byte(tok))})
+	}{tok, signHMAC(sha256.New, z.signingKey(r, body), EncodingHex, []byte(tok))})
 	return true
+}
+
+// signingKey returns the configured secret that signed the request (the
+// ingress verified that one did), or the first one.
+func (z *Zoom) signingKey(r *http.Request, body []byte) []byte {
+	sig := strings.TrimPrefix(r.Header.Get(ZoomSignatureHeader), "v0=")
+	ts := r.Header.Get(ZoomTimestampHeader)
+	for _, k := range z.keys {
+		if CheckHMAC(sha256.New, [][]byte{k}, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body) == nil {
+			return k
+		}
+	}
+	return z.keys[0]
 }
 
 // validZoomPlainToken reports whether tok may be answered: 1 to

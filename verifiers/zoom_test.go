@@ -124,6 +124,23 @@ func TestZoomHandshake(t *testing.T) {
 			}
 		})
 	}
+	// rotation: the secret that signed the challenge answers it
+	t.Run("answered with the signing secret", func(t *testing.T) {
+		for _, key := range []string{zoomSecret, "second secret"} {
+			r := newRequest(ZoomTimestampHeader, zoomValidationTS, ZoomSignatureHeader, zoomSign(key, zoomValidationTS, zoomValidationBody))
+			w := httptest.NewRecorder()
+			if !z.HandshakePOST(w, r, []byte(zoomValidationBody)) {
+				t.Fatal("not answered")
+			}
+			var answer map[string]string
+			if err := json.Unmarshal(w.Body.Bytes(), &answer); err != nil {
+				t.Fatal(err)
+			}
+			if want := EncodingHex.Encode(hmacOf(sha256.New, []byte(key), []byte("qgg8vlvZRS6UYooatFL8Aw"))); answer["encryptedToken"] != want {
+				t.Fatalf("signed with %q: encryptedToken %s, want %s", key, answer["encryptedToken"], want)
+			}
+		}
+	})
 	// no GET handshake
 	w := httptest.NewRecorder()
 	if z.HandshakeGET(w, httptest.NewRequest(http.MethodGet, "/?plainToken=x", nil)) || w.Body.Len() != 0 {
