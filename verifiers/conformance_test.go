@@ -101,6 +101,11 @@ var conformanceSchemes = []*conformance{{
 	header: StripeSignatureHeader, malformed: "bad_header", // stripe-node's
 	timestamped: true, tolerance: 5 * time.Minute,
 	defaultIDs: []string{"json id"},
+	caddyfile: []caddyfileCase{
+		{name: "header", input: "stripe a {\n header Calendly-Webhook-Signature\n tolerance 3m\n}", json: `{"secrets":["a"],"tolerance":180000000000,"header":"Calendly-Webhook-Signature"}`},
+		{name: "header without value", input: "stripe a {\n header\n}", wantErr: true},
+		{name: "header twice", input: "stripe a {\n header A\n header B\n}", wantErr: true},
+	},
 }, {
 	label: "slack", names: []string{"slack"},
 	keys: [2]string{slackVecSecret, "another signing secret"}, body: slackVecBody,

@@ -55,6 +55,14 @@ func bodySigner(header, prefix string, enc func(func() hash.Hash, string, ...str
 	}
 }
 
+// stripeFormat signs "t=<ts>,v1=<hex HMAC-SHA256 of ts.body>" into header.
+func stripeFormat(header string) func(string, string, time.Time) ([]string, string) {
+	return func(secret, body string, ts time.Time) ([]string, string) {
+		at := strconv.FormatInt(ts.Unix(), 10)
+		return []string{header, "t=" + at + ",v1=" + hexHMAC(sha256.New, secret, at, ".", body)}, body
+	}
+}
+
 // svixSigner signs as Svix / Standard Webhooks do, with the header names
 // of prefix (svix- or webhook-).
 func svixSigner(prefix string) func(string, string, time.Time) ([]string, string) {
@@ -120,6 +128,12 @@ var providerCases = []providerCase{
 	{recipe: "coinbase", doc: "https://docs.cdp.coinbase.com/commerce-onchain/docs/webhooks-security",
 		secret: "coinbase-shared-secret", body: `{"id":1,"event":{"id":"24934862-d980-46cb-9402-43c81b0cdba6","type":"charge:created"}}`,
 		sign: bodySigner("X-CC-Webhook-Signature", "", hexHMAC, sha256.New)},
+	{recipe: "calendly", doc: "https://developer.calendly.com/api-docs/4c305798a61d3-webhook-signatures",
+		secret: "calendly-signing-key", body: `{"created_at":"2020-11-23T17:51:19.000000Z","created_by":"https://api.calendly.com/users/AAAAAAAAAAAAAAAA","event":"invitee.created","payload":{}}`, timestamped: true,
+		sign: stripeFormat("Calendly-Webhook-Signature")},
+	{recipe: "mux", doc: "https://docs.mux.com/core/verify-webhook-signatures",
+		secret: "mux-webhook-secret", body: `{"type":"video.asset.ready","id":"3a56ac3d-33da-4366-855b-f592d898409d","data":{}}`, timestamped: true,
+		sign: stripeFormat("Mux-Signature")},
 	{recipe: "zoom", doc: "https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events",
 		secret: zoomSecret, body: zoomBody, timestamped: true,
 		sign: func(secret, body string, ts time.Time) ([]string, string) {
@@ -278,5 +292,23 @@ func TestProviderRecipes(t *testing.T) {
 	slices.Sort(untested)
 	if len(untested) > 0 {
 		t.Errorf("recipes without a test: %v", untested)
+	}
+}
+
+// TestStripeHeaderOption: with header set, only that header is read, and
+// the default id is none (the body is another provider's).
+func TestStripeHeaderOption(t *testing.T) {
+	v := mustLoad(t, "stripe", `{"secrets":["k"],"header":"Mux-Signature"}`)
+	now := time.Unix(1700000000, 0)
+	hdr, body := stripeFormat("Mux-Signature")("k", `{"id":"e1"}`, now)
+	checkErr(t, v.Verify(newRequest(hdr...), []byte(body), now), nil)
+	hdr, _ = stripeFormat(StripeSignatureHeader)("k", body, now)
+	checkErr(t, v.Verify(newRequest(hdr...), []byte(body), now), ErrFormat)
+	if rules := v.(IDDefaulter).DefaultIDFrom(); len(rules) != 0 {
+		t.Fatalf("default id %q with another provider's header", ruleStrings(rules))
+	}
+	same := mustLoad(t, "stripe", `{"secrets":["k"],"header":"stripe-signature"}`)
+	if got := ruleStrings(same.(IDDefaulter).DefaultIDFrom()); len(got) != 1 || got[0] != "json id" {
+		t.Fatalf("default id %q with Stripe's own header", got)
 	}
 }
