@@ -27,6 +27,12 @@ const (
 	KindConst = "const"
 )
 
+// IsFieldKind reports whether kind names one field of a request (header,
+// json or form): the kinds that routing conditions and order keys read.
+func IsFieldKind(kind string) bool {
+	return kind == KindHeader || kind == KindJSON || kind == KindForm
+}
+
 // Rule is one id_from rule: where to find a webhook's event ID.
 //
 //	header <name>
@@ -196,6 +202,10 @@ func (q *Request) json() any {
 	}
 	return q.doc
 }
+
+// JSON is the decoded JSON body (json.Number for numbers; nil when the
+// body is not JSON, or is JSON null), decoded once for every reader.
+func (q *Request) JSON() any { return q.json() }
 
 // ID is the event ID the rules find, trying them in order, or "" when
 // none matches; it is normalized (see Normalize).

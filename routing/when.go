@@ -28,9 +28,7 @@ type Condition struct {
 
 // Validate checks the condition as the Caddyfile parser does.
 func (c Condition) Validate() error {
-	switch c.Kind {
-	case dedupe.KindJSON, dedupe.KindHeader, dedupe.KindForm:
-	default:
+	if !dedupe.IsFieldKind(c.Kind) {
 		return fmt.Errorf("when: kind must be json, header or form, got %q", c.Kind)
 	}
 	if c.Path == "" {

@@ -43,6 +43,9 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		dedupe_window 24h
 //		max_body 1MB
 //		require_json
+//		schema <file>                       # JSON Schema (2020-12): else 400 INVALID_PAYLOAD
+//		allow_ips <ip|cidr>...              # repeatable; placeholders allowed: else 403 FORBIDDEN
+//		accept_rate <n>/<s|m|h|duration>    # requests accepted per window on this node: else 429
 //		timeout 10s                         # per delivery attempt; default 10s, at most half the lease
 //		retry {
 //			max_attempts 10                 # total attempts, first included
@@ -139,6 +142,28 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := h.DeliveryOptions.parse(d, opt); err != nil {
 				return err
 			}
+		case "allow_ips":
+			ranges := d.RemainingArgs()
+			if len(ranges) == 0 {
+				return d.Err("allow_ips wants one or more IPs or CIDR ranges (placeholders allowed)")
+			}
+			h.AllowIPs = append(h.AllowIPs, ranges...)
+		case "accept_rate":
+			s, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
+			}
+			rl, err := parseRate(s)
+			if err != nil {
+				return d.Errf("accept_rate: %v", err)
+			}
+			h.AcceptRate = rl
+		case "schema":
+			path, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
+			}
+			h.Schema = path
 		case "destination":
 			dest, err := parseDestination(d)
 			if err != nil {

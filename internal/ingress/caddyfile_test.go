@@ -284,6 +284,15 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "ordered on_dead other", input: ingressBlock("ordered json k {", "on_dead retry", "}"), wantErr: `on_dead must be block or skip, got "retry"`},
 		{name: "ordered unknown option", input: ingressBlock("ordered json k {", "window 1m", "}"), wantErr: `unrecognized ordered option "window"`},
 
+		// edge protection
+		{name: "allow_ips", input: ingressBlock("allow_ips 3.18.12.63/32 3.130.192.0/26", "allow_ips {env.STRIPE_IPS}"),
+			want: &Ingress{Source: "src", AllowIPs: []string{"3.18.12.63/32", "3.130.192.0/26", "{env.STRIPE_IPS}"}}},
+		{name: "allow_ips empty", input: ingressBlock("allow_ips"), wantErr: "allow_ips wants one or more IPs or CIDR ranges"},
+		{name: "accept_rate", input: ingressBlock("accept_rate 1000/m"), want: &Ingress{Source: "src", AcceptRate: &RateLimit{Events: 1000, Interval: dur(time.Minute)}}},
+		{name: "accept_rate bad", input: ingressBlock("accept_rate fast"), wantErr: "accept_rate: want <n>/<s|m|h>"},
+		{name: "schema", input: ingressBlock("schema /etc/caddy/schemas/order.json"), want: &Ingress{Source: "src", Schema: "/etc/caddy/schemas/order.json"}},
+		{name: "schema two files", input: ingressBlock("schema a.json b.json"), wantErr: "wrong argument count"},
+
 		// destinations
 		{name: "destination without block", input: ingressBlock("destination billing http://127.0.0.1:9100/"),
 			want: &Ingress{Source: "src", Destinations: []Destination{{Name: "billing", URL: "http://127.0.0.1:9100/"}}}},

@@ -73,9 +73,7 @@ func (c *OrderedConfig) check() error {
 	if c == nil {
 		return nil
 	}
-	switch c.Kind {
-	case dedupe.KindHeader, dedupe.KindJSON, dedupe.KindForm:
-	default:
+	if !dedupe.IsFieldKind(c.Kind) {
 		return fmt.Errorf("ordered: the key is found by header, json or form, got %q", c.Kind)
 	}
 	if c.Arg == "" {

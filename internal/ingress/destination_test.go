@@ -1,46 +1,44 @@
 package ingress
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/storage"
 )
 
-// provisionErr provisions a source from its JSON config and returns the
-// error.
-func provisionErr(t *testing.T, raw string) error {
+// provisionCase is a source's JSON config and what provisioning says
+// (wantErr "": no error; else a part of the error).
+type provisionCase struct {
+	name, config, wantErr string
+}
+
+// checkProvision provisions head+config of each case and checks the error.
+func checkProvision(t *testing.T, head string, cases []provisionCase) {
 	t.Helper()
-	apps := caddy.ModuleMap{"webhooks": json.RawMessage(`{"storage":{"module":"embedded","path":` +
-		strconv.Quote(filepath.Join(t.TempDir(), "events.db")) + `}}`)}
-	ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: apps})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range cases {
+		h, err := loadSource(t, head+tc.config)
+		if err == nil {
+			h.Cleanup()
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
+		}
 	}
-	mod, err := ctx.LoadModuleByID("http.handlers.webhook_ingress", json.RawMessage(raw))
-	if err == nil {
-		mod.(*Ingress).Cleanup()
-	}
-	return err
 }
 
 // TestDestinationConfig: what provisioning refuses, each with its reason.
 func TestDestinationConfig(t *testing.T) {
-	const head = `{"source":"s","verify":{"scheme":"none"}`
-	for _, tc := range []struct {
-		name, config, wantErr string
-	}{
+	checkProvision(t, `{"source":"s","verify":{"scheme":"none"}`, []provisionCase{
 		{"forward_to alone", `,"forward_to":"http://127.0.0.1:1/"}`, ""},
 		{"destinations alone", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/a"}]}`, ""},
 		{"default named without forward_to", `,"destinations":[{"name":"default","url":"http://127.0.0.1:1/","events":["x.*"]}]}`, ""},
@@ -68,15 +66,7 @@ func TestDestinationConfig(t *testing.T) {
 			"destination a: ordered: on_dead must be block or skip"},
 		{"timeout beyond the lease", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","timeout":"2m"}]}`,
 			"destination a: timeout 2m0s must be shorter than the webhooks lease"},
-	} {
-		err := provisionErr(t, head+tc.config)
-		switch {
-		case tc.wantErr == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
-		}
-	}
+	})
 }
 
 // TestDestinationOptionsOverride: a destination's option replaces the

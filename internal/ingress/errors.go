@@ -15,6 +15,8 @@ const (
 	CodeUnauthorized           = "UNAUTHORIZED"
 	CodeInvalidTimestamp       = "INVALID_TIMESTAMP"
 	CodeInvalidJSON            = "INVALID_JSON"
+	CodeInvalidPayload         = "INVALID_PAYLOAD"
+	CodeForbidden              = "FORBIDDEN"
 	CodeBadRequest             = "BAD_REQUEST"
 	CodeServiceUnavailable     = "SERVICE_UNAVAILABLE"
 	CodeRateLimitExceeded      = "RATE_LIMIT_EXCEEDED"

@@ -156,6 +156,13 @@ func TestFanOut(t *testing.T) {
 	if got := metricValue(t, ignored); got != before+1 {
 		t.Errorf("%s = %v, want %v", ignored, got, before+1)
 	}
+	// the stats count it as ignored, not as rejected
+	waitFor(t, func() bool { // stats reach the store every 2s
+		_, st := admin(t, "GET", "/webhooks/stats", "")
+		src, _ := st["sources"].(map[string]any)["fan"].(map[string]any)
+		at, _ := src["all_time"].(map[string]any)
+		return at["ignored"] == float64(1) && at["rejected"] == float64(0) && at["received"] == float64(4)
+	})
 }
 
 // metricValue is the value of one series of /metrics (0 when absent).

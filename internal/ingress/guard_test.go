@@ -81,6 +81,17 @@ func TestGuardBoundedMemory(t *testing.T) {
 // a reload does: each config gets its own app and handlers).
 func provisionSource(t *testing.T, raw string) *Ingress {
 	t.Helper()
+	h, err := loadSource(t, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// loadSource provisions a source from its JSON config, with a webhooks app
+// on an embedded store of the test's own.
+func loadSource(t *testing.T, raw string) (*Ingress, error) {
+	t.Helper()
 	apps := caddy.ModuleMap{"webhooks": json.RawMessage(`{"storage":{"module":"embedded","path":` +
 		strconv.Quote(filepath.Join(t.TempDir(), "events.db")) + `}}`)}
 	ctx, err := caddy.ProvisionContext(&caddy.Config{AppsRaw: apps})
@@ -89,9 +100,9 @@ func provisionSource(t *testing.T, raw string) *Ingress {
 	}
 	mod, err := ctx.LoadModuleByID("http.handlers.webhook_ingress", json.RawMessage(raw))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return mod.(*Ingress)
+	return mod.(*Ingress), nil
 }
 
 // TestGuardSharedAcrossReloads: a reload (a new provision of the same

@@ -19,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -76,6 +77,21 @@ type Ingress struct {
 	RequireJSON bool `json:"require_json,omitempty"`
 	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
 	AckStatus int `json:"ack_status,omitempty"`
+	// AllowIPs, when set, lists the client IPs and CIDR ranges allowed to
+	// send to the source ({env.*} and {file.*} placeholders resolved in
+	// Provision, each may hold several, space- or comma-separated); any other
+	// client gets 403 FORBIDDEN before its body is read. The client IP is
+	// Caddy's, so the server's trusted_proxies apply.
+	AllowIPs []string `json:"allow_ips,omitempty"`
+	// AcceptRate caps the requests the source accepts on this node: up to
+	// Events at once, refilled at Events per Interval; beyond it, 429
+	// RATE_LIMIT_EXCEEDED with Retry-After, before the body is read.
+	AcceptRate *RateLimit `json:"accept_rate,omitempty"`
+	// Schema is the path of a JSON Schema (draft 2020-12 unless its
+	// "$schema" says otherwise) every verified body must satisfy: else 400
+	// INVALID_PAYLOAD naming the first violation; never stored. A body that
+	// is not JSON is 400 INVALID_JSON.
+	Schema string `json:"schema,omitempty"`
 	// BlockFailures answers 429 to a client IP failing signature checks
 	// too often (default: 20 in 1m, blocked for 5m).
 	BlockFailures *BlockConfig `json:"block_failures,omitempty"`
@@ -97,7 +113,11 @@ type Ingress struct {
 	// secretHeaders carry the scheme's secret itself: dropped once verified
 	secretHeaders []string
 	guard         *guard
-	guardKey      string // the key of guard in guardPool, released in Cleanup
+	guardKey      string                   // the key of guard in guardPool, released in Cleanup
+	allow         *caddyhttp.MatchClientIP // allow_ips compiled (nil: every client)
+	accept        *acceptLimiter           // accept_rate (nil: none)
+	acceptKey     string                   // the key of accept in acceptPool, released in Cleanup
+	schema        *jsonschema.Schema       // schema compiled (nil: none)
 	app           *webhooks.App
 	rules         []dedupe.Rule
 	typeRules     []dedupe.TypeRule  // compiled type_from, or the verifier's defaults
@@ -151,6 +171,22 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		h.guard, h.guardKey = g, key
 	}
 
+	if h.allow, err = compileAllowIPs(ctx, h.AllowIPs); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
+	if h.AcceptRate != nil {
+		if !h.AcceptRate.valid() {
+			return fmt.Errorf("webhook_ingress %s: accept_rate must be positive", h.Source)
+		}
+		if h.accept, h.acceptKey, err = acquireAcceptLimiter(h.Source, h.AcceptRate); err != nil {
+			return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+		}
+	}
+	if h.Schema != "" {
+		if h.schema, err = compileSchema(h.Schema); err != nil {
+			return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+		}
+	}
 	if h.routes, h.orderRule, err = h.compileRoutes(); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
@@ -227,12 +263,20 @@ func (h *Ingress) source() *webhooks.Source {
 	return src
 }
 
-// Cleanup releases the source's reference on its shared guard.
+// Cleanup releases the source's references on its shared guard and
+// accept limiter.
 func (h *Ingress) Cleanup() error {
 	if h.guardKey != "" {
 		key := h.guardKey
 		h.guardKey = ""
 		if _, err := guardPool.Delete(key); err != nil {
+			return err
+		}
+	}
+	if h.acceptKey != "" {
+		key := h.acceptKey
+		h.acceptKey = ""
+		if _, err := acceptPool.Delete(key); err != nil {
 			return err
 		}
 	}
@@ -253,6 +297,9 @@ func (h *Ingress) Validate() error {
 	if err := h.DeliveryOptions.check(); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
+	if !h.AcceptRate.valid() {
+		return fmt.Errorf("webhook_ingress %s: accept_rate must be positive", h.Source)
+	}
 	for _, d := range h.Destinations {
 		if err := d.DeliveryOptions.check(); err != nil {
 			return fmt.Errorf("webhook_ingress %s: destination %s: %v", h.Source, d.Name, err)
@@ -264,9 +311,15 @@ func (h *Ingress) Validate() error {
 // ServeHTTP implements caddyhttp.MiddlewareHandler. It never calls next:
 // the ingress answers every request of its route.
 func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	if r.Method == http.MethodGet && h.handshakeGET != nil && h.handshakeGET.HandshakeGET(w, r) {
-		h.app.Observe(h.Source, "handshake")
-		return nil
+	if r.Method == http.MethodGet && h.handshakeGET != nil {
+		if !h.allowed(r) { // a challenge is the provider's too
+			h.forbid(w, r)
+			return nil
+		}
+		if h.handshakeGET.HandshakeGET(w, r) {
+			h.app.Observe(h.Source, "handshake")
+			return nil
+		}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -279,7 +332,17 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			"this webhook source is paused; retry later", pausedRetryAfter, nil)
 		return nil
 	}
+	if !h.allowed(r) {
+		h.forbid(w, r)
+		return nil
+	}
 	now := time.Now()
+	if h.accept != nil {
+		if retryAfter, ok := h.accept.take(now); !ok {
+			h.limitAccept(w, retryAfter)
+			return nil
+		}
+	}
 	if r.ContentLength > h.MaxBody {
 		h.tooLarge(w)
 		return nil
@@ -316,13 +379,21 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.app.Observe(h.Source, "handshake")
 		return nil
 	}
-	if h.RequireJSON && !json.Valid(body) {
+	if (h.RequireJSON || h.schema != nil) && !json.Valid(body) {
 		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON", 0, nil)
 		return nil
 	}
 
-	// one decoding of the body for the id, the type and the routing
+	// one decoding of the body for the schema, the id, the type and the routing
 	inspect := dedupe.Inspect(r, body)
+	if h.schema != nil {
+		if err := h.schema.Validate(inspect.JSON()); err != nil {
+			field, reason := violation(err)
+			h.reject(w, http.StatusBadRequest, CodeInvalidPayload, "the payload does not match the source's schema", 0,
+				map[string]any{"field": field, "reason": reason})
+			return nil
+		}
+	}
 	eventID := inspect.ID(h.rules, now)
 	var typ string // found before the store only when a destination filters on it
 	if h.filtered {

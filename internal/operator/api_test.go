@@ -391,7 +391,7 @@ func TestStats(t *testing.T) {
 	api := apiOver(f)
 	// nothing counted yet: the answer as it always was, to the byte
 	w := serve(t, api, "GET", "/webhooks/stats", "")
-	empty := `{"counters":{},"received":0,"duplicates":0,"rejected":0,"delivered":0,"dead":0}`
+	empty := `{"counters":{},"received":0,"duplicates":0,"ignored":0,"rejected":0,"delivered":0,"dead":0}`
 	if want := `{"paused_sources":null,"queue":{"queued":0,"in_flight":0,"dead":0},"sources":{},"total":{"last_hour":` +
 		empty + `,"all_time":` + empty + "}}\n"; w.Body.String() != want {
 		t.Errorf("empty stats\n got %s\nwant %s", w.Body, want)

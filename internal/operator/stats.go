@@ -143,11 +143,11 @@ func summarize(c map[string]int64) WindowStats {
 	if c == nil {
 		c = map[string]int64{}
 	}
-	s := WindowStats{Counters: c, Received: c["accepted"], Duplicates: c["duplicate"],
+	s := WindowStats{Counters: c, Received: c["accepted"], Duplicates: c["duplicate"], Ignored: c["ignored"],
 		Delivered: c["delivered"], Dead: c["dead"]}
 	for name, n := range c {
 		switch name {
-		case "accepted", "duplicate", "handshake", "delivered", "dead", "retry", "attempts":
+		case "accepted", "duplicate", "ignored", "handshake", "delivered", "dead", "retry", "attempts":
 		default:
 			s.Rejected += n // error codes, in lower case
 		}

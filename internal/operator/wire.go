@@ -87,13 +87,16 @@ type Windows struct {
 // from it.
 type WindowStats struct {
 	// Counters are the raw counters: outcomes of the ingress (accepted,
-	// duplicate, handshake, error codes in lower case) and of deliveries
+	// duplicate, ignored, handshake, error codes in lower case) and of deliveries
 	// (delivered, dead, retry, attempts).
 	Counters map[string]int64 `json:"counters"`
 	// Received counts accepted webhooks.
 	Received int64 `json:"received"`
 	// Duplicates counts webhooks answered as duplicates.
 	Duplicates int64 `json:"duplicates"`
+	// Ignored counts verified webhooks no destination takes (answered 200
+	// "ignored", not stored).
+	Ignored int64 `json:"ignored"`
 	// Rejected sums the error codes.
 	Rejected int64 `json:"rejected"`
 	// Delivered counts deliveries the upstream accepted.

@@ -149,15 +149,7 @@ func TestRedriveByDestination(t *testing.T) {
 		{"nowhere", nil},
 	} {
 		t.Run("destination "+tc.dest, func(t *testing.T) {
-			app, err := provisionApp(t, `{}`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer app.Cleanup()
-			st, _ := app.Store()
-			if _, err := st.Enqueue(t.Context(), fanOutEvent("shop", "e1", "default", "billing", "crm"), time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
+			app, st := shopWithThreeDestinations(t)
 			jobs := finishAll(t, app, st, func(string) storage.Result { return storage.Dead })
 
 			f := storage.DLQFilter{Source: "shop", Destination: tc.dest, Status: storage.DLQPending}
@@ -250,15 +242,7 @@ func TestReplayByDestination(t *testing.T) {
 		{"", []string{"billing", "crm", "default"}},
 	} {
 		t.Run("destination "+tc.dest, func(t *testing.T) {
-			app, err := provisionApp(t, `{}`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer app.Cleanup()
-			st, _ := app.Store()
-			if _, err := st.Enqueue(t.Context(), fanOutEvent("shop", "e1", "default", "billing", "crm"), time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
+			app, st := shopWithThreeDestinations(t)
 			jobs := finishAll(t, app, st, func(string) storage.Result { return storage.Delivered })
 			res, err := app.ReplayDelivered(t.Context(), storage.ReplayFilter{Source: "shop", Destination: tc.dest}, false)
 			if err != nil || len(res.Failed) != 0 {
@@ -280,4 +264,20 @@ func TestReplayByDestination(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shopWithThreeDestinations provisions an app (cleaned up with the test)
+// whose store holds event e1 of source shop for default, billing and crm.
+func shopWithThreeDestinations(t *testing.T) (*App, storage.Store) {
+	t.Helper()
+	app, err := provisionApp(t, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Cleanup() })
+	st, _ := app.Store()
+	if _, err := st.Enqueue(t.Context(), fanOutEvent("shop", "e1", "default", "billing", "crm"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return app, st
 }

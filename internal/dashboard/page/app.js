@@ -23,6 +23,16 @@
 		return e;
 	}
 
+	// fieldList empties a <dl> and returns add(name, value), which appends
+	// a row for a value that is there (text only).
+	function fieldList(dl) {
+		dl.replaceChildren();
+		return (k, v) => {
+			if (v === undefined || v === null || v === "") return;
+			dl.append(el("dt", {}, k), el("dd", {}, String(v)));
+		};
+	}
+
 	class APIError extends Error {
 		constructor(status, message) {
 			super(message);
@@ -201,12 +211,7 @@
 		if (!e) return;
 		current = e;
 		$("d-id").textContent = e.id;
-		const fields = $("d-fields");
-		fields.replaceChildren();
-		const add = (k, v) => {
-			if (v === undefined || v === null || v === "") return;
-			fields.append(el("dt", {}, k), el("dd", {}, String(v)));
-		};
+		const add = fieldList($("d-fields"));
 		add("Event ID", e.event_id);
 		add("Source", e.source);
 		add("Destination", destName(e.destination));
@@ -331,12 +336,7 @@
 		}
 		const info = await guard("Looking up the event", () => api("GET", "events/" + encodeURIComponent(source) + "/" + encodeURIComponent(id)));
 		if (!info) return;
-		const fields = $("ev-fields");
-		fields.replaceChildren();
-		const add = (k, v) => {
-			if (v === undefined || v === null || v === "") return;
-			fields.append(el("dt", {}, k), el("dd", {}, String(v)));
-		};
+		const add = fieldList($("ev-fields"));
 		add("ID", info.id);
 		add("Event ID", info.event_id);
 		add("Source", info.source);
