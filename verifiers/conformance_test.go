@@ -93,6 +93,8 @@ var conformanceSchemes = []*conformance{{
 		{name: "url without value", input: "twilio a {\n url\n}", wantErr: true},
 		{name: "url with two values", input: "twilio a {\n url https://a https://b\n}", wantErr: true},
 		{name: "url twice", input: "twilio a {\n url https://a\n url https://b\n}", wantErr: true},
+		{name: "header", input: "twilio a {\n header X-Mandrill-Signature\n url https://hooks.example.com\n}", json: `{"secrets":["a"],"url":"https://hooks.example.com","header":"X-Mandrill-Signature"}`},
+		{name: "header twice", input: "twilio a {\n header A\n header B\n}", wantErr: true},
 	},
 }, {
 	label: "stripe", names: []string{"stripe"},

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"hash"
+	"maps"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -134,6 +136,20 @@ var providerCases = []providerCase{
 	{recipe: "mux", doc: "https://docs.mux.com/core/verify-webhook-signatures",
 		secret: "mux-webhook-secret", body: `{"type":"video.asset.ready","id":"3a56ac3d-33da-4366-855b-f592d898409d","data":{}}`, timestamped: true,
 		sign: stripeFormat("Mux-Signature")},
+	{recipe: "mandrill", doc: "https://mailchimp.com/developer/transactional/guides/track-respond-activity-webhooks/#authenticating-webhook-requests",
+		secret: "mandrill-webhook-key", body: "mandrill_events=" + url.QueryEscape(`[{"event":"send","_id":"exampleaaaaaaaaaaaaaaaaaaaaaaaaa","ts":1365109999}]`),
+		sign: func(secret, body string, _ time.Time) ([]string, string) {
+			// the URL as entered in Mandrill (url + the request's path,
+			// newRequest's /hook), then each parameter's name and value,
+			// names sorted
+			params, _ := url.ParseQuery(body)
+			names := slices.Sorted(maps.Keys(params))
+			msg := "https://hooks.example.com/hook"
+			for _, n := range names {
+				msg += n + params.Get(n)
+			}
+			return []string{"Content-Type", "application/x-www-form-urlencoded", "X-Mandrill-Signature", b64HMAC(sha1.New, secret, msg)}, body
+		}},
 	{recipe: "zoom", doc: "https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events",
 		secret: zoomSecret, body: zoomBody, timestamped: true,
 		sign: func(secret, body string, ts time.Time) ([]string, string) {
@@ -267,7 +283,12 @@ func TestProviderRecipes(t *testing.T) {
 				if pc.bodyUnsigned {
 					want = nil
 				}
-				check(t, pc.secret, pc.body, now, func(b string) string { return strings.Replace(b, "{", "{ ", 1) }, want)
+				check(t, pc.secret, pc.body, now, func(b string) string {
+					if strings.Contains(b, "{") {
+						return strings.Replace(b, "{", "{ ", 1) // JSON: a space more
+					}
+					return b + "x" // a form: the last value changed
+				}, want)
 			})
 			if pc.timestamped {
 				t.Run("10 minutes old", func(t *testing.T) { check(t, pc.secret, pc.body, now.Add(-10*time.Minute), nil, ErrTimestamp) })
