@@ -93,6 +93,8 @@ var conformanceSchemes = []*conformance{{
 		{name: "url without value", input: "twilio a {\n url\n}", wantErr: true},
 		{name: "url with two values", input: "twilio a {\n url https://a https://b\n}", wantErr: true},
 		{name: "url twice", input: "twilio a {\n url https://a\n url https://b\n}", wantErr: true},
+		{name: "header", input: "twilio a {\n header X-Mandrill-Signature\n url https://hooks.example.com\n}", json: `{"secrets":["a"],"url":"https://hooks.example.com","header":"X-Mandrill-Signature"}`},
+		{name: "header twice", input: "twilio a {\n header A\n header B\n}", wantErr: true},
 	},
 }, {
 	label: "stripe", names: []string{"stripe"},
@@ -101,6 +103,11 @@ var conformanceSchemes = []*conformance{{
 	header: StripeSignatureHeader, malformed: "bad_header", // stripe-node's
 	timestamped: true, tolerance: 5 * time.Minute,
 	defaultIDs: []string{"json id"},
+	caddyfile: []caddyfileCase{
+		{name: "header", input: "stripe a {\n header Calendly-Webhook-Signature\n tolerance 3m\n}", json: `{"secrets":["a"],"tolerance":180000000000,"header":"Calendly-Webhook-Signature"}`},
+		{name: "header without value", input: "stripe a {\n header\n}", wantErr: true},
+		{name: "header twice", input: "stripe a {\n header A\n header B\n}", wantErr: true},
+	},
 }, {
 	label: "slack", names: []string{"slack"},
 	keys: [2]string{slackVecSecret, "another signing secret"}, body: slackVecBody,
@@ -136,6 +143,23 @@ var conformanceSchemes = []*conformance{{
 		{name: "public_key lines", input: "sendgrid a {\n public_key b\n secret c d\n}", json: `{"public_keys":["a","b","c","d"]}`},
 		{name: "public_key without value", input: "sendgrid {\n public_key\n}", wantErr: true},
 	},
+}, {
+	label: "zoom", names: []string{"zoom"},
+	keys: [2]string{zoomSecret, "another zoom secret token"}, body: zoomBody,
+	sign:   signedZoom,
+	header: ZoomSignatureHeader, malformed: "v0=abc",
+	encoding: EncodingHex, prefix: "v0=",
+	timestamped: true, tolerance: 5 * time.Minute,
+	defaultIDs: []string{"raw_hash"},
+}, {
+	// the clientState is in the body; there is no header
+	label: "msgraph", names: []string{"msgraph"},
+	keys: [2]string{graphState, "anotherClientState"}, body: graphBody(graphState), bodyOf: graphBody,
+	bench: graphBenchBody(),
+	sign: func(_ testing.TB, _ string, _ []byte, _ time.Time) *http.Request {
+		return newRequest("Content-Type", "application/json; charset=utf-8")
+	},
+	tampered: ErrFormat, // the last '}' changed: no JSON collection at all
 }, {
 	// the generic scheme with its defaults
 	label: "hmac", names: []string{"hmac"},
@@ -248,6 +272,12 @@ func signedSendGrid(t testing.TB, key string, body []byte, ts time.Time) *http.R
 	return newRequest(SendGridSignatureHeader, sgSign(t, priv, at, string(body)), SendGridTimestampHeader, at)
 }
 
+// signedZoom is the request Zoom sends with key's signature of body at ts.
+func signedZoom(_ testing.TB, key string, body []byte, ts time.Time) *http.Request {
+	at := strconv.FormatInt(ts.Unix(), 10)
+	return newRequest(ZoomTimestampHeader, at, ZoomSignatureHeader, zoomSign(key, at, string(body)))
+}
+
 // signedHMAC is the request signed as the generic scheme does by default.
 func signedHMAC(_ testing.TB, key string, body []byte, _ time.Time) *http.Request {
 	return newRequest(DefaultHMACHeader, EncodingHex.Encode(hmacOf(sha256.New, []byte(key), body)))
@@ -297,6 +327,13 @@ type conformance struct {
 	takesTolerance bool
 	// bodyUnsigned: the body is not authenticated (gitlab).
 	bodyUnsigned bool
+	// bodyOf, when set, is the body the provider sends for key (the
+	// secret travels in the body: msgraph's clientState); body is then
+	// bodyOf(keys[0]).
+	bodyOf func(key string) string
+	// tampered is the error of a body with its last byte changed, when it
+	// is not ErrMismatch (nil with bodyUnsigned).
+	tampered error
 	// defaultIDs are the scheme's DefaultIDFrom, in Caddyfile form.
 	defaultIDs []string
 	// caddyfile are the cases of the scheme's own Caddyfile options (the
@@ -376,12 +413,21 @@ func mustLoad(t testing.TB, name, config string) Verifier {
 	return v
 }
 
-// check signs s.body with signer at signedAt, verifies it at now with
+// bodyFor is the body the provider sends when signing with key.
+func (s *conformance) bodyFor(key string) string {
+	if s.bodyOf != nil {
+		return s.bodyOf(key)
+	}
+	return s.body
+}
+
+// check signs the body with signer at signedAt, verifies it at now with
 // the module name configured with keys and checks the result.
 func (s *conformance) check(t *testing.T, name string, keys []string, signer string, signedAt time.Time, want error) {
 	t.Helper()
 	v := mustLoad(t, name, s.config(keys...))
-	err := v.Verify(s.sign(t, signer, []byte(s.body), signedAt), []byte(s.body), conformanceNow)
+	body := s.bodyFor(signer)
+	err := v.Verify(s.sign(t, signer, []byte(body), signedAt), []byte(body), conformanceNow)
 	checkErr(t, err, want, s.keys[0], s.keys[1])
 }
 
@@ -431,8 +477,17 @@ func (s *conformance) testVerify(t *testing.T, name string) {
 		if s.bodyUnsigned {
 			want = nil
 		}
+		if s.tampered != nil {
+			want = s.tampered
+		}
 		verify(t, signed(), string(b), want)
 	})
+	if s.header == "" {
+		// no header: the secret is in the body (bodyOf)
+		t.Run("rotation: second secret matches", func(t *testing.T) { s.check(t, name, []string{k1, k0}, k0, conformanceNow, nil) })
+		t.Run("rotation: first secret matches", func(t *testing.T) { s.check(t, name, []string{k1, k0}, k1, conformanceNow, nil) })
+		return
+	}
 	t.Run("missing header", func(t *testing.T) {
 		r := signed()
 		r.Header.Del(s.header)
@@ -667,8 +722,9 @@ func (s *conformance) testCaddyfile(t *testing.T, name string) {
 		}
 		checkJSON(t, raw, s.config(s.keys[0], s.keys[1]))
 		v := mustLoad(t, name, raw)
-		r := s.sign(t, s.keys[1], []byte(s.body), conformanceNow)
-		checkErr(t, v.Verify(r, []byte(s.body), conformanceNow), nil, s.keys[0], s.keys[1])
+		body := s.bodyFor(s.keys[1])
+		r := s.sign(t, s.keys[1], []byte(body), conformanceNow)
+		checkErr(t, v.Verify(r, []byte(body), conformanceNow), nil, s.keys[0], s.keys[1])
 	})
 }
 
@@ -797,6 +853,14 @@ func fuzzBodyHMAC(f *testing.F, v Verifier, header, prefix string, enc Encoding,
 			t.Fatalf("accepted %q, only %q is valid", sig, want)
 		}
 	}, secret)
+}
+
+// graphBenchBody is a 1 KiB Graph notification collection carrying
+// graphState.
+func graphBenchBody() []byte {
+	b := []byte(graphBody(graphState))
+	pad := `,"pad":"` + strings.Repeat("x", 1024-len(b)-len(`,"pad":""`)) + `"`
+	return append(b[:len(b)-1], append([]byte(pad), '}')...)
 }
 
 // verifierBenchBody is a 1 KiB JSON event body.

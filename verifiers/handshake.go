@@ -30,6 +30,21 @@ type HandshakerPOST interface {
 	HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool
 }
 
+// HandshakerUnsigned is implemented by schemes whose provider checks the
+// endpoint with a POST that carries no signature and must be answered at
+// the edge, within the request, and never queued (Microsoft Graph's
+// ?validationToken=). Since such a request proves nothing, what it may get
+// back must be bounded by the scheme: never a signature, never content
+// chosen freely by the caller.
+//
+// The ingress calls HandshakeUnsigned for every POST once the body is read
+// (max_body enforced) and before the signature is checked. It returns true
+// when the request was a handshake and it wrote the whole answer; false
+// leaves the request to the signature check.
+type HandshakerUnsigned interface {
+	HandshakeUnsigned(w http.ResponseWriter, r *http.Request, body []byte) bool
+}
+
 // Handshaker is implemented by schemes that answer handshakes (Meta's
 // hub.challenge, Slack's url_verification, X's CRC): both HandshakerGET
 // and HandshakerPOST, one of them answering false for every request when

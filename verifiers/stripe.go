@@ -33,13 +33,23 @@ import (
 // age): t must be within tolerance of the current time in either direction
 // (default 5m; a difference exactly equal to the tolerance is accepted), so
 // a timestamp too far in the future is refused too.
+//
+// Providers that sign in Stripe's format under another header name
+// (Calendly-Webhook-Signature, Mux-Signature) are verified by setting
+// header; their bodies are not Stripe events, so the default id is then
+// none (set id_from to the provider's event id).
 type Stripe struct {
 	// TimestampedConfig holds the endpoint signing secrets ("whsec_...",
 	// used as they are, not base64-decoded) and the tolerance (default 5m).
 	TimestampedConfig
 
+	// Header is the request header carrying the signature. Default:
+	// Stripe-Signature.
+	Header string `json:"header,omitempty"`
+
 	keys      [][]byte
 	tolerance time.Duration
+	header    string
 }
 
 // StripeSignatureHeader is the header Stripe signs its events in.
@@ -65,25 +75,29 @@ func (s *Stripe) Provision(ctx caddy.Context) error {
 		}
 	}
 	s.keys, s.tolerance = keys, tol
+	s.header = s.Header
+	if s.header == "" {
+		s.header = StripeSignatureHeader
+	}
 	return nil
 }
 
 // Verify checks the request's signature and timestamp.
 func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
-	raw := r.Header.Get(StripeSignatureHeader)
+	raw := r.Header.Get(s.header)
 	if raw == "" {
-		return errHeaderMissing(StripeSignatureHeader)
+		return errHeaderMissing(s.header)
 	}
-	ts, sigs, err := parseStripeSignature(raw)
+	ts, sigs, err := parseStripeSignature(s.header, raw)
 	if err != nil {
 		return err
 	}
 	t, err := ParseUnixSeconds(ts)
 	if err != nil {
-		return fmt.Errorf("header %s, element t: %w", StripeSignatureHeader, err)
+		return fmt.Errorf("header %s, element t: %w", s.header, err)
 	}
 	if !anyWellFormed(EncodingHex, sigs, sha256.Size) {
-		return fmt.Errorf("%w: header %s has no v1 signature of %d hex bytes", ErrFormat, StripeSignatureHeader, sha256.Size)
+		return fmt.Errorf("%w: header %s has no v1 signature of %d hex bytes", ErrFormat, s.header, sha256.Size)
 	}
 	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
 		return err
@@ -91,22 +105,22 @@ func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
 	return CheckHMAC(sha256.New, s.keys, EncodingHex, sigs, []byte(ts), []byte("."), body)
 }
 
-// parseStripeSignature splits a Stripe-Signature header into its t value
+// parseStripeSignature splits a Stripe-Signature header (named name) into its t value
 // (as received) and its v1 values. Every element must be key=value with
 // exactly one '='; t must appear exactly once; other keys are ignored.
-func parseStripeSignature(h string) (ts string, v1 []string, err error) {
+func parseStripeSignature(name, h string) (ts string, v1 []string, err error) {
 	haveT := false
 	for rest, more := h, true; more; {
 		var elem string
 		elem, rest, more = strings.Cut(rest, ",")
 		key, val, ok := strings.Cut(elem, "=")
 		if !ok || strings.IndexByte(val, '=') >= 0 {
-			return "", nil, fmt.Errorf("%w: header %s has an element without exactly one '='", ErrFormat, StripeSignatureHeader)
+			return "", nil, fmt.Errorf("%w: header %s has an element without exactly one '='", ErrFormat, name)
 		}
 		switch key {
 		case "t":
 			if haveT {
-				return "", nil, fmt.Errorf("%w: header %s has more than one t element", ErrFormat, StripeSignatureHeader)
+				return "", nil, fmt.Errorf("%w: header %s has more than one t element", ErrFormat, name)
 			}
 			ts, haveT = val, true
 		case "v1":
@@ -114,13 +128,18 @@ func parseStripeSignature(h string) (ts string, v1 []string, err error) {
 		}
 	}
 	if !haveT {
-		return "", nil, fmt.Errorf("%w: header %s has no t element", ErrFormat, StripeSignatureHeader)
+		return "", nil, fmt.Errorf("%w: header %s has no t element", ErrFormat, name)
 	}
 	return ts, v1, nil
 }
 
-// DefaultIDFrom returns the event id in the body (evt_...).
-func (*Stripe) DefaultIDFrom() []IDRule {
+// DefaultIDFrom returns the event id in the body (evt_...), and no rule
+// when header names another provider's header (its body is not a Stripe
+// event).
+func (s *Stripe) DefaultIDFrom() []IDRule {
+	if s.Header != "" && !strings.EqualFold(s.Header, StripeSignatureHeader) {
+		return nil
+	}
 	return []IDRule{idJSON("id")}
 }
 
@@ -130,9 +149,18 @@ func (*Stripe) DefaultIDFrom() []IDRule {
 //	stripe [<secret>...] {
 //		secret    <secret>...
 //		tolerance <duration>
+//		header    <name>
 //	}
+//
+// header may appear once.
 func (s *Stripe) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	return s.parseCaddyfile(d)
+	tol := s.ToleranceConfig.option()
+	return parseSecretsBlock(d, &s.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
+		if name == "header" {
+			return true, oneArgOnce(d, &s.Header)
+		}
+		return tol(d, name)
+	})
 }
 
 // Interface guards

@@ -41,6 +41,11 @@ import (
 // none), and, as twilio-node does, with ' and %27 spelled either way.
 // Several Auth Tokens (primary and secondary) mean rotation: any one may
 // match. Twilio signs no timestamp, so there is no replay window.
+//
+// Mailchimp Transactional (Mandrill) signs its webhooks the same way (the
+// URL as entered in Mandrill, then the POST parameters sorted by name, each
+// name and value appended; HMAC-SHA1, base64) in X-Mandrill-Signature:
+// set header to it.
 type Twilio struct {
 	// SecretsConfig holds the Auth Tokens (primary and secondary).
 	SecretsConfig
@@ -52,8 +57,14 @@ type Twilio struct {
 	// the request.
 	URL string `json:"url,omitempty"`
 
-	keys [][]byte
-	base *twilioBase
+	// Header is the request header carrying the signature. Default:
+	// X-Twilio-Signature; Mailchimp Transactional (Mandrill) signs the same
+	// way in X-Mandrill-Signature.
+	Header string `json:"header,omitempty"`
+
+	keys   [][]byte
+	base   *twilioBase
+	header string
 }
 
 // twilioBase is a parsed url option.
@@ -87,6 +98,10 @@ func (tw *Twilio) Provision(ctx caddy.Context) error {
 			return err
 		}
 	}
+	tw.header = tw.Header
+	if tw.header == "" {
+		tw.header = TwilioSignatureHeader
+	}
 	var err error
 	tw.keys, err = tw.resolve()
 	return err
@@ -115,12 +130,12 @@ func parseTwilioBase(s string) (*twilioBase, error) {
 // Verify checks the request's signature over the URL and the parameters,
 // and for JSON bodies the bodySHA256 query parameter.
 func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
-	sig := r.Header.Get(TwilioSignatureHeader)
+	sig := r.Header.Get(tw.header)
 	if sig == "" {
-		return errHeaderMissing(TwilioSignatureHeader)
+		return errHeaderMissing(tw.header)
 	}
 	if !EncodingBase64.WellFormed(sig, sha1.Size) {
-		return fmt.Errorf("%w: header %s is not %d bytes of base64", ErrFormat, TwilioSignatureHeader, sha1.Size)
+		return fmt.Errorf("%w: header %s is not %d bytes of base64", ErrFormat, tw.header, sha1.Size)
 	}
 
 	uri, err := twilioRequestURI(r)
@@ -292,15 +307,19 @@ func (*Twilio) DefaultIDFrom() []IDRule {
 //	twilio [<auth_token>...] {
 //		secret <auth_token>...
 //		url    <public base url>
+//		header <name>
 //	}
 //
-// url may appear once.
+// url and header may appear once each.
 func (tw *Twilio) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &tw.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
-		if name != "url" {
-			return false, nil
+		switch name {
+		case "url":
+			return true, oneArgOnce(d, &tw.URL)
+		case "header":
+			return true, oneArgOnce(d, &tw.Header)
 		}
-		return true, oneArgOnce(d, &tw.URL)
+		return false, nil
 	})
 }
 

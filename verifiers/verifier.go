@@ -4,7 +4,8 @@
 // checks the exact received bytes; it never logs or returns a secret.
 //
 // A scheme implements Verifier, and IDDefaulter, SecretHeaderer,
-// HandshakerGET or HandshakerPOST as its provider needs. The schemes of
+// HandshakerGET, HandshakerPOST or HandshakerUnsigned as its provider
+// needs. The schemes of
 // this package share their configuration, one type per concept:
 // SecretsConfig (the secrets), ToleranceConfig (the replay window) and
 // TimestampedConfig (both), each read from the Caddyfile by one secrets
@@ -28,7 +29,7 @@ import (
 // or facebook are types of their own embedding the scheme).
 func init() {
 	for _, m := range []caddy.Module{
-		GitHub{}, GitLab{}, HMAC{}, None{}, Paddle{}, SendGrid{}, Shopify{}, Slack{}, Stripe{}, Twilio{},
+		GitHub{}, GitLab{}, HMAC{}, MSGraph{}, None{}, Paddle{}, SendGrid{}, Shopify{}, Slack{}, Stripe{}, Twilio{}, Zoom{},
 		Meta{}, Facebook{}, WhatsApp{}, Instagram{},
 		Standard{}, Svix{},
 		Twitter{}, X{},

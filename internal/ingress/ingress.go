@@ -107,6 +107,9 @@ type Ingress struct {
 	// the scheme's challenge requests, answered at the edge (nil: none)
 	handshakeGET  verifiers.HandshakerGET
 	handshakePOST verifiers.HandshakerPOST
+	// the scheme's unsigned challenge POSTs, answered before the signature
+	// check (nil: none)
+	handshakeUnsigned verifiers.HandshakerUnsigned
 	// secretHeaders carry the scheme's secret itself: dropped once verified
 	secretHeaders []string
 	guard         *guard
@@ -153,6 +156,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	h.verifier = mod.(verifiers.Verifier)
 	h.handshakeGET, _ = mod.(verifiers.HandshakerGET)
 	h.handshakePOST, _ = mod.(verifiers.HandshakerPOST)
+	h.handshakeUnsigned, _ = mod.(verifiers.HandshakerUnsigned)
 	if sh, ok := mod.(verifiers.SecretHeaderer); ok {
 		for _, name := range sh.SecretHeaders() {
 			h.secretHeaders = append(h.secretHeaders, http.CanonicalHeaderKey(name))
@@ -354,6 +358,12 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return nil
 	}
 
+	// a provider's unsigned endpoint check (Graph's validationToken): the
+	// scheme bounds what it echoes, and nothing is queued
+	if h.handshakeUnsigned != nil && h.handshakeUnsigned.HandshakeUnsigned(w, r, body) {
+		h.app.Observe(h.Source, "handshake")
+		return nil
+	}
 	// verify first: a validly signed request is never refused by the guard
 	// (behind a proxy every provider may share one client IP)
 	if err := h.verifier.Verify(r, body, now); err != nil {

@@ -40,7 +40,15 @@ const (
 	gitlabToken   = "e2e-gitlab"
 	paddleSecret  = "pdl_ntfset_e2e_paddle"
 	xSecret       = "e2e-x"
+	zoomSecret    = "e2e-zoom"
+	graphState    = "e2e-graph-client-state"
 )
+
+// graphBody is a Graph change notification carrying clientState.
+func graphBody(clientState string) string {
+	return `{"value":[{"subscriptionId":"7f105c7d-2dc5-4530-97cd-4e7ae6534c07","subscriptionExpirationDateTime":"2026-12-01T00:00:00Z","clientState":"` +
+		clientState + `","changeType":"created","resource":"users/u1/messages/m1","tenantId":"84bd8158-6d4d-4958-8b9f-9d6445542f95"}]}`
+}
 
 var stdKey = []byte("e2e-standard-webhooks-key-32byte")
 
@@ -51,6 +59,9 @@ type scheme struct {
 	sign   func(body string) (hdr map[string]string, path string)
 	body   string
 	form   bool
+	// tampered and unsigned, when set, replace the body of the refused
+	// requests (msgraph: the clientState is in the body)
+	tampered, unsigned string
 }
 
 func schemes(t *testing.T) []scheme {
@@ -138,6 +149,14 @@ func schemes(t *testing.T) []scheme {
 				return map[string]string{"X-Twilio-Email-Event-Webhook-Timestamp": ts,
 					"X-Twilio-Email-Event-Webhook-Signature": base64.StdEncoding.EncodeToString(sig)}, ""
 			}},
+		{name: "zoom", verify: "verify zoom " + zoomSecret, body: `{"event":"meeting.started","payload":{"account_id":"e2e","object":{"id":"111111111"}},"event_ts":1635885799302}`,
+			sign: func(b string) (map[string]string, string) {
+				ts := now()
+				return map[string]string{"x-zm-request-timestamp": ts, "x-zm-signature": "v0=" + hex.EncodeToString(mac(sha256.New, zoomSecret, "v0:"+ts+":"+b))}, ""
+			}},
+		{name: "msgraph", verify: "verify msgraph " + graphState, body: graphBody(graphState),
+			tampered: graphBody("forged-client-state"), unsigned: `{"value":[{"changeType":"created"}]}`,
+			sign: func(string) (map[string]string, string) { return nil, "" }},
 		{name: "x", verify: "verify x " + xSecret, body: `{"for_user_id":"e2e"}`,
 			sign: func(b string) (map[string]string, string) {
 				return map[string]string{"X-Twitter-Webhooks-Signature": "sha256=" + base64.StdEncoding.EncodeToString(mac(sha256.New, xSecret, b)),
@@ -181,13 +200,20 @@ func TestEverySchemeThroughCaddy(t *testing.T) {
 				t.Fatalf("delivered %s %q", got.Path, got.Body)
 			}
 			tampered := " " + s.body // one byte more: the signature no longer matches
+			if s.tampered != "" {
+				tampered = s.tampered
+			}
 			if s.name == "gitlab" {
 				hdr = map[string]string{"X-Gitlab-Token": "wrong-token"}
 			}
 			if resp, m := post(t, "/hooks/"+s.name, []byte(tampered), withCT(hdr)); resp.StatusCode != 401 || m["code"] != "UNAUTHORIZED" {
 				t.Fatalf("tampered: %d %v", resp.StatusCode, m)
 			}
-			if resp, m := post(t, "/hooks/"+s.name, []byte(s.body), withCT(nil)); resp.StatusCode != 401 || m["code"] != "INVALID_SIGNATURE_FORMAT" {
+			unsigned := s.body
+			if s.unsigned != "" {
+				unsigned = s.unsigned
+			}
+			if resp, m := post(t, "/hooks/"+s.name, []byte(unsigned), withCT(nil)); resp.StatusCode != 401 || m["code"] != "INVALID_SIGNATURE_FORMAT" {
 				t.Fatalf("unsigned: %d %v", resp.StatusCode, m)
 			}
 		})
@@ -234,6 +260,45 @@ func TestEverySchemeThroughCaddy(t *testing.T) {
 		want := "sha256=" + base64.StdEncoding.EncodeToString(mac(sha256.New, xSecret, "crc-e2e"))
 		if resp.StatusCode != 200 || m["response_token"] != want {
 			t.Fatalf("%d %v, want %s", resp.StatusCode, m, want)
+		}
+	})
+	t.Run("zoom url_validation", func(t *testing.T) {
+		body := `{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}`
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		hdr := map[string]string{"Content-Type": "application/json", "x-zm-request-timestamp": ts,
+			"x-zm-signature": "v0=" + hex.EncodeToString(mac(sha256.New, zoomSecret, "v0:"+ts+":"+body))}
+		resp, m := post(t, "/hooks/zoom", []byte(body), hdr)
+		want := hex.EncodeToString(mac(sha256.New, zoomSecret, "qgg8vlvZRS6UYooatFL8Aw"))
+		if resp.StatusCode != 200 || m["plainToken"] != "qgg8vlvZRS6UYooatFL8Aw" || m["encryptedToken"] != want {
+			t.Fatalf("%d %v, want encryptedToken %s", resp.StatusCode, m, want)
+		}
+		// unsigned: refused before any answer to the challenge
+		hdr["x-zm-signature"] = "v0=" + strings.Repeat("0", 64)
+		if resp, m := post(t, "/hooks/zoom", []byte(body), hdr); resp.StatusCode != 401 || m["encryptedToken"] != nil {
+			t.Fatalf("unsigned challenge: %d %v", resp.StatusCode, m)
+		}
+	})
+	t.Run("msgraph validationToken", func(t *testing.T) {
+		const token = "Validation: Testing client application reachability for subscription Request-Id: 522a8e7e-096a-494c-aaf1-ac0dcfca45b7"
+		validate := func(query string) (int, string, string) {
+			req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://localhost:%d/hooks/msgraph?%s", httpPort, query), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "text/plain; charset=utf-8")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+		}
+		if code, ct, body := validate("validationToken=" + url.QueryEscape(token)); code != 200 || !strings.HasPrefix(ct, "text/plain") || body != token {
+			t.Fatalf("validation: %d %q %q", code, ct, body)
+		}
+		if code, _, body := validate("validationToken=" + url.QueryEscape("<script>alert(1)</script>")); code != 401 || strings.Contains(body, "<script>") {
+			t.Fatalf("markup token: %d %q", code, body)
 		}
 	})
 	up.none(t, 200*time.Millisecond) // handshakes are never queued
