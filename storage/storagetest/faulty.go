@@ -26,10 +26,12 @@ const (
 	MethodDLQCounts     Method = "DLQCounts"
 	MethodDLQRetry      Method = "DLQRetry"
 	MethodDLQSetStatus  Method = "DLQSetStatus"
-	MethodSetPaused     Method = "SetPaused"
+	MethodSetPause      Method = "SetPause"
+	MethodResume        Method = "Resume"
+	MethodExpirePause   Method = "ExpirePause"
 	MethodListDelivered Method = "ListDelivered"
 	MethodReplay        Method = "Replay"
-	MethodPaused        Method = "Paused"
+	MethodPauses        Method = "Pauses"
 	MethodAddStats      Method = "AddStats"
 	MethodStats         Method = "Stats"
 	MethodCleanup       Method = "Cleanup"
@@ -40,7 +42,7 @@ const (
 var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
 	MethodQueueBySource, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
-	MethodDLQSetStatus, MethodSetPaused, MethodPaused, MethodAddStats, MethodStats,
+	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
 	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay,
 }
 
@@ -345,14 +347,30 @@ func (f *Faulty) Replay(ctx context.Context, ev *storage.EventInfo, due time.Tim
 	return call0(f, ctx, MethodReplay, func() error { return f.inner.Replay(ctx, ev, due) })
 }
 
-// SetPaused implements storage.Store.
-func (f *Faulty) SetPaused(ctx context.Context, source string, paused bool) error {
-	return call0(f, ctx, MethodSetPaused, func() error { return f.inner.SetPaused(ctx, source, paused) })
+// SetPause implements storage.Store.
+func (f *Faulty) SetPause(ctx context.Context, p storage.Pause) error {
+	return call0(f, ctx, MethodSetPause, func() error { return f.inner.SetPause(ctx, p) })
 }
 
-// Paused implements storage.Store.
-func (f *Faulty) Paused(ctx context.Context) (map[string]bool, error) {
-	return call(f, ctx, MethodPaused, func() (map[string]bool, error) { return f.inner.Paused(ctx) })
+// Resume implements storage.Store.
+func (f *Faulty) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+	var ok bool
+	p, err := call(f, ctx, MethodResume, func() (storage.Pause, error) {
+		p, found, err := f.inner.Resume(ctx, source, destination)
+		ok = found
+		return p, err
+	})
+	return p, ok && err == nil, err
+}
+
+// Pauses implements storage.Store.
+func (f *Faulty) Pauses(ctx context.Context) ([]storage.Pause, error) {
+	return call(f, ctx, MethodPauses, func() ([]storage.Pause, error) { return f.inner.Pauses(ctx) })
+}
+
+// ExpirePause implements storage.Store.
+func (f *Faulty) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
+	return call(f, ctx, MethodExpirePause, func() (bool, error) { return f.inner.ExpirePause(ctx, p) })
 }
 
 // AddStats implements storage.Store.

@@ -155,8 +155,10 @@ func TestFaultyFaults(t *testing.T) {
 			storagetest.MethodDLQSetStatus: func() error {
 				return f.DLQSetStatus(ctx, "x", storage.DLQResolved, "", time.Now())
 			},
-			storagetest.MethodSetPaused: func() error { return f.SetPaused(ctx, "stripe", true) },
-			storagetest.MethodPaused:    func() error { _, err := f.Paused(ctx); return err },
+			storagetest.MethodSetPause:    func() error { return f.SetPause(ctx, storage.Pause{Source: "stripe"}) },
+			storagetest.MethodResume:      func() error { _, _, err := f.Resume(ctx, "stripe", ""); return err },
+			storagetest.MethodPauses:      func() error { _, err := f.Pauses(ctx); return err },
+			storagetest.MethodExpirePause: func() error { _, err := f.ExpirePause(ctx, storage.Pause{Source: "stripe"}); return err },
 			storagetest.MethodListDelivered: func() error {
 				_, err := f.ListDelivered(ctx, storage.ReplayFilter{})
 				return err

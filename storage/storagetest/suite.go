@@ -37,6 +37,12 @@ type Factory struct {
 	// For a shared backend it can just make a new client. Nil skips the
 	// durability test.
 	Reopen func(t *testing.T, s storage.Store) storage.Store
+	// Second, if set, opens a second client of s's data while s stays
+	// open (a shared backend: another node); nil uses s twice.
+	Second func(t *testing.T, s storage.Store) storage.Store
+	// Legacy, if set, writes a pause of source as earlier versions did
+	// (the legacy-record test is skipped without it).
+	Legacy func(t *testing.T, s storage.Store, source string)
 }
 
 // Run runs the conformance suite, each subtest on a fresh store.
@@ -69,6 +75,8 @@ func Run(t *testing.T, f Factory) {
 		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
 		{"DLQRetryAfterRetention", testDLQRetryAfterRetention},
 		{"Paused", testPaused},
+		{"PauseExpiry", testPauseExpiry},
+		{"PauseLegacy", testPauseLegacy},
 		{"Stats", testStats},
 		{"DLQCounts", testDLQCounts},
 		{"QueueBySource", testQueueBySource},
