@@ -240,6 +240,9 @@ type Operations interface {
 	// (Dead is left zero: DLQCounts has it). It reads every queued job:
 	// for operators, not for hot paths.
 	QueueBySource(ctx context.Context) (map[string]Counts, error)
+	// QueueByLane is QueueBySource by lane (LaneOf): a destination's
+	// waiting deliveries are its lanes'.
+	QueueByLane(ctx context.Context) (map[string]Counts, error)
 
 	// Pauses are the operators' pauses, shared by every node (pause.go).
 	Pauses

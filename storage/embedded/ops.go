@@ -64,18 +64,24 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	return c, err
 }
 
-// QueueBySource implements storage.Store. It reads index keys only.
+// QueueBySource implements storage.Store.
 func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	byLane, err := s.QueueByLane(ctx)
+	return storage.CountsBySource(byLane), err
+}
+
+// QueueByLane implements storage.Store. It reads index keys only.
+func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
 	now := s.now()
 	out := map[string]storage.Counts{}
 	err := s.view(func(tx *bolt.Tx) error {
 		inflight := tx.Bucket(bInFlight)
 		// the chained jobs waiting behind their chain's head are queued
 		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
-			src := storage.SourceOfLane(string(lane))
-			n := out[src]
+			key := string(lane)
+			n := out[key]
 			n.Queued++
-			out[src] = n
+			out[key] = n
 			return nil
 		})
 		if err != nil {
@@ -86,8 +92,8 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			if !ok {
 				return nil
 			}
-			src := storage.SourceOfLane(string(lane))
-			n := out[src]
+			key := string(lane)
+			n := out[key]
 			// a leased job's due time is its lease's end
 			st := storage.StatusQueued
 			if inflight.Get(id) != nil {
@@ -98,7 +104,7 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			} else {
 				n.Queued++
 			}
-			out[src] = n
+			out[key] = n
 			return nil
 		})
 	})

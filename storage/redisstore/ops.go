@@ -190,10 +190,16 @@ end
 return {n, redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3])}
 `)
 
-// QueueBySource implements storage.Store: each lane's jobs are counted in
+// QueueBySource implements storage.Store.
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	byLane, err := s.QueueByLane(ctx)
+	return storage.CountsBySource(byLane), err
+}
+
+// QueueByLane implements storage.Store: each lane's jobs are counted in
 // Redis; only the records of jobs due later (leased, or waiting for a
 // retry) are read.
-func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
 	now := ms(s.now())
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
@@ -210,11 +216,11 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			lane, _ := v[j].(string)
 			jobs, _ := v[j+1].(int64)
 			leased, _ := v[j+2].(int64)
-			src := storage.SourceOfLane(lane)
-			n := out[src]
+			key := lane
+			n := out[key]
 			n.InFlight += int(leased)
 			n.Queued += int(jobs - leased)
-			out[src] = n
+			out[key] = n
 		}
 	}
 	return out, nil

@@ -21,6 +21,7 @@ const (
 	MethodLookup        Method = "Lookup"
 	MethodCounts        Method = "Counts"
 	MethodQueueBySource Method = "QueueBySource"
+	MethodQueueByLane   Method = "QueueByLane"
 	MethodDLQList       Method = "DLQList"
 	MethodDLQGet        Method = "DLQGet"
 	MethodDLQCounts     Method = "DLQCounts"
@@ -41,7 +42,7 @@ const (
 // Methods lists every method of storage.Store.
 var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
-	MethodQueueBySource, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
+	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
 	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay,
 }
@@ -305,6 +306,11 @@ func (f *Faulty) Lookup(ctx context.Context, source, eventID string) (*storage.E
 // Counts implements storage.Store.
 func (f *Faulty) Counts(ctx context.Context) (storage.Counts, error) {
 	return call(f, ctx, MethodCounts, func() (storage.Counts, error) { return f.inner.Counts(ctx) })
+}
+
+// QueueByLane implements storage.Store.
+func (f *Faulty) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
+	return call(f, ctx, MethodQueueByLane, func() (map[string]storage.Counts, error) { return f.inner.QueueByLane(ctx) })
 }
 
 // QueueBySource implements storage.Store.

@@ -148,6 +148,7 @@ func TestFaultyFaults(t *testing.T) {
 			storagetest.MethodLookup:        func() error { _, err := f.Lookup(ctx, "stripe", "x"); return err },
 			storagetest.MethodCounts:        func() error { _, err := f.Counts(ctx); return err },
 			storagetest.MethodQueueBySource: func() error { _, err := f.QueueBySource(ctx); return err },
+			storagetest.MethodQueueByLane:   func() error { _, err := f.QueueByLane(ctx); return err },
 			storagetest.MethodDLQList:       func() error { _, err := f.DLQList(ctx, storage.DLQFilter{}); return err },
 			storagetest.MethodDLQGet:        func() error { _, err := f.DLQGet(ctx, "x"); return err },
 			storagetest.MethodDLQCounts:     func() error { _, err := f.DLQCounts(ctx); return err },
