@@ -143,3 +143,18 @@ type Pauses interface {
 	// true and announces the automatic resume.
 	ExpirePause(ctx context.Context, p Pause) (bool, error)
 }
+
+// ErrUnknownDestination is the error of pausing a destination its
+// configured source does not have.
+var ErrUnknownDestination = errors.New("the source has no such destination")
+
+// DefaultCatchUpRate paces the deliveries of a resumed pause whose
+// destination has no rate_limit while the backlog it held drains, so
+// that resuming a long hold does not flatten the upstream.
+var DefaultCatchUpRate = Rate{Events: 100, Per: time.Second}
+
+// CatchUpFor is how long a resumed pause's catch-up pace holds: the time
+// its waiting deliveries take at rate, plus a margin of two seconds.
+func CatchUpFor(waiting int, rate Rate) time.Duration {
+	return time.Duration(waiting)*rate.Interval() + 2*time.Second
+}
