@@ -69,3 +69,34 @@ func GateLaneOf(lane string) string {
 // destination of a source has its own (its own upstream). The backends key
 // their pacing state by it.
 func PaceOf(lane string) string { return strings.TrimSuffix(lane, replayLaneSuffix) }
+
+// CountsBySource sums counts by lane (QueueByLane) into counts by source.
+func CountsBySource(byLane map[string]Counts) map[string]Counts {
+	out := make(map[string]Counts, len(byLane))
+	for lane, c := range byLane {
+		src := SourceOfLane(lane)
+		n := out[src]
+		n.Queued += c.Queued
+		n.InFlight += c.InFlight
+		out[src] = n
+	}
+	return out
+}
+
+// CountsOfDestination sums the counts (QueueByLane) of the lanes of
+// source's deliveries to destination; destination "" sums every lane of
+// source.
+func CountsOfDestination(byLane map[string]Counts, source, destination string) Counts {
+	var n Counts
+	for lane, c := range byLane {
+		if SourceOfLane(lane) != source {
+			continue
+		}
+		if destination != "" && PaceOf(lane) != PaceOf(DestinationLanes(source, destination)[0]) {
+			continue
+		}
+		n.Queued += c.Queued
+		n.InFlight += c.InFlight
+	}
+	return n
+}

@@ -245,11 +245,12 @@ type Operations interface {
 	// (Dead is left zero: DLQCounts has it). It reads every queued job:
 	// for operators, not for hot paths.
 	QueueBySource(ctx context.Context) (map[string]Counts, error)
+	// QueueByLane is QueueBySource by lane (LaneOf): a destination's
+	// waiting deliveries are its lanes'.
+	QueueByLane(ctx context.Context) (map[string]Counts, error)
 
-	// SetPaused pauses or resumes a source for every node sharing the store.
-	SetPaused(ctx context.Context, source string, paused bool) error
-	// Paused lists the paused sources.
-	Paused(ctx context.Context) (map[string]bool, error)
+	// Pauses are the operators' pauses, shared by every node (pause.go).
+	Pauses
 
 	// AddStats adds counter deltas (by source, then counter name) to the
 	// all-time totals and to the minute bucket of at.

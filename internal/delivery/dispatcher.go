@@ -64,9 +64,11 @@ type Config struct {
 	// Destinations, if set, lists the destinations of a configured source
 	// (nil: its default destination only).
 	Destinations func(source string) []string
-	// Paused, if set, reports sources an operator paused: their jobs wait,
-	// with no attempt used.
-	Paused func(source string) bool
+	// Paused, if set, reports deliveries an operator paused: their jobs
+	// wait, with no attempt used. With destination "" it reports whether
+	// the whole source is paused; else whether the source's deliveries to
+	// destination wait (the source's pause or the destination's).
+	Paused func(source, destination string) bool
 	// Client sends the upstream requests (nil: a client with no redirects).
 	Client *http.Client
 	// Tracer returns the tracer provider of Caddy's tracing, once known
@@ -360,7 +362,7 @@ func (d *Dispatcher) gate() *storage.Gate {
 	}
 	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
 	for _, src := range d.cfg.Sources() {
-		held := d.cfg.Paused != nil && d.cfg.Paused(src)
+		held := d.cfg.Paused != nil && d.cfg.Paused(src, "")
 		if held {
 			// every destination of a paused source waits, those no longer
 			// configured too (their lanes follow the source's: GateLaneOf)
@@ -373,7 +375,7 @@ func (d *Dispatcher) gate() *storage.Gate {
 			dests = d.cfg.Destinations(src)
 		}
 		for _, dest := range dests {
-			d.gateDestination(g, src, dest, held)
+			d.gateDestination(g, src, dest, held || (d.cfg.Paused != nil && d.cfg.Paused(src, dest)))
 		}
 	}
 	return g
@@ -418,7 +420,7 @@ const pausedRecheck = 15 * time.Second
 func (d *Dispatcher) run(job *storage.Job) {
 	target, ok := d.cfg.Resolve(job.Source, storage.DestinationOf(&job.Event))
 	gated := ok && target != nil && d.cfg.Sources != nil
-	if d.cfg.Paused != nil && d.cfg.Paused(job.Source) {
+	if d.cfg.Paused != nil && d.cfg.Paused(job.Source, storage.DestinationOf(&job.Event)) {
 		// leased just before the pause: hand it back untouched
 		d.finish(job, storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)}, Report{})
 		return

@@ -114,7 +114,7 @@ func TestDispatcherPausedSourceNotLeased(t *testing.T) {
 		enqueue(t, st, storage.Event{Source: "held", Replay: i%2 == 0}) // its replays wait too
 	}
 	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
-		Paused: func(s string) bool { return s == "held" && paused.Load() }})
+		Paused: func(s, _ string) bool { return s == "held" && paused.Load() }})
 	for range 5 {
 		enqueue(t, st, storage.Event{Source: "live"})
 	}
@@ -211,7 +211,7 @@ func TestGateReplayLane(t *testing.T) {
 		"plain":  {URL: "http://plain.invalid/"},
 	}
 	d := New(Config{Store: newStore(t), Resolve: resolveTo(targets), Sources: sourcesOf(targets),
-		Paused: func(s string) bool { return s == "paused" }})
+		Paused: func(s, _ string) bool { return s == "paused" }})
 	g := d.gate()
 	for _, src := range []string{"paced", "paused", "plain"} {
 		live, replay := storage.LanesOf(src)[0], storage.LanesOf(src)[1]
@@ -222,6 +222,24 @@ func TestGateReplayLane(t *testing.T) {
 		rr, rok := g.RateOf(replay)
 		if lok != rok || lr != rr || lok != (src == "paced") {
 			t.Errorf("%s: pace live %v %v replay %v %v", src, lr, lok, rr, rok)
+		}
+	}
+}
+
+// A destination's pause holds back that destination's lanes only; the
+// source's other destinations keep flowing.
+func TestGateDestinationPause(t *testing.T) {
+	d := New(Config{Store: newStore(t),
+		Resolve:      func(string, string) (*Target, bool) { return &Target{URL: "http://up.invalid/"}, true },
+		Sources:      func() []string { return []string{"shop"} },
+		Destinations: func(string) []string { return []string{storage.DefaultDestination, "crm", "erp"} },
+		Paused:       func(s, dest string) bool { return s == "shop" && dest == "crm" }})
+	g := d.gate()
+	for _, dest := range []string{storage.DefaultDestination, "crm", "erp"} {
+		for _, lane := range storage.DestinationLanes("shop", dest) {
+			if g.Skipped(lane) != (dest == "crm") {
+				t.Errorf("lane %s skipped %v", lane, g.Skipped(lane))
+			}
 		}
 	}
 }

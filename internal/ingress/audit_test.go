@@ -96,14 +96,23 @@ func TestAuditTrail(t *testing.T) {
 	want := []string{"received", "attempt", "attempt", "dead", "retried", "attempt", "delivered"}
 	var steps []string
 	var lines []map[string]any
+	var pauseSteps []string
 	waitFor(t, func() bool {
-		lines = logLines(t, auditLog)
+		lines, pauseSteps = lines[:0], pauseSteps[:0]
 		steps = steps[:0]
-		for _, l := range lines {
+		for _, l := range logLines(t, auditLog) {
+			if l["step"] == "paused" || l["step"] == "resumed" {
+				pauseSteps = append(pauseSteps, fmt.Sprint(l["step"], " ", l["source"], " ", l["mode"]))
+				continue
+			}
+			lines = append(lines, l)
 			steps = append(steps, fmt.Sprint(l["step"]))
 		}
-		return len(steps) >= len(want)
+		return len(steps) >= len(want) && len(pauseSteps) >= 2
 	})
+	if want := []string{"paused audited refuse", "resumed audited refuse"}; !slices.Equal(pauseSteps, want) {
+		t.Errorf("pause audit lines %v, want %v", pauseSteps, want)
+	}
 	if !slices.Equal(steps, want) {
 		t.Fatalf("audit steps %v, want %v", steps, want)
 	}

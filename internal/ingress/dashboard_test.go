@@ -491,6 +491,13 @@ func TestDashboardAPI(t *testing.T) {
 	if _, st := admin(t, "GET", "/webhooks/stats", ""); !strings.Contains(strings.Join(toStrings(st["paused_sources"]), ","), "gen") {
 		t.Fatalf("stats after pause: %v", st)
 	}
+	// the page's pause form: a hold with a reason and an end
+	if resp, m := do(t, mustReq(t, "POST", "/dash/api/sources/gen/pause", `{"reason":"from the page","for":"1h","accept":true}`, csrf)); resp.StatusCode != 200 || m["paused"] != true {
+		t.Fatalf("pause with a body: %d %v", resp.StatusCode, m)
+	}
+	if _, st := admin(t, "GET", "/webhooks/stats", ""); !strings.Contains(fmt.Sprint(st["pauses"]), "from the page") || !strings.Contains(fmt.Sprint(st["pauses"]), "hold") {
+		t.Fatalf("stats after the page's pause: %v", st)
+	}
 	if resp, m := do(t, mustReq(t, "POST", "/ops/api/sources/gen/resume", "", csrf)); resp.StatusCode != 200 || m["paused"] != false {
 		t.Fatalf("resume: %d %v", resp.StatusCode, m)
 	}

@@ -221,6 +221,9 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"ReplayLaneLeavesLiveTrafficAlone", TestReplayLaneLeavesLiveTrafficAlone},
 		{"FanOut", TestFanOut},
 		{"OrderedBlocksOnDead", TestOrderedBlocksOnDead},
+		{"PauseHold", TestPauseHold},
+		{"PauseRefuse", TestPauseRefuse},
+		{"PauseDestination", TestPauseDestination},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -41,8 +41,6 @@ const (
 	DefaultDedupeWindow = 24 * time.Hour
 	// unavailableRetryAfter is the Retry-After (seconds) of a 503.
 	unavailableRetryAfter = 5
-	// pausedRetryAfter is the Retry-After (seconds) while a source is paused.
-	pausedRetryAfter = 60
 )
 
 // Ingress receives the webhooks of one source: it verifies the signature
@@ -326,10 +324,11 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.reject(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
 		return nil
 	}
-	if h.app.SourcePaused(h.Source) {
-		// the provider keeps the event and sends it again later
+	if p, ok := h.app.SourcePause(h.Source); ok && !p.Holds() {
+		// refused: the provider keeps the event and sends it again later
+		// (a hold accepts and stores as usual: its deliveries wait)
 		h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
-			"this webhook source is paused; retry later", pausedRetryAfter, nil)
+			"this webhook source is paused; retry later", p.RetryAfter(time.Now()), nil)
 		return nil
 	}
 	if !h.allowed(r) {

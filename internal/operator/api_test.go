@@ -193,7 +193,8 @@ func TestBodyLimitOfAMountingHandler(t *testing.T) {
 func TestPatterns(t *testing.T) {
 	got := apiOver(newFakeApp()).Patterns()
 	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
-		!slices.Contains(got, "POST /webhooks/events/replay") || len(got) != 13 {
+		!slices.Contains(got, "POST /webhooks/events/replay") ||
+		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") || len(got) != 15 {
 		t.Fatalf("patterns %q", got)
 	}
 }
@@ -372,12 +373,39 @@ func TestPauseAndEvents(t *testing.T) {
 	api := apiOver(f)
 	var p operator.PauseAnswer
 	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/pause", ""), &p)
-	if p != (operator.PauseAnswer{Paused: true, Source: "gen"}) || !f.paused["gen"] {
+	if _, paused := f.paused["gen"]; !p.Paused || p.Source != "gen" || p.Pause == nil || p.Pause.Mode != "refuse" || !paused {
 		t.Errorf("pause: %+v", p)
 	}
+	// changed without resuming: a hold for 30m with a reason
+	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/pause", `{"reason":"deploy","for":"30m","accept":true}`), &p)
+	if got := f.paused["gen"]; !got.Accept || got.Reason != "deploy" || got.Until.Sub(got.Since) != 30*time.Minute ||
+		p.Pause.Mode != "hold" || p.Pause.Until != got.Until {
+		t.Errorf("changed pause: %+v, stored %+v", p.Pause, got)
+	}
+	for _, body := range []string{`{"for":"soon"}`, `{"for":"-1m"}`, `{"accept":true,"extra":1}`} {
+		if w := serve(t, api, "POST", "/webhooks/sources/gen/pause", body); w.Code != 400 {
+			t.Errorf("pause %s: %d %s, want 400", body, w.Code, w.Body)
+		}
+	}
+	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/destinations/crm/pause", `{"reason":"crm down"}`), &p)
+	if got, ok := f.paused["gen/crm"]; !ok || p.Destination != "crm" || p.Pause.Mode != "hold" || got.Reason != "crm down" {
+		t.Errorf("destination pause: %+v, stored %+v", p, got)
+	}
+	if w := serve(t, api, "POST", "/webhooks/sources/gen/destinations/missing/pause", ""); w.Code != 404 {
+		t.Errorf("pausing an unknown destination: %d %s, want 404", w.Code, w.Body)
+	}
+	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/destinations/crm/resume", ""), &p)
+	if _, ok := f.paused["gen/crm"]; ok || p.Paused || p.Resumed == nil || p.Resumed.Reason != "crm down" {
+		t.Errorf("destination resume: %+v", p)
+	}
 	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/resume", ""), &p)
-	if p != (operator.PauseAnswer{Paused: false, Source: "gen"}) || f.paused["gen"] {
+	if _, paused := f.paused["gen"]; p.Paused || p.Source != "gen" || p.Resumed == nil || paused {
 		t.Errorf("resume: %+v", p)
+	}
+	var again operator.PauseAnswer
+	decode(t, serve(t, api, "POST", "/webhooks/sources/gen/resume", ""), &again)
+	if p = again; p.Paused || p.Resumed != nil {
+		t.Errorf("resuming what is not paused: %+v", p)
 	}
 	var info storage.EventInfo
 	decode(t, serve(t, api, "GET", "/webhooks/events/gen/e-1", ""), &info)
@@ -392,25 +420,31 @@ func TestStats(t *testing.T) {
 	// nothing counted yet: the answer as it always was, to the byte
 	w := serve(t, api, "GET", "/webhooks/stats", "")
 	empty := `{"counters":{},"received":0,"duplicates":0,"ignored":0,"rejected":0,"delivered":0,"dead":0}`
-	if want := `{"paused_sources":null,"queue":{"queued":0,"in_flight":0,"dead":0},"sources":{},"total":{"last_hour":` +
+	if want := `{"paused_sources":null,"pauses":[],"queue":{"queued":0,"in_flight":0,"dead":0},"sources":{},"total":{"last_hour":` +
 		empty + `,"all_time":` + empty + "}}\n"; w.Body.String() != want {
 		t.Errorf("empty stats\n got %s\nwant %s", w.Body, want)
 	}
 
-	f.paused["gen"] = true
-	f.stats = operator.Stats{Queue: storage.Counts{Queued: 2, Dead: 1}, Sources: map[string]operator.SourceCounts{
-		"gen": {Queue: storage.Counts{Queued: 2, Dead: 1},
-			Recent: map[string]int64{"accepted": 4, "duplicate": 1, "unauthorized": 1, "delivered": 3, "dead": 1, "attempts": 4,
-				operator.DestinationCounter("delivered", "default"): 2, operator.DestinationCounter("delivered", "billing"): 1,
-				operator.DestinationCounter("dead", "billing"): 1},
-			AllTime: map[string]int64{"accepted": 10, "delivered": 10, "attempts": 12,
-				operator.DestinationCounter("delivered", "default"): 7, operator.DestinationCounter("delivered", "billing"): 3}},
-		"other": {Recent: nil, AllTime: map[string]int64{"accepted": 1, "invalid_json": 2}},
-	}}
+	f.paused["gen"] = storage.Pause{Source: "gen", Reason: "r"}
+	f.paused["other/crm"] = storage.Pause{Source: "other", Destination: "crm"}
+	f.stats = operator.Stats{Queue: storage.Counts{Queued: 2, Dead: 1},
+		Lanes: map[string]storage.Counts{"gen": {Queued: 2}, "other/crm": {Queued: 3}, "other": {Queued: 1}}, Sources: map[string]operator.SourceCounts{
+			"gen": {Queue: storage.Counts{Queued: 2, Dead: 1},
+				Recent: map[string]int64{"accepted": 4, "duplicate": 1, "unauthorized": 1, "delivered": 3, "dead": 1, "attempts": 4,
+					operator.DestinationCounter("delivered", "default"): 2, operator.DestinationCounter("delivered", "billing"): 1,
+					operator.DestinationCounter("dead", "billing"): 1},
+				AllTime: map[string]int64{"accepted": 10, "delivered": 10, "attempts": 12,
+					operator.DestinationCounter("delivered", "default"): 7, operator.DestinationCounter("delivered", "billing"): 3}},
+			"other": {Recent: nil, AllTime: map[string]int64{"accepted": 1, "invalid_json": 2}},
+		}}
 	var s operator.StatsAnswer
 	decode(t, serve(t, api, "GET", "/webhooks/stats", ""), &s)
 	if fmtJSON(s.PausedSources) != `["gen"]` || s.Queue != f.stats.Queue || len(s.Sources) != 2 {
 		t.Fatalf("stats %+v", s)
+	}
+	if len(s.Pauses) != 2 || s.Pauses[0].Waiting != 2 || s.Pauses[0].Mode != "refuse" || s.Pauses[0].Reason != "r" ||
+		s.Pauses[1].Destination != "crm" || s.Pauses[1].Waiting != 3 || s.Pauses[1].Mode != "hold" {
+		t.Errorf("pauses %+v", s.Pauses)
 	}
 	gen := s.Sources["gen"]
 	if gen.Queue.Dead != 1 || gen.LastHour.Received != 4 || gen.LastHour.Duplicates != 1 || gen.LastHour.Rejected != 1 ||

@@ -22,10 +22,15 @@ type App interface {
 	// Stats reads the queue's sizes and, by webhook source, the counters
 	// since since and all-time.
 	Stats(ctx context.Context, since time.Time) (Stats, error)
-	// PausedSources lists the paused sources as this node knows them.
-	PausedSources() []string
-	// SetPaused pauses or resumes a source for every node.
-	SetPaused(ctx context.Context, source string, paused bool) error
+	// Pauses lists the pauses in force as this node knows them.
+	Pauses() []storage.Pause
+	// SetPause pauses a source or one of its destinations, or changes its
+	// pause, for every node (storage.ErrUnknownDestination: the configured
+	// source has no such destination).
+	SetPause(ctx context.Context, p storage.Pause) error
+	// Resume ends the pause of a source (destination "") or of one of its
+	// destinations for every node; ok false: there was none.
+	Resume(ctx context.Context, source, destination string) (p storage.Pause, ok bool, err error)
 	// LookupEvent says where the event eventID of source is.
 	LookupEvent(ctx context.Context, source, eventID string) (*storage.EventInfo, error)
 
@@ -58,6 +63,8 @@ var ErrNotRunning = errors.New("the webhooks app is not running (no webhook_ingr
 type Stats struct {
 	// Queue is the queue's current sizes, Dead counting open DLQ entries.
 	Queue storage.Counts
+	// Lanes are the queued and in-flight jobs by lane (storage.LaneOf).
+	Lanes map[string]storage.Counts
 	// Sources are the webhook sources (the app's internal ones left out)
 	// by name.
 	Sources map[string]SourceCounts

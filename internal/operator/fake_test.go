@@ -24,7 +24,7 @@ type fakeApp struct {
 	entries map[string]*storage.DLQEntry
 	events  map[string]*storage.EventInfo // by source + "/" + event id
 	stats   operator.Stats
-	paused  map[string]bool
+	paused  map[string]storage.Pause
 	redrive operator.Redrive
 	replay  operator.Replay
 
@@ -37,7 +37,7 @@ type fakeApp struct {
 }
 
 func newFakeApp() *fakeApp {
-	return &fakeApp{entries: map[string]*storage.DLQEntry{}, events: map[string]*storage.EventInfo{}, paused: map[string]bool{}}
+	return &fakeApp{entries: map[string]*storage.DLQEntry{}, events: map[string]*storage.EventInfo{}, paused: map[string]storage.Pause{}}
 }
 
 var errUnavailable = fmt.Errorf("%w: dial tcp 10.0.0.7:6379: connection refused", storage.ErrUnavailable)
@@ -60,29 +60,39 @@ func (f *fakeApp) Stats(_ context.Context, _ time.Time) (operator.Stats, error) 
 	return f.stats, f.err()
 }
 
-func (f *fakeApp) PausedSources() []string {
+func (f *fakeApp) Pauses() []storage.Pause {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []string
-	for s := range f.paused {
-		out = append(out, s)
+	var out []storage.Pause
+	for _, p := range f.paused {
+		out = append(out, p)
 	}
-	slices.Sort(out)
+	storage.SortPauses(out)
 	return out
 }
 
-func (f *fakeApp) SetPaused(_ context.Context, source string, paused bool) error {
+func (f *fakeApp) SetPause(_ context.Context, p storage.Pause) error {
 	if err := f.err(); err != nil {
 		return err
 	}
+	if p.Destination == "missing" {
+		return storage.ErrUnknownDestination
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if paused {
-		f.paused[source] = true
-	} else {
-		delete(f.paused, source)
-	}
+	f.paused[p.Key()] = p
 	return nil
+}
+
+func (f *fakeApp) Resume(_ context.Context, source, destination string) (storage.Pause, bool, error) {
+	if err := f.err(); err != nil {
+		return storage.Pause{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.paused[storage.PauseKey(source, destination)]
+	delete(f.paused, storage.PauseKey(source, destination))
+	return p, ok, nil
 }
 
 func (f *fakeApp) LookupEvent(_ context.Context, source, eventID string) (*storage.EventInfo, error) {

@@ -22,7 +22,13 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res := StatsAnswer{PausedSources: app.PausedSources(), Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources))}
+	res := StatsAnswer{Pauses: []PauseInfo{}, Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources))}
+	for _, p := range app.Pauses() {
+		if p.Destination == "" {
+			res.PausedSources = append(res.PausedSources, p.Source)
+		}
+		res.Pauses = append(res.Pauses, pauseInfo(p, s.Lanes))
+	}
 	lastHour, allTime := map[string]int64{}, map[string]int64{}
 	for name, src := range s.Sources {
 		var b breakdown

@@ -1,6 +1,10 @@
 package operator
 
-import "github.com/hookline/hookline/storage"
+import (
+	"time"
+
+	"github.com/hookline/hookline/storage"
+)
 
 // The API's request and answer bodies, as the server writes them and the
 // CLI decodes them. Two routes answer storage types as they are:
@@ -15,8 +19,12 @@ type ErrorAnswer struct {
 
 // StatsAnswer answers GET /webhooks/stats.
 type StatsAnswer struct {
-	// PausedSources lists the paused sources (null when none is).
+	// PausedSources lists the sources paused as a whole (null when none
+	// is); kept for compatibility: Pauses has every pause.
 	PausedSources []string `json:"paused_sources"`
+	// Pauses lists every pause in force, destinations' too, with the
+	// deliveries waiting for each.
+	Pauses []PauseInfo `json:"pauses"`
 	// Queue is the queue's current sizes; its dead counts the DLQ
 	// entries still pending or under investigation.
 	Queue storage.Counts `json:"queue"`
@@ -130,12 +138,56 @@ type StatusAnswer struct {
 	Status storage.DLQStatus `json:"status"`
 }
 
-// PauseAnswer answers POST /webhooks/sources/{source}/pause and resume.
+// PauseRequest is the optional body of POST
+// /webhooks/sources/{source}/pause (and of a destination's); unknown fields
+// are refused.
+type PauseRequest struct {
+	// Reason is shown wherever the pause is.
+	Reason string `json:"reason"`
+	// For is how long the pause lasts before it resumes by itself, a Go or
+	// Caddy duration ("30m", "1d"); empty: until resumed.
+	For string `json:"for"`
+	// Accept true holds (202 and stored, deliveries wait); false refuses
+	// with 503 + Retry-After. A destination's pause always holds.
+	Accept bool `json:"accept"`
+}
+
+// PauseAnswer answers POST /webhooks/sources/{source}/pause and resume
+// (and a destination's).
 type PauseAnswer struct {
-	// Paused is the source's new state.
+	// Paused is the new state.
 	Paused bool `json:"paused"`
 	// Source is the source's name.
 	Source string `json:"source"`
+	// Destination is the destination's name (absent: the whole source).
+	Destination string `json:"destination,omitempty"`
+	// Pause is the pause now in force (pause only).
+	Pause *PauseInfo `json:"pause,omitempty"`
+	// Resumed is the pause that ended (resume only; absent when there was
+	// none).
+	Resumed *PauseInfo `json:"resumed,omitempty"`
+}
+
+// PauseInfo is one pause as the API shows it.
+type PauseInfo struct {
+	// Source is the paused source.
+	Source string `json:"source"`
+	// Destination is the paused destination (absent: the whole source).
+	Destination string `json:"destination,omitempty"`
+	// Mode is "hold" (the ingress accepts, deliveries wait) or "refuse"
+	// (503 + Retry-After).
+	Mode string `json:"mode"`
+	// Accept is true for a hold.
+	Accept bool `json:"accept"`
+	// Reason is the operator's text.
+	Reason string `json:"reason,omitempty"`
+	// Since is when the pause was set (absent for a pause made before
+	// pause modes existed).
+	Since time.Time `json:"since,omitzero"`
+	// Until is when it resumes by itself (absent: when resumed).
+	Until time.Time `json:"until,omitzero"`
+	// Waiting counts the deliveries queued for it (stats only).
+	Waiting int `json:"waiting"`
 }
 
 // BulkRetryRequest is the body of POST /webhooks/dlq/retry; every field

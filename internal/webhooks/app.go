@@ -77,6 +77,7 @@ type App struct {
 
 	disp        *atomic.Pointer[delivery.Dispatcher]
 	paused      *pausedCache
+	pausesDone  chan struct{}
 	stopCleaner context.CancelFunc
 	cleanerDone chan struct{}
 	alerter     *alerter
@@ -293,7 +294,7 @@ func (a *App) Start() error {
 	if err != nil {
 		return fmt.Errorf("opening webhook store: %v", err)
 	}
-	a.refreshPaused() // before the first request and the first lease
+	a.refreshPaused(time.Now()) // before the first request and the first lease
 	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
 		Store:        st,
@@ -302,7 +303,7 @@ func (a *App) Start() error {
 		Resolve:      a.resolve,
 		Sources:      a.sourceNames,
 		Destinations: a.destinationNames,
-		Paused:       a.SourcePaused,
+		Paused:       a.DeliveriesPaused,
 		Breakers:     a.breakers,
 		Tracer:       a.tracerProvider,
 		Logger:       a.log.Named("delivery"),
@@ -319,6 +320,11 @@ func (a *App) Start() error {
 	go func() {
 		defer close(a.statsDone)
 		a.statsFlusher(ctx, st)
+	}()
+	a.pausesDone = make(chan struct{})
+	go func() {
+		defer close(a.pausesDone)
+		a.pauseTicker(ctx)
 	}()
 	if a.alerter != nil {
 		a.alertsDone = make(chan struct{})
@@ -341,6 +347,7 @@ func (a *App) Stop() error {
 		a.stopCleaner()
 		<-a.cleanerDone
 		<-a.statsDone
+		<-a.pausesDone
 		if a.alertsDone != nil {
 			<-a.alertsDone
 		}
@@ -457,7 +464,8 @@ func (a *App) resolve(source, destination string) (*delivery.Target, bool) {
 	if !ok {
 		return nil, false
 	}
-	return src.targetOf(destination)
+	t, ok := src.targetOf(destination)
+	return a.catchUp(source, destination, t), ok
 }
 
 // destinationNames lists the destinations of a configured source (the
@@ -479,84 +487,6 @@ func (a *App) Store() (storage.Store, error) {
 		err = fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
 	}
 	return st, err
-}
-
-// pausedCache holds the paused sources read from the store, refreshed at
-// most every pausedRefresh so that a pause on any node reaches all nodes
-// within about that time.
-type pausedCache struct {
-	mu  sync.Mutex
-	set atomic.Pointer[map[string]bool]
-	at  atomic.Int64 // unix nanos of the last refresh
-}
-
-const pausedRefresh = time.Second
-
-// SourcePaused reports whether source is paused (operators' emergency stop).
-func (a *App) SourcePaused(source string) bool {
-	c := a.paused
-	if time.Since(time.Unix(0, c.at.Load())) > pausedRefresh && c.mu.TryLock() {
-		// one request refreshes; the others use the last known set
-		go func() {
-			defer c.mu.Unlock()
-			a.refreshPaused()
-		}()
-	}
-	if m := c.set.Load(); m != nil {
-		return (*m)[source]
-	}
-	return false
-}
-
-func (a *App) refreshPaused() {
-	st, err := a.Store()
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	m, err := st.Paused(ctx)
-	if err != nil {
-		return // keep the last known set; try again at the next refresh
-	}
-	a.paused.set.Store(&m)
-	a.paused.at.Store(time.Now().UnixNano())
-}
-
-// SetPaused pauses or resumes a source in the store (for every node) and
-// in this node's cache at once.
-func (a *App) SetPaused(ctx context.Context, source string, paused bool) error {
-	st, err := a.Store()
-	if err != nil {
-		return err
-	}
-	if err := st.SetPaused(ctx, source, paused); err != nil {
-		return err
-	}
-	if paused {
-		a.emit(eventPaused, map[string]any{"source": source})
-	} else {
-		a.emit(eventResumed, map[string]any{"source": source})
-	}
-	a.paused.mu.Lock()
-	defer a.paused.mu.Unlock()
-	a.refreshPaused()
-	if !paused {
-		a.Notify() // its jobs may go now
-	}
-	return nil
-}
-
-// PausedSources lists the paused sources as this node knows them.
-func (a *App) PausedSources() []string {
-	var out []string
-	if m := a.paused.set.Load(); m != nil {
-		for s := range *m {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Seen returns the L1 cache of seen event IDs (nil once the app is

@@ -14,7 +14,9 @@ import (
 //
 // The logger webhooks.audit writes one Info line per lifecycle step
 // (received, attempt, delivered, dead, retried, resolved, discarded,
-// investigating, replayed) with the event's source, ids, type and the id of the
+// investigating, replayed, ignored; paused and resumed for an operator's
+// pause, with its source, destination, mode, reason, since, until and
+// whether it ended by itself) with the event's source, ids, type and the id of the
 // ingress request that accepted it, never a body, a header or a secret,
 // so that a user can route it to a file of its own with Caddy's log
 // config (include webhooks.audit).
@@ -35,6 +37,8 @@ const (
 	stepInvestigating = "investigating"
 	stepReplayed      = "replayed"
 	stepIgnored       = "ignored"
+	stepPaused        = "paused"
+	stepResumed       = "resumed"
 )
 
 // Caddy event names.

@@ -89,14 +89,17 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			discard.Flags().String("reason", "", "Why")
 			dlqCmd.AddCommand(list, show, retry, resolve, discard)
 			cmd.AddCommand(dlqCmd)
-			for _, action := range []string{"pause", "resume"} {
-				cmd.AddCommand(&cobra.Command{
-					Use:   action + " <source>",
-					Short: map[string]string{"pause": "Pauses a source: its ingress answers 503, its deliveries wait", "resume": "Resumes a paused source"}[action],
-					Args:  cobra.ExactArgs(1),
-					RunE:  caddycmd.WrapCommandFuncForCobra(cmdPause(action)),
-				})
-			}
+			pause := &cobra.Command{Use: "pause <source>",
+				Short: "Pauses a source or one destination: refuse (503, the default) or hold (--accept: 202 and stored, deliveries wait); pausing again changes the pause",
+				Args:  cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("pause"))}
+			pause.Flags().String("destination", "", "Pause this destination's deliveries only (they always hold)")
+			pause.Flags().String("reason", "", "Why, shown wherever the pause is")
+			pause.Flags().String("for", "", "Resume by itself after this duration (e.g. 30m)")
+			pause.Flags().Bool("accept", false, "Hold: keep accepting and storing events while deliveries wait")
+			resume := &cobra.Command{Use: "resume <source>", Short: "Resumes a paused source or destination; its waiting deliveries go, paced",
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("resume"))}
+			resume.Flags().String("destination", "", "Resume this destination's deliveries")
+			cmd.AddCommand(pause, resume)
 			cmd.AddCommand(&cobra.Command{
 				Use:   "events <source> <event_id>",
 				Short: "Shows where an event is, with its attempts",
@@ -170,6 +173,13 @@ func printStats(w io.Writer, v *operator.StatsAnswer) {
 		paused = "-"
 	}
 	fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
+	if len(v.Pauses) > 0 {
+		fmt.Fprintln(w, "\nPAUSED\tDESTINATION\tMODE\tSINCE\tUNTIL\tWAITING\tREASON")
+		for _, p := range v.Pauses {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Source, orDash(p.Destination), p.Mode,
+				timeOrDash(p.Since), timeOrDash(p.Until), p.Waiting, orDash(p.Reason))
+		}
+	}
 	if len(v.Sources) == 0 {
 		return
 	}
@@ -401,19 +411,46 @@ func cmdReplay(fl caddycmd.Flags) (int, error) {
 
 func cmdPause(action string) caddycmd.CommandFunc {
 	return func(fl caddycmd.Flags) (int, error) {
-		raw, err := adminCall(fl, "POST", "/webhooks/sources/"+url.PathEscape(fl.Arg(0))+"/"+action, nil)
+		uri := "/webhooks/sources/" + url.PathEscape(fl.Arg(0))
+		if d := fl.String("destination"); d != "" {
+			uri += "/destinations/" + url.PathEscape(d)
+		}
+		var body any
+		if action == "pause" {
+			body = operator.PauseRequest{Reason: fl.String("reason"), For: fl.String("for"), Accept: fl.Bool("accept")}
+		}
+		raw, err := adminCall(fl, "POST", uri+"/"+action, body)
 		if err != nil {
 			return caddy.ExitCodeFailedStartup, err
 		}
 		var v operator.PauseAnswer
 		return output(fl, raw, &v, func(w io.Writer) {
-			state := "resumed"
-			if v.Paused {
-				state = "paused"
+			what := v.Source
+			if v.Destination != "" {
+				what += " → " + v.Destination
 			}
-			fmt.Fprintf(w, "%s: %s\n", v.Source, state)
+			switch {
+			case v.Pause != nil:
+				fmt.Fprintf(w, "%s: paused (%s)%s\n", what, v.Pause.Mode, pauseDetails(*v.Pause))
+			case v.Resumed != nil:
+				fmt.Fprintf(w, "%s: resumed\n", what)
+			default:
+				fmt.Fprintf(w, "%s: was not paused\n", what)
+			}
 		})
 	}
+}
+
+// pauseDetails is a pause's reason and end for the CLI's lines.
+func pauseDetails(p operator.PauseInfo) string {
+	var s string
+	if !p.Until.IsZero() {
+		s += " until " + p.Until.Local().Format(time.RFC3339)
+	}
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return s
 }
 
 func cmdEvent(fl caddycmd.Flags) (int, error) {
@@ -477,4 +514,12 @@ func oneLine(s string, max int) string {
 		s = s[:max-1] + "…"
 	}
 	return s
+}
+
+// timeOrDash is t for the CLI's tables, "-" when zero.
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.RFC3339)
 }

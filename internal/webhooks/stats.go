@@ -181,10 +181,11 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	if err != nil {
 		return operator.Stats{}, err
 	}
-	queues, err := st.QueueBySource(ctx)
+	lanes, err := st.QueueByLane(ctx)
 	if err != nil {
 		return operator.Stats{}, err
 	}
+	queues := storage.CountsBySource(lanes)
 	dead, err := st.DLQCounts(ctx)
 	if err != nil {
 		return operator.Stats{}, err
@@ -202,7 +203,7 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 		names[src] = true
 	}
 	delete(names, alertSource)
-	out := operator.Stats{Queue: c, Sources: make(map[string]operator.SourceCounts, len(names))}
+	out := operator.Stats{Queue: c, Lanes: lanes, Sources: make(map[string]operator.SourceCounts, len(names))}
 	for src := range names {
 		q := queues[src]
 		for status, n := range dead[src] {

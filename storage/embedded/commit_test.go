@@ -100,8 +100,8 @@ func TestStalledFsyncHonoursContext(t *testing.T) {
 	}
 	// other writes too: a worker's Finish, an operator's pause
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)
-	if err := s.SetPaused(ctx, "stripe", true); !errors.Is(err, storage.ErrUnavailable) {
-		t.Errorf("SetPaused during a stalled fsync: %v", err)
+	if err := s.SetPause(ctx, storage.Pause{Source: "stripe"}); !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("SetPause during a stalled fsync: %v", err)
 	}
 	cancel()
 	// a context that has already ended never queues its write
@@ -204,7 +204,7 @@ func TestFailingWriteFailsAlone(t *testing.T) {
 			if got := sw.sizes(); len(got) != 2 || got[0] != 1 || got[1] != n-1 {
 				t.Errorf("commits (writes each) = %v, want [1 %d]", got, n-1)
 			}
-			if paused, err := s.Paused(ctx); err != nil || paused["ghost"] {
+			if paused, err := s.Pauses(ctx); err != nil || len(paused) != 0 {
 				t.Errorf("the failing write was committed: paused = %v, %v", paused, err)
 			}
 			// the committer is alive

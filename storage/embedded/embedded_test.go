@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	bolt "go.etcd.io/bbolt"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -65,6 +66,15 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("Dump: %v", err)
 			}
 			return out
+		},
+		Legacy: func(t *testing.T, s storage.Store, source string) {
+			// earlier versions kept a paused source as a key with no value
+			err := s.(*testStore).UpdateForTest(t.Context(), func(tx *bolt.Tx) error {
+				return tx.Bucket([]byte("paused")).Put([]byte(source), nil)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		},
 	})
 }

@@ -64,18 +64,24 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	return c, err
 }
 
-// QueueBySource implements storage.Store. It reads index keys only.
+// QueueBySource implements storage.Store.
 func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	byLane, err := s.QueueByLane(ctx)
+	return storage.CountsBySource(byLane), err
+}
+
+// QueueByLane implements storage.Store. It reads index keys only.
+func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
 	now := s.now()
 	out := map[string]storage.Counts{}
 	err := s.view(func(tx *bolt.Tx) error {
 		inflight := tx.Bucket(bInFlight)
 		// the chained jobs waiting behind their chain's head are queued
 		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
-			src := storage.SourceOfLane(string(lane))
-			n := out[src]
+			key := string(lane)
+			n := out[key]
 			n.Queued++
-			out[src] = n
+			out[key] = n
 			return nil
 		})
 		if err != nil {
@@ -86,8 +92,8 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			if !ok {
 				return nil
 			}
-			src := storage.SourceOfLane(string(lane))
-			n := out[src]
+			key := string(lane)
+			n := out[key]
 			// a leased job's due time is its lease's end
 			st := storage.StatusQueued
 			if inflight.Get(id) != nil {
@@ -98,33 +104,72 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			} else {
 				n.Queued++
 			}
-			out[src] = n
+			out[key] = n
 			return nil
 		})
 	})
 	return out, err
 }
 
-// SetPaused implements storage.Store.
-func (s *Store) SetPaused(ctx context.Context, source string, paused bool) error {
+// SetPause implements storage.Store.
+func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		if paused {
-			return tx.Bucket(bPaused).Put([]byte(source), nil)
-		}
-		return tx.Bucket(bPaused).Delete([]byte(source))
+		return tx.Bucket(bPaused).Put([]byte(p.Key()), storage.EncodePause(p))
 	})
 }
 
-// Paused implements storage.Store.
-func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
-	out := map[string]bool{}
+// Resume implements storage.Store.
+func (s *Store) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+	var (
+		p     storage.Pause
+		found bool
+	)
+	key := storage.PauseKey(source, destination)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPaused)
+		v := b.Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		var err error
+		if p, err = storage.DecodePause(key, v); err != nil {
+			return err
+		}
+		found = true
+		return b.Delete([]byte(key))
+	})
+	return p, found, err
+}
+
+// Pauses implements storage.Store.
+func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
+	var out []storage.Pause
 	err := s.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bPaused).ForEach(func(k, _ []byte) error {
-			out[string(k)] = true
+		return tx.Bucket(bPaused).ForEach(func(k, v []byte) error {
+			p, err := storage.DecodePause(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
 			return nil
 		})
 	})
+	storage.SortPauses(out)
 	return out, err
+}
+
+// ExpirePause implements storage.Store.
+func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
+	var done bool
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bPaused)
+		if v := b.Get([]byte(p.Key())); v == nil || !bytes.Equal(v, storage.EncodePause(p)) {
+			return nil
+		}
+		done = true
+		return b.Delete([]byte(p.Key()))
+	})
+	return done && err == nil, err
 }
 
 // statusOf is the status of event id for duplicate answers (see

@@ -190,10 +190,16 @@ end
 return {n, redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3])}
 `)
 
-// QueueBySource implements storage.Store: each lane's jobs are counted in
+// QueueBySource implements storage.Store.
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	byLane, err := s.QueueByLane(ctx)
+	return storage.CountsBySource(byLane), err
+}
+
+// QueueByLane implements storage.Store: each lane's jobs are counted in
 // Redis; only the records of jobs due later (leased, or waiting for a
 // retry) are read.
-func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
 	now := ms(s.now())
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
@@ -210,11 +216,11 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 			lane, _ := v[j].(string)
 			jobs, _ := v[j+1].(int64)
 			leased, _ := v[j+2].(int64)
-			src := storage.SourceOfLane(lane)
-			n := out[src]
+			key := lane
+			n := out[key]
 			n.InFlight += int(leased)
 			n.Queued += int(jobs - leased)
-			out[src] = n
+			out[key] = n
 		}
 	}
 	return out, nil
@@ -249,29 +255,100 @@ end
 return out
 `)
 
-// pausedKey holds the paused sources (one small set, outside the partitions).
+// pausedKey holds the source pauses of earlier versions (a set of
+// source names, read as refuse-mode pauses); pausesKey the pauses (a hash
+// of storage.PauseKey to storage.EncodePause). Both are small and share
+// one slot, outside the partitions.
 func (s *Store) pausedKey() string { return "{" + s.opts.Prefix + ":meta}:paused" }
+func (s *Store) pausesKey() string { return "{" + s.opts.Prefix + ":meta}:pauses" }
 
-// SetPaused implements storage.Store.
-func (s *Store) SetPaused(ctx context.Context, source string, paused bool) error {
-	var err error
-	if paused {
-		err = s.c.SAdd(ctx, s.pausedKey(), source).Err()
-	} else {
-		err = s.c.SRem(ctx, s.pausedKey(), source).Err()
-	}
+// SetPause implements storage.Store.
+func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
+	_, err := s.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.HSet(ctx, s.pausesKey(), p.Key(), storage.EncodePause(p))
+		pipe.SRem(ctx, s.pausedKey(), p.Key())
+		return nil
+	})
 	return unavailable(err)
 }
 
-// Paused implements storage.Store.
-func (s *Store) Paused(ctx context.Context) (map[string]bool, error) {
-	members, err := s.c.SMembers(ctx, s.pausedKey()).Result()
+// resumeScript removes a pause (new or legacy) and returns it:
+//
+//	KEYS[1] pauses hash, KEYS[2] legacy set; ARGV[1] key
+//	returns false (none), "" (legacy) or the stored value
+var resumeScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v then
+	redis.call('HDEL', KEYS[1], ARGV[1])
+	redis.call('SREM', KEYS[2], ARGV[1])
+	return v
+end
+if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then return '' end
+return false
+`)
+
+// Resume implements storage.Store.
+func (s *Store) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+	key := storage.PauseKey(source, destination)
+	v, err := resumeScript.Run(ctx, s.c, []string{s.pausesKey(), s.pausedKey()}, key).Text()
+	if errors.Is(err, redis.Nil) {
+		return storage.Pause{}, false, nil
+	}
+	if err != nil {
+		return storage.Pause{}, false, unavailable(err)
+	}
+	p, err := storage.DecodePause(key, []byte(v))
+	return p, err == nil, err
+}
+
+// Pauses implements storage.Store.
+func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
+	var (
+		legacy *redis.StringSliceCmd
+		pauses *redis.MapStringStringCmd
+	)
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		legacy = pipe.SMembers(ctx, s.pausedKey())
+		pauses = pipe.HGetAll(ctx, s.pausesKey())
+		return nil
+	})
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	out := make(map[string]bool, len(members))
-	for _, m := range members {
-		out[m] = true
+	seen := map[string]bool{}
+	var out []storage.Pause
+	for k, v := range pauses.Val() {
+		p, err := storage.DecodePause(k, []byte(v))
+		if err != nil {
+			return nil, err
+		}
+		seen[k] = true
+		out = append(out, p)
 	}
+	for _, k := range legacy.Val() {
+		if !seen[k] {
+			out = append(out, storage.Pause{Source: k})
+		}
+	}
+	storage.SortPauses(out)
 	return out, nil
+}
+
+// expirePauseScript deletes a pause if it is still the given value:
+//
+//	KEYS[1] pauses hash; ARGV[1] key, ARGV[2] value; returns 1 if deleted
+var expirePauseScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+	return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+`)
+
+// ExpirePause implements storage.Store.
+func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
+	n, err := expirePauseScript.Run(ctx, s.c, []string{s.pausesKey()}, p.Key(), storage.EncodePause(p)).Int()
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return n == 1, nil
 }

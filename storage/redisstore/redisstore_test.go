@@ -47,6 +47,21 @@ func factory(newClient func() redis.UniversalClient, opts redisstore.Options) st
 			mu.Unlock()
 			return dumpKeys(t, c, "{"+prefix+":*")
 		},
+		Second: func(t *testing.T, first storage.Store) storage.Store {
+			o := opts
+			o.Prefix = prefixes[first]
+			s := redisstore.New(newClient(), o)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		Legacy: func(t *testing.T, s storage.Store, source string) {
+			// earlier versions kept the paused sources in one set
+			c := newClient()
+			defer c.Close()
+			if err := c.SAdd(t.Context(), "{"+prefixes[s]+":meta}:paused", source).Err(); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }
 

@@ -21,15 +21,18 @@ const (
 	MethodLookup        Method = "Lookup"
 	MethodCounts        Method = "Counts"
 	MethodQueueBySource Method = "QueueBySource"
+	MethodQueueByLane   Method = "QueueByLane"
 	MethodDLQList       Method = "DLQList"
 	MethodDLQGet        Method = "DLQGet"
 	MethodDLQCounts     Method = "DLQCounts"
 	MethodDLQRetry      Method = "DLQRetry"
 	MethodDLQSetStatus  Method = "DLQSetStatus"
-	MethodSetPaused     Method = "SetPaused"
+	MethodSetPause      Method = "SetPause"
+	MethodResume        Method = "Resume"
+	MethodExpirePause   Method = "ExpirePause"
 	MethodListDelivered Method = "ListDelivered"
 	MethodReplay        Method = "Replay"
-	MethodPaused        Method = "Paused"
+	MethodPauses        Method = "Pauses"
 	MethodAddStats      Method = "AddStats"
 	MethodStats         Method = "Stats"
 	MethodCleanup       Method = "Cleanup"
@@ -39,8 +42,8 @@ const (
 // Methods lists every method of storage.Store.
 var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
-	MethodQueueBySource, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
-	MethodDLQSetStatus, MethodSetPaused, MethodPaused, MethodAddStats, MethodStats,
+	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
+	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
 	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay,
 }
 
@@ -305,6 +308,11 @@ func (f *Faulty) Counts(ctx context.Context) (storage.Counts, error) {
 	return call(f, ctx, MethodCounts, func() (storage.Counts, error) { return f.inner.Counts(ctx) })
 }
 
+// QueueByLane implements storage.Store.
+func (f *Faulty) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
+	return call(f, ctx, MethodQueueByLane, func() (map[string]storage.Counts, error) { return f.inner.QueueByLane(ctx) })
+}
+
 // QueueBySource implements storage.Store.
 func (f *Faulty) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
 	return call(f, ctx, MethodQueueBySource, func() (map[string]storage.Counts, error) { return f.inner.QueueBySource(ctx) })
@@ -345,14 +353,30 @@ func (f *Faulty) Replay(ctx context.Context, ev *storage.EventInfo, due time.Tim
 	return call0(f, ctx, MethodReplay, func() error { return f.inner.Replay(ctx, ev, due) })
 }
 
-// SetPaused implements storage.Store.
-func (f *Faulty) SetPaused(ctx context.Context, source string, paused bool) error {
-	return call0(f, ctx, MethodSetPaused, func() error { return f.inner.SetPaused(ctx, source, paused) })
+// SetPause implements storage.Store.
+func (f *Faulty) SetPause(ctx context.Context, p storage.Pause) error {
+	return call0(f, ctx, MethodSetPause, func() error { return f.inner.SetPause(ctx, p) })
 }
 
-// Paused implements storage.Store.
-func (f *Faulty) Paused(ctx context.Context) (map[string]bool, error) {
-	return call(f, ctx, MethodPaused, func() (map[string]bool, error) { return f.inner.Paused(ctx) })
+// Resume implements storage.Store.
+func (f *Faulty) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+	var ok bool
+	p, err := call(f, ctx, MethodResume, func() (storage.Pause, error) {
+		p, found, err := f.inner.Resume(ctx, source, destination)
+		ok = found
+		return p, err
+	})
+	return p, ok && err == nil, err
+}
+
+// Pauses implements storage.Store.
+func (f *Faulty) Pauses(ctx context.Context) ([]storage.Pause, error) {
+	return call(f, ctx, MethodPauses, func() ([]storage.Pause, error) { return f.inner.Pauses(ctx) })
+}
+
+// ExpirePause implements storage.Store.
+func (f *Faulty) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
+	return call(f, ctx, MethodExpirePause, func() (bool, error) { return f.inner.ExpirePause(ctx, p) })
 }
 
 // AddStats implements storage.Store.

@@ -148,6 +148,7 @@ func TestFaultyFaults(t *testing.T) {
 			storagetest.MethodLookup:        func() error { _, err := f.Lookup(ctx, "stripe", "x"); return err },
 			storagetest.MethodCounts:        func() error { _, err := f.Counts(ctx); return err },
 			storagetest.MethodQueueBySource: func() error { _, err := f.QueueBySource(ctx); return err },
+			storagetest.MethodQueueByLane:   func() error { _, err := f.QueueByLane(ctx); return err },
 			storagetest.MethodDLQList:       func() error { _, err := f.DLQList(ctx, storage.DLQFilter{}); return err },
 			storagetest.MethodDLQGet:        func() error { _, err := f.DLQGet(ctx, "x"); return err },
 			storagetest.MethodDLQCounts:     func() error { _, err := f.DLQCounts(ctx); return err },
@@ -155,8 +156,10 @@ func TestFaultyFaults(t *testing.T) {
 			storagetest.MethodDLQSetStatus: func() error {
 				return f.DLQSetStatus(ctx, "x", storage.DLQResolved, "", time.Now())
 			},
-			storagetest.MethodSetPaused: func() error { return f.SetPaused(ctx, "stripe", true) },
-			storagetest.MethodPaused:    func() error { _, err := f.Paused(ctx); return err },
+			storagetest.MethodSetPause:    func() error { return f.SetPause(ctx, storage.Pause{Source: "stripe"}) },
+			storagetest.MethodResume:      func() error { _, _, err := f.Resume(ctx, "stripe", ""); return err },
+			storagetest.MethodPauses:      func() error { _, err := f.Pauses(ctx); return err },
+			storagetest.MethodExpirePause: func() error { _, err := f.ExpirePause(ctx, storage.Pause{Source: "stripe"}); return err },
 			storagetest.MethodListDelivered: func() error {
 				_, err := f.ListDelivered(ctx, storage.ReplayFilter{})
 				return err

@@ -1,8 +1,9 @@
 package storagetest
 
 import (
-	"maps"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,29 +47,122 @@ func testCounts(t *testing.T, f Factory) {
 	wantCounts(t, s, storage.Counts{Queued: 2, Dead: 1})
 }
 
-// testPaused: pausing is shared through the store and survives reopening.
+// testPaused: pauses of sources and destinations are set, changed,
+// listed and resumed through the store and survive reopening.
 func testPaused(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := t.Context()
-	if p, err := s.Paused(ctx); err != nil || len(p) != 0 {
-		t.Fatalf("Paused on a new store = %v, %v", p, err)
+	if p, err := s.Pauses(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("Pauses on a new store = %v, %v", p, err)
 	}
-	for _, src := range []string{"stripe", "github"} {
-		if err := s.SetPaused(ctx, src, true); err != nil {
+	now := time.Now()
+	stripe, _ := storage.NewPause("stripe", "", false, "upstream deploy", 0, now)
+	github, _ := storage.NewPause("github", "", true, "", time.Hour, now)
+	crm, _ := storage.NewPause("github", "crm", true, "crm down", 30*time.Minute, now)
+	for _, p := range []storage.Pause{stripe, github, crm} {
+		if err := s.SetPause(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.SetPaused(ctx, "github", false); err != nil {
+	// changed without resuming: mode, reason and end
+	stripe2, _ := storage.NewPause("stripe", "", true, "held instead", 10*time.Minute, now.Add(time.Second))
+	if err := s.SetPause(ctx, stripe2); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetPaused(ctx, "never-paused", false); err != nil {
-		t.Fatalf("resuming a source that is not paused: %v", err)
+	if got, ok, err := s.Resume(ctx, "github", ""); err != nil || !ok || !reflect.DeepEqual(got, github) {
+		t.Fatalf("Resume(github) = %+v, %v, %v; want %+v", got, ok, err, github)
+	}
+	if _, ok, err := s.Resume(ctx, "never-paused", ""); err != nil || ok {
+		t.Fatalf("resuming a source that is not paused: %v, %v", ok, err)
 	}
 	if f.Reopen != nil {
 		s = f.Reopen(t, s)
 	}
-	if p, err := s.Paused(ctx); err != nil || !maps.Equal(p, map[string]bool{"stripe": true}) {
-		t.Fatalf("Paused = %v, %v; want only stripe", p, err)
+	got, err := s.Pauses(ctx)
+	if want := []storage.Pause{crm, stripe2}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Pauses = %+v, %v; want %+v", got, err, want)
+	}
+	if !got[0].Holds() || got[0].Mode() != storage.PauseHold || got[1].Expired(now) || !got[1].Expired(now.Add(time.Hour)) {
+		t.Errorf("rules of %+v", got)
+	}
+}
+
+// testPauseExpiry: an expired pause is removed by exactly one of the
+// callers that saw it (compare-and-delete), across clients too; a pause
+// changed meanwhile is not removed.
+func testPauseExpiry(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	seen, _ := storage.NewPause("stripe", "", true, "short", 10*time.Millisecond, time.Now())
+	if err := s.SetPause(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	clients := []storage.Store{s, s}
+	if f.Second != nil {
+		clients[1] = f.Second(t, s)
+	}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := clients[i%2].ExpirePause(ctx, seen)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d callers removed the expired pause, want exactly 1", wins.Load())
+	}
+	if p, err := s.Pauses(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("Pauses after expiry = %v, %v", p, err)
+	}
+	// changed after it was read: the old record no longer matches
+	changed, _ := storage.NewPause("stripe", "", false, "longer", time.Hour, time.Now().Add(time.Millisecond))
+	if err := s.SetPause(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := clients[1].ExpirePause(ctx, seen); err != nil || ok {
+		t.Fatalf("ExpirePause of a changed pause = %v, %v; want false", ok, err)
+	}
+	if p, err := s.Pauses(ctx); err != nil || len(p) != 1 || p[0] != changed {
+		t.Fatalf("Pauses = %+v, %v; want the changed pause", p, err)
+	}
+}
+
+// testPauseLegacy: a pause written by earlier versions (Factory.Legacy)
+// reads as a refuse-mode pause of the source with no reason and no end,
+// and can be changed and resumed.
+func testPauseLegacy(t *testing.T, f Factory) {
+	if f.Legacy == nil {
+		t.Skip("Factory.Legacy not set")
+	}
+	s := f.Open(t)
+	ctx := t.Context()
+	f.Legacy(t, s, "stripe")
+	f.Legacy(t, s, "github")
+	got, err := s.Pauses(ctx)
+	if want := []storage.Pause{{Source: "github"}, {Source: "stripe"}}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("legacy Pauses = %+v, %v; want %+v", got, err, want)
+	}
+	if got[0].Holds() || got[0].Expired(time.Now()) || got[0].RetryAfter(time.Now()) != 60 {
+		t.Errorf("a legacy pause must refuse with no end: %+v", got[0])
+	}
+	if p, ok, err := s.Resume(ctx, "github", ""); err != nil || !ok || p != (storage.Pause{Source: "github"}) {
+		t.Fatalf("Resume of a legacy pause = %+v, %v, %v", p, ok, err)
+	}
+	held, _ := storage.NewPause("stripe", "", true, "now held", 0, time.Now())
+	if err := s.SetPause(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Pauses(ctx); err != nil || len(got) != 1 || got[0] != held {
+		t.Fatalf("Pauses after changing a legacy pause = %+v, %v", got, err)
 	}
 }
 

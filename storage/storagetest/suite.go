@@ -42,6 +42,12 @@ type Factory struct {
 	// members), for the checks that an event's payload is stored once and
 	// goes with its last delivery. Nil skips those checks.
 	Dump func(t *testing.T, s storage.Store) [][]byte
+	// Second, if set, opens a second client of s's data while s stays
+	// open (a shared backend: another node); nil uses s twice.
+	Second func(t *testing.T, s storage.Store) storage.Store
+	// Legacy, if set, writes a pause of source as earlier versions did
+	// (the legacy-record test is skipped without it).
+	Legacy func(t *testing.T, s storage.Store, source string)
 }
 
 // Run runs the conformance suite, each subtest on a fresh store.
@@ -74,6 +80,8 @@ func Run(t *testing.T, f Factory) {
 		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
 		{"DLQRetryAfterRetention", testDLQRetryAfterRetention},
 		{"Paused", testPaused},
+		{"PauseExpiry", testPauseExpiry},
+		{"PauseLegacy", testPauseLegacy},
 		{"Stats", testStats},
 		{"DLQCounts", testDLQCounts},
 		{"QueueBySource", testQueueBySource},

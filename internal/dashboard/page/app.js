@@ -115,6 +115,20 @@
 		$("stat-dead").textContent = String(q.dead ?? "–");
 		const paused = Array.isArray(st.paused_sources) ? st.paused_sources : [];
 		$("stat-paused").textContent = paused.length ? paused.join(", ") : "none";
+		const prows = $("pauses-rows");
+		prows.replaceChildren();
+		for (const p of Array.isArray(st.pauses) ? st.pauses : []) {
+			prows.append(el("tr", { "data-source": p.source, "data-destination": p.destination || "" },
+				el("td", {}, p.source),
+				el("td", {}, p.destination || "all"),
+				el("td", {}, p.mode === "hold" ? "hold (accepting)" : "refuse (503)"),
+				el("td", {}, p.reason || "–"),
+				el("td", {}, p.since || "–"),
+				el("td", {}, p.until || "until resumed"),
+				el("td", { "class": "num" }, String(p.waiting ?? 0))));
+		}
+		$("pauses-empty").hidden = prows.children.length > 0;
+		$("pauses").hidden = prows.children.length === 0;
 		const rows = $("dest-stats-rows");
 		rows.replaceChildren();
 		const sources = st.sources || {};
@@ -142,10 +156,15 @@
 			say("Enter a source name first", true);
 			return;
 		}
+		const dest = $("pause-destination").value.trim();
 		const verb = pause ? "pause" : "resume";
-		const res = await guard(verb, () => api("POST", "sources/" + encodeURIComponent(source) + "/" + verb));
+		let path = "sources/" + encodeURIComponent(source);
+		if (dest) path += "/destinations/" + encodeURIComponent(dest);
+		const body = pause ? { reason: $("pause-reason").value.trim(), for: $("pause-for").value.trim(), accept: $("pause-accept").checked } : undefined;
+		const res = await guard(verb, () => api("POST", path + "/" + verb, body));
 		if (res) {
-			say("Source " + res.source + (res.paused ? " paused" : " resumed"));
+			const what = "Source " + res.source + (res.destination ? ", destination " + res.destination + "," : "");
+			say(what + (res.paused ? " paused (" + res.pause.mode + ")" : res.resumed ? " resumed" : " was not paused"));
 			loadStats();
 		}
 	}
