@@ -30,3 +30,19 @@ func RewriteAsLegacyDue(path string) error {
 		return err
 	})
 }
+
+// CheckForTest runs bbolt's consistency check of the whole file.
+func (s *Store) CheckForTest() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() {
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+}
+
+// ScrubbedPages is how many pages the scrubs of erasures overwrote.
+func (s *Store) ScrubbedPages() int64 { return s.scrubbed.Load() }

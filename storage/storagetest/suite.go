@@ -100,6 +100,12 @@ func Run(t *testing.T, f Factory) {
 		{"OrderedCleanup", testOrderedCleanup},
 		{"OrderedConcurrent", testOrderedConcurrent},
 		{"OrderedLookup", testOrderedLookup},
+		{"EraseOne", testEraseOne},
+		{"EraseWithoutProviderID", testEraseWithoutProviderID},
+		{"EraseFanOut", testEraseFanOut},
+		{"EraseDeadEntries", testEraseDeadEntriesOnly},
+		{"EraseInFlight", testEraseInFlight},
+		{"EraseOrdered", testEraseOrdered},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

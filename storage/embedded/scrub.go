@@ -1,0 +1,164 @@
+package embedded
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The scrub: "the bytes are gone" from the file, not only from the tree.
+//
+// bbolt never overwrites a page in place: a transaction that changes a
+// record writes the new version of its page elsewhere and frees the old
+// one, which keeps its bytes until bbolt happens to reuse it. So, after
+// an erasure, the erased body and headers are still in the file: in the
+// pages the erasing transaction freed, and in any page freed earlier that
+// held a copy (every lease, retry or finish rewrote the record). Pages
+// bbolt writes are always whole (a fresh or zeroed buffer holding only
+// live data), so the copies are in free pages only, and, after a
+// transaction that failed between writing its pages and its meta page,
+// in pages past the high water mark.
+//
+// scrub overwrites every free page, and every page past the high water
+// mark, with zeros (only the pages that are not zero already), fsyncs,
+// and then commits. It runs in a bbolt write transaction of its own, so
+// that no writer allocates a page meanwhile, and with every reader of the
+// Store held out (readers): with no read transaction open, bbolt releases
+// every pending page when the transaction begins, so a page it reports
+// free (Tx.Page) is one no reader can see and no meta page in use
+// references: the pages bbolt itself would hand out to the next write.
+// Zeroing them is exactly as safe as bbolt reusing them: a crash (kill
+// -9) mid-scrub leaves the file's tree as the last commit left it.
+//
+// Crash safety of the erasure as a whole: the erasing transaction sets
+// the scrub mark (bScrub) with the erasure itself; the scrub clears it in
+// its own commit. A crash between the two leaves the mark, and Open (or
+// the next Cleanup, or the next erasure) scrubs then.
+//
+// Cost: the readers wait and writes are held for one scrub: a walk of the
+// page ids up to the high water mark (in memory), a read of each free
+// page and of the file's tail past the high water mark, a write of the
+// pages that are not zero, one fsync and one commit. It is proportional to
+// the free space of the file, not to the data (see
+// docs/architecture.md, "Erasure").
+var bScrub = []byte("scrub")
+
+// scrubPending is the scrub mark's key in bScrub.
+var scrubPending = []byte("pending")
+
+// markScrub sets the scrub mark in tx (an erasing transaction).
+func markScrub(tx *bolt.Tx) error {
+	return tx.Bucket(bScrub).Put(scrubPending, nil)
+}
+
+// scrubChunk is how many pages the scrub reads at a time.
+const scrubChunk = 256
+
+// scrub zeroes the free pages of the file when the scrub mark is set, and
+// clears it (see above). Its errors wrap storage.ErrUnavailable.
+func (s *Store) scrub() error {
+	s.readers.Lock()
+	defer s.readers.Unlock()
+	f, err := os.OpenFile(s.db.Path(), os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
+	}
+	defer f.Close()
+	pageSize := int64(s.db.Info().PageSize)
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bScrub).Get(scrubPending) == nil {
+			return nil // another scrub did it
+		}
+		s.scrubStage("begin")
+		hwm := tx.Size() / pageSize
+		var free []int64
+		for id := int64(2); id < hwm; id++ {
+			info, err := tx.Page(int(id))
+			if err != nil {
+				return err
+			}
+			if info != nil && info.Type == "free" {
+				free = append(free, id)
+			}
+		}
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		for id := hwm; id < st.Size()/pageSize; id++ {
+			free = append(free, id)
+		}
+		n, err := zeroPages(f, pageSize, free)
+		if err != nil {
+			return err
+		}
+		s.scrubStage("zeroed")
+		if n > 0 {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
+		s.scrubbed.Add(int64(n))
+		return tx.Bucket(bScrub).Delete(scrubPending)
+	})
+	if err != nil {
+		return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
+	}
+	return nil
+}
+
+// scrubStage calls Options.OnScrub, if set.
+func (s *Store) scrubStage(stage string) {
+	if s.onScrub != nil {
+		s.onScrub(stage)
+	}
+}
+
+// zeroPages overwrites with zeros those of the pages ids (ascending) of f
+// that are not all zeros, reading runs of contiguous pages at a time, and
+// returns how many it overwrote.
+func zeroPages(f *os.File, pageSize int64, ids []int64) (int, error) {
+	buf := make([]byte, scrubChunk*pageSize)
+	zero := make([]byte, pageSize)
+	n := 0
+	for i := 0; i < len(ids); {
+		// a run of contiguous ids, at most scrubChunk long
+		j := i + 1
+		for j < len(ids) && j-i < scrubChunk && ids[j] == ids[j-1]+1 {
+			j++
+		}
+		run := buf[:int64(j-i)*pageSize]
+		if _, err := f.ReadAt(run, ids[i]*pageSize); err != nil {
+			return n, err
+		}
+		for k := range j - i {
+			page := run[int64(k)*pageSize : int64(k+1)*pageSize]
+			if bytes.Equal(page, zero) {
+				continue
+			}
+			if _, err := f.WriteAt(zero, ids[i+k]*pageSize); err != nil {
+				return n, err
+			}
+			n++
+		}
+		i = j
+	}
+	return n, nil
+}
+
+// scrubIfMarked scrubs when an erasure's scrub was left undone (a crash,
+// a failed write): at Open and at each Cleanup.
+func (s *Store) scrubIfMarked() error {
+	marked := false
+	if err := s.view(func(tx *bolt.Tx) error {
+		marked = tx.Bucket(bScrub).Get(scrubPending) != nil
+		return nil
+	}); err != nil || !marked {
+		return err
+	}
+	return s.scrub()
+}
