@@ -14,7 +14,7 @@ import (
 //
 // The logger webhooks.audit writes one Info line per lifecycle step
 // (received, attempt, delivered, dead, retried, resolved, discarded,
-// investigating, replayed) with the event's source, ids, type and the id of the
+// investigating, replayed, erased) with the event's source, ids, type and the id of the
 // ingress request that accepted it, never a body, a header or a secret,
 // so that a user can route it to a file of its own with Caddy's log
 // config (include webhooks.audit).
@@ -35,6 +35,9 @@ const (
 	stepInvestigating = "investigating"
 	stepReplayed      = "replayed"
 	stepIgnored       = "ignored"
+	// stepErased is an operator's erasure of an event (GDPR): its line
+	// names the event and counts what was removed, never a body.
+	stepErased = "erased"
 )
 
 // Caddy event names.
