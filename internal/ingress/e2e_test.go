@@ -221,6 +221,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"ReplayLaneLeavesLiveTrafficAlone", TestReplayLaneLeavesLiveTrafficAlone},
 		{"FanOut", TestFanOut},
 		{"OrderedBlocksOnDead", TestOrderedBlocksOnDead},
+		{"Erase", TestErase},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
