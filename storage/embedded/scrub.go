@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 
@@ -47,36 +48,91 @@ import (
 // docs/architecture.md, "Erasure").
 var bScrub = []byte("scrub")
 
-// scrubPending is the scrub mark's key in bScrub.
+// scrubPending is the scrub mark's key in bScrub: its value is the
+// number of the last erasure (bScrub's sequence), so that a scrub that
+// began before another erasure committed does not clear its mark.
 var scrubPending = []byte("pending")
 
 // markScrub sets the scrub mark in tx (an erasing transaction).
 func markScrub(tx *bolt.Tx) error {
-	return tx.Bucket(bScrub).Put(scrubPending, nil)
+	b := tx.Bucket(bScrub)
+	n, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return b.Put(scrubPending, binary.BigEndian.AppendUint64(nil, n))
 }
 
 // scrubChunk is how many pages the scrub reads at a time.
 const scrubChunk = 256
 
+// scrubSlice is how many pages (of the file's page ids) one scrub
+// transaction covers: readers and writers wait for one slice at a time,
+// not for the whole file.
+const scrubSlice = 8192
+
 // scrub zeroes the free pages of the file when the scrub mark is set, and
-// clears it (see above). Its errors wrap storage.ErrUnavailable.
+// clears it (see above), one slice of page ids per transaction. When an
+// erasure committed meanwhile (the mark changed), it starts again from the
+// first page: that erasure's pages may be behind it. One scrub runs at a
+// time; a scrub that finds the mark cleared has nothing to do. Its errors
+// wrap storage.ErrUnavailable.
 func (s *Store) scrub() error {
-	s.readers.Lock()
-	defer s.readers.Unlock()
+	s.scrubMu.Lock()
+	defer s.scrubMu.Unlock()
 	f, err := os.OpenFile(s.db.Path(), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
 	}
 	defer f.Close()
 	pageSize := int64(s.db.Info().PageSize)
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bScrub).Get(scrubPending) == nil {
-			return nil // another scrub did it
+	var mark []byte // the mark this scrub clears
+	for from := int64(2); ; {
+		next, done, err := s.scrubSliceAt(f, pageSize, from, &mark)
+		if err != nil {
+			return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
 		}
-		s.scrubStage("begin")
+		if done {
+			return nil
+		}
+		from = next
+	}
+}
+
+// scrubSliceAt scrubs the pages from from on, a slice of them, in one
+// write transaction with every reader held out, and returns where the
+// next slice starts. The slice that reaches the end of the file (its tail
+// past the high water mark included) clears the mark, if it is still
+// *mark (the mark the scrub read first), and the scrub is done; else the
+// next slice is the first one again. done is also true when there is no
+// mark at all.
+func (s *Store) scrubSliceAt(f *os.File, pageSize, from int64, mark *[]byte) (next int64, done bool, err error) {
+	s.readers.Lock()
+	defer s.readers.Unlock()
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bScrub)
+		now := b.Get(scrubPending)
+		if now == nil {
+			done = true // another scrub did it
+			return nil
+		}
+		if *mark == nil {
+			*mark = bytes.Clone(now)
+			s.scrubStage("begin")
+		}
 		hwm := tx.Size() / pageSize
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		end := max(hwm, st.Size()/pageSize)
+		to := min(from+scrubSlice, end)
 		var free []int64
-		for id := int64(2); id < hwm; id++ {
+		for id := from; id < to; id++ {
+			if id >= hwm { // past the high water mark: no page of the tree
+				free = append(free, id)
+				continue
+			}
 			info, err := tx.Page(int(id))
 			if err != nil {
 				return err
@@ -85,30 +141,33 @@ func (s *Store) scrub() error {
 				free = append(free, id)
 			}
 		}
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		for id := hwm; id < st.Size()/pageSize; id++ {
-			free = append(free, id)
-		}
 		n, err := zeroPages(f, pageSize, free)
 		if err != nil {
 			return err
 		}
-		s.scrubStage("zeroed")
+		s.scrubbed.Add(int64(n))
+		last := to >= end
+		if last {
+			s.scrubStage("zeroed")
+		}
 		if n > 0 {
 			if err := f.Sync(); err != nil {
 				return err
 			}
 		}
-		s.scrubbed.Add(int64(n))
-		return tx.Bucket(bScrub).Delete(scrubPending)
+		next = to
+		if !last {
+			return nil
+		}
+		if !bytes.Equal(now, *mark) {
+			// an erasure committed meanwhile: its pages may be behind
+			*mark, next = bytes.Clone(now), 2
+			return nil
+		}
+		done = true
+		return b.Delete(scrubPending)
 	})
-	if err != nil {
-		return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
-	}
-	return nil
+	return next, done, err
 }
 
 // scrubStage calls Options.OnScrub, if set.

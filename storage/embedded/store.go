@@ -60,6 +60,8 @@ type Store struct {
 	// readers is held (read) by every read transaction of the Store, and
 	// exclusively by a scrub, which must run with none open (scrub.go).
 	readers sync.RWMutex
+	// scrubMu lets one scrub run at a time.
+	scrubMu sync.Mutex
 	// onScrub is Options.OnScrub (nil in production).
 	onScrub func(stage string)
 	// scrubbed counts the pages the scrubs overwrote (tests).
