@@ -26,26 +26,31 @@ import (
 //
 // scrub overwrites every free page, and every page past the high water
 // mark, with zeros (only the pages that are not zero already), fsyncs,
-// and then commits. It runs in a bbolt write transaction of its own, so
-// that no writer allocates a page meanwhile, and with every reader of the
-// Store held out (readers): with no read transaction open, bbolt releases
-// every pending page when the transaction begins, so a page it reports
-// free (Tx.Page) is one no reader can see and no meta page in use
-// references: the pages bbolt itself would hand out to the next write.
-// Zeroing them is exactly as safe as bbolt reusing them: a crash (kill
-// -9) mid-scrub leaves the file's tree as the last commit left it.
+// and commits, a slice of page ids at a time, each slice in a bbolt write
+// transaction of its own, so that no writer allocates a page meanwhile,
+// and with every reader of the Store held out (readers): with no read
+// transaction open, bbolt releases every pending page when the
+// transaction begins, so a page it reports free (Tx.Page) is one no
+// reader can see and no meta page in use references: the pages bbolt
+// itself would hand out to the next write. Zeroing them is exactly as
+// safe as bbolt reusing them: a crash (kill -9) mid-scrub leaves the
+// file's tree as the last commit left it. Between slices other writes go
+// on: once the erasure is committed no live page holds its bytes, and a
+// free page they allocate is written whole, so a page scanned earlier
+// cannot get them back.
 //
 // Crash safety of the erasure as a whole: the erasing transaction sets
 // the scrub mark (bScrub) with the erasure itself; the scrub clears it in
-// its own commit. A crash between the two leaves the mark, and Open (or
-// the next Cleanup, or the next erasure) scrubs then.
+// its last slice's commit. A crash between the two leaves the mark, and
+// Open (or the next Cleanup, or the next erasure) scrubs then.
 //
-// Cost: the readers wait and writes are held for one scrub: a walk of the
-// page ids up to the high water mark (in memory), a read of each free
-// page and of the file's tail past the high water mark, a write of the
-// pages that are not zero, one fsync and one commit. It is proportional to
-// the free space of the file, not to the data (see
-// docs/architecture.md, "Erasure").
+// Cost, per slice: readers and writers wait while it walks its page ids
+// (in memory), reads its free pages (and the file's tail past the high
+// water mark), writes those that are not zero, fsyncs and commits. The
+// whole is proportional to the file's size and its free space, not to
+// the erased event; the first erasure in a file with much churn writes
+// most of its free pages, later ones few (docs/architecture.md,
+// "Erasure", has measurements).
 var bScrub = []byte("scrub")
 
 // scrubPending is the scrub mark's key in bScrub: its value is the
@@ -69,7 +74,7 @@ const scrubChunk = 256
 // scrubSlice is how many pages (of the file's page ids) one scrub
 // transaction covers: readers and writers wait for one slice at a time,
 // not for the whole file.
-const scrubSlice = 8192
+const scrubSlice = 65536
 
 // scrub zeroes the free pages of the file when the scrub mark is set, and
 // clears it (see above), one slice of page ids per transaction. When an
