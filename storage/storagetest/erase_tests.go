@@ -45,7 +45,9 @@ func wantErased(t testing.TB, s storage.Store, ev *storage.Event, until time.Tim
 	if !res.Duplicate || res.ID != ev.ID || res.Status != storage.StatusErased {
 		t.Errorf("resend after Erase = %+v, want a duplicate of %s, status erased", res, ev.ID)
 	}
-	if !closeTo(res.DedupeUntil, until) {
+	// a backend may compute a duplicate's claim end from what is left of
+	// it (Redis: PTTL), a round trip off
+	if d := res.DedupeUntil.Sub(until); d < -100*time.Millisecond || d > 100*time.Millisecond {
 		t.Errorf("resend after Erase: claim until %v, want %v (kept as it was)", res.DedupeUntil, until)
 	}
 }
