@@ -5,11 +5,13 @@ package storage
 // entry, status), all stored by Enqueue in the same atomic step as the
 // claim. The rules are the functions below; the backends only persist.
 //
-// A delivery's job is a full copy of the event with its Destination and
+// A delivery's job is a copy of the event with its Destination and
 // Upstream set and its ID the delivery's (DeliveryID): the default
 // destination's delivery keeps the event's own ID, so that events of a
 // single destination are stored, found and dead-lettered exactly as before
 // destinations existed (records without a destination are the default's).
+// The deliveries of an event with several share one stored copy of its body
+// and headers (SharePayload, payload.go).
 
 import (
 	"fmt"
@@ -89,7 +91,7 @@ func DestinationOf(ev *Event) string {
 // Destination, Upstream, OrderKey, OrderSkip and ID (DeliveryID); without
 // Deliveries, ev itself
 // as its one delivery (ID DeliveryID(ev.ID, ev.Destination)). The body and
-// headers are shared by the copies. destinations lists the event's
+// headers are shared by the copies (and stored once: SharePayload). destinations lists the event's
 // destinations for its deliveries index (EncodeDestinations), which the
 // backends keep by event ID beside the jobs so that Lookup finds them all:
 // nil for an event whose one delivery is the default's, stored as before

@@ -52,6 +52,7 @@ func SalvageEvent(raw []byte) (ev Event, attempts []Attempt, ok bool) {
 	get("replay", &ev.Replay)
 	get("order_key", &ev.OrderKey)
 	get("order_skip", &ev.OrderSkip)
+	get("shared_payload", &ev.SharedPayload)
 	return ev, attempts, true
 }
 
@@ -62,7 +63,8 @@ func SalvageEvent(raw []byte) (ev Event, attempts []Attempt, ok bool) {
 // names when none was salvaged (DeliveryID). When the event itself
 // could not be salvaged (no upstream: a real event always has one), its
 // payload is raw and rawPayload is true (see PoisonError). The backend
-// fills in what it knows otherwise (the source, from the job's lane).
+// fills in what it knows otherwise (the source, from the job's lane), and
+// joins the payload record of a job marked SharedPayload (JoinPayload).
 func PoisonEvent(id string, raw []byte) (ev Event, attempts []Attempt, rawPayload bool) {
 	ev, attempts, ok := SalvageEvent(raw)
 	rawPayload = !ok || ev.Upstream == ""
@@ -74,7 +76,7 @@ func PoisonEvent(id string, raw []byte) (ev Event, attempts []Attempt, rawPayloa
 		ev.Destination = dest // a delivery's id names its destination (DeliveryID)
 	}
 	if rawPayload {
-		ev.Body, ev.Headers = raw, nil
+		OwnPayload(&ev, nil, raw)
 	}
 	return ev, attempts, rawPayload
 }

@@ -67,11 +67,16 @@ type Event struct {
 	// OrderSkip is true when a dead delivery lets the next one of its key
 	// go (on_dead skip) instead of blocking its key until its DLQ entry
 	// is settled (on_dead block).
-	OrderSkip  bool        `json:"order_skip,omitempty"`
-	Upstream   string      `json:"upstream"`
-	Headers    http.Header `json:"headers,omitempty"`
-	Body       []byte      `json:"body,omitempty"`
-	ReceivedAt time.Time   `json:"received_at"`
+	OrderSkip bool `json:"order_skip,omitempty"`
+	// SharedPayload is true for a stored job whose body and headers are
+	// not in its record but in its event's payload record, which the
+	// event's deliveries share (SharePayload); a job handed out by Lease
+	// has them joined back (JoinPayload).
+	SharedPayload bool        `json:"shared_payload,omitempty"`
+	Upstream      string      `json:"upstream"`
+	Headers       http.Header `json:"headers,omitempty"`
+	Body          []byte      `json:"body,omitempty"`
+	ReceivedAt    time.Time   `json:"received_at"`
 }
 
 // Job is an event in the delivery queue, as handed to a worker by Lease.

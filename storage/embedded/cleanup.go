@@ -29,6 +29,9 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				id := k[8:]
 				rec, err := getRecord(tx, id)
 				if err != nil { // unreadable and past retention: drop it rather than stop every cleanup
+					if _, err := lastDelivery(tx, string(id)); err != nil { // its event's payload record too, if it was the last
+						return err
+					}
 					return tx.Bucket(bEvents).Delete(id)
 				}
 				if rec == nil {

@@ -15,6 +15,38 @@ import (
 // stored as before destinations existed.
 var bDeliveries = []byte("deliveries")
 
+// The payload records of events with several deliveries live in bEvents
+// beside their jobs, written by Enqueue with them (storage.SharePayload)
+// and removed with the event's last record (lastDelivery):
+//
+//	event id \x00 -> storage.EncodePayload(headers, body)
+//
+// The key sorts between the event's default delivery's ("<event id>") and
+// its other deliveries' ("<event id>~<destination>"), so that an event's
+// records share a page (one page written per event, not one per bucket);
+// no job ID holds a NUL byte, and nothing walks bEvents. An event with one
+// delivery has none: its job keeps its own body.
+
+// payloadKey is the key of event id's payload record (storage.PayloadID).
+func payloadKey(id string) []byte { return []byte(id + "\x00") }
+
+// putPayload writes event id's payload record, if it has one.
+func putPayload(tx *bolt.Tx, id string, payload []byte) error {
+	if payload == nil {
+		return nil
+	}
+	return tx.Bucket(bEvents).Put(payloadKey(id), payload)
+}
+
+// joinPayload gives ev, a stored job, the body and headers of its event's
+// payload record if it is marked as sharing it (storage.JoinPayload).
+func joinPayload(tx *bolt.Tx, ev *storage.Event) error {
+	if !ev.SharedPayload {
+		return nil
+	}
+	return storage.JoinPayload(ev, tx.Bucket(bEvents).Get(payloadKey(storage.PayloadID(ev.ID))))
+}
+
 // destinationsOf reads event id's deliveries index (nil: none).
 func destinationsOf(tx *bolt.Tx, id string) []string {
 	return storage.DecodeDestinations(string(tx.Bucket(bDeliveries).Get([]byte(id))))
@@ -30,7 +62,8 @@ func putDeliveries(tx *bolt.Tx, id string, destinations []string) error {
 
 // lastDelivery reports whether removing the record of delivery id leaves
 // its event without any record, and removes the event's deliveries index
-// if so. An event without an index has only this delivery.
+// and payload record if so. An event without an index has only this
+// delivery, and no payload record.
 func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
 	ev := storage.EventIDOfDelivery(id)
 	ds := destinationsOf(tx, ev)
@@ -41,6 +74,9 @@ func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
 	}
 	if ds == nil {
 		return true, nil
+	}
+	if err := tx.Bucket(bEvents).Delete(payloadKey(storage.PayloadID(id))); err != nil {
+		return false, err
 	}
 	return true, tx.Bucket(bDeliveries).Delete([]byte(ev))
 }

@@ -125,7 +125,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		} else {
 			rec = &record{Job: storage.Job{Event: storage.EventOfEntry(e)}}
 		}
-		rec.Body, rec.Headers = e.Payload, e.Headers
+		storage.OwnPayload(&rec.Event, e.Headers, e.Payload)
 		rec.Replay = false // a retried event goes back to its source's lane, as EventOfEntry's does
 		rec.Attempts = e.Attempts
 		rec.RoundStart = len(e.Attempts)
@@ -168,13 +168,17 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 }
 
 // deadLetter writes the DLQ entry of rec dying at now (rec.Attempts holds
-// its last attempt), replacing an earlier one.
+// its last attempt), replacing an earlier one. The entry keeps its own
+// copy of the payload, joined from the event's payload record for a job
+// sharing it (an entry without one if that record is missing).
 func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
 	old, err := getEntry(tx, rec.ID)
 	if err != nil {
 		return err
 	}
-	e := storage.NewDLQEntry(&rec.Job, rec.Attempts, reason, now, old)
+	job := rec.Job
+	_ = joinPayload(tx, &job.Event)
+	e := storage.NewDLQEntry(&job, rec.Attempts, reason, now, old)
 	if old != nil {
 		if err := tx.Bucket(bDLQIdx).Delete(timeKey(old.CreatedAt, []byte(old.ID))); err != nil {
 			return err

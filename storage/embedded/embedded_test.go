@@ -59,6 +59,13 @@ func TestConformance(t *testing.T) {
 			}
 			return openStore(t, path)
 		},
+		Dump: func(t *testing.T, s storage.Store) [][]byte {
+			out, err := s.(*testStore).Dump()
+			if err != nil {
+				t.Fatalf("Dump: %v", err)
+			}
+			return out
+		},
 	})
 }
 

@@ -18,6 +18,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
+	payload := storage.SharePayload(jobs)
 	now := s.now()
 	var res storage.EnqueueResult
 	err = s.update(ctx, func(tx *bolt.Tx) error {
@@ -67,6 +68,9 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 			}
 		}
 		if err := putDeliveries(tx, ev.ID, destinations); err != nil {
+			return err
+		}
+		if err := putPayload(tx, ev.ID, payload); err != nil {
 			return err
 		}
 		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}

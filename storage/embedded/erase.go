@@ -119,7 +119,11 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 			res.DLQEntries++
 		}
 	}
+	// the deliveries index, and the payload record the deliveries shared
 	if err := tx.Bucket(bDeliveries).Delete([]byte(id)); err != nil {
+		return res, err
+	}
+	if err := tx.Bucket(bEvents).Delete(payloadKey(id)); err != nil {
 		return res, err
 	}
 	// the (source, event id) index goes; the claim stays, with a tombstone

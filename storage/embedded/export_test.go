@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"bytes"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -46,3 +48,17 @@ func (s *Store) CheckForTest() error {
 
 // ScrubbedPages is how many pages the scrubs of erasures overwrote.
 func (s *Store) ScrubbedPages() int64 { return s.scrubbed.Load() }
+
+// Dump returns every key and value of every bucket (storagetest.Factory.Dump).
+func (s *Store) Dump() ([][]byte, error) {
+	var out [][]byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				out = append(out, bytes.Clone(k), bytes.Clone(v))
+				return nil
+			})
+		})
+	})
+	return out, err
+}

@@ -58,6 +58,14 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 			if rec == nil { // orphan index key
 				continue
 			}
+			// the payload of a job sharing its event's, joined to what is handed out
+			leased := rec.Event
+			if err := joinPayload(tx, &leased); err != nil {
+				if err := poison(tx, c.Lane, id, err, s.now()); err != nil {
+					return err
+				}
+				continue
+			}
 			rec.Lease = storage.NewLeaseToken()
 			rec.LeaseUntil = until
 			rec.Due = until
@@ -72,6 +80,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 				return err
 			}
 			job := rec.Job
+			job.Headers, job.Body = leased.Headers, leased.Body
 			jobs = append(jobs, &job)
 		}
 		return nil
@@ -159,7 +168,8 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 
 // finishRecord stores a delivered or dead event and indexes it for
 // retention. A delivered event keeps its payload (a replay re-sends it); a
-// dead one's is dropped (its DLQ entry keeps it).
+// dead one's is dropped (its DLQ entry keeps it). A payload record its
+// event's deliveries share stays until the event's last record goes.
 func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
 	if rec.Status == storage.StatusDead {
 		rec.Body, rec.Headers = nil, nil

@@ -27,7 +27,7 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 // Bucket names. Index keys start with an 8-byte big-endian Unix-nano time so
 // that cursors walk them in time order.
 var (
-	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record
+	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record; event id \x00 -> payload record (deliveries.go)
 	bInFlight = []byte("inflight") // id -> nil: leased jobs
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil

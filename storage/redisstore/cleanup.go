@@ -51,7 +51,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil {
 					return total, unavailable(err)
 				}
-				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev)}
+				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id))}
 				for _, d := range destinations {
 					if other := storage.DeliveryID(ev, d); other != id {
 						keys = append(keys, p.ev(other))
@@ -107,11 +107,11 @@ return 0
 
 // removeEventScript deletes a finished delivery past retention, unless it
 // was re-enqueued (or finished again) since Cleanup listed it. The event's
-// (source, event id) index and its deliveries index go with its last
-// delivery.
+// (source, event id) index, its deliveries index and its payload record
+// go with its last delivery.
 //
-//	KEYS: event hash (the delivery's), done, ids, deliveries index, the
-//	      event hashes of the event's other deliveries...
+//	KEYS: event hash (the delivery's), done, ids, deliveries index, payload
+//	      record, the event hashes of the event's other deliveries...
 //	ARGV: id (the delivery's), cutoff ms, event id
 var removeEventScript = redis.NewScript(`
 local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
@@ -120,11 +120,11 @@ local st = redis.call('HGET', KEYS[1], 'st')
 if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 5, #KEYS do
+for i = 6, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
-redis.call('DEL', KEYS[4])
+redis.call('DEL', KEYS[4], KEYS[5])
 return 1
 `)
 

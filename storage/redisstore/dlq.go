@@ -280,7 +280,9 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 // entry statuses it refuses are storage.DLQRefusedFrom(retried), passed by the
 // caller. It re-enqueues only a dead event (or one whose record is gone):
 // storage.CheckRetryEvent's rule, repeated here to hold atomically
-// (TestDLQRetryEventLuaAgreesWithGo keeps the two in step).
+// (TestDLQRetryEventLuaAgreesWithGo keeps the two in step). The event
+// re-enqueued has the entry's own copy of the payload (storage.OwnPayload):
+// it no longer reads a payload record its event's deliveries share.
 //
 //	KEYS: dlq entry, dlq open, event hash, done, lane queue, lanes
 //	ARGV: id, due ms, entry JSON (retried), event JSON, attempts JSON, round start,
@@ -302,6 +304,7 @@ else
 	redis.call('SREM', KEYS[2], ARGV[1])
 end
 redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7], 'src', ARGV[8])
+redis.call('HDEL', KEYS[3], 'pl')
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[1])
 redis.call('SADD', KEYS[6], ARGV[9])

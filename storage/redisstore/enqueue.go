@@ -23,6 +23,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
+	payload := storage.SharePayload(jobs)
 	p := s.partitionForEvent(ev)
 	ck := ""
 	dedupe := "0"
@@ -49,6 +50,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	args := append([]any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source, storage.EncodeDestinations(destinations)}, jobArgs...)
 	if chains := chainsOf(jobs); chains != nil {
 		args = append(append(args, p.key("waiting"), p.chain("")), chains...)
+	}
+	if payload != nil {
+		keys = append(keys, p.payload(ev.ID))
+		args = append(args, payload)
 	}
 	var v any
 	if s.opts.MinReplicas > 0 {
@@ -92,7 +97,9 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 // deliveries missing.
 //
 //	KEYS: claim, ids, claim expiry index, lanes, deliveries index, then
-//	      for each delivery: its event hash, its lane queue
+//	      for each delivery: its event hash, its lane queue; then, for an
+//	      event whose deliveries share a payload record only
+//	      (storage.SharePayload), the payload record
 //	ARGV: event id, dedupe (0|1), claim expiry (Unix ms: the window ends
 //	      when the caller said, however long the call took), now ms, claim
 //	      key text, touch (1: a duplicate rewrites its claim's TTL, so that
@@ -101,7 +108,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 //	      each delivery: its id, its event JSON, its lane; then, for an
 //	      event with ordered deliveries only (chainsOf): the waiting hash,
 //	      the chain key prefix, and for each delivery its chain's name ("":
-//	      not chained)
+//	      not chained); last, with a payload record only, the record
 //	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 //
 // A second run of the same call (go-redis resending it after a lost reply)
@@ -109,7 +116,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 // again. An ordered delivery is appended to its chain, whose name its hash
 // records (field "chain": a record whose event cannot be decoded keeps its
 // key, see poison); unless it is the chain's head it waits (due 0, in the
-// waiting hash, not in its lane queue).
+// waiting hash, not in its lane queue). A delivery sharing the payload
+// record names its key in its hash (field "pl"), for the scripts that
+// hand out its body (leaseScript). An event with one delivery passes the
+// arguments it passed before payload records existed.
 var enqueueScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 if ARGV[2] == '1' then
@@ -124,21 +134,34 @@ if ARGV[2] == '1' then
 	redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
 end
 if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8]) end
-local n = (#KEYS - 5) / 2
-local ordered = #ARGV > 8 + 3 * n
+local n = math.floor((#KEYS - 5) / 2)
+local nargs, pl = #ARGV, nil
+if #KEYS > 5 + 2 * n then
+	pl = KEYS[#KEYS]
+	redis.call('SET', pl, ARGV[nargs])
+	nargs = nargs - 1
+end
+local ordered = nargs > 8 + 3 * n
+local lanes = {}
 for i = 0, n - 1 do
-	local id, lane = ARGV[9 + 3 * i], ARGV[11 + 3 * i]
+	local id, lane, k = ARGV[9 + 3 * i], ARGV[11 + 3 * i], KEYS[6 + 2 * i]
 	local chain = ordered and ARGV[11 + 3 * n + i] or ''
+	local due = ARGV[4]
 	if chain ~= '' and redis.call('RPUSH', ARGV[10 + 3 * n] .. chain, id) > 1 then
-		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', '0', 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'chain', chain)
+		due = '0'
 		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
 	else
-		redis.call('HSET', KEYS[6 + 2 * i], 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', ARGV[4], 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
-		if chain ~= '' then redis.call('HSET', KEYS[6 + 2 * i], 'chain', chain) end
-		redis.call('ZADD', KEYS[7 + 2 * i], ARGV[4], id)
+		redis.call('ZADD', KEYS[7 + 2 * i], due, id)
 	end
-	redis.call('SADD', KEYS[4], lane)
+	if pl then
+		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'pl', pl)
+	else
+		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+	end
+	if chain ~= '' then redis.call('HSET', k, 'chain', chain) end
+	lanes[i + 1] = lane
 end
+redis.call('SADD', KEYS[4], unpack(lanes))
 return {0, ARGV[1]}
 `)
 

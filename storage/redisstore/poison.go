@@ -11,12 +11,12 @@ import (
 // cannot be decoded (cause): left leased it would come back at every lease
 // expiry, forever. It finishes the job as Dead under the lease just taken,
 // so the DLQ entry and the event's state are written as for any dead job;
-// the entry keeps what could be salvaged of the event, or the raw record
-// as its payload. If that fails (Redis unreachable), the job stays leased
+// the entry keeps what could be salvaged of the event (with the payload
+// record it shares, if any), or the raw record as its payload. If that fails (Redis unreachable), the job stays leased
 // and the next lease after its expiry tries again.
 func (s *Store) poison(ctx context.Context, row any, cause error) {
 	f, _ := row.([]any)
-	if len(f) != 5 {
+	if len(f) != 5 && len(f) != 6 {
 		return
 	}
 	str := func(i int) string { v, _ := f[i].(string); return v }
@@ -26,6 +26,7 @@ func (s *Store) poison(ctx context.Context, row any, cause error) {
 		return
 	}
 	ev, attempts, rawPayload := storage.PoisonEvent(id, []byte(raw))
+	_ = storage.JoinPayload(&ev, leasedPayload(f)) // the entry keeps the shared payload, if there is one
 	if a := str(3); a != "" {
 		var att []storage.Attempt
 		if json.Unmarshal([]byte(a), &att) == nil {

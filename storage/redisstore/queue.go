@@ -93,7 +93,9 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 //	KEYS: inflight
 //	ARGV: now ms, lease-until ms, event key prefix, token prefix,
 //	      lane queue key prefix, then lane, id pairs
-//	returns {{id, token, event JSON, attempts JSON, round start}, ...}
+//	returns {{id, token, event JSON, attempts JSON, round start}, ...},
+//	        with a sixth element for a job sharing its event's payload
+//	        record (field "pl"): the record (false if it is missing)
 var leaseScript = redis.NewScript(`
 local out = {}
 for i = 6, #ARGV, 2 do
@@ -104,14 +106,18 @@ for i = 6, #ARGV, 2 do
 		local k = ARGV[3] .. id
 		-- the record decides, not the index: only a queued job or one whose
 		-- lease ran out is leased; any other entry is stale and removed
-		local h = redis.call('HMGET', k, 'st', 'lu', 'ev', 'att', 'rs')
+		local h = redis.call('HMGET', k, 'st', 'lu', 'ev', 'att', 'rs', 'pl')
 		local st = h[1]
 		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
 			local tok = ARGV[4] .. ':' .. i
 			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight')
 			redis.call('ZADD', q, ARGV[2], id)
 			redis.call('SADD', KEYS[1], id)
-			out[#out + 1] = {id, tok, h[3], h[4], h[5]}
+			if h[6] then
+				out[#out + 1] = {id, tok, h[3], h[4], h[5], redis.call('GET', h[6])}
+			else
+				out[#out + 1] = {id, tok, h[3], h[4], h[5]}
+			end
 		else
 			redis.call('ZREM', q, id)
 		end
@@ -120,9 +126,11 @@ end
 return out
 `)
 
+// decodeLeased reads a job of leaseScript's reply, its shared payload
+// joined (storage.JoinPayload).
 func decodeLeased(row any, until time.Time) (*storage.Job, error) {
 	f, _ := row.([]any)
-	if len(f) != 5 {
+	if len(f) != 5 && len(f) != 6 {
 		return nil, fmt.Errorf("unexpected lease reply")
 	}
 	str := func(i int) string { s, _ := f[i].(string); return s }
@@ -136,7 +144,22 @@ func decodeLeased(row any, until time.Time) (*storage.Job, error) {
 		}
 	}
 	job.RoundStart, _ = strconv.Atoi(str(4))
+	if err := storage.JoinPayload(&job.Event, leasedPayload(f)); err != nil {
+		return nil, err
+	}
 	return job, nil
+}
+
+// leasedPayload is the payload record a row of leaseScript's reply
+// carries (nil: none).
+func leasedPayload(f []any) []byte {
+	if len(f) < 6 {
+		return nil
+	}
+	if v, ok := f[5].(string); ok {
+		return []byte(v)
+	}
+	return nil
 }
 
 // skipArgs lists the gate's skip entries as script arguments: lane, then

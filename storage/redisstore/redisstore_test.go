@@ -18,26 +18,84 @@ import (
 
 // factory opens stores with a fresh key prefix each, on clients made by newClient.
 func factory(newClient func() redis.UniversalClient, opts redisstore.Options) storagetest.Factory {
+	var mu sync.Mutex
 	prefixes := map[storage.Store]string{}
+	clients := map[storage.Store]redis.UniversalClient{}
+	open := func(t *testing.T, prefix string) storage.Store {
+		o := opts
+		o.Prefix = prefix
+		c := newClient()
+		s := redisstore.New(c, o)
+		mu.Lock()
+		prefixes[s], clients[s] = prefix, c
+		mu.Unlock()
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
 	return storagetest.Factory{
-		Open: func(t *testing.T) storage.Store {
-			o := opts
-			o.Prefix = redistest.Prefix()
-			s := redisstore.New(newClient(), o)
-			prefixes[s] = o.Prefix
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		Open: func(t *testing.T) storage.Store { return open(t, redistest.Prefix()) },
 		Reopen: func(t *testing.T, old storage.Store) storage.Store {
-			o := opts
-			o.Prefix = prefixes[old]
+			mu.Lock()
+			prefix := prefixes[old]
+			mu.Unlock()
 			old.Close()
-			s := redisstore.New(newClient(), o)
-			prefixes[s] = o.Prefix
-			t.Cleanup(func() { s.Close() })
-			return s
+			return open(t, prefix)
+		},
+		Dump: func(t *testing.T, s storage.Store) [][]byte {
+			mu.Lock()
+			prefix, c := prefixes[s], clients[s]
+			mu.Unlock()
+			return dumpKeys(t, c, "{"+prefix+":*")
 		},
 	}
+}
+
+// dumpKeys returns the name and every value of each key matching pattern,
+// on every master of a cluster (storagetest.Factory.Dump).
+func dumpKeys(t *testing.T, c redis.UniversalClient, pattern string) [][]byte {
+	t.Helper()
+	var mu sync.Mutex
+	var out [][]byte
+	dump := func(ctx context.Context, node redis.Cmdable) error {
+		keys, err := node.Keys(ctx, pattern).Result()
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			var vals []string
+			switch typ := node.Type(ctx, k).Val(); typ {
+			case "string":
+				vals = []string{node.Get(ctx, k).Val()}
+			case "hash":
+				for f, v := range node.HGetAll(ctx, k).Val() {
+					vals = append(vals, f, v)
+				}
+			case "list":
+				vals = node.LRange(ctx, k, 0, -1).Val()
+			case "set":
+				vals = node.SMembers(ctx, k).Val()
+			case "zset":
+				vals = node.ZRange(ctx, k, 0, -1).Val()
+			}
+			mu.Lock()
+			out = append(out, []byte(k))
+			for _, v := range vals {
+				out = append(out, []byte(v))
+			}
+			mu.Unlock()
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error { return dump(ctx, node) })
+	} else {
+		err = dump(t.Context(), c)
+	}
+	if err != nil {
+		t.Fatalf("dump: %v", err)
+	}
+	return out
 }
 
 func TestConformance(t *testing.T) {

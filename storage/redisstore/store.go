@@ -9,7 +9,8 @@
 //
 //	{hookline:7}:claim:<claim key>             id, expires with the dedupe window (storage.ClaimKey)
 //	{hookline:7}:ids:<claim key>               id, while the event is kept
-//	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease
+//	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease; pl: its payload key
+//	{hookline:7}:pl:<event id>                 payload shared by an event's deliveries (storage.EncodePayload)
 //	{hookline:7}:q:<lane>                      zset id -> due ms: queued and leased jobs of a lane (today a source)
 //	{hookline:7}:lanes                         set of the partition's lanes
 //	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes
@@ -98,6 +99,7 @@ func (p partition) ids(ck string) string        { return p.tag + ":ids:" + ck }
 func (p partition) lanePrefix() string          { return p.tag + ":q:" }
 func (p partition) deliveries(id string) string { return p.tag + ":dests:" + id }
 func (p partition) lane(lane string) string     { return p.tag + ":q:" + lane }
+func (p partition) payload(id string) string    { return p.tag + ":pl:" + id }
 
 // New wraps a connected client. Close closes the client.
 func New(c redis.UniversalClient, opts Options) *Store {

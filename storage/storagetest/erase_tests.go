@@ -162,6 +162,9 @@ func testEraseFanOut(t *testing.T, f Factory) {
 		t.Fatalf("Lookup before Erase: %+v", info)
 	}
 	dlqGet(t, s, ids[1])
+	if bodies, records, ok := stored(t, f, s, ev); ok && (bodies == 0 || records != 1) {
+		t.Fatalf("before Erase the body is stored %d times, in %d payload records; want some, in one", bodies, records)
+	}
 
 	res := erase(t, s, "stripe", "evt_fan_erase")
 	if res.ID != ev.ID || res.Deliveries != 3 || res.DLQEntries != 1 || !closeTo(res.DedupeUntil, until) {
@@ -169,6 +172,10 @@ func testEraseFanOut(t *testing.T, f Factory) {
 	}
 	wantErased(t, s, ev, until)
 	wantNothingLeft(t, s)
+	// nothing of the body is left: no job, no DLQ entry, no payload record
+	if bodies, records, ok := stored(t, f, s, ev); ok && (bodies != 0 || records != 0) {
+		t.Errorf("after Erase the body is stored %d times, in %d payload records; want none", bodies, records)
+	}
 	// the DLQ entry is gone: no retry brings the event back
 	if err := s.DLQRetry(t.Context(), ids[1], time.Now()); !errors.Is(err, storage.ErrDLQNotFound) {
 		t.Errorf("DLQRetry after Erase: %v, want ErrDLQNotFound", err)

@@ -37,6 +37,11 @@ type Factory struct {
 	// For a shared backend it can just make a new client. Nil skips the
 	// durability test.
 	Reopen func(t *testing.T, s storage.Store) storage.Store
+	// Dump returns everything s stores, as byte strings (each key, and
+	// each value: a hash's fields and values, a list's or a set's
+	// members), for the checks that an event's payload is stored once and
+	// goes with its last delivery. Nil skips those checks.
+	Dump func(t *testing.T, s storage.Store) [][]byte
 }
 
 // Run runs the conformance suite, each subtest on a fresh store.
@@ -90,6 +95,11 @@ func Run(t *testing.T, f Factory) {
 		{"FanOutGate", testFanOutGate},
 		{"FanOutRetention", testFanOutRetention},
 		{"FanOutDurability", testFanOutDurability},
+		{"PayloadOnce", testPayloadOnce},
+		{"PayloadCleanup", testPayloadCleanup},
+		{"PayloadDead", testPayloadDead},
+		{"PayloadReplay", testPayloadReplay},
+		{"PayloadOrdered", testPayloadOrdered},
 		{"OrderedKeys", testOrderedKeys},
 		{"OrderedRetry", testOrderedRetry},
 		{"OrderedLeaseExpiry", testOrderedLeaseExpiry},

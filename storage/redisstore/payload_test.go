@@ -1,0 +1,151 @@
+package redisstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// payloadEvent is an event with headers and three deliveries.
+func payloadEvent(eventID string) *storage.Event {
+	ev := storagetest.NewEvent("stripe", eventID)
+	ev.Headers = http.Header{"Content-Type": {"application/json"}, "X-Multi": {"1", "2"}}
+	for _, d := range []string{"default", "billing", "crm"} {
+		ev.Deliveries = append(ev.Deliveries, storage.Delivery{Destination: d, Upstream: "http://127.0.0.1:1/" + d})
+	}
+	return ev
+}
+
+// TestPayloadKeys: an event with several deliveries has one payload key
+// its jobs name (field pl); an event with one has neither, as before.
+func TestPayloadKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
+	ctx := t.Context()
+	fan, one := payloadEvent("evt_fan"), storagetest.NewEvent("stripe", "evt_one")
+	for _, ev := range []*storage.Event{fan, one} {
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys, err := s.c.Keys(ctx, "{"+prefix+":*}:pl:*").Result(); err != nil || len(keys) != 1 || keys[0] != s.partitionForEvent(fan).payload(fan.ID) {
+		t.Errorf("payload keys %v, %v; want the fanned-out event's alone", keys, err)
+	}
+	for _, d := range fan.Deliveries {
+		id := storage.DeliveryID(fan.ID, d.Destination)
+		if pl := s.c.HGet(ctx, s.partitionForEvent(fan).ev(id), "pl").Val(); pl != s.partitionForEvent(fan).payload(fan.ID) {
+			t.Errorf("job %s names payload %q", id, pl)
+		}
+	}
+	if n := s.c.HExists(ctx, s.partitionForEvent(one).ev(one.ID), "pl").Val(); n {
+		t.Error("a one-delivery job names a payload record")
+	}
+}
+
+// TestLegacyFanOutRecords: the deliveries of an event stored before payload
+// records existed (each job with its own body, no payload key) lease,
+// replay and are cleaned up as before, beside events stored now.
+func TestLegacyFanOutRecords(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
+	ctx := t.Context()
+	legacy, current := payloadEvent("evt_legacy"), payloadEvent("evt_current")
+	for _, ev := range []*storage.Event{legacy, current} {
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rewrite legacy's jobs as an earlier version wrote them
+	p := s.partitionForEvent(legacy)
+	if err := s.c.Del(ctx, p.payload(legacy.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range legacy.Deliveries {
+		k := p.ev(storage.DeliveryID(legacy.ID, d.Destination))
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(s.c.HGet(ctx, k, "ev").Val()), &rec); err != nil || rec["shared_payload"] != true {
+			t.Fatalf("job %s: %v, %v", k, rec, err)
+		}
+		delete(rec, "shared_payload")
+		rec["body"], rec["headers"] = legacy.Body, legacy.Headers
+		v, _ := json.Marshal(rec)
+		if err := s.c.HSet(ctx, k, "ev", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.c.HDel(ctx, k, "pl").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliverAll := func(want int) {
+		t.Helper()
+		jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+		if err != nil || len(jobs) != want {
+			t.Fatalf("Lease = %d jobs, %v; want %d", len(jobs), err, want)
+		}
+		for _, j := range jobs {
+			if !bytes.Equal(j.Body, legacy.Body) || !reflect.DeepEqual(j.Headers, legacy.Headers) {
+				t.Errorf("job %s: body %q headers %v", j.ID, j.Body, j.Headers)
+			}
+			if err := s.Finish(ctx, j, storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	deliverAll(6)
+	infos, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("ListDelivered = %+v, %v", infos, err)
+	}
+	for i := range infos {
+		if err := s.Replay(ctx, &infos[i], time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliverAll(2)
+	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{":ev:*", ":pl:*", ":dests:*"} {
+		if keys, err := s.c.Keys(ctx, "{"+prefix+":*}"+pattern).Result(); err != nil || len(keys) != 0 {
+			t.Errorf("keys %s after cleanup: %v, %v", pattern, keys, err)
+		}
+	}
+}
+
+// TestPoisonSharedPayload: a job sharing its event's payload whose event
+// JSON cannot be decoded is dead-lettered with that payload.
+func TestPoisonSharedPayload(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	ctx := t.Context()
+	ev := payloadEvent("evt_poison_shared")
+	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	billing := storage.DeliveryID(ev.ID, "billing")
+	raw := fmt.Sprintf(`{"id":%q,"event_id":"evt_poison_shared","source":"stripe","destination":"billing","upstream":"http://127.0.0.1:1/billing","shared_payload":true,"received_at":5}`, billing)
+	if err := s.c.HSet(ctx, s.partitionForEvent(ev).ev(billing), "ev", raw).Err(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("Lease = %d jobs, %v; want the 2 others", len(jobs), err)
+	}
+	e, err := s.DLQGet(ctx, billing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(e.Payload, ev.Body) || !reflect.DeepEqual(e.Headers, ev.Headers) {
+		t.Errorf("poison entry payload %q headers %v, want the shared payload %q", e.Payload, e.Headers, ev.Body)
+	}
+}
