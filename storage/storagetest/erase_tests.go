@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -314,4 +315,33 @@ func testEraseOrdered(t *testing.T, f Factory) {
 		delivered(t, s, leaseExactly(t, s, time.Now(), storage.DeliveryID(second.ID, "crm"))[0])
 		wantCounts(t, s, storage.Counts{})
 	})
+}
+
+// testEraseClaimExpiry: the claim kept by an erasure ends when it would
+// have: a resend after it is a new event, stored and delivered; Cleanup
+// removes what is left of the erasure (its tombstone) without error.
+func testEraseClaimExpiry(t *testing.T, f Factory) {
+	s := f.Open(t)
+	until := time.Now().Add(300 * time.Millisecond)
+	ev := newEvent(t, "stripe", "evt_short")
+	mustEnqueue(t, s, ev, until)
+	erase(t, s, "stripe", "evt_short")
+	if res := enqueue(t, s, newEvent(t, "stripe", "evt_short"), time.Now().Add(time.Hour)); !res.Duplicate || res.Status != storage.StatusErased {
+		t.Fatalf("resend within the claim = %+v, want a duplicate, erased", res)
+	}
+	time.Sleep(time.Until(until) + 50*time.Millisecond)
+	if _, err := s.Cleanup(t.Context(), time.Now(), time.Hour, time.Hour); err != nil {
+		t.Fatalf("Cleanup: %v", err)
+	}
+	if f.Dump != nil { // the claim and the tombstone are gone: nothing names the event
+		for _, v := range f.Dump(t, s) {
+			if bytes.Contains(v, []byte(ev.ID)) {
+				t.Errorf("after the claim expired and Cleanup, the store still holds the erased event's id: %q", v)
+			}
+		}
+	}
+	again := newEvent(t, "stripe", "evt_short")
+	mustEnqueue(t, s, again, time.Now().Add(time.Hour))
+	checkInfo(t, lookup(t, s, "stripe", "evt_short"), *again, storage.StatusQueued)
+	leaseOne(t, s, time.Now(), time.Minute, again.ID)
 }

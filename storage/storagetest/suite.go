@@ -116,6 +116,7 @@ func Run(t *testing.T, f Factory) {
 		{"EraseDeadEntries", testEraseDeadEntriesOnly},
 		{"EraseInFlight", testEraseInFlight},
 		{"EraseOrdered", testEraseOrdered},
+		{"EraseClaimExpiry", testEraseClaimExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })
