@@ -162,7 +162,7 @@ type Counts struct {
 	Dead     int `json:"dead"` // DLQ entries in pending or investigating state
 }
 
-// Store is implemented by every storage backend: the five roles below,
+// Store is implemented by every storage backend: the six roles below,
 // each of which a caller can depend on alone (the delivery engine needs
 // only Queue). All methods are safe for concurrent use by several
 // goroutines and, for shared backends, by several processes. Methods that
@@ -175,6 +175,7 @@ type Store interface {
 	Operations
 	Replays
 	Janitor
+	Eraser
 	// Close releases the backend.
 	Close() error
 }

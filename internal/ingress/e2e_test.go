@@ -224,6 +224,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"PauseHold", TestPauseHold},
 		{"PauseRefuse", TestPauseRefuse},
 		{"PauseDestination", TestPauseDestination},
+		{"Erase", TestErase},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

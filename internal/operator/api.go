@@ -1,6 +1,6 @@
 // Package operator is the operator HTTP API of hookline: stats, DLQ list,
 // inspect, retry, bulk retry, resolve, discard and investigate, event
-// lookup and replay, pause and resume. It is one http.Handler, mounted by the admin
+// lookup, replay and erasure, pause and resume. It is one http.Handler, mounted by the admin
 // API (admin.api.webhooks, on Caddy's admin endpoint) and by the dashboard
 // (webhook_dashboard, under its "/api/"); its wire types are what the
 // `caddy webhooks` CLI decodes.
@@ -14,6 +14,7 @@ package operator
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -53,6 +54,7 @@ func New(app func() (App, error)) *Handler {
 		{"POST /webhooks/dlq/{id}/discard", h.setDeadStatus(storage.DLQDiscarded, "reason")},
 		{"POST /webhooks/dlq/{id}/investigate", h.setDeadStatus(storage.DLQInvestigating, "note")},
 		{"GET /webhooks/events/{source}/{event_id}", h.event},
+		{"DELETE /webhooks/events/{source}/{event_id}", h.erase},
 		{"POST /webhooks/events/replay", h.replay},
 	}
 	for _, rt := range h.routes {
@@ -85,17 +87,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // unknown answers a path or method no route has: 405 with Allow when the
 // path has routes for other methods, else 404.
 func (h *Handler) unknown(w http.ResponseWriter, r *http.Request) error {
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}
 		r2 := r.Clone(r.Context())
 		r2.Method = m
 		if _, p := h.mux.Handler(r2); p != "" && p != "/webhooks/" {
-			w.Header().Add("Allow", m)
+			allow = append(allow, m)
 		}
 	}
-	if w.Header().Get("Allow") != "" {
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
 		return errMethodNotAllowed
 	}
 	return newError(http.StatusNotFound, "no such webhooks route")

@@ -60,6 +60,8 @@ func TestErrors(t *testing.T) {
 		{name: "GET on an action", method: "GET", path: "/webhooks/dlq/p/retry", status: 405, allow: "POST"},
 		{name: "GET on bulk retry", method: "GET", path: "/webhooks/dlq/retry", status: 405, allow: "POST"},
 		{name: "GET on pause", method: "GET", path: "/webhooks/sources/gen/pause", status: 405, allow: "POST"},
+		{name: "POST on an event", method: "POST", path: "/webhooks/events/gen/e-1", status: 405, allow: "GET, DELETE"},
+		{name: "DELETE on replay", method: "DELETE", path: "/webhooks/events/replay", status: 405, allow: "POST"},
 		// bodies
 		{name: "body too large", method: "POST", path: "/webhooks/dlq/p/discard", body: big, status: 413, error: "request body too large"},
 		{name: "bulk body too large", method: "POST", path: "/webhooks/dlq/retry", body: big, status: 413},
@@ -98,6 +100,13 @@ func TestErrors(t *testing.T) {
 		{name: "no such entry", method: "GET", path: "/webhooks/dlq/nope", status: 404, error: "not found"},
 		{name: "retry no such entry", method: "POST", path: "/webhooks/dlq/nope/retry", status: 404, error: "not found"},
 		{name: "no such event", method: "GET", path: "/webhooks/events/gen/unknown", status: 404, error: "not found"},
+		{name: "erase no such event", method: "DELETE", path: "/webhooks/events/gen/unknown", status: 404, error: "not found"},
+		{name: "erase another source's event", method: "DELETE", path: "/webhooks/events/other/e-1", status: 404, error: "not found"},
+		{name: "erase, bad source name", method: "DELETE", path: "/webhooks/events/bad%20name/e-1", status: 400, error: "invalid source name"},
+		{name: "erase, source too long", method: "DELETE", path: "/webhooks/events/" + strings.Repeat("s", 65) + "/e-1", status: 400, error: "invalid source name"},
+		{name: "erase, event id with a control character", method: "DELETE", path: "/webhooks/events/gen/e%0A1", status: 400, error: "invalid event id"},
+		{name: "erase, event id too long", method: "DELETE", path: "/webhooks/events/gen/" + strings.Repeat("e", 257), status: 400, error: "invalid event id"},
+		{name: "erase, event id with a leading space", method: "DELETE", path: "/webhooks/events/gen/%20e-1", status: 400, error: "invalid event id"},
 		{name: "retry a retried entry", method: "POST", path: "/webhooks/dlq/r/retry", status: 409, error: storage.ErrConflict.Error()},
 		{name: "resolve a retried entry", method: "POST", path: "/webhooks/dlq/r/resolve", status: 409},
 		// the store
@@ -117,6 +126,12 @@ func TestErrors(t *testing.T) {
 			method: "GET", path: "/webhooks/dlq", status: 503, error: "webhook store unavailable", noLeak: "/var/lib"},
 		{name: "store fails a retry", setup: func(f *fakeApp) { f.fail = errors.New("bolt: /var/lib/secret/events.db: i/o error") },
 			method: "POST", path: "/webhooks/dlq/p/retry", status: 503, noLeak: "/var/lib"},
+		{name: "store unavailable on erase", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "DELETE", path: "/webhooks/events/gen/e-1", status: 503, error: "webhook store unavailable", noLeak: "10.0.0.7"},
+		{name: "store unavailable before the names are checked", setup: func(f *fakeApp) { f.unavailable = true },
+			method: "DELETE", path: "/webhooks/events/bad%20name/e-1", status: 503},
+		{name: "store fails an erase", setup: func(f *fakeApp) { f.fail = errors.New("redis: 10.0.0.7:6379: i/o timeout") },
+			method: "DELETE", path: "/webhooks/events/gen/e-1", status: 503, noLeak: "10.0.0.7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fakeWithEntries()
@@ -168,7 +183,7 @@ func TestAppLookup(t *testing.T) {
 	broken := operator.New(func() (operator.App, error) { return nil, errors.New("unexpected app type *secret.Thing") })
 	for _, p := range []struct{ method, path string }{
 		{"GET", "/webhooks/stats"}, {"GET", "/webhooks/dlq"}, {"POST", "/webhooks/dlq/x/retry"},
-		{"POST", "/webhooks/sources/gen/pause"}, {"GET", "/webhooks/events/gen/x"},
+		{"POST", "/webhooks/sources/gen/pause"}, {"GET", "/webhooks/events/gen/x"}, {"DELETE", "/webhooks/events/gen/x"},
 	} {
 		checkError(t, serve(t, none, p.method, p.path, ""), 404, operator.ErrNotRunning.Error())
 		checkError(t, serve(t, broken, p.method, p.path, ""), 500, "internal error")
@@ -194,7 +209,8 @@ func TestPatterns(t *testing.T) {
 	got := apiOver(newFakeApp()).Patterns()
 	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
-		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") || len(got) != 15 {
+		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
+		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") || len(got) != 16 {
 		t.Fatalf("patterns %q", got)
 	}
 }
@@ -474,4 +490,37 @@ func TestStats(t *testing.T) {
 func fmtJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestErase: DELETE /webhooks/events/{source}/{event_id} erases through
+// the app and answers what was removed; the event is then not found, and
+// a second erasure is a 404.
+func TestErase(t *testing.T) {
+	f := fakeWithEntries()
+	f.events["gen/e-p"] = &storage.EventInfo{ID: "p", EventID: "e-p", Source: "gen", Status: storage.StatusDead,
+		Deliveries: []storage.DeliveryInfo{{Destination: "default"}, {Destination: "billing"}}}
+	f.dedupeUntil = time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	api := apiOver(f)
+
+	w := serve(t, api, "DELETE", "/webhooks/events/gen/e-p", "")
+	want := `{"erased":true,"source":"gen","event_id":"e-p","id":"p","deliveries":2,"dlq_entries":1,"dedupe_until":"2026-11-24T08:00:00Z"}` + "\n"
+	if w.Code != http.StatusOK || w.Body.String() != want {
+		t.Fatalf("erase: %d %s, want 200 %s", w.Code, w.Body, want)
+	}
+	checkHeaders(t, w)
+	if !slices.Equal(f.erased, []string{"gen/e-p"}) || f.entries["p"] != nil {
+		t.Errorf("the app erased %v; entry p left: %v", f.erased, f.entries["p"] != nil)
+	}
+	checkError(t, serve(t, api, "GET", "/webhooks/events/gen/e-p", ""), 404, "not found")
+	checkError(t, serve(t, api, "DELETE", "/webhooks/events/gen/e-p", ""), 404, "not found")
+
+	// an event with no claim kept: no dedupe_until; escaped names reach the app unescaped
+	f.dedupeUntil = time.Time{}
+	f.events["gen/ev 1/x"] = &storage.EventInfo{ID: "i-2", EventID: "ev 1/x", Source: "gen"}
+	var a operator.EraseAnswer
+	w = serve(t, api, "DELETE", "/webhooks/events/gen/ev%201%2Fx", "")
+	decode(t, w, &a)
+	if a != (operator.EraseAnswer{Erased: true, Source: "gen", EventID: "ev 1/x", ID: "i-2", Deliveries: 1}) || strings.Contains(w.Body.String(), "dedupe_until") {
+		t.Errorf("erase: %s", w.Body)
+	}
 }

@@ -33,6 +33,10 @@ type App interface {
 	Resume(ctx context.Context, source, destination string) (p storage.Pause, ok bool, err error)
 	// LookupEvent says where the event eventID of source is.
 	LookupEvent(ctx context.Context, source, eventID string) (*storage.EventInfo, error)
+	// EraseEvent erases the event eventID of source for good (GDPR):
+	// everything stored of it but its claim (storage.Eraser);
+	// storage.ErrNotFound when nothing of it is stored.
+	EraseEvent(ctx context.Context, source, eventID string) (storage.EraseResult, error)
 
 	// ListDead lists DLQ entries matching f, newest first.
 	ListDead(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error)

@@ -29,6 +29,8 @@ type fakeApp struct {
 	replay  operator.Replay
 
 	// what the last calls were given
+	erased       []string  // the events EraseEvent was asked for, source/event id
+	dedupeUntil  time.Time // the claim EraseEvent says is kept
 	filter       storage.DLQFilter
 	replayFilter storage.ReplayFilter
 	limit        int
@@ -103,6 +105,28 @@ func (f *fakeApp) LookupEvent(_ context.Context, source, eventID string) (*stora
 		return info, nil
 	}
 	return nil, storage.ErrNotFound
+}
+
+func (f *fakeApp) EraseEvent(_ context.Context, source, eventID string) (storage.EraseResult, error) {
+	f.erased = append(f.erased, source+"/"+eventID)
+	if err := f.err(); err != nil {
+		return storage.EraseResult{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info, ok := f.events[source+"/"+eventID]
+	if !ok {
+		return storage.EraseResult{}, storage.ErrNotFound
+	}
+	delete(f.events, source+"/"+eventID)
+	res := storage.EraseResult{ID: info.ID, Deliveries: max(len(info.Deliveries), 1), DedupeUntil: f.dedupeUntil}
+	for id, e := range f.entries {
+		if e.Source == source && e.EventID == eventID {
+			delete(f.entries, id)
+			res.DLQEntries++
+		}
+	}
+	return res, nil
 }
 
 func (f *fakeApp) ListDead(_ context.Context, flt storage.DLQFilter) (storage.DLQPage, error) {

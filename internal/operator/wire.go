@@ -277,3 +277,24 @@ type ReplayAnswer struct {
 	// Spread is how long the re-enqueued events are spread over.
 	Spread string `json:"spread,omitempty"`
 }
+
+// EraseAnswer answers DELETE /webhooks/events/{source}/{event_id}.
+type EraseAnswer struct {
+	// Erased is true: the event is gone (a refusal is an ErrorAnswer).
+	Erased bool `json:"erased"`
+	// Source is the erased event's source, as named in the path.
+	Source string `json:"source"`
+	// EventID is the erased event's id, as named in the path.
+	EventID string `json:"event_id"`
+	// ID is the erased event's internal id.
+	ID string `json:"id"`
+	// Deliveries counts the deliveries removed (each with its job, its
+	// DLQ entry, or both).
+	Deliveries int `json:"deliveries"`
+	// DLQEntries counts the DLQ entries removed.
+	DLQEntries int `json:"dlq_entries"`
+	// DedupeUntil is when the claim kept on (source, event id) expires:
+	// until then a resend is answered 200 duplicate, status "erased", and
+	// not stored (absent: no claim is kept).
+	DedupeUntil time.Time `json:"dedupe_until,omitzero"`
+}

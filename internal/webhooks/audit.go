@@ -14,9 +14,9 @@ import (
 //
 // The logger webhooks.audit writes one Info line per lifecycle step
 // (received, attempt, delivered, dead, retried, resolved, discarded,
-// investigating, replayed, ignored; paused and resumed for an operator's
-// pause, with its source, destination, mode, reason, since, until and
-// whether it ended by itself) with the event's source, ids, type and the id of the
+// investigating, replayed, ignored, erased; paused and resumed for an
+// operator's pause, with its source, destination, mode, reason, since,
+// until and whether it ended by itself) with the event's source, ids, type and the id of the
 // ingress request that accepted it, never a body, a header or a secret,
 // so that a user can route it to a file of its own with Caddy's log
 // config (include webhooks.audit).
@@ -39,6 +39,9 @@ const (
 	stepIgnored       = "ignored"
 	stepPaused        = "paused"
 	stepResumed       = "resumed"
+	// stepErased is an operator's erasure of an event (GDPR): its line
+	// names the event and counts what was removed, never a body.
+	stepErased = "erased"
 )
 
 // Caddy event names.

@@ -26,7 +26,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhooks",
-		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id> | replay",
+		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id> | erase <source> <event_id> | replay",
 		Short: "Inspects hookline's queue and dead letter queue through the admin API",
 		Long: `
 Talks to the webhooks routes of a running Caddy's admin API.
@@ -42,6 +42,9 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
   caddy webhooks resume <source>
   caddy webhooks events <source> <event_id>
+  caddy webhooks erase <source> <event_id>
+                                     (GDPR: removes the event, its deliveries, DLQ entries and stored body;
+                                      its id stays claimed, so a resend is still answered as a duplicate)
   caddy webhooks replay [--source S] [--destination D] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
                                      (re-sends delivered events, oldest first, paced, in their own lane)
 
@@ -105,6 +108,12 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				Short: "Shows where an event is, with its attempts",
 				Args:  cobra.ExactArgs(2),
 				RunE:  caddycmd.WrapCommandFuncForCobra(cmdEvent),
+			})
+			cmd.AddCommand(&cobra.Command{
+				Use:   "erase <source> <event_id>",
+				Short: "Erases an event for good (GDPR): its deliveries, DLQ entries and stored body; its id stays claimed",
+				Args:  cobra.ExactArgs(2),
+				RunE:  caddycmd.WrapCommandFuncForCobra(cmdErase),
 			})
 			replay := &cobra.Command{Use: "replay", Short: "Re-sends events already delivered (within retention), paced, in their own lane",
 				Args: cobra.NoArgs, RunE: caddycmd.WrapCommandFuncForCobra(cmdReplay)}
@@ -460,6 +469,27 @@ func cmdEvent(fl caddycmd.Flags) (int, error) {
 	}
 	var info storage.EventInfo
 	return output(fl, raw, &info, func(w io.Writer) { printEvent(w, &info) })
+}
+
+// cmdErase erases an event through DELETE /webhooks/events/<source>/<event_id>.
+func cmdErase(fl caddycmd.Flags) (int, error) {
+	raw, err := adminCall(fl, "DELETE", "/webhooks/events/"+url.PathEscape(fl.Arg(0))+"/"+url.PathEscape(fl.Arg(1)), nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var v operator.EraseAnswer
+	return output(fl, raw, &v, func(w io.Writer) { printErase(w, &v) })
+}
+
+// printErase is the table of `caddy webhooks erase`.
+func printErase(w io.Writer, v *operator.EraseAnswer) {
+	fmt.Fprintf(w, "erased\t%s/%s\nid\t%s\ndeliveries removed\t%d\nDLQ entries removed\t%d\n",
+		v.Source, v.EventID, v.ID, v.Deliveries, v.DLQEntries)
+	if v.DedupeUntil.IsZero() {
+		fmt.Fprintln(w, "resends\tno claim kept (a resend would be stored again)")
+		return
+	}
+	fmt.Fprintf(w, "resends\tanswered as duplicates (status erased) until %s\n", fmtTime(v.DedupeUntil))
 }
 
 // printEvent is the table of `caddy webhooks events`: the event, then

@@ -218,3 +218,44 @@ func TestPrintStatsDestinations(t *testing.T) {
 		t.Errorf("a destinations table with none counted:\n%s", buf.String())
 	}
 }
+
+// TestEraseCommand: `caddy webhooks erase <source> <event_id>` sends
+// DELETE to the event's route (names escaped), prints what was removed,
+// and fails with the API's error for an unknown event.
+func TestEraseCommand(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.EscapedPath())
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/unknown") {
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(operator.ErrorAnswer{Error: "not found"})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(operator.EraseAnswer{Erased: true, Source: "stripe", EventID: "evt 1/x", ID: "01a",
+			Deliveries: 3, DLQEntries: 1, DedupeUntil: time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)})
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	noFlags := func(*pflag.FlagSet) {}
+	if _, err := cmdErase(cmdFlags(t, noFlags, "--address", addr, "stripe", "evt 1/x")); err != nil {
+		t.Fatalf("erase: %v", err)
+	}
+	if len(got) != 1 || got[0] != "DELETE /webhooks/events/stripe/evt%201%2Fx" {
+		t.Errorf("admin calls %q, want one DELETE of the event", got)
+	}
+	if _, err := cmdErase(cmdFlags(t, noFlags, "--address", addr, "stripe", "unknown")); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("erase of an unknown event: %v, want the API's 404", err)
+	}
+
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printErase(tw, &operator.EraseAnswer{Erased: true, Source: "stripe", EventID: "evt_1", ID: "01a", Deliveries: 3, DLQEntries: 1,
+		DedupeUntil: time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)})
+	tw.Flush()
+	for _, w := range []string{"stripe/evt_1", "01a", "deliveries removed  3", "DLQ entries removed 1", "status erased"} {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, buf.String())
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
@@ -68,6 +69,37 @@ func (a *App) LookupEvent(ctx context.Context, source, eventID string) (*storage
 		return nil, err
 	}
 	return st.Lookup(ctx, source, eventID)
+}
+
+// EraseEvent erases the event eventID of source (GDPR, storage.Eraser):
+// everything stored of it goes, its claim stays. The L1 cache of this
+// node answers its resends "erased" from now on (other nodes' caches keep
+// the status they knew until their entry expires; the store answers
+// "erased" to every node). An erased head of an ordered key lets the next
+// delivery go: the workers are woken. The audit line (step "erased")
+// names the event as it was found just before.
+func (a *App) EraseEvent(ctx context.Context, source, eventID string) (storage.EraseResult, error) {
+	st, err := a.Store()
+	if err != nil {
+		return storage.EraseResult{}, err
+	}
+	// what the audit line and the cache name it by: read before it goes
+	info, _ := st.Lookup(ctx, source, eventID)
+	res, err := st.Erase(ctx, source, eventID, time.Now())
+	if err != nil {
+		return res, err
+	}
+	a.Notify()
+	providerID, typ, requestID := eventID, "", ""
+	if info != nil {
+		providerID, typ, requestID = info.EventID, info.EventType, info.RequestID
+	}
+	a.seen.use(func(s *dedupe.Seen) {
+		s.Update(dedupe.Key(source, providerID), string(storage.StatusErased), time.Until(res.DedupeUntil))
+	})
+	a.audit(stepErased, append(auditFields(source, providerID, res.ID, typ, requestID),
+		zap.Int("deliveries", res.Deliveries), zap.Int("dlq_entries", res.DLQEntries))...)
+	return res, nil
 }
 
 // Interface guards

@@ -60,6 +60,12 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			if err != nil {
 				return err
 			}
+			// the tombstones of erased events go with their claims
+			m, err = sweepErased(tx, now, cleanupChunk)
+			n += m
+			if err != nil {
+				return err
+			}
 			m, err = sweep(tx, bClaimExp, now, cleanupChunk, func(k []byte) error {
 				claims := tx.Bucket(bClaims)
 				ck := k[8:]
@@ -89,8 +95,12 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			return err
 		})
 		total += n
-		if err != nil || n < cleanupChunk {
+		if err != nil {
 			return total, err
+		}
+		if n < cleanupChunk {
+			// an erasure whose scrub failed is scrubbed now
+			return total, s.scrubIfMarked()
 		}
 	}
 }

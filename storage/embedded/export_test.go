@@ -33,6 +33,22 @@ func RewriteAsLegacyDue(path string) error {
 	})
 }
 
+// CheckForTest runs bbolt's consistency check of the whole file.
+func (s *Store) CheckForTest() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		var first error
+		for err := range tx.Check() {
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+}
+
+// ScrubbedPages is how many pages the scrubs of erasures overwrote.
+func (s *Store) ScrubbedPages() int64 { return s.scrubbed.Load() }
+
 // Dump returns every key and value of every bucket (storagetest.Factory.Dump).
 func (s *Store) Dump() ([][]byte, error) {
 	var out [][]byte

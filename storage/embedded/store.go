@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,7 +40,7 @@ var (
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bChains, bWaiting}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bChains, bWaiting, bErased, bScrub}
 
 // record is an event as stored in bEvents.
 type record struct {
@@ -56,6 +57,15 @@ type Store struct {
 	c         *committer
 	now       func() time.Time
 	closeOnce sync.Once
+	// readers is held (read) by every read transaction of the Store, and
+	// exclusively by a scrub, which must run with none open (scrub.go).
+	readers sync.RWMutex
+	// scrubMu lets one scrub run at a time.
+	scrubMu sync.Mutex
+	// onScrub is Options.OnScrub (nil in production).
+	onScrub func(stage string)
+	// scrubbed counts the pages the scrubs overwrote (tests).
+	scrubbed atomic.Int64
 }
 
 // Interface guard
@@ -73,6 +83,11 @@ type Options struct {
 	// the number of writes in the batch. Blocking in it stalls commits as
 	// a hung fsync would; an error fails the batch. For tests.
 	BeforeCommit func(writes int) error
+	// OnScrub, when set, is called by the scrub of an erasure (scrub.go)
+	// at each of its stages: "begin" (its transaction open, nothing
+	// written yet) and "zeroed" (the free pages overwritten, neither
+	// fsynced nor committed). Blocking in it stalls the scrub. For tests.
+	OnScrub func(stage string)
 }
 
 // Open opens (creating if needed) the store file at path.
@@ -106,7 +121,13 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("%w: initializing %s: %v", storage.ErrUnavailable, path, err)
 	}
-	return &Store{db: db, c: newCommitter(db, opts.BeforeCommit), now: opts.Now}, nil
+	s := &Store{db: db, c: newCommitter(db, opts.BeforeCommit), now: opts.Now, onScrub: opts.OnScrub}
+	// an erasure whose scrub a crash cut short is scrubbed now
+	if err := s.scrubIfMarked(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Path is the file the store uses.
@@ -153,6 +174,8 @@ func isOutcome(err error) bool {
 }
 
 func (s *Store) view(fn func(*bolt.Tx) error) error {
+	s.readers.RLock()
+	defer s.readers.RUnlock()
 	return wrapIOErr(s.db.View(fn))
 }
 

@@ -76,6 +76,11 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		if err != nil {
 			return storage.EnqueueResult{}, unavailable(err)
 		}
+		gone, err := s.isErased(ctx, p, id)
+		if err != nil {
+			return storage.EnqueueResult{}, unavailable(err)
+		}
+		st = storage.ErasedStatus(gone, st)
 		out := storage.EnqueueResult{Duplicate: true, ID: id, Status: st}
 		if len(res) == 3 {
 			if left, _ := res[2].(int64); left > 0 {

@@ -28,6 +28,9 @@ import (
 //	dlqRetry       at most once: a second run answers "conflict" (retried)
 //	dlqStatus      at most once: it could undo an operator's later change
 //	replay         at most once: a second run answers "conflict" (queued)
+//	erase          at most once: a second run finds nothing and answers
+//	               "not found" for an event it erased (a lost reply is a
+//	               503: asked again, the operator gets 404, the event gone)
 //	peek, heads,   retried: read only
 //	counts,
 //	laneCounts

@@ -22,6 +22,8 @@
 //	{hookline:7}:dlqopen                       set of pending/investigating ids
 //	{hookline:7}:chain:<chain>                 list of the ids of an ordered chain (order.go)
 //	{hookline:7}:waiting                       hash id -> lane: chained jobs behind their head
+//	{hookline:7}:dests:<id>                    an event's deliveries index (storage.EncodeDestinations)
+//	{hookline:7}:erased:<id>                   tombstone of an erased event, with its kept claim's TTL (erase.go)
 //
 // An event's partition is a hash of (source, event id), so the claim and
 // the job it creates are in the same slot and claim-and-enqueue is one

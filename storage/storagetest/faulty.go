@@ -36,6 +36,7 @@ const (
 	MethodAddStats      Method = "AddStats"
 	MethodStats         Method = "Stats"
 	MethodCleanup       Method = "Cleanup"
+	MethodErase         Method = "Erase"
 	MethodClose         Method = "Close"
 )
 
@@ -44,7 +45,7 @@ var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
 	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
-	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay,
+	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real
@@ -397,6 +398,11 @@ func (f *Faulty) Stats(ctx context.Context, since time.Time) (map[string]map[str
 // Cleanup implements storage.Store.
 func (f *Faulty) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
 	return call(f, ctx, MethodCleanup, func() (int, error) { return f.inner.Cleanup(ctx, now, retention, dlqRetention) })
+}
+
+// Erase implements storage.Store.
+func (f *Faulty) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
+	return call(f, ctx, MethodErase, func() (storage.EraseResult, error) { return f.inner.Erase(ctx, source, eventID, now) })
 }
 
 // Close implements storage.Store. A stalled Close waits for Release.

@@ -172,7 +172,11 @@ func TestFaultyFaults(t *testing.T) {
 			},
 			storagetest.MethodStats:   func() error { _, _, err := f.Stats(ctx, time.Now()); return err },
 			storagetest.MethodCleanup: func() error { _, err := f.Cleanup(ctx, time.Now(), time.Hour, 0); return err },
-			storagetest.MethodClose:   func() error { return f.Close() },
+			storagetest.MethodErase: func() error {
+				_, err := f.Erase(ctx, "stripe", "x", time.Now())
+				return err
+			},
+			storagetest.MethodClose: func() error { return f.Close() },
 		}
 		if len(calls) != len(storagetest.Methods) {
 			t.Fatalf("%d methods tested, %d listed", len(calls), len(storagetest.Methods))

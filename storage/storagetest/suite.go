@@ -118,6 +118,13 @@ func Run(t *testing.T, f Factory) {
 		{"OrderedCleanup", testOrderedCleanup},
 		{"OrderedConcurrent", testOrderedConcurrent},
 		{"OrderedLookup", testOrderedLookup},
+		{"EraseOne", testEraseOne},
+		{"EraseWithoutProviderID", testEraseWithoutProviderID},
+		{"EraseFanOut", testEraseFanOut},
+		{"EraseDeadEntries", testEraseDeadEntriesOnly},
+		{"EraseInFlight", testEraseInFlight},
+		{"EraseOrdered", testEraseOrdered},
+		{"EraseClaimExpiry", testEraseClaimExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

@@ -1,0 +1,170 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Erasure (storage.Eraser): one script in the event's partition removes
+// every key of the event at once (deleted keys are gone from Redis's
+// memory; what persistence files and replicas keep is described in
+// docs/redis.md). The claim stays, and beside it the event's tombstone,
+// which expires with it:
+//
+//	{hookline:7}:erased:<id>   "1", with the claim's TTL: the event was erased (storage.StatusErased)
+
+// erased is the key of event id's tombstone in p.
+func (p partition) erased(id string) string { return p.tag + ":erased:" + id }
+
+// Erase implements storage.Store.
+func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.EraseResult{}, err
+	}
+	ck := storage.ClaimKey(source, eventID)
+	p, id, found, err := s.findEvent(ctx, ck, eventID)
+	if err != nil {
+		return storage.EraseResult{}, err
+	}
+	if !found {
+		return storage.EraseResult{}, storage.ErrNotFound
+	}
+	destinations, err := s.destinationsOf(ctx, p, id)
+	if err != nil {
+		return storage.EraseResult{}, unavailable(err)
+	}
+	if destinations == nil {
+		destinations = []string{storage.DefaultDestination}
+	}
+	ids := make([]string, len(destinations))
+	for i, d := range destinations {
+		ids[i] = storage.DeliveryID(id, d)
+	}
+	// the claim is the one the event's records name (found by its internal
+	// id, an event's claim key is not the one of the names given)
+	if c, err := s.claimKeyOf(ctx, p, ids); err != nil {
+		return storage.EraseResult{}, unavailable(err)
+	} else if c != "" {
+		ck = c
+	}
+	keys := []string{p.ids(ck), p.claim(ck), p.deliveries(id), p.erased(id), p.key("inflight"), p.key("done"),
+		p.key("dlqidx"), p.key("dlqopen"), p.key("waiting"), p.key("lanes"), p.key("claimexp"), p.payload(id)}
+	args := []any{id, source, ms(now), p.lanePrefix(), p.evPrefix(), p.chain(""), ck}
+	for _, did := range ids {
+		keys = append(keys, p.ev(did), p.dlqEntry(did))
+		args = append(args, did)
+	}
+	v, err := s.run(ctx, p, eraseScript, keys, args...)
+	if err != nil {
+		return storage.EraseResult{}, unavailable(err)
+	}
+	res, _ := v.([]any)
+	if len(res) != 3 {
+		return storage.EraseResult{}, unavailable(fmt.Errorf("unexpected erase reply %v", v))
+	}
+	n, _ := res[0].(int64)
+	entries, _ := res[1].(int64)
+	until, _ := res[2].(int64)
+	if n <= 0 {
+		return storage.EraseResult{}, storage.ErrNotFound
+	}
+	out := storage.EraseResult{ID: id, Deliveries: int(n), DLQEntries: int(entries), DedupeUntil: fromMS(until)}
+	return out, nil
+}
+
+// claimKeyOf is the claim key the first of the job hashes ids records
+// (field "ck"; "" when none does).
+func (s *Store) claimKeyOf(ctx context.Context, p partition, ids []string) (string, error) {
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = pipe.HGet(ctx, p.ev(id), "ck")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", err
+	}
+	for _, c := range cmds {
+		if v := c.Val(); v != "" {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// eraseScript erases one event (storage.Eraser): for each delivery, it
+// takes the job out of its ordered chain (the head is popped and the next
+// job goes at now; a waiting job is removed: storage.ErasesFromChain,
+// repeated here to hold atomically), out of every lane queue of the
+// partition and of the in-flight, done, DLQ and waiting indexes, and
+// deletes its hash and its DLQ entry; then the deliveries index, the
+// payload record its deliveries shared and the (source, event id) index. The claim is kept and the tombstone set with
+// its TTL. A job or entry of another source makes it refuse (nothing
+// written), as does an event of which nothing is left.
+//
+//	KEYS: ids, claim, deliveries index, tombstone, inflight, done, dlq
+//	      index, dlq open, waiting, lanes, claim expiry index, payload
+//	      record, then for each delivery: its event hash, its dlq entry
+//	ARGV: event id, source, now ms, lane queue key prefix, event key
+//	      prefix, chain key prefix, claim key text, then each delivery's id
+//	returns {deliveries removed (0: none found, -1: another source's),
+//	         dlq entries removed, the kept claim's expiry ms (0: none)}
+var eraseScript = redis.NewScript(luaPopChain + `
+local n = (#KEYS - 12) / 2
+local found = 0
+for i = 0, n - 1 do
+	local ev, entry = KEYS[13 + 2 * i], KEYS[14 + 2 * i]
+	local src = redis.call('HGET', ev, 'src')
+	local esrc = redis.call('HGET', entry, 'src')
+	if (src and src ~= '' and src ~= ARGV[2]) or (esrc and esrc ~= '' and esrc ~= ARGV[2]) then return {-1, 0, 0} end
+	if redis.call('EXISTS', ev) == 1 or redis.call('EXISTS', entry) == 1 then found = found + 1 end
+end
+if found == 0 then return {0, 0, 0} end
+local entries = 0
+local lanes = redis.call('SMEMBERS', KEYS[10])
+for i = 0, n - 1 do
+	local ev, entry, id = KEYS[13 + 2 * i], KEYS[14 + 2 * i], ARGV[8 + i]
+	local chain = redis.call('HGET', ev, 'chain') or redis.call('HGET', entry, 'chain')
+	if chain then
+		local ckey = ARGV[6] .. chain
+		if redis.call('LINDEX', ckey, 0) == id then
+			popChain(ckey, id, KEYS[9], ARGV[5], ARGV[4], KEYS[10], ARGV[3])
+		else
+			redis.call('LREM', ckey, 0, id)
+		end
+	end
+	redis.call('HDEL', KEYS[9], id)
+	for _, lane in ipairs(lanes) do redis.call('ZREM', ARGV[4] .. lane, id) end
+	redis.call('SREM', KEYS[5], id)
+	redis.call('ZREM', KEYS[6], id)
+	redis.call('ZREM', KEYS[7], id)
+	redis.call('SREM', KEYS[8], id)
+	entries = entries + redis.call('DEL', entry)
+	redis.call('DEL', ev)
+end
+redis.call('DEL', KEYS[3], KEYS[12])
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local exp = 0
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+	exp = tonumber(redis.call('ZSCORE', KEYS[11], ARGV[7]) or '0')
+	if exp > tonumber(ARGV[3]) then
+		redis.call('SET', KEYS[4], '1', 'PXAT', exp)
+	else
+		exp = 0
+	end
+end
+return {found, entries, exp}
+`)
+
+// isErased reports whether event id of p has its tombstone.
+func (s *Store) isErased(ctx context.Context, p partition, id string) (bool, error) {
+	n, err := s.c.Exists(ctx, p.erased(id)).Result()
+	return n > 0, err
+}
