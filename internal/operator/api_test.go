@@ -193,7 +193,7 @@ func TestBodyLimitOfAMountingHandler(t *testing.T) {
 func TestPatterns(t *testing.T) {
 	got := apiOver(newFakeApp()).Patterns()
 	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
-		!slices.Contains(got, "POST /webhooks/events/replay") || len(got) != 13 {
+		!slices.Contains(got, "POST /webhooks/events/replay") || len(got) != 14 {
 		t.Fatalf("patterns %q", got)
 	}
 }
