@@ -102,3 +102,21 @@ func (b *Breakers) holds(upstream string) (wait, trial bool) {
 	}
 	return false, false
 }
+
+// States reports each upstream host's breaker known so far (scheme://host)
+// and whether it is not closed: open, or half-open with deliveries held
+// but for one trial. Reading it moves an expired open breaker to
+// half-open, as a delivery would.
+func (b *Breakers) States() map[string]bool {
+	b.mu.Lock()
+	cbs := make(map[string]*gobreaker.CircuitBreaker[int], len(b.m))
+	for k, cb := range b.m {
+		cbs[k] = cb
+	}
+	b.mu.Unlock()
+	out := make(map[string]bool, len(cbs))
+	for k, cb := range cbs {
+		out[k] = cb.State() != gobreaker.StateClosed
+	}
+	return out
+}

@@ -50,3 +50,36 @@ func TestBreakersOnChange(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// TestBreakersStates: what caddy_webhooks_breaker_open reports: nothing
+// before an upstream is tried, closed after a success, not closed while
+// open and half-open, closed again after a successful trial.
+func TestBreakersStates(t *testing.T) {
+	b := NewBreakers(2, 50*time.Millisecond, nil)
+	if s := b.States(); len(s) != 0 {
+		t.Fatalf("states before any delivery: %v", s)
+	}
+	const up, name = "http://user:pw@127.0.0.1:9/hooks", "http://127.0.0.1:9"
+	ok := func() (int, error) { return 1, nil }
+	fail := func() (int, error) { return 0, errors.New("transient") }
+	_, _ = b.get(up).Execute(ok)
+	if s := b.States(); len(s) != 1 || s[name] {
+		t.Fatalf("after a success: %v", s)
+	}
+	for range 2 {
+		_, _ = b.get(up).Execute(fail)
+	}
+	if s := b.States(); !s[name] {
+		t.Fatalf("after the failures: %v, want open", s)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if s := b.States(); !s[name] {
+		t.Fatalf("half-open: %v, want not closed", s)
+	}
+	if _, err := b.get(up).Execute(ok); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.States(); s[name] {
+		t.Fatalf("after the trial: %v, want closed", s)
+	}
+}

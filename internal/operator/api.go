@@ -1,6 +1,7 @@
 // Package operator is the operator HTTP API of hookline: stats, DLQ list,
 // inspect, retry, bulk retry, resolve, discard and investigate, event
-// lookup, replay and erasure, pause and resume. It is one http.Handler, mounted by the admin
+// lookup, replay and erasure, pause and resume, and its own OpenAPI
+// document (openapi.json). It is one http.Handler, mounted by the admin
 // API (admin.api.webhooks, on Caddy's admin endpoint) and by the dashboard
 // (webhook_dashboard, under its "/api/"); its wire types are what the
 // `caddy webhooks` CLI decodes.
@@ -56,6 +57,7 @@ func New(app func() (App, error)) *Handler {
 		{"GET /webhooks/events/{source}/{event_id}", h.event},
 		{"DELETE /webhooks/events/{source}/{event_id}", h.erase},
 		{"POST /webhooks/events/replay", h.replay},
+		{"GET /webhooks/openapi.json", h.openapi},
 	}
 	for _, rt := range h.routes {
 		h.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {

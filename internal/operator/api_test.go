@@ -210,7 +210,7 @@ func TestPatterns(t *testing.T) {
 	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
 		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
-		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") || len(got) != 16 {
+		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") || len(got) != 17 {
 		t.Fatalf("patterns %q", got)
 	}
 }

@@ -90,22 +90,53 @@ var dlqEntriesDesc = prometheus.NewDesc("caddy_webhooks_dlq_entries",
 var queueDepthDesc = prometheus.NewDesc("caddy_webhooks_queue_depth",
 	"Events in the delivery queue, by state (queued, in_flight) and open DLQ entries (dead).", []string{"state"}, nil)
 
+var storeUpDesc = prometheus.NewDesc("caddy_webhooks_store_up",
+	"Whether this node reached the webhook store at scrape time (1) or not (0).", nil, nil)
+
+var breakerOpenDesc = prometheus.NewDesc("caddy_webhooks_breaker_open",
+	"Whether this node's circuit breaker of an upstream (scheme://host) holds deliveries: 1 open or half-open, 0 closed.",
+	[]string{"upstream"}, nil)
+
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueDepthDesc
 	ch <- dlqEntriesDesc
+	ch <- storeUpDesc
+	ch <- breakerOpenDesc
 }
 
+// Collect reports the breakers (this node's), whether the store answers,
+// and the store-wide queue and DLQ sizes (the same on every node sharing
+// the store: aggregate them with max, not sum).
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	if q.app.breakers != nil {
+		for upstream, open := range q.app.breakers.States() {
+			v := 0.0
+			if open {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(breakerOpenDesc, prometheus.GaugeValue, v, upstream)
+		}
+	}
+	up := func(ok bool) {
+		v := 0.0
+		if ok {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(storeUpDesc, prometheus.GaugeValue, v)
+	}
 	st, err := q.app.Store()
 	if err != nil {
+		up(false)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	c, err := st.Counts(ctx)
 	if err != nil {
+		up(false)
 		return
 	}
+	up(true)
 	for state, n := range map[storage.Status]int{storage.StatusQueued: c.Queued, storage.StatusInFlight: c.InFlight, storage.StatusDead: c.Dead} {
 		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), string(state))
 	}

@@ -1,0 +1,161 @@
+package operator_test
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/internal/operator/openapitest"
+	"github.com/hookline/hookline/storage"
+)
+
+// TestOpenAPIDocumentsEveryRoute: openapi.json is a valid OpenAPI 3.1
+// document whose operations are exactly the API's routes (a route added
+// without its documentation, or documented and gone, fails here), and
+// GET /webhooks/openapi.json serves it.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	c := openapitest.New(t)
+	var documented []string
+	for _, op := range c.Operations() {
+		documented = append(documented, op.Pattern())
+	}
+	var routes []string
+	for _, p := range apiOver(newFakeApp()).Patterns() {
+		if p != "/webhooks/" { // the catch-all: JSON 404 and 405
+			routes = append(routes, p)
+		}
+	}
+	slices.Sort(routes)
+	if !slices.Equal(documented, routes) {
+		t.Errorf("openapi.json documents\n  %q\nthe API routes\n  %q", documented, routes)
+	}
+
+	w := serve(t, operator.New(func() (operator.App, error) { return nil, operator.ErrNotRunning }), "GET", "/webhooks/openapi.json", "")
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" || !bytes.Equal(w.Body.Bytes(), operator.OpenAPI) {
+		t.Fatalf("GET /webhooks/openapi.json without an app: %d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+}
+
+// TestOpenAPIAnswersOfTheFakeApp: the answers of every route over the
+// fake app, successes and errors (400, 404, 405, 409, 413, 503), are what
+// openapi.json says. The end-to-end test through Caddy does the same with
+// the real app and store.
+func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
+	c := openapitest.New(t)
+	f := fakeWithEntries()
+	f.entries["a"] = &storage.DLQEntry{ID: "a~billing", EventID: "e-a", Source: "gen", Destination: "billing", Status: storage.DLQPending,
+		Attempts: []storage.Attempt{{N: 1, At: time.Now(), Status: 500, Duration: time.Millisecond, Error: "upstream answered 500"}},
+		OrderKey: "cus_1", Waiting: 2, CreatedAt: time.Now()}
+	f.entries["q"] = &storage.DLQEntry{ID: "q", EventID: "e-q", Source: "gen", Status: storage.DLQPending}
+	f.events["gen/e-2"] = &storage.EventInfo{ID: "i-2", EventID: "e-2", Source: "gen", Status: storage.StatusQueued,
+		NextAttempt: time.Now(), Deliveries: []storage.DeliveryInfo{{Destination: "default", ID: "i-2", Status: storage.StatusQueued}}}
+	f.stats = operator.Stats{Queue: storage.Counts{Queued: 1, Dead: 2}, Sources: map[string]operator.SourceCounts{
+		"gen": {Recent: map[string]int64{"accepted": 3, "delivered": 2, "dead": 1, "attempts": 4, "unauthorized": 1,
+			operator.TypeCounter("accepted", "invoice.paid"): 3, operator.DestinationCounter("dead", "billing"): 1},
+			AllTime: map[string]int64{"accepted": 3}}}}
+	f.redrive = operator.Redrive{Matched: 2, Retried: []string{"p"}, Failed: map[string]error{"x": storage.ErrConflict}, Spread: time.Second}
+	f.replay = operator.Replay{Matched: 1, Replayed: []operator.ReplayedEvent{{ID: "i-1", EventID: "e-1", Source: "gen", Destination: "default"}}}
+	api := apiOver(f)
+	down := newFakeApp()
+	down.unavailable = true
+	apiDown := apiOver(down)
+
+	for _, tc := range []struct {
+		api          http.Handler
+		method, path string
+		body         string
+		want         int
+	}{
+		{api, "GET", "/webhooks/stats", "", 200},
+		{api, "GET", "/webhooks/dlq?source=gen&status=pending&limit=10&since=24h", "", 200},
+		{api, "GET", "/webhooks/dlq?limit=0", "", 400},
+		{api, "GET", "/webhooks/dlq?cursor=bad", "", 400},
+		{api, "GET", "/webhooks/dlq/p", "", 200},
+		{api, "GET", "/webhooks/dlq/r", "", 200}, // a binary payload, base64
+		{api, "GET", "/webhooks/dlq/a", "", 200},
+		{api, "GET", "/webhooks/dlq/nope", "", 404},
+		{api, "POST", "/webhooks/dlq/p/investigate", `{"note":"looking"}`, 200},
+		{api, "POST", "/webhooks/dlq/p/resolve", `{"resolution":"fixed by hand"}`, 200},
+		{api, "POST", "/webhooks/dlq/r/discard", `{"reason":"test"}`, 409},
+		{api, "POST", "/webhooks/dlq/q/retry", "", 200},
+		{api, "POST", "/webhooks/dlq/a/discard", `{"reason":"test"}`, 200},
+		{api, "POST", "/webhooks/dlq/a/resolve", `{"resolution":7}`, 400},
+		{api, "POST", "/webhooks/dlq/a/retry", "", 409},
+		{api, "POST", "/webhooks/dlq/nope/retry", "", 404},
+		{api, "POST", "/webhooks/dlq/retry", `{"source":"gen","limit":10}`, 200},
+		{api, "POST", "/webhooks/dlq/retry", `{"dry_run":true}`, 200},
+		{api, "POST", "/webhooks/dlq/retry", `{"bogus":1}`, 400},
+		{api, "POST", "/webhooks/dlq/retry", `{"note":"` + strings.Repeat("x", operator.MaxBody) + `"}`, 413},
+		{api, "POST", "/webhooks/sources/gen/pause", "", 200},
+		{api, "POST", "/webhooks/sources/gen/resume", "", 200},
+		{api, "POST", "/webhooks/sources/bad name/pause", "", 400},
+		{api, "GET", "/webhooks/events/gen/e-1", "", 200},
+		{api, "GET", "/webhooks/events/gen/e-2", "", 200},
+		{api, "GET", "/webhooks/events/gen/none", "", 404},
+		{api, "POST", "/webhooks/events/replay", `{"source":"gen","since":"1h","dry_run":true}`, 200},
+		{api, "POST", "/webhooks/events/replay", `{"limit":5000}`, 400},
+		{api, "GET", "/webhooks/openapi.json", "", 200},
+		{apiDown, "GET", "/webhooks/stats", "", 503},
+		{apiDown, "GET", "/webhooks/dlq", "", 503},
+	} {
+		r := httptest.NewRequest(tc.method, strings.ReplaceAll(tc.path, " ", "%20"), strings.NewReader(tc.body))
+		if tc.body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		w := httptest.NewRecorder()
+		tc.api.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, w.Code, w.Body, tc.want)
+			continue
+		}
+		if tc.want == 400 || tc.want == 413 {
+			// the document refuses these requests too: check the answer only
+			c.CheckAnswer(t, r, []byte(tc.body), w.Result())
+			continue
+		}
+		c.Check(t, r, []byte(tc.body), w.Result())
+	}
+	if missing := c.Unchecked(); len(missing) > 0 {
+		t.Errorf("no 200 answer checked for %v", missing)
+	}
+}
+
+// TestOpenAPICatchesAWrongAnswer: the checker is not blind (an answer
+// with a field the document does not have, and one of the wrong type,
+// fail it).
+func TestOpenAPICatchesAWrongAnswer(t *testing.T) {
+	c := openapitest.New(t)
+	for _, body := range []string{`{"paused":true,"source":"gen","extra":1}`, `{"paused":"yes","source":"gen"}`} {
+		ft := &fakeT{TB: t}
+		r := httptest.NewRequest("POST", "/webhooks/sources/gen/pause", nil)
+		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: http.NoBody, Request: r}
+		resp.Body = newBody(body)
+		c.Check(ft, r, nil, resp)
+		if !ft.failed {
+			t.Errorf("answer %s passed", body)
+		}
+	}
+}
+
+// fakeT records a failure instead of failing the test.
+type fakeT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeT) Errorf(string, ...any) { f.failed = true }
+func (f *fakeT) Fatalf(string, ...any) { f.failed = true; panic(errors.New("fatal")) }
+func (f *fakeT) Helper()               {}
+
+func newBody(s string) *readCloser { return &readCloser{strings.NewReader(s)} }
+
+type readCloser struct{ *strings.Reader }
+
+func (readCloser) Close() error { return nil }
