@@ -354,10 +354,22 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	call("GET", "/webhooks/events/gen/no-such-event", "", 404)
 	call("POST", "/webhooks/events/replay", `{"source":"plain","since":"1h","dry_run":true}`, 200)
 	call("POST", "/webhooks/events/replay", `{"source":"gen","limit":1}`, 200)
+	call("DELETE", "/webhooks/events/gen/oa-discard", "", 200)
+	call("DELETE", "/webhooks/events/gen/oa-discard", "", 404) // erased already
+	call("DELETE", "/webhooks/events/bad%20name/oa-discard", "", 400)
 	call("POST", "/webhooks/sources/gen/pause", "", 200)
 	call("GET", "/webhooks/stats", "", 200) // with a paused source
 	call("POST", "/webhooks/sources/gen/resume", "", 200)
+	call("POST", "/webhooks/sources/gen/resume", "", 200) // nothing paused
 	call("POST", "/webhooks/sources/bad%20name/pause", "", 400)
+	call("POST", "/webhooks/sources/gen/pause", `{"reason":"upstream deploy","for":"30m","accept":true}`, 200)
+	call("POST", "/webhooks/sources/gen/pause", `{"for":"-1m"}`, 400)
+	call("POST", "/webhooks/sources/gen/pause", `{"bogus":true}`, 400)
+	call("POST", "/webhooks/sources/plain/destinations/default/pause", `{"reason":"upstream down"}`, 200)
+	call("POST", "/webhooks/sources/plain/destinations/nope/pause", "", 404)
+	call("GET", "/webhooks/stats", "", 200) // with a hold and a destination's pause
+	call("POST", "/webhooks/sources/plain/destinations/default/resume", "", 200)
+	call("POST", "/webhooks/sources/gen/resume", `{}`, 200)
 	if missing := c.Unchecked(); len(missing) > 0 {
 		t.Errorf("routes of openapi.json never answered 2xx here: %v", missing)
 	}

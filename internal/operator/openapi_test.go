@@ -61,6 +61,7 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 			AllTime: map[string]int64{"accepted": 3}}}}
 	f.redrive = operator.Redrive{Matched: 2, Retried: []string{"p"}, Failed: map[string]error{"x": storage.ErrConflict}, Spread: time.Second}
 	f.replay = operator.Replay{Matched: 1, Replayed: []operator.ReplayedEvent{{ID: "i-1", EventID: "e-1", Source: "gen", Destination: "default"}}}
+	f.dedupeUntil = time.Now().Add(time.Hour)
 	api := apiOver(f)
 	down := newFakeApp()
 	down.unavailable = true
@@ -94,10 +95,26 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		{api, "POST", "/webhooks/dlq/retry", `{"note":"` + strings.Repeat("x", operator.MaxBody) + `"}`, 413},
 		{api, "POST", "/webhooks/sources/gen/pause", "", 200},
 		{api, "POST", "/webhooks/sources/gen/resume", "", 200},
+		{api, "POST", "/webhooks/sources/gen/resume", "", 200}, // nothing paused: no resumed
 		{api, "POST", "/webhooks/sources/bad name/pause", "", 400},
+		{api, "POST", "/webhooks/sources/gen/pause", `{"reason":"upstream deploy","for":"30m","accept":true}`, 200},
+		{api, "POST", "/webhooks/sources/gen/pause", `{"for":"soon"}`, 400},
+		{api, "POST", "/webhooks/sources/gen/pause", `{"bogus":1}`, 400},
+		{api, "POST", "/webhooks/sources/gen/destinations/billing/pause", `{"reason":"billing down"}`, 200},
+		{api, "POST", "/webhooks/sources/gen/destinations/missing/pause", "", 404},
+		{api, "POST", "/webhooks/sources/gen/destinations/bad name/pause", "", 400},
+		{api, "GET", "/webhooks/stats", "", 200}, // with pauses
+		{api, "POST", "/webhooks/sources/gen/destinations/billing/resume", "", 200},
+		{api, "POST", "/webhooks/sources/gen/destinations/billing/resume", `{}`, 200},
+		{api, "POST", "/webhooks/sources/gen/resume", `{"reason":"x"}`, 400},
+		{api, "POST", "/webhooks/sources/gen/resume", "", 200},
 		{api, "GET", "/webhooks/events/gen/e-1", "", 200},
 		{api, "GET", "/webhooks/events/gen/e-2", "", 200},
 		{api, "GET", "/webhooks/events/gen/none", "", 404},
+		{api, "DELETE", "/webhooks/events/gen/e-2", "", 200},
+		{api, "DELETE", "/webhooks/events/gen/e-2", "", 404}, // erased already
+		{api, "DELETE", "/webhooks/events/bad name/e-1", "", 400},
+		{apiDown, "DELETE", "/webhooks/events/gen/e-1", "", 503},
 		{api, "POST", "/webhooks/events/replay", `{"source":"gen","since":"1h","dry_run":true}`, 200},
 		{api, "POST", "/webhooks/events/replay", `{"limit":5000}`, 400},
 		{api, "GET", "/webhooks/openapi.json", "", 200},
