@@ -56,25 +56,7 @@ func (s *Slack) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature and timestamp.
 func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
-	raw := r.Header.Get(SlackSignatureHeader)
-	if raw == "" {
-		return errHeaderMissing(SlackSignatureHeader)
-	}
-	sig, ok := strings.CutPrefix(raw, "v0=")
-	if !ok {
-		return fmt.Errorf("%w: header %s does not start with v0=", ErrFormat, SlackSignatureHeader)
-	}
-	if !EncodingHex.WellFormed(sig, sha256.Size) {
-		return fmt.Errorf("%w: header %s is not %d hex bytes", ErrFormat, SlackSignatureHeader, sha256.Size)
-	}
-	ts, t, err := timestampHeader(r, SlackTimestampHeader)
-	if err != nil {
-		return err
-	}
-	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
-		return err
-	}
-	return CheckHMAC(sha256.New, s.keys, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body)
+	return verifyV0(r, body, now, SlackSignatureHeader, SlackTimestampHeader, s.keys, s.tolerance)
 }
 
 // DefaultIDFrom returns the Events API event id in the body.
@@ -121,3 +103,29 @@ func (s *Slack) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // Interface guards
 var _ handshakingScheme = (*Slack)(nil)
+
+// verifyV0 checks the "v0" signature Slack and Zoom share: header sigHeader
+// holds "v0=" and the hex HMAC-SHA256 of "v0:<timestamp>:<body>" under one
+// of keys, the timestamp (Unix seconds) in header tsHeader, within
+// tolerance of now.
+func verifyV0(r *http.Request, body []byte, now time.Time, sigHeader, tsHeader string, keys [][]byte, tolerance time.Duration) error {
+	raw := r.Header.Get(sigHeader)
+	if raw == "" {
+		return errHeaderMissing(sigHeader)
+	}
+	sig, ok := strings.CutPrefix(raw, "v0=")
+	if !ok {
+		return fmt.Errorf("%w: header %s does not start with v0=", ErrFormat, sigHeader)
+	}
+	if !EncodingHex.WellFormed(sig, sha256.Size) {
+		return fmt.Errorf("%w: header %s is not %d hex bytes", ErrFormat, sigHeader, sha256.Size)
+	}
+	ts, t, err := timestampHeader(r, tsHeader)
+	if err != nil {
+		return err
+	}
+	if err := CheckTimestamp(t, now, tolerance); err != nil {
+		return err
+	}
+	return CheckHMAC(sha256.New, keys, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body)
+}

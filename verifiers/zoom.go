@@ -64,25 +64,7 @@ func (z *Zoom) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature and timestamp.
 func (z *Zoom) Verify(r *http.Request, body []byte, now time.Time) error {
-	raw := r.Header.Get(ZoomSignatureHeader)
-	if raw == "" {
-		return errHeaderMissing(ZoomSignatureHeader)
-	}
-	sig, ok := strings.CutPrefix(raw, "v0=")
-	if !ok {
-		return fmt.Errorf("%w: header %s does not start with v0=", ErrFormat, ZoomSignatureHeader)
-	}
-	if !EncodingHex.WellFormed(sig, sha256.Size) {
-		return fmt.Errorf("%w: header %s is not %d hex bytes", ErrFormat, ZoomSignatureHeader, sha256.Size)
-	}
-	ts, t, err := timestampHeader(r, ZoomTimestampHeader)
-	if err != nil {
-		return err
-	}
-	if err := CheckTimestamp(t, now, z.tolerance); err != nil {
-		return err
-	}
-	return CheckHMAC(sha256.New, z.keys, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body)
+	return verifyV0(r, body, now, ZoomSignatureHeader, ZoomTimestampHeader, z.keys, z.tolerance)
 }
 
 // DefaultIDFrom returns a hash of the exact received bytes (see the type's

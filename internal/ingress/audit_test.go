@@ -41,21 +41,10 @@ func logLines(t *testing.T, path string) []map[string]any {
 // never its body. The events app gets webhook_dead, the pause events and
 // webhook_client_blocked.
 func TestAuditTrail(t *testing.T) {
-	dir := t.TempDir()
-	auditLog, eventsLog := filepath.Join(dir, "audit.log"), filepath.Join(dir, "events.log")
+	logs, auditLog, eventsLog := auditLogs(t)
 	up := newUpstream(t)
 	fail := up.failWith(http.StatusServiceUnavailable, true)
-	startCaddyWith(t, up, fmt.Sprintf(`log audit {
-		output file %s
-		include webhooks.audit
-		format json
-	}
-	log events {
-		output file %s
-		include events
-		level DEBUG
-		format json
-	}`, auditLog, eventsLog), "", fmt.Sprintf(`
+	startCaddyWith(t, up, logs, "", fmt.Sprintf(`
 	webhook_ingress /hooks/audited audited {
 		verify hmac %s {
 			header X-Signature
@@ -144,4 +133,23 @@ func TestAuditTrail(t *testing.T) {
 		}
 		return names["webhook_dead"] && names["webhook_source_paused"] && names["webhook_source_resumed"] && names["webhook_client_blocked"]
 	})
+}
+
+// auditLogs is the global option block that routes the webhooks.audit
+// logger and Caddy's events to files of their own (JSON), and the two
+// files' paths.
+func auditLogs(t *testing.T) (global, auditLog, eventsLog string) {
+	dir := t.TempDir()
+	auditLog, eventsLog = filepath.Join(dir, "audit.log"), filepath.Join(dir, "events.log")
+	return fmt.Sprintf(`log audit {
+		output file %s
+		include webhooks.audit
+		format json
+	}
+	log events {
+		output file %s
+		include events
+		level DEBUG
+		format json
+	}`, auditLog, eventsLog), auditLog, eventsLog
 }

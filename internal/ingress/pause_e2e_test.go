@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,21 +45,10 @@ func nextAlert(t *testing.T, texts chan string, want string) string {
 // reason. On resume everything is delivered within a second, in acceptance
 // order, at the catch-up pace (the source has no rate_limit).
 func TestPauseHold(t *testing.T) {
-	dir := t.TempDir()
-	auditLog, eventsLog := filepath.Join(dir, "audit.log"), filepath.Join(dir, "events.log")
+	logs, auditLog, eventsLog := auditLogs(t)
 	alertURL, alerts := alertSink(t)
 	up := newUpstream(t)
-	startCaddyWith(t, up, fmt.Sprintf(`log audit {
-		output file %s
-		include webhooks.audit
-		format json
-	}
-	log events {
-		output file %s
-		include events
-		level DEBUG
-		format json
-	}`, auditLog, eventsLog), defaultStorage(t)+"\n\t\tworkers 1\n\t\talert "+alertURL, "")
+	startCaddyWith(t, up, logs, defaultStorage(t)+"\n\t\tworkers 1\n\t\talert "+alertURL, "")
 
 	if code, m := admin(t, "POST", "/webhooks/sources/gen/pause", `{"reason":"upstream deploy","accept":true}`); code != 200 ||
 		m["pause"].(map[string]any)["mode"] != "hold" {
