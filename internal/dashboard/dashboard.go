@@ -124,7 +124,7 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-	case http.MethodPost:
+	case http.MethodPost, http.MethodDelete: // changes (DELETE: erasure) need the page's header
 		if r.Header.Get(DashboardCSRFHeader) == "" {
 			return dashboardError(w, http.StatusForbidden, "missing "+DashboardCSRFHeader+" header")
 		}
@@ -133,7 +133,7 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxDashboardBody+1) // the API answers 413 beyond the limit
 	default:
-		w.Header().Set("Allow", "GET, HEAD, POST")
+		w.Header().Set("Allow", "GET, HEAD, POST, DELETE")
 		return dashboardError(w, http.StatusMethodNotAllowed, "method not allowed")
 	}
 	// the operator API, as the admin endpoint serves it at apiPath: it

@@ -263,8 +263,8 @@ func TestDashboardBrowser(t *testing.T) {
 	if len(exceptions) > 0 {
 		t.Errorf("browser errors: %q", exceptions)
 	}
-	if len(dialogs) != 1 || !strings.HasPrefix(dialogs[0], "confirm") {
-		t.Errorf("dialogs %q, want the retry confirmation", dialogs)
+	if len(dialogs) != 2 || !strings.HasPrefix(dialogs[0], "confirm") || !strings.HasPrefix(dialogs[1], "confirm: Erase event fan-1 (fan)") {
+		t.Errorf("dialogs %q, want the retry confirmation, then the erasure's", dialogs)
 	}
 }
 
@@ -408,6 +408,24 @@ func checkDashboardDestinations(t *testing.T, ctx context.Context, up *upstream)
 			t.Logf("dashboard screenshot with destinations: %s", shot)
 		}
 	}
+
+	// erasure from the event's page, once confirmed: the event, its
+	// deliveries and its DLQ entry are gone
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("ev-erase")),
+		chromedp.WaitNotVisible(chromedp.ID("ev-result")),
+	); err != nil {
+		t.Fatalf("erase from the page: %v", err)
+	}
+	if msg, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("message"))); err != nil || !strings.Contains(msg, "Erased fan-1: 2 deliveries, 1 DLQ entries") {
+		t.Errorf("message after the erasure %q (%v)", msg, err)
+	}
+	if code, _ := admin(t, "GET", "/webhooks/events/fan/fan-1", ""); code != http.StatusNotFound {
+		t.Errorf("lookup after the page's erasure: %d, want 404", code)
+	}
+	if code, _ := admin(t, "GET", "/webhooks/dlq/"+fan1, ""); code != http.StatusNotFound {
+		t.Errorf("fan-1's DLQ entry after the page's erasure: %d, want 404", code)
+	}
 }
 
 func TestDashboardAPI(t *testing.T) {
@@ -474,6 +492,8 @@ func TestDashboardAPI(t *testing.T) {
 		{"GET", "/dash/api/dlq/retry/x", "", nil, http.StatusNotFound},
 		{"POST", "/dash/api/stats", "", csrf, http.StatusMethodNotAllowed},
 		{"PUT", "/dash/api/stats", "", csrf, http.StatusMethodNotAllowed},
+		{"DELETE", "/dash/api/events/gen/nope", "", nil, http.StatusForbidden},
+		{"DELETE", "/dash/api/events/gen/nope", "", csrf, http.StatusNotFound},
 		{"POST", "/dash/api/dlq/abc/discard", big, csrf, http.StatusRequestEntityTooLarge},
 	} {
 		resp, m := do(t, mustReq(t, tc.method, tc.path, tc.body, tc.hdr))

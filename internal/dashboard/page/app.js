@@ -385,6 +385,26 @@
 				el("td", { "class": failed ? "err" : "" }, lastText)));
 		}
 		$("ev-result").hidden = false;
+		shownEvent = { source: info.source, event_id: info.event_id };
+	}
+
+	// shownEvent is the event the lookup shows (source and event id).
+	let shownEvent = null;
+
+	// eraseEvent erases the shown event everywhere (GDPR), once confirmed:
+	// its deliveries, DLQ entries and stored payload; a provider's resend
+	// stays a duplicate.
+	async function eraseEvent() {
+		const ev = shownEvent;
+		if (!ev) return;
+		if (!window.confirm("Erase event " + ev.event_id + " (" + ev.source + ") everywhere: every delivery, DLQ entry and stored payload? This cannot be undone.")) return;
+		const res = await guard("Erasing the event", () => api("DELETE", "events/" + encodeURIComponent(ev.source) + "/" + encodeURIComponent(ev.event_id)));
+		if (!res) return;
+		say("Erased " + ev.event_id + ": " + res.deliveries + " deliveries, " + res.dlq_entries + " DLQ entries");
+		shownEvent = null;
+		$("ev-result").hidden = true;
+		reloadFromStart();
+		loadStats();
 	}
 
 	// ---- wiring ----
@@ -398,6 +418,7 @@
 		$("next-page").addEventListener("click", () => { if (nextCursor) { cursor = nextCursor; loadList(); } });
 		$("first-page").addEventListener("click", reloadFromStart);
 		$("event-form").addEventListener("submit", (ev) => { ev.preventDefault(); lookupEvent(); });
+		$("ev-erase").addEventListener("click", eraseEvent);
 		$("bulk-retry-btn").addEventListener("click", bulkDryRun);
 		$("bulk-confirm").addEventListener("click", bulkConfirm);
 		$("bulk-cancel").addEventListener("click", () => { bulkRequest = null; $("bulk-panel").hidden = true; });
