@@ -32,36 +32,29 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		ck, dedupe = storage.ClaimKey(ev.Source, ev.EventID), "1"
 		expires = max(ms(dedupeUntil), expires)
 	}
-	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(ev.ID)}
-	jobArgs := make([]any, 0, 3*len(jobs))
-	for i := range jobs {
-		data, err := json.Marshal(&jobs[i])
-		if err != nil {
-			return storage.EnqueueResult{}, err
-		}
-		lane := storage.LaneOf(&jobs[i])
-		keys = append(keys, p.ev(jobs[i].ID), p.lane(lane))
-		jobArgs = append(jobArgs, jobs[i].ID, data, lane)
-	}
 	touch := "0"
 	if s.opts.MinReplicas > 0 {
 		touch = "1"
 	}
-	args := append([]any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source, storage.EncodeDestinations(destinations)}, jobArgs...)
-	if chains := chainsOf(jobs); chains != nil {
-		args = append(append(args, p.key("waiting"), p.chain("")), chains...)
+	head := []any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source}
+	sc, b := enqueueScript, s.enqueues
+	var call scriptCall
+	if fanOut(jobs, payload) && !s.direct {
+		sc, b = fanEnqueueScript, s.fanEnqueues
+		call, err = fanCall(p, ck, ev.ID, head, jobs, destinations, payload)
+	} else {
+		call, err = directCall(p, ck, ev.ID, head, jobs, destinations, payload)
 	}
-	if payload != nil {
-		keys = append(keys, p.payload(ev.ID))
-		args = append(args, payload)
+	if err != nil {
+		return storage.EnqueueResult{}, err
 	}
 	var v any
 	if s.opts.MinReplicas > 0 {
-		v, err = s.run(ctx, p, enqueueScript, keys, args...)
+		v, err = s.run(ctx, p, sc, call.keys, call.args...)
 	} else {
 		// concurrent requests share round trips, as they share fsyncs in
 		// the embedded store
-		v, err = s.enqueues.do(ctx, scriptCall{keys: keys, args: args})
+		v, err = b.do(ctx, call)
 	}
 	if err != nil {
 		return storage.EnqueueResult{}, unavailable(err)
@@ -92,6 +85,30 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	return storage.EnqueueResult{ID: id, Status: storage.StatusQueued}, nil
 }
 
+// directCall is the enqueue of an event's deliveries in their usual form
+// (enqueueScript): head holds its first arguments (ARGV 1 to 7).
+func directCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
+	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(id)}
+	args := append(head, storage.EncodeDestinations(destinations))
+	for i := range jobs {
+		data, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return scriptCall{}, err
+		}
+		lane := storage.LaneOf(&jobs[i])
+		keys = append(keys, p.ev(jobs[i].ID), p.lane(lane))
+		args = append(args, jobs[i].ID, data, lane)
+	}
+	if chains := chainsOf(jobs); chains != nil {
+		args = append(append(args, p.key("waiting"), p.chain("")), chains...)
+	}
+	if payload != nil {
+		keys = append(keys, p.payload(id))
+		args = append(args, payload)
+	}
+	return scriptCall{keys: keys, args: args}, nil
+}
+
 // enqueueScript claims (source, event id) and enqueues every delivery of
 // the event in one step: an event is never stored with some of its
 // deliveries missing.
@@ -120,19 +137,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 // record names its key in its hash (field "pl"), for the scripts that
 // hand out its body (leaseScript). An event with one delivery passes the
 // arguments it passed before payload records existed.
-var enqueueScript = redis.NewScript(`
+var enqueueScript = redis.NewScript(luaClaim + `
 if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
-if ARGV[2] == '1' then
-	local existing = redis.call('GET', KEYS[1])
-	if existing then
-		local left = redis.call('PTTL', KEYS[1])
-		if ARGV[6] == '1' and left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
-		return {1, existing, left}
-	end
-	redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
-	redis.call('SET', KEYS[2], ARGV[1])
-	redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
-end
+local dup = claim()
+if dup then return dup end
 if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8]) end
 local n = math.floor((#KEYS - 5) / 2)
 local nargs, pl = #ARGV, nil
@@ -165,6 +173,28 @@ redis.call('SADD', KEYS[4], unpack(lanes))
 return {0, ARGV[1]}
 `)
 
+// luaClaim defines claim(), the claim of the enqueue scripts
+// (enqueueScript, fanEnqueueScript), whose first three KEYS (claim, ids,
+// claim expiry index) and seven ARGV (event id, dedupe, claim expiry ms,
+// now ms, claim key text, touch, source) are the same: with dedupe, it
+// returns the duplicate's reply ({1, existing id, claim ms left}) when
+// the claim is taken, else it takes it and returns nil.
+const luaClaim = `
+local function claim()
+	if ARGV[2] ~= '1' then return nil end
+	local existing = redis.call('GET', KEYS[1])
+	if existing then
+		local left = redis.call('PTTL', KEYS[1])
+		if ARGV[6] == '1' and left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
+		return {1, existing, left}
+	end
+	redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
+	redis.call('SET', KEYS[2], ARGV[1])
+	redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
+	return nil
+end
+`
+
 // statusOf is the status of event id in partition p, for duplicate
 // answers (see storage.EffectiveStatus, storage.EventStatus).
 func (s *Store) statusOf(ctx context.Context, p partition, id string, now time.Time) (storage.Status, error) {
@@ -190,13 +220,16 @@ func (s *Store) statusOf(ctx context.Context, p partition, id string, now time.T
 }
 
 // destinationsOf reads the deliveries index of event id in partition p
-// (nil: none, its one delivery is the default's).
+// (nil: none, its one delivery is the default's), after expanding the
+// event's fan-out record if it still has one (expandScript): every read
+// of an event by its id starts here, and then finds its usual keys.
 func (s *Store) destinationsOf(ctx context.Context, p partition, id string) ([]string, error) {
-	v, err := s.c.Get(ctx, p.deliveries(id)).Result()
+	v, err := s.eval(ctx, expandScript, []string{p.fan(id), p.key("fan"), p.deliveries(id)}, p.tag, id)
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
-	return storage.DecodeDestinations(v), err
+	str, _ := v.(string)
+	return storage.DecodeDestinations(str), err
 }
 
 // chainsOf lists, for an event with ordered deliveries, the name of each

@@ -31,8 +31,11 @@ import (
 //	erase          at most once: a second run finds nothing and answers
 //	               "not found" for an event it erased (a lost reply is a
 //	               503: asked again, the operator gets 404, the event gone)
-//	peek, heads,   retried: read only
-//	counts,
+//	fanEnqueue     retried: as enqueue (it finds the record it stored, or
+//	               the first delivery the record became)
+//	expand, peek   retried: a second run finds no fan-out record left to
+//	               expand (peek: and reads)
+//	heads, counts, retried: read only
 //	laneCounts
 //	layout         retried: sets the partition count only if absent
 //	expireClaim,   retried: a second run finds nothing left to remove
@@ -45,6 +48,8 @@ import (
 // at most once.
 var retryable = map[*redis.Script]bool{
 	enqueueScript:      true,
+	fanEnqueueScript:   true,
+	expandScript:       true,
 	peekScript:         true,
 	headsScript:        true,
 	countsScript:       true,

@@ -70,7 +70,7 @@ func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition,
 	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, q := range s.parts {
 			reads[i] = read{pipe.Get(ctx, q.ids(ck)), pipe.Get(ctx, q.claim(ck)),
-				pipe.Exists(ctx, q.ev(eventID), q.deliveries(eventID), q.dlqEntry(eventID))}
+				pipe.Exists(ctx, q.ev(eventID), q.deliveries(eventID), q.dlqEntry(eventID), q.fan(eventID))}
 		}
 		return nil
 	})
@@ -154,7 +154,7 @@ func (s *Store) getEvent(ctx context.Context, p partition, id string) (*eventHas
 func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen"), p.key("waiting")}, args: []any{p.lanePrefix()}}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen"), p.key("waiting")}, args: []any{p.lanePrefix(), p.tag}}
 	}
 	cmds, err := s.evalPipelined(ctx, countsScript, calls)
 	if err != nil {
@@ -177,13 +177,17 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 }
 
 // countsScript counts one partition's jobs (read only): those of its
-// lane queues and the chained ones waiting behind their head.
+// lane queues, the chained ones waiting behind their head and the
+// deliveries of its fan-out records (luaFanLanes).
 //
 //	KEYS: lanes, inflight, dlq open, waiting
-//	ARGV: lane queue key prefix
+//	ARGV: lane queue key prefix, partition tag
 //	returns {queued and leased, leased, open DLQ entries}
-var countsScript = redis.NewScript(`
+var countsScript = redis.NewScript(luaFanLanes + `
 local n = redis.call('HLEN', KEYS[4])
+local fan = {}
+fanLanes(ARGV[2], fan)
+for _, k in pairs(fan) do n = n + k end
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 	n = n + redis.call('ZCARD', ARGV[1] .. lane)
 end
@@ -203,7 +207,7 @@ func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, err
 	now := ms(s.now())
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("waiting")}, args: []any{now, p.lanePrefix(), p.evPrefix()}}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("waiting")}, args: []any{now, p.lanePrefix(), p.evPrefix(), p.tag}}
 	}
 	cmds, err := s.evalPipelined(ctx, laneCountsScript, calls)
 	if err != nil {
@@ -229,16 +233,24 @@ func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, err
 // laneCountsScript counts the jobs of each lane of one partition, and the
 // leased ones among them (read only). Only jobs due after now can be
 // leased, so only those records are read. The chained jobs waiting behind
-// their head count as their lane's (queued).
+// their head count as their lane's (queued), as do the deliveries of the
+// partition's fan-out records (luaFanLanes).
 //
 //	KEYS: lanes, waiting
-//	ARGV: now ms, lane queue key prefix, event key prefix
+//	ARGV: now ms, lane queue key prefix, event key prefix, partition tag
 //	returns {lane, jobs, leased, lane, jobs, leased, ...}
-var laneCountsScript = redis.NewScript(`
+var laneCountsScript = redis.NewScript(luaFanLanes + `
 local waiting = {}
 for _, lane in ipairs(redis.call('HVALS', KEYS[2])) do waiting[lane] = (waiting[lane] or 0) + 1 end
+fanLanes(ARGV[4], waiting)
+local lanes = redis.call('SMEMBERS', KEYS[1])
+local listed = {}
+for _, lane in ipairs(lanes) do listed[lane] = true end
+for lane in pairs(waiting) do
+	if not listed[lane] then lanes[#lanes + 1] = lane end
+end
 local out = {}
-for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+for _, lane in ipairs(lanes) do
 	local q = ARGV[2] .. lane
 	local total = redis.call('ZCARD', q) + (waiting[lane] or 0)
 	local leased = 0

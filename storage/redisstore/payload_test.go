@@ -37,6 +37,11 @@ func TestPayloadKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// the fan-out record holds the payload until it is expanded
+	if pl := s.c.HGet(ctx, s.partitionForEvent(fan).fan(fan.ID), "pl").Val(); pl != string(storage.EncodePayload(fan.Headers, fan.Body)) {
+		t.Errorf("fan-out record's payload %q", pl)
+	}
+	expandEvent(t, s, fan)
 	if keys, err := s.c.Keys(ctx, "{"+prefix+":*}:pl:*").Result(); err != nil || len(keys) != 1 || keys[0] != s.partitionForEvent(fan).payload(fan.ID) {
 		t.Errorf("payload keys %v, %v; want the fanned-out event's alone", keys, err)
 	}
@@ -65,6 +70,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	expandEvent(t, s, legacy)
 	// rewrite legacy's jobs as an earlier version wrote them
 	p := s.partitionForEvent(legacy)
 	if err := s.c.Del(ctx, p.payload(legacy.ID)).Err(); err != nil {
@@ -132,6 +138,7 @@ func TestPoisonSharedPayload(t *testing.T) {
 	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	expandEvent(t, s, ev)
 	billing := storage.DeliveryID(ev.ID, "billing")
 	raw := fmt.Sprintf(`{"id":%q,"event_id":"evt_poison_shared","source":"stripe","destination":"billing","upstream":"http://127.0.0.1:1/billing","shared_payload":true,"received_at":5}`, billing)
 	if err := s.c.HSet(ctx, s.partitionForEvent(ev).ev(billing), "ev", raw).Err(); err != nil {

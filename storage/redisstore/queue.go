@@ -181,7 +181,7 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 	skip := skipArgs(gate)
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: append([]any{ms(now), n, p.lanePrefix()}, skip...)}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{ms(now), n, p.lanePrefix(), p.tag, expandBatch}, skip...)}
 	}
 	cmds, err := s.evalPipelined(ctx, peekScript, calls)
 	if err != nil {
@@ -200,15 +200,19 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 	return out, nil
 }
 
-// peekScript lists, for each lane of one partition the gate does not
-// skip, up to n jobs due at or before now (read only).
+// peekScript expands the partition's fan-out records (luaExpandFan, up
+// to a batch, whatever the gate: their deliveries are then held back in
+// their own lanes), then lists, for each lane of one partition the gate
+// does not skip, up to n jobs due at or before now.
 //
-//	KEYS: lanes
-//	ARGV: now ms, n, lane queue key prefix, skip entries (skipArgs)...
+//	KEYS: lanes, fan-out index
+//	ARGV: now ms, n, lane queue key prefix, partition tag, expand batch,
+//	      skip entries (skipArgs)...
 //	returns {lane, id, due ms, lane, id, due ms, ...}
-var peekScript = redis.NewScript(luaSkipped + `
+var peekScript = redis.NewScript(luaSkipped + luaExpandFan + `
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[5]) - 1)) do expandFan(ARGV[4], id) end
 local skip = {}
-for i = 4, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
+for i = 6, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local out = {}
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 	if not skipped(skip, lane) then
@@ -291,7 +295,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	skip := skipArgs(gate)
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: append([]any{p.lanePrefix()}, skip...)}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{p.lanePrefix()}, skip...)}
 	}
 	heads, err := s.evalPipelined(ctx, headsScript, calls)
 	if err != nil {
@@ -340,15 +344,21 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 }
 
 // headsScript lists the first job of each lane of one partition the gate
-// does not skip (read only), for NextDue.
+// does not skip (read only), for NextDue; and the first fan-out record,
+// as lane "" (ungated: Lease expands it whatever the gate).
 //
-//	KEYS: lanes
+//	KEYS: lanes, fan-out index
 //	ARGV: lane queue key prefix, skip entries (skipArgs)...
 //	returns {lane, due ms, ...}
 var headsScript = redis.NewScript(luaSkipped + `
 local skip = {}
 for i = 2, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local out = {}
+local fan = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if fan[1] then
+	out[1] = ''
+	out[2] = fan[2]
+end
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 	if not skipped(skip, lane) then
 		local r = redis.call('ZRANGE', ARGV[1] .. lane, 0, 0, 'WITHSCORES')

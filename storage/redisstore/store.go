@@ -24,6 +24,8 @@
 //	{hookline:7}:waiting                       hash id -> lane: chained jobs behind their head
 //	{hookline:7}:dests:<id>                    an event's deliveries index (storage.EncodeDestinations)
 //	{hookline:7}:erased:<id>                   tombstone of an erased event, with its kept claim's TTL (erase.go)
+//	{hookline:7}:fan                           zset event id -> due ms: events stored as a fan-out record (fanout.go)
+//	{hookline:7}:fan:<id>                      hash: an event's deliveries, payload and index, until Lease expands them (fanout.go)
 //
 // An event's partition is a hash of (source, event id), so the claim and
 // the job it creates are in the same slot and claim-and-enqueue is one
@@ -76,8 +78,13 @@ type Store struct {
 	now      func() time.Time
 	parts    []partition
 	enqueues *batcher
-	finishes *batcher
-	layout   layoutState
+	// fanEnqueues sends the enqueues of fan-out records (fanout.go)
+	fanEnqueues *batcher
+	finishes    *batcher
+	// direct stores every event in the usual form, never as a fan-out
+	// record (tests comparing the two forms)
+	direct bool
+	layout layoutState
 
 	migrateMu sync.Mutex
 	migrated  atomic.Bool
@@ -117,6 +124,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	}
 	s := &Store{c: c, opts: opts, now: opts.Now}
 	s.enqueues = newBatcher(s, enqueueScript)
+	s.fanEnqueues = newBatcher(s, fanEnqueueScript)
 	s.finishes = newBatcher(s, finishScript)
 	for i := range opts.Partitions {
 		s.parts = append(s.parts, partition{tag: "{" + opts.Prefix + ":" + strconv.Itoa(i) + "}"})
@@ -127,6 +135,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 // Close stops the batcher and closes the client.
 func (s *Store) Close() error {
 	s.enqueues.close()
+	s.fanEnqueues.close()
 	s.finishes.close()
 	return s.c.Close()
 }

@@ -1,0 +1,170 @@
+package redisstore
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Fan-out records. An event with several deliveries none of which is
+// ordered is stored by the enqueue script as one record, beside its claim
+// and in the same atomic step: its deliveries, payload record and
+// deliveries index, written once, not as a job hash and a lane queue entry
+// per delivery (DESIGN.md: three destinations cost at most 1.3x one):
+//
+//	{hookline:7}:fan                zset event id -> due ms: the events still in that form
+//	{hookline:7}:fan:<event id>     hash: d (each delivery: id, lane, event JSON, a line each),
+//	                                ck, src, due, dests (the deliveries index), pl (the payload record)
+//
+// luaExpandFan turns such a record into the event's usual keys (a job hash
+// and a lane queue entry per delivery, as enqueueScript writes them, the
+// payload record, the deliveries index) and deletes it, in one step: an
+// event is in one form or the other, never with some deliveries missing,
+// whatever fails when. Every reader expands before it reads, or counts the
+// record as its deliveries:
+//
+//   - Lease expands every record of a partition (up to expandBatch a call)
+//     before it looks for due jobs (peekScript), whatever the gate: the
+//     deliveries then wait in their own lanes, each held back on its own;
+//   - NextDue reports a record as due (headsScript);
+//   - Counts and QueueByLane count its deliveries as queued in their lanes;
+//   - every read of an event by its id goes through destinationsOf, which
+//     expands it first (Lookup, a duplicate's status, Erase, Cleanup), and
+//     findEvent knows an event by its record;
+//   - the other readers (Finish, the DLQ, replays, poison salvage) only
+//     meet jobs that were leased, hence expanded.
+//
+// An event with ordered deliveries is stored in the usual form at once
+// (its chains take their places at enqueue), as is an event with one
+// delivery.
+
+// fan is the key of event id's fan-out record in p.
+func (p partition) fan(id string) string { return p.tag + ":fan:" + id }
+
+// expandBatch bounds the records one partition expands in one Lease.
+const expandBatch = 256
+
+// fanOut reports whether an event's jobs (DeliveriesOf's, after
+// SharePayload) are stored as a fan-out record: several deliveries
+// sharing a payload record, none of them ordered.
+func fanOut(jobs []storage.Event, payload []byte) bool {
+	return len(jobs) > 1 && payload != nil && chainsOf(jobs) == nil
+}
+
+// fanCall is the enqueue of an event's fan-out record (fanEnqueueScript):
+// head holds its first arguments (fanEnqueueScript's ARGV 1 to 7).
+func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
+	var d strings.Builder
+	for i := range jobs {
+		data, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return scriptCall{}, err
+		}
+		if i > 0 {
+			d.WriteByte('\n')
+		}
+		// no id, lane or JSON document (encoding/json escapes control
+		// characters) holds a newline
+		d.WriteString(jobs[i].ID)
+		d.WriteByte('\n')
+		d.WriteString(storage.LaneOf(&jobs[i]))
+		d.WriteByte('\n')
+		d.Write(data)
+	}
+	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID)}
+	args := append(head, storage.EncodeDestinations(destinations), payload, d.String())
+	return scriptCall{keys: keys, args: args}, nil
+}
+
+// fanEnqueueScript claims (source, event id) and stores the event as a
+// fan-out record, in one step (enqueueScript's claim, luaClaim).
+//
+//	KEYS: claim, ids, claim expiry index, fan-out record, fan-out index,
+//	      the first delivery's event hash
+//	ARGV: enqueueScript's first seven (event id, dedupe, claim expiry, now
+//	      ms, claim key text, touch, source), the deliveries index, the
+//	      payload record, the deliveries (fanCall: id, lane, event JSON,
+//	      a line each)
+//	returns enqueueScript's reply
+//
+// A second run of the same call (go-redis resending it after a lost
+// reply) finds the record, or the first delivery it was expanded into,
+// and answers "stored" again.
+var fanEnqueueScript = redis.NewScript(luaClaim + `
+if redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then return {0, ARGV[1]} end
+local dup = claim()
+if dup then return dup end
+redis.call('HSET', KEYS[4], 'd', ARGV[10], 'ck', ARGV[5], 'src', ARGV[7], 'due', ARGV[4], 'dests', ARGV[8], 'pl', ARGV[9])
+redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+return {0, ARGV[1]}
+`)
+
+// luaExpandFan defines expandFan(tag, id): it turns event id's fan-out
+// record in the partition of hash tag tag (if it has one) into the
+// event's usual keys, as enqueueScript writes them for deliveries that
+// are not ordered: the payload record, the deliveries index, and for each
+// delivery its job hash (queued, due when the event was enqueued) and its
+// lane queue entry; then it deletes the record. It returns the number of
+// deliveries written (0: no record).
+const luaExpandFan = `
+local function expandFan(tag, id)
+	local fk = tag .. ':fan:' .. id
+	local h = redis.call('HMGET', fk, 'd', 'ck', 'src', 'due', 'dests', 'pl')
+	local d = h[1]
+	if not d then
+		redis.call('ZREM', tag .. ':fan', id)
+		return 0
+	end
+	local pl = tag .. ':pl:' .. id
+	redis.call('SET', pl, h[6])
+	if h[5] ~= '' then redis.call('SET', tag .. ':dests:' .. id, h[5]) end
+	local lanes, pos = {}, 1
+	while pos <= #d do
+		local a = string.find(d, '\n', pos, true)
+		local b = string.find(d, '\n', a + 1, true)
+		local c = string.find(d, '\n', b + 1, true) or (#d + 1)
+		local job, lane = string.sub(d, pos, a - 1), string.sub(d, a + 1, b - 1)
+		redis.call('HSET', tag .. ':ev:' .. job, 'ev', string.sub(d, b + 1, c - 1), 'st', 'queued', 'due', h[4], 'rs', '0', 'att', '[]', 'ck', h[2], 'src', h[3], 'pl', pl)
+		redis.call('ZADD', tag .. ':q:' .. lane, h[4], job)
+		lanes[#lanes + 1] = lane
+		pos = c + 1
+	end
+	redis.call('SADD', tag .. ':lanes', unpack(lanes))
+	redis.call('DEL', fk)
+	redis.call('ZREM', tag .. ':fan', id)
+	return #lanes
+end
+`
+
+// luaFanLanes defines fanLanes(tag, counts): it adds to counts (lane ->
+// jobs) the deliveries of the fan-out records of the partition of hash
+// tag tag (read only).
+const luaFanLanes = `
+local function fanLanes(tag, counts)
+	for _, id in ipairs(redis.call('ZRANGE', tag .. ':fan', 0, -1)) do
+		local d = redis.call('HGET', tag .. ':fan:' .. id, 'd')
+		local pos = 1
+		while d and pos <= #d do
+			local a = string.find(d, '\n', pos, true)
+			local b = string.find(d, '\n', a + 1, true)
+			local lane = string.sub(d, a + 1, b - 1)
+			counts[lane] = (counts[lane] or 0) + 1
+			pos = (string.find(d, '\n', b + 1, true) or #d) + 1
+		end
+	end
+end
+`
+
+// expandScript expands one event's fan-out record, if it has one
+// (luaExpandFan), and returns its deliveries index.
+//
+//	KEYS: fan-out record, fan-out index, deliveries index
+//	ARGV: partition tag, event id
+//	returns the deliveries index (false: none)
+var expandScript = redis.NewScript(luaExpandFan + `
+if redis.call('EXISTS', KEYS[1]) == 1 then expandFan(ARGV[1], ARGV[2]) end
+return redis.call('GET', KEYS[3])
+`)

@@ -1,0 +1,418 @@
+package redisstore
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// expandEvent expands ev's fan-out record, as every read of an event by
+// its id does (destinationsOf), for the tests that read its jobs' keys.
+func expandEvent(t *testing.T, s *Store, ev *storage.Event) {
+	t.Helper()
+	if _, err := s.destinationsOf(t.Context(), s.partitionForEvent(ev), ev.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hasFanRecord reports whether ev is still stored as a fan-out record.
+func hasFanRecord(t *testing.T, s *Store, ev *storage.Event) bool {
+	t.Helper()
+	p := s.partitionForEvent(ev)
+	n, err := s.c.Exists(t.Context(), p.fan(ev.ID)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := s.c.ZScore(t.Context(), p.key("fan"), ev.ID).Result()
+	if (n == 1) != (err == nil && in > 0) {
+		t.Fatalf("fan-out record %v, index entry %v, %v: not both or neither", n, in, err)
+	}
+	return n == 1
+}
+
+// dumpPrefix reads every key of prefix, each rendered as text with the
+// prefix replaced by "P": two stores' contents compare equal when they
+// store the same.
+func dumpPrefix(t *testing.T, c redis.UniversalClient, prefix string) map[string]string {
+	t.Helper()
+	ctx := t.Context()
+	keys, err := c.Keys(ctx, "{"+prefix+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range keys {
+		var v any
+		switch c.Type(ctx, k).Val() {
+		case "string":
+			v = c.Get(ctx, k).Val()
+		case "hash":
+			v = c.HGetAll(ctx, k).Val()
+		case "zset":
+			v = c.ZRangeWithScores(ctx, k, 0, -1).Val()
+		case "set":
+			m := c.SMembers(ctx, k).Val()
+			slices.Sort(m)
+			v = m
+		case "list":
+			v = c.LRange(ctx, k, 0, -1).Val()
+		}
+		out[strings.ReplaceAll(k, prefix, "P")] = strings.ReplaceAll(fmt.Sprint(v), prefix, "P")
+	}
+	return out
+}
+
+// TestFanOutRecordExpands: an event with several deliveries is stored as
+// one fan-out record beside its claim (no job hash, lane entry, payload
+// or deliveries index yet); expanded, it is exactly what the usual form
+// stores for the same event at the same time, key for key.
+func TestFanOutRecordExpands(t *testing.T) {
+	srv := redistest.Start(t)
+	at := time.UnixMilli(1_800_000_000_123)
+	clock := func() time.Time { return at }
+	fanPrefix, directPrefix := redistest.Prefix(), redistest.Prefix()
+	fan := openTest(t, srv.Addr, Options{Prefix: fanPrefix, Partitions: 4, Now: clock})
+	direct := openTest(t, srv.Addr, Options{Prefix: directPrefix, Partitions: 4, Now: clock})
+	direct.direct = true
+	ctx := t.Context()
+	ev := payloadEvent("evt_form")
+	ev.ReceivedAt = at
+	for _, s := range []*Store{fan, direct} {
+		copy := *ev
+		if _, err := s.Enqueue(ctx, &copy, at.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !hasFanRecord(t, fan, ev) || hasFanRecord(t, direct, ev) {
+		t.Fatal("want a fan-out record in the fan-out store alone")
+	}
+	p := fan.partitionForEvent(ev)
+	ck := storage.ClaimKey(ev.Source, ev.EventID)
+	var eventKeys []string
+	for k := range dumpPrefix(t, fan.c, fanPrefix) {
+		if !strings.HasPrefix(k, "{P:meta}") && !strings.HasSuffix(k, ":lanes:v1") { // the store's own markers
+			eventKeys = append(eventKeys, k)
+		}
+	}
+	slices.Sort(eventKeys)
+	want := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("fan"), p.fan(ev.ID)}
+	for i := range want {
+		want[i] = strings.ReplaceAll(want[i], fanPrefix, "P")
+	}
+	slices.Sort(want)
+	if !slices.Equal(eventKeys, want) {
+		t.Errorf("keys of a fan-out event before expansion %q, want %q", eventKeys, want)
+	}
+
+	expandEvent(t, fan, ev)
+	if hasFanRecord(t, fan, ev) {
+		t.Fatal("the record is left after expansion")
+	}
+	got, usual := dumpPrefix(t, fan.c, fanPrefix), dumpPrefix(t, direct.c, directPrefix)
+	for _, k := range slices.Sorted(maps.Keys(usual)) {
+		if got[k] != usual[k] {
+			t.Errorf("expanded %s = %s\nusual form: %s", k, got[k], usual[k])
+		}
+	}
+	for k := range got {
+		if _, ok := usual[k]; !ok {
+			t.Errorf("expanded: key %s the usual form does not have", k)
+		}
+	}
+	// expanding again changes nothing
+	expandEvent(t, fan, ev)
+	if again := dumpPrefix(t, fan.c, fanPrefix); !maps.Equal(again, got) {
+		t.Error("a second expansion changed the store")
+	}
+}
+
+// TestFanOutReaders: every reader meets an event still stored as its
+// fan-out record (nothing has leased since it was enqueued) and answers
+// as for the usual form.
+func TestFanOutReaders(t *testing.T) {
+	srv := redistest.Start(t)
+	lanes := []string{"stripe", "stripe/billing", "stripe/crm"}
+	for _, tc := range []struct {
+		name string
+		// expands is whether the reader leaves the event expanded
+		expands bool
+		check   func(t *testing.T, s *Store, ev *storage.Event, at time.Time)
+	}{
+		{"Lookup", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			info, err := s.Lookup(t.Context(), ev.Source, ev.EventID)
+			if err != nil || info.ID != ev.ID || info.Status != storage.StatusQueued || len(info.Deliveries) != 3 {
+				t.Fatalf("Lookup = %+v, %v", info, err)
+			}
+			for _, d := range info.Deliveries {
+				if d.Status != storage.StatusQueued {
+					t.Errorf("delivery %s: %s, want queued", d.Destination, d.Status)
+				}
+			}
+		}},
+		{"LookupByInternalID", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			info, err := s.Lookup(t.Context(), ev.Source, ev.ID)
+			if err != nil || info.ID != ev.ID || info.Status != storage.StatusQueued || len(info.Deliveries) != 3 {
+				t.Fatalf("Lookup = %+v, %v", info, err)
+			}
+		}},
+		{"Duplicate", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			res, err := s.Enqueue(t.Context(), payloadEvent(ev.EventID), time.Now().Add(time.Hour))
+			if err != nil || !res.Duplicate || res.ID != ev.ID || res.Status != storage.StatusQueued {
+				t.Fatalf("duplicate = %+v, %v; want a duplicate of %s, queued", res, err, ev.ID)
+			}
+		}},
+		{"Counts", false, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			if c, err := s.Counts(t.Context()); err != nil || c != (storage.Counts{Queued: 3}) {
+				t.Fatalf("Counts = %+v, %v; want 3 queued", c, err)
+			}
+		}},
+		{"QueueByLane", false, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			byLane, err := s.QueueByLane(t.Context())
+			if err != nil || len(byLane) != 3 {
+				t.Fatalf("QueueByLane = %v, %v", byLane, err)
+			}
+			for _, lane := range lanes {
+				if byLane[lane] != (storage.Counts{Queued: 1}) {
+					t.Errorf("lane %s: %+v, want 1 queued", lane, byLane[lane])
+				}
+			}
+			if by, err := s.QueueBySource(t.Context()); err != nil || by["stripe"] != (storage.Counts{Queued: 3}) {
+				t.Errorf("QueueBySource = %v, %v", by, err)
+			}
+		}},
+		{"NextDue", false, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			// whatever the gate: Lease expands the record
+			gate := &storage.Gate{Skip: map[string]bool{"stripe": true, "stripe~replay": true}}
+			due, ok, err := s.NextDue(t.Context(), gate)
+			if err != nil || !ok || due.UnixMilli() != at.UnixMilli() {
+				t.Fatalf("NextDue = %v, %v, %v; want %v", due, ok, err, at)
+			}
+		}},
+		{"Erase", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			res, err := s.Erase(t.Context(), ev.Source, ev.EventID, time.Now())
+			if err != nil || res.ID != ev.ID || res.Deliveries != 3 {
+				t.Fatalf("Erase = %+v, %v", res, err)
+			}
+			p := s.partitionForEvent(ev)
+			for _, k := range []string{p.fan(ev.ID), p.payload(ev.ID), p.deliveries(ev.ID), p.ev(ev.ID)} {
+				if n := s.c.Exists(t.Context(), k).Val(); n != 0 {
+					t.Errorf("%s left after Erase", k)
+				}
+			}
+			if n := s.c.ZCard(t.Context(), p.key("fan")).Val(); n != 0 {
+				t.Errorf("fan-out index: %d entries left", n)
+			}
+			if jobs, err := s.Lease(t.Context(), time.Now(), 10, time.Minute, nil); err != nil || len(jobs) != 0 {
+				t.Errorf("Lease after Erase = %d jobs, %v", len(jobs), err)
+			}
+		}},
+		{"Cleanup", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			if _, err := s.Cleanup(t.Context(), time.Now().Add(48*time.Hour), time.Hour, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if !hasFanRecord(t, s, ev) {
+				t.Fatal("Cleanup removed a queued event's record")
+			}
+			if jobs, err := s.Lease(t.Context(), time.Now(), 10, time.Minute, nil); err != nil || len(jobs) != 3 {
+				t.Errorf("Lease after Cleanup = %d jobs, %v; want 3", len(jobs), err)
+			}
+		}},
+		{"LeaseGated", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
+			// one destination held back: the others are leased, it waits
+			gate := &storage.Gate{Skip: map[string]bool{"stripe/billing": true}}
+			jobs, err := s.Lease(t.Context(), time.Now(), 10, time.Minute, gate)
+			if err != nil || len(jobs) != 2 {
+				t.Fatalf("Lease = %d jobs, %v; want 2", len(jobs), err)
+			}
+			for _, j := range jobs {
+				if j.Destination == "billing" || string(j.Body) != string(ev.Body) {
+					t.Errorf("leased %s (%s), body %q", j.ID, j.Destination, j.Body)
+				}
+			}
+			if c, err := s.Counts(t.Context()); err != nil || c != (storage.Counts{Queued: 1, InFlight: 2}) {
+				t.Errorf("Counts = %+v, %v; want 1 queued, 2 in flight", c, err)
+			}
+			info, err := s.Lookup(t.Context(), ev.Source, ev.EventID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range info.Deliveries {
+				want := storage.StatusInFlight
+				if d.Destination == "billing" {
+					want = storage.StatusQueued
+				}
+				if d.Status != want {
+					t.Errorf("delivery %s: %s, want %s", d.Destination, d.Status, want)
+				}
+			}
+			// the held destination's delivery dies on its own, with its payload
+			rest, err := s.Lease(t.Context(), time.Now(), 10, time.Minute, nil)
+			if err != nil || len(rest) != 1 || rest[0].Destination != "billing" {
+				t.Fatalf("Lease ungated = %v, %v; want billing's", rest, err)
+			}
+			if err := s.Finish(t.Context(), rest[0], storage.Outcome{Result: storage.Dead, Error: "gone"}); err != nil {
+				t.Fatal(err)
+			}
+			if e, err := s.DLQGet(t.Context(), rest[0].ID); err != nil || string(e.Payload) != string(ev.Body) {
+				t.Errorf("DLQ entry %+v, %v", e, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := time.Now()
+			s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4, Now: func() time.Time { return at }})
+			ev := payloadEvent("evt_" + strings.ToLower(tc.name))
+			if _, err := s.Enqueue(t.Context(), ev, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if !hasFanRecord(t, s, ev) {
+				t.Fatal("enqueued without a fan-out record")
+			}
+			tc.check(t, s, ev, at)
+			if left := hasFanRecord(t, s, ev); left == tc.expands {
+				t.Errorf("record left %v after %s, want %v", left, tc.name, !tc.expands)
+			}
+		})
+	}
+}
+
+// TestFanOutNotForOrdered: an event with an ordered delivery, and one
+// with a single delivery, are stored in the usual form at once.
+func TestFanOutNotForOrdered(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	ordered := payloadEvent("evt_ordered")
+	ordered.Deliveries[1].OrderKey = "customer-1"
+	one := storagetest.NewEvent("stripe", "evt_one")
+	for _, ev := range []*storage.Event{ordered, one} {
+		if _, err := s.Enqueue(t.Context(), ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if hasFanRecord(t, s, ev) {
+			t.Errorf("%s stored as a fan-out record", ev.EventID)
+		}
+	}
+}
+
+var commandStat = regexp.MustCompile(`cmdstat_([a-z|]+):calls=(\d+)`)
+
+// commandCalls reads the server's count of each command since its last
+// CONFIG RESETSTAT (the commands scripts run included).
+func commandCalls(t *testing.T, c redis.UniversalClient) map[string]int {
+	t.Helper()
+	info, err := c.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, m := range commandStat.FindAllStringSubmatch(info, -1) {
+		out[m[1]], _ = strconv.Atoi(m[2])
+	}
+	return out
+}
+
+// TestFanOutEnqueueCommands guards the cost of a fan-out enqueue, which is
+// counted, not timed: the Redis commands the enqueue of an event with
+// three deliveries runs (its script's included) are the claim's and two
+// more (one record, one index entry), no more than an event with one
+// delivery costs, and it writes five keys.
+func TestFanOutEnqueueCommands(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
+	ctx := t.Context()
+	if err := s.CheckLayout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// scripts loaded, connections open: what is counted is the enqueue alone
+	for _, ev := range []*storage.Event{payloadEvent("evt_warm_fan"), storagetest.NewEvent("stripe", "evt_warm_one")} {
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keysBefore := s.c.DBSize(ctx).Val()
+	run := func(ev *storage.Event) map[string]int {
+		t.Helper()
+		if err := s.c.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		calls := commandCalls(t, s.c)
+		delete(calls, "config|resetstat")
+		delete(calls, "hello") // a connection of the pool opened
+		return calls
+	}
+	fan := run(payloadEvent("evt_count_fan"))
+	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 2, "zadd": 2, "hset": 1}
+	if !maps.Equal(fan, want) {
+		t.Errorf("commands of a fan-out enqueue %v, want %v", fan, want)
+	}
+	if n := s.c.DBSize(ctx).Val() - keysBefore; n != 5 {
+		t.Errorf("a fan-out enqueue wrote %d keys, want 5 (claim, ids, claim expiry, record, index)", n)
+	}
+	one := run(storagetest.NewEvent("stripe", "evt_count_one"))
+	total := func(m map[string]int) (n int) {
+		for cmd, k := range m {
+			if cmd != "evalsha" {
+				n += k
+			}
+		}
+		return n
+	}
+	if total(fan) > total(one) {
+		t.Errorf("a fan-out enqueue runs %d commands, one delivery %d (%v)", total(fan), total(one), one)
+	}
+}
+
+// TestFanOutEnqueueRetried: the enqueue of a fan-out record run twice (a
+// reply lost, go-redis sending it again) stores the event once, before
+// and after its expansion.
+func TestFanOutEnqueueRetried(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	ctx := t.Context()
+	ev := payloadEvent("evt_retried")
+	jobs, destinations, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := storage.SharePayload(jobs)
+	p := s.partitionForEvent(ev)
+	ck := storage.ClaimKey(ev.Source, ev.EventID)
+	now := time.Now()
+	call, err := fanCall(p, ck, ev.ID, []any{ev.ID, "1", ms(now.Add(time.Hour)), ms(now), ck, "0", ev.Source}, jobs, destinations, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round, expand := range []bool{false, true} {
+		for range 2 {
+			v, err := s.eval(ctx, fanEnqueueScript, call.keys, call.args...)
+			if res, _ := v.([]any); err != nil || len(res) != 2 || res[0] != int64(0) || res[1] != ev.ID {
+				t.Fatalf("round %d: reply %v, %v; want stored", round, v, err)
+			}
+		}
+		if expand {
+			expandEvent(t, s, ev)
+		}
+		if c, err := s.Counts(ctx); err != nil || c != (storage.Counts{Queued: 3}) {
+			t.Errorf("round %d: Counts = %+v, %v; want 3 queued", round, c, err)
+		}
+	}
+	if _, err := s.Lookup(ctx, ev.Source, ev.EventID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+}
