@@ -108,7 +108,8 @@ return {0, ARGV[1]}
 // are not ordered: the payload record, the deliveries index, and for each
 // delivery its job hash (queued, due when the event was enqueued) and its
 // lane queue entry; then it deletes the record. It returns the number of
-// deliveries written (0: no record).
+// deliveries written (0: no record; -1: a record that does not parse,
+// taken out of the index and kept for inspection).
 const luaExpandFan = `
 local function expandFan(tag, id)
 	local fk = tag .. ':fan:' .. id
@@ -118,24 +119,38 @@ local function expandFan(tag, id)
 		redis.call('ZREM', tag .. ':fan', id)
 		return 0
 	end
+	-- read every delivery first: a record that does not parse (never
+	-- written so) is left as it is, out of the index, rather than
+	-- expanded in part or blocking the partition's leases
+	local jobs, lanes, docs, pos = {}, {}, {}, 1
+	while pos <= #d do
+		local a = string.find(d, '\n', pos, true)
+		local b = a and string.find(d, '\n', a + 1, true)
+		if not b then
+			redis.call('ZREM', tag .. ':fan', id)
+			return -1
+		end
+		local c = string.find(d, '\n', b + 1, true) or (#d + 1)
+		jobs[#jobs + 1] = string.sub(d, pos, a - 1)
+		lanes[#lanes + 1] = string.sub(d, a + 1, b - 1)
+		docs[#docs + 1] = string.sub(d, b + 1, c - 1)
+		pos = c + 1
+	end
+	if #jobs == 0 then
+		redis.call('ZREM', tag .. ':fan', id)
+		return -1
+	end
 	local pl = tag .. ':pl:' .. id
 	redis.call('SET', pl, h[6])
 	if h[5] ~= '' then redis.call('SET', tag .. ':dests:' .. id, h[5]) end
-	local lanes, pos = {}, 1
-	while pos <= #d do
-		local a = string.find(d, '\n', pos, true)
-		local b = string.find(d, '\n', a + 1, true)
-		local c = string.find(d, '\n', b + 1, true) or (#d + 1)
-		local job, lane = string.sub(d, pos, a - 1), string.sub(d, a + 1, b - 1)
-		redis.call('HSET', tag .. ':ev:' .. job, 'ev', string.sub(d, b + 1, c - 1), 'st', 'queued', 'due', h[4], 'rs', '0', 'att', '[]', 'ck', h[2], 'src', h[3], 'pl', pl)
-		redis.call('ZADD', tag .. ':q:' .. lane, h[4], job)
-		lanes[#lanes + 1] = lane
-		pos = c + 1
+	for i = 1, #jobs do
+		redis.call('HSET', tag .. ':ev:' .. jobs[i], 'ev', docs[i], 'st', 'queued', 'due', h[4], 'rs', '0', 'att', '[]', 'ck', h[2], 'src', h[3], 'pl', pl)
+		redis.call('ZADD', tag .. ':q:' .. lanes[i], h[4], jobs[i])
 	end
 	redis.call('SADD', tag .. ':lanes', unpack(lanes))
 	redis.call('DEL', fk)
 	redis.call('ZREM', tag .. ':fan', id)
-	return #lanes
+	return #jobs
 end
 `
 

@@ -416,3 +416,30 @@ func TestFanOutEnqueueRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFanOutMalformedRecord: a record that does not parse (never written
+// so) is taken out of the index and kept, not expanded in part, and the
+// partition's other events are leased as before.
+func TestFanOutMalformedRecord(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
+	ctx := t.Context()
+	ev := payloadEvent("evt_fine")
+	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	p := s.parts[0]
+	if err := s.c.HSet(ctx, p.fan("bad"), "d", "bad~billing\nstripe/billing", "ck", "", "src", "stripe", "due", "1", "dests", "", "pl", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.ZAdd(ctx, p.key("fan"), redis.Z{Score: 1, Member: "bad"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("Lease = %d jobs, %v; want the 3 of the well-formed event", len(jobs), err)
+	}
+	if s.c.Exists(ctx, p.fan("bad")).Val() != 1 || s.c.ZCard(ctx, p.key("fan")).Val() != 0 || s.c.Exists(ctx, p.ev("bad~billing")).Val() != 0 {
+		t.Error("want the malformed record kept, out of the index, and nothing of it expanded")
+	}
+}

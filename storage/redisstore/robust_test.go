@@ -145,7 +145,7 @@ func TestLostReplyNotRerun(t *testing.T) {
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
 	// the scripts are on the server, so that every call is one EVALSHA
-	for _, sc := range []*redis.Script{enqueueScript, leaseScript, finishScript, dlqRetryScript, dlqStatusScript, layoutScript} {
+	for _, sc := range []*redis.Script{enqueueScript, fanEnqueueScript, leaseScript, finishScript, dlqRetryScript, dlqStatusScript, layoutScript} {
 		if err := sc.Load(ctx, direct.c).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -275,6 +275,24 @@ func TestLostReplyNotRerun(t *testing.T) {
 		}
 		if c, err := direct.Counts(ctx); err != nil || c.Queued != before.Queued+1 {
 			t.Fatalf("counts %+v %v, want one more queued", c, err)
+		}
+	})
+	t.Run("fan-out enqueue is resent and answers stored", func(t *testing.T) {
+		before, err := direct.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := payloadEvent("evt_fan_resent")
+		proxy.watchFor(fanEnqueueScript.Hash(), true)
+		res, err := s.Enqueue(ctx, ev, until)
+		if err != nil || res.Duplicate || res.ID != ev.ID {
+			t.Fatalf("Enqueue after a lost reply: %+v %v; want stored", res, err)
+		}
+		if h := proxy.hits.Load(); h != 2 {
+			t.Fatalf("enqueue sent %d times, want 2 (go-redis resends it)", h)
+		}
+		if c, err := direct.Counts(ctx); err != nil || c.Queued != before.Queued+3 {
+			t.Fatalf("counts %+v %v, want three more queued", c, err)
 		}
 	})
 }

@@ -295,3 +295,77 @@ func testFanOutDurability(t *testing.T, f Factory) {
 		t.Errorf("after reopen leased %d jobs, want every delivery (%d)", len(got), len(want))
 	}
 }
+
+// testFanOutBeforeLease: every reader answers for a fanned-out event that
+// nothing has leased yet (a backend may keep it in another form until
+// then: one record expanded by Lease, redisstore's fan-out record) as it
+// does once its deliveries are jobs: per-lane counts, the next due time
+// whatever the gate, a duplicate's status, an erasure, and a lease with
+// one destination held back that leaves that delivery queued.
+func testFanOutBeforeLease(t *testing.T, f Factory) {
+	held := &storage.Gate{Skip: map[string]bool{"stripe/billing": true, "stripe/billing~replay": true}}
+	t.Run("QueueByLane", func(t *testing.T) {
+		s := f.Open(t)
+		mustEnqueue(t, s, fanOutEvent(t, "stripe", "evt_fan_lanes"), time.Now().Add(time.Hour))
+		byLane, err := s.QueueByLane(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lane := range []string{"stripe", "stripe/billing", "stripe/crm"} {
+			if byLane[lane] != (storage.Counts{Queued: 1}) {
+				t.Errorf("lane %s: %+v, want 1 queued (all: %v)", lane, byLane[lane], byLane)
+			}
+		}
+	})
+	t.Run("NextDue", func(t *testing.T) {
+		s := f.Open(t)
+		before := time.Now()
+		mustEnqueue(t, s, fanOutEvent(t, "stripe", "evt_fan_due"), time.Now().Add(time.Hour))
+		// the other destinations are due: so is the event
+		due, ok, err := s.NextDue(t.Context(), held)
+		if err != nil || !ok || due.Before(before.Add(-time.Millisecond)) || due.After(time.Now()) {
+			t.Errorf("NextDue = %v, %v, %v; want about now", due, ok, err)
+		}
+	})
+	t.Run("Duplicate", func(t *testing.T) {
+		s := f.Open(t)
+		ev := fanOutEvent(t, "stripe", "evt_fan_dup")
+		mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+		if res := enqueue(t, s, fanOutEvent(t, "stripe", "evt_fan_dup"), time.Now().Add(time.Hour)); !res.Duplicate || res.ID != ev.ID || res.Status != storage.StatusQueued {
+			t.Errorf("duplicate = %+v, want a duplicate of %s, queued", res, ev.ID)
+		}
+		if jobs := lease(t, s, time.Now(), 10, time.Minute); !sameSet(jobIDs(jobs), deliveryIDs(ev)) {
+			t.Errorf("leased %v after the duplicate, want %v", jobIDs(jobs), deliveryIDs(ev))
+		}
+	})
+	t.Run("Erase", func(t *testing.T) {
+		s := f.Open(t)
+		until := time.Now().Add(time.Hour)
+		ev := fanOutEvent(t, "stripe", "evt_fan_erase")
+		mustEnqueue(t, s, ev, until)
+		if res := erase(t, s, "stripe", "evt_fan_erase"); res.ID != ev.ID || res.Deliveries != 3 {
+			t.Errorf("Erase = %+v, want 3 deliveries of %s", res, ev.ID)
+		}
+		wantErased(t, s, ev, until)
+		wantCounts(t, s, storage.Counts{})
+		if jobs := lease(t, s, time.Now(), 10, time.Minute); len(jobs) != 0 {
+			t.Errorf("leased %v after Erase", jobIDs(jobs))
+		}
+	})
+	t.Run("LeaseHeld", func(t *testing.T) {
+		s := f.Open(t)
+		ev := fanOutEvent(t, "stripe", "evt_fan_held")
+		mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+		jobs := gateLease(t, s, time.Now(), 10, time.Minute, held)
+		if want := []string{storage.DeliveryID(ev.ID, "default"), storage.DeliveryID(ev.ID, "crm")}; !sameSet(jobIDs(jobs), want) {
+			t.Fatalf("leased %v with billing held, want %v", jobIDs(jobs), want)
+		}
+		wantCounts(t, s, storage.Counts{Queued: 1, InFlight: 2})
+		info := lookup(t, s, "stripe", "evt_fan_held")
+		if deliveryState(t, info, "billing") != storage.StatusQueued || deliveryState(t, info, "crm") != storage.StatusInFlight {
+			t.Errorf("Lookup with billing held: %+v", info.Deliveries)
+		}
+		billing := leaseOne(t, s, time.Now(), time.Minute, storage.DeliveryID(ev.ID, "billing"))
+		wantPayload(t, "billing's delivery", billing, ev)
+	})
+}

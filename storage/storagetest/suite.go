@@ -103,6 +103,7 @@ func Run(t *testing.T, f Factory) {
 		{"FanOutGate", testFanOutGate},
 		{"FanOutRetention", testFanOutRetention},
 		{"FanOutDurability", testFanOutDurability},
+		{"FanOutBeforeLease", testFanOutBeforeLease},
 		{"PayloadOnce", testPayloadOnce},
 		{"PayloadCleanup", testPayloadCleanup},
 		{"PayloadDead", testPayloadDead},
