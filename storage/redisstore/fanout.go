@@ -18,6 +18,8 @@ import (
 //	{hookline:7}:fan                zset event id -> due ms: the events still in that form
 //	{hookline:7}:fan:<event id>     hash: d (each delivery: id, lane, event JSON, a line each),
 //	                                ck, src, due, dests (the deliveries index), pl (the payload record)
+//	{hookline:7}:fanlanes           hash: the lanes of a record's deliveries (space-separated) ->
+//	                                how many records have those lanes, for the counts
 //
 // luaExpandFan turns such a record into the event's usual keys (a job hash
 // and a lane queue entry per delivery, as enqueueScript writes them, the
@@ -26,11 +28,15 @@ import (
 // whatever fails when. Every reader expands before it reads, or counts the
 // record as its deliveries:
 //
-//   - Lease expands every record of a partition (up to expandBatch a call)
-//     before it looks for due jobs (peekScript), whatever the gate: the
-//     deliveries then wait in their own lanes, each held back on its own;
+//   - Lease expands the oldest records of a partition, as many as it
+//     leases jobs, before it looks for due jobs (peekScript), whatever the
+//     gate: the deliveries then wait in their own lanes, each held back on
+//     its own. Records are expanded as fast as the workers lease, not as
+//     fast as events arrive: the cost of a delivery's keys is paid with
+//     its delivery, not at ingest;
 //   - NextDue reports a record as due (headsScript);
-//   - Counts and QueueByLane count its deliveries as queued in their lanes;
+//   - Counts and QueueByLane count its deliveries as queued in their
+//     lanes (the fanlanes counters: no record is read);
 //   - every read of an event by its id goes through destinationsOf, which
 //     expands it first (Lookup, a duplicate's status, Erase, Cleanup), and
 //     findEvent knows an event by its record;
@@ -44,9 +50,6 @@ import (
 // fan is the key of event id's fan-out record in p.
 func (p partition) fan(id string) string { return p.tag + ":fan:" + id }
 
-// expandBatch bounds the records one partition expands in one Lease.
-const expandBatch = 256
-
 // fanOut reports whether an event's jobs (DeliveriesOf's, after
 // SharePayload) are stored as a fan-out record: several deliveries
 // sharing a payload record, none of them ordered.
@@ -57,7 +60,7 @@ func fanOut(jobs []storage.Event, payload []byte) bool {
 // fanCall is the enqueue of an event's fan-out record (fanEnqueueScript):
 // head holds its first arguments (fanEnqueueScript's ARGV 1 to 7).
 func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
-	var d strings.Builder
+	var d, lanes strings.Builder
 	for i := range jobs {
 		data, err := json.Marshal(&jobs[i])
 		if err != nil {
@@ -65,17 +68,20 @@ func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, desti
 		}
 		if i > 0 {
 			d.WriteByte('\n')
+			lanes.WriteByte(' ')
 		}
 		// no id, lane or JSON document (encoding/json escapes control
-		// characters) holds a newline
+		// characters) holds a newline, and no lane a space
+		lane := storage.LaneOf(&jobs[i])
 		d.WriteString(jobs[i].ID)
 		d.WriteByte('\n')
-		d.WriteString(storage.LaneOf(&jobs[i]))
+		d.WriteString(lane)
 		d.WriteByte('\n')
 		d.Write(data)
+		lanes.WriteString(lane)
 	}
-	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID)}
-	args := append(head, storage.EncodeDestinations(destinations), payload, d.String())
+	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes")}
+	args := append(head, storage.EncodeDestinations(destinations), payload, d.String(), lanes.String())
 	return scriptCall{keys: keys, args: args}, nil
 }
 
@@ -83,11 +89,11 @@ func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, desti
 // fan-out record, in one step (enqueueScript's claim, luaClaim).
 //
 //	KEYS: claim, ids, claim expiry index, fan-out record, fan-out index,
-//	      the first delivery's event hash
+//	      the first delivery's event hash, fanlanes
 //	ARGV: enqueueScript's first seven (event id, dedupe, claim expiry, now
 //	      ms, claim key text, touch, source), the deliveries index, the
 //	      payload record, the deliveries (fanCall: id, lane, event JSON,
-//	      a line each)
+//	      a line each), their lanes (space-separated)
 //	returns enqueueScript's reply
 //
 // A second run of the same call (go-redis resending it after a lost
@@ -99,6 +105,7 @@ local dup = claim()
 if dup then return dup end
 redis.call('HSET', KEYS[4], 'd', ARGV[10], 'ck', ARGV[5], 'src', ARGV[7], 'due', ARGV[4], 'dests', ARGV[8], 'pl', ARGV[9])
 redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+redis.call('HINCRBY', KEYS[7], ARGV[11], 1)
 return {0, ARGV[1]}
 `)
 
@@ -150,25 +157,21 @@ local function expandFan(tag, id)
 	redis.call('SADD', tag .. ':lanes', unpack(lanes))
 	redis.call('DEL', fk)
 	redis.call('ZREM', tag .. ':fan', id)
+	local combo = table.concat(lanes, ' ')
+	if redis.call('HINCRBY', tag .. ':fanlanes', combo, -1) <= 0 then redis.call('HDEL', tag .. ':fanlanes', combo) end
 	return #jobs
 end
 `
 
 // luaFanLanes defines fanLanes(tag, counts): it adds to counts (lane ->
 // jobs) the deliveries of the fan-out records of the partition of hash
-// tag tag (read only).
+// tag tag, from its fanlanes counters (read only).
 const luaFanLanes = `
 local function fanLanes(tag, counts)
-	for _, id in ipairs(redis.call('ZRANGE', tag .. ':fan', 0, -1)) do
-		local d = redis.call('HGET', tag .. ':fan:' .. id, 'd')
-		local pos = 1
-		while d and pos <= #d do
-			local a = string.find(d, '\n', pos, true)
-			local b = string.find(d, '\n', a + 1, true)
-			local lane = string.sub(d, a + 1, b - 1)
-			counts[lane] = (counts[lane] or 0) + 1
-			pos = (string.find(d, '\n', b + 1, true) or #d) + 1
-		end
+	local h = redis.call('HGETALL', tag .. ':fanlanes')
+	for i = 1, #h, 2 do
+		local n = tonumber(h[i + 1])
+		for lane in string.gmatch(h[i], '[^ ]+') do counts[lane] = (counts[lane] or 0) + n end
 	end
 end
 `

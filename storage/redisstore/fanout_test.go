@@ -107,7 +107,7 @@ func TestFanOutRecordExpands(t *testing.T) {
 		}
 	}
 	slices.Sort(eventKeys)
-	want := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("fan"), p.fan(ev.ID)}
+	want := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("fan"), p.fan(ev.ID), p.key("fanlanes")}
 	for i := range want {
 		want[i] = strings.ReplaceAll(want[i], fanPrefix, "P")
 	}
@@ -325,13 +325,14 @@ func commandCalls(t *testing.T, c redis.UniversalClient) map[string]int {
 
 // TestFanOutEnqueueCommands guards the cost of a fan-out enqueue, which is
 // counted, not timed: the Redis commands the enqueue of an event with
-// three deliveries runs (its script's included) are the claim's and two
-// more (one record, one index entry), no more than an event with one
-// delivery costs, and it writes five keys.
+// three deliveries runs (its script's included) are the claim's and three
+// more (one record, one index entry, one counter), no more than an event
+// with one delivery costs, and it adds three keys (claim, ids, record)
+// to a partition's.
 func TestFanOutEnqueueCommands(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
-	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
+	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 1})
 	ctx := t.Context()
 	if err := s.CheckLayout(ctx); err != nil {
 		t.Fatal(err)
@@ -357,12 +358,12 @@ func TestFanOutEnqueueCommands(t *testing.T) {
 		return calls
 	}
 	fan := run(payloadEvent("evt_count_fan"))
-	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 2, "zadd": 2, "hset": 1}
+	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 2, "zadd": 2, "hset": 1, "hincrby": 1}
 	if !maps.Equal(fan, want) {
 		t.Errorf("commands of a fan-out enqueue %v, want %v", fan, want)
 	}
-	if n := s.c.DBSize(ctx).Val() - keysBefore; n != 5 {
-		t.Errorf("a fan-out enqueue wrote %d keys, want 5 (claim, ids, claim expiry, record, index)", n)
+	if n := s.c.DBSize(ctx).Val() - keysBefore; n != 3 {
+		t.Errorf("a fan-out enqueue added %d keys, want 3 (claim, ids, record)", n)
 	}
 	one := run(storagetest.NewEvent("stripe", "evt_count_one"))
 	total := func(m map[string]int) (n int) {
@@ -441,5 +442,47 @@ func TestFanOutMalformedRecord(t *testing.T) {
 	}
 	if s.c.Exists(ctx, p.fan("bad")).Val() != 1 || s.c.ZCard(ctx, p.key("fan")).Val() != 0 || s.c.Exists(ctx, p.ev("bad~billing")).Val() != 0 {
 		t.Error("want the malformed record kept, out of the index, and nothing of it expanded")
+	}
+}
+
+// TestFanOutExpandedAsLeased: Lease expands as many records as it leases
+// jobs, the oldest first (the keys of a delivery are written as fast as
+// the workers take them, not as fast as events arrive); the others stay
+// records, counted in their lanes.
+func TestFanOutExpandedAsLeased(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
+	ctx := t.Context()
+	var evs []*storage.Event
+	for i := range 3 {
+		ev := payloadEvent(fmt.Sprintf("evt_lazy_%d", i))
+		ev.ReceivedAt = time.Now()
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+		time.Sleep(2 * time.Millisecond) // distinct due times
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 1, time.Minute, nil)
+	if err != nil || len(jobs) != 1 || storage.EventIDOfDelivery(jobs[0].ID) != evs[0].ID {
+		t.Fatalf("Lease(1) = %v, %v; want a delivery of the oldest event", jobs, err)
+	}
+	for i, ev := range evs {
+		if got := hasFanRecord(t, s, ev); got != (i > 0) {
+			t.Errorf("event %d: record left %v", i, got)
+		}
+	}
+	if c, err := s.Counts(ctx); err != nil || c != (storage.Counts{Queued: 8, InFlight: 1}) {
+		t.Errorf("Counts = %+v, %v; want 8 queued, 1 in flight", c, err)
+	}
+	byLane, err := s.QueueByLane(ctx)
+	if err != nil || byLane["stripe/crm"] != (storage.Counts{Queued: 3}) && byLane["stripe/crm"] != (storage.Counts{Queued: 2, InFlight: 1}) {
+		t.Errorf("QueueByLane = %v, %v", byLane, err)
+	}
+	if rest, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil); err != nil || len(rest) != 8 {
+		t.Errorf("Lease(10) = %d jobs, %v; want the 8 others", len(rest), err)
+	}
+	if n := s.c.Exists(ctx, s.parts[0].key("fanlanes")).Val(); n != 0 {
+		t.Error("fanlanes counters left once every record is expanded")
 	}
 }

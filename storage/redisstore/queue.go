@@ -181,7 +181,7 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 	skip := skipArgs(gate)
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{ms(now), n, p.lanePrefix(), p.tag, expandBatch}, skip...)}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{ms(now), n, p.lanePrefix(), p.tag}, skip...)}
 	}
 	cmds, err := s.evalPipelined(ctx, peekScript, calls)
 	if err != nil {
@@ -200,19 +200,19 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 	return out, nil
 }
 
-// peekScript expands the partition's fan-out records (luaExpandFan, up
-// to a batch, whatever the gate: their deliveries are then held back in
-// their own lanes), then lists, for each lane of one partition the gate
-// does not skip, up to n jobs due at or before now.
+// peekScript expands the partition's n oldest fan-out records due at or
+// before now (luaExpandFan, whatever the gate: their deliveries are then
+// held back in their own lanes), then lists, for each lane of one
+// partition the gate does not skip, up to n jobs due at or before now.
 //
 //	KEYS: lanes, fan-out index
-//	ARGV: now ms, n, lane queue key prefix, partition tag, expand batch,
-//	      skip entries (skipArgs)...
+//	ARGV: now ms, n, lane queue key prefix, partition tag, skip entries
+//	      (skipArgs)...
 //	returns {lane, id, due ms, lane, id, due ms, ...}
 var peekScript = redis.NewScript(luaSkipped + luaExpandFan + `
-for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[5]) - 1)) do expandFan(ARGV[4], id) end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do expandFan(ARGV[4], id) end
 local skip = {}
-for i = 6, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
+for i = 5, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local out = {}
 for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 	if not skipped(skip, lane) then
