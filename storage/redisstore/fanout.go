@@ -28,12 +28,12 @@ import (
 // whatever fails when. Every reader expands before it reads, or counts the
 // record as its deliveries:
 //
-//   - Lease expands the oldest records of a partition, as many as it
-//     leases jobs, before it looks for due jobs (peekScript), whatever the
-//     gate: the deliveries then wait in their own lanes, each held back on
-//     its own. Records are expanded as fast as the workers lease, not as
-//     fast as events arrive: the cost of a delivery's keys is paid with
-//     its delivery, not at ingest;
+//   - Lease expands a partition's oldest records when it finds fewer due
+//     jobs there than it wants, as many as are missing (peekScript),
+//     whatever the gate: the deliveries then wait in their own lanes, each
+//     held back on its own. Records are expanded as the workers need
+//     jobs, not as events arrive: the cost of a delivery's keys is paid
+//     with its delivery, not at ingest;
 //   - NextDue reports a record as due (headsScript);
 //   - Counts and QueueByLane count its deliveries as queued in their
 //     lanes (the fanlanes counters: no record is read);

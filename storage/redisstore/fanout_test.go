@@ -445,10 +445,10 @@ func TestFanOutMalformedRecord(t *testing.T) {
 	}
 }
 
-// TestFanOutExpandedAsLeased: Lease expands as many records as it leases
-// jobs, the oldest first (the keys of a delivery are written as fast as
-// the workers take them, not as fast as events arrive); the others stay
-// records, counted in their lanes.
+// TestFanOutExpandedAsLeased: Lease expands records only when it finds
+// fewer due jobs than it wants, the oldest first, as many as are missing
+// (a delivery's keys are written as the workers need jobs, not as events
+// arrive); the others stay records, counted in their lanes.
 func TestFanOutExpandedAsLeased(t *testing.T) {
 	srv := redistest.Start(t)
 	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
@@ -479,10 +479,50 @@ func TestFanOutExpandedAsLeased(t *testing.T) {
 	if err != nil || byLane["stripe/crm"] != (storage.Counts{Queued: 3}) && byLane["stripe/crm"] != (storage.Counts{Queued: 2, InFlight: 1}) {
 		t.Errorf("QueueByLane = %v, %v", byLane, err)
 	}
-	if rest, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil); err != nil || len(rest) != 8 {
-		t.Errorf("Lease(10) = %d jobs, %v; want the 8 others", len(rest), err)
+	// the first event's other deliveries are due: nothing more is expanded
+	if jobs, err := s.Lease(ctx, time.Now(), 1, time.Minute, nil); err != nil || len(jobs) != 1 || storage.EventIDOfDelivery(jobs[0].ID) != evs[0].ID {
+		t.Fatalf("Lease(1) again = %v, %v; want another delivery of the oldest event", jobs, err)
+	}
+	if !hasFanRecord(t, s, evs[1]) {
+		t.Error("a record was expanded while due jobs were waiting")
+	}
+	if rest, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil); err != nil || len(rest) != 7 {
+		t.Errorf("Lease(10) = %d jobs, %v; want the 7 others", len(rest), err)
 	}
 	if n := s.c.Exists(ctx, s.parts[0].key("fanlanes")).Val(); n != 0 {
 		t.Error("fanlanes counters left once every record is expanded")
+	}
+}
+
+// TestFanOutTakesTurns: a fanned-out event is not starved by a busy lane
+// of its partition: its record takes turns with the lanes (lane "") and is
+// expanded when picked, and its deliveries then take theirs.
+func TestFanOutTakesTurns(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
+	ctx := t.Context()
+	for i := range 20 {
+		if _, err := s.Enqueue(ctx, storagetest.NewEvent("github", fmt.Sprintf("evt_busy_%d", i)), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := payloadEvent("evt_turns")
+	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var fanned []string
+	for round := range 2 {
+		jobs, err := s.Lease(ctx, time.Now(), 4, time.Minute, nil)
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("round %d: Lease = %d jobs, %v", round, len(jobs), err)
+		}
+		for _, j := range jobs {
+			if j.Source == "stripe" {
+				fanned = append(fanned, j.ID)
+			}
+		}
+	}
+	if len(fanned) != 3 {
+		t.Errorf("leased %v of the fanned-out event in two rounds beside a busy lane, want its 3 deliveries", fanned)
 	}
 }

@@ -58,7 +58,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		p := s.parts[i]
 		// the token names the partition: Finish must find the job where it
 		// was leased, whatever its event fields hash to
-		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + storage.NewLeaseToken(), p.lanePrefix()}
+		args := []any{ms(now), ms(until), p.evPrefix(), strconv.Itoa(i) + ":" + storage.NewLeaseToken(), p.lanePrefix(), p.tag}
 		calls[k] = scriptCall{keys: []string{p.key("inflight")}, args: append(args, byPart[i]...)}
 	}
 	// one round trip for every partition's share
@@ -92,17 +92,20 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 //
 //	KEYS: inflight
 //	ARGV: now ms, lease-until ms, event key prefix, token prefix,
-//	      lane queue key prefix, then lane, id pairs
+//	      lane queue key prefix, partition tag, then lane, id pairs (lane
+//	      "": a fan-out record peekScript listed, expanded, not leased)
 //	returns {{id, token, event JSON, attempts JSON, round start}, ...},
 //	        with a sixth element for a job sharing its event's payload
 //	        record (field "pl"): the record (false if it is missing)
-var leaseScript = redis.NewScript(`
+var leaseScript = redis.NewScript(luaExpandFan + `
 local out = {}
-for i = 6, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
 	local lane, id = ARGV[i], ARGV[i + 1]
 	local q = ARGV[5] .. lane
-	local due = redis.call('ZSCORE', q, id)
-	if due and tonumber(due) <= tonumber(ARGV[1]) then
+	local due = lane ~= '' and redis.call('ZSCORE', q, id)
+	if lane == '' then
+		expandFan(ARGV[6], id)
+	elseif due and tonumber(due) <= tonumber(ARGV[1]) then
 		local k = ARGV[3] .. id
 		-- the record decides, not the index: only a queued job or one whose
 		-- lease ran out is leased; any other entry is stale and removed
@@ -200,29 +203,53 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 	return out, nil
 }
 
-// peekScript expands the partition's n oldest fan-out records due at or
-// before now (luaExpandFan, whatever the gate: their deliveries are then
-// held back in their own lanes), then lists, for each lane of one
-// partition the gate does not skip, up to n jobs due at or before now.
+// peekScript lists, for each lane of one partition the gate does not
+// skip, up to n jobs due at or before now. When it finds fewer than n, it
+// first expands as many of the partition's oldest fan-out records due by
+// now as are missing (luaExpandFan, whatever the gate: their deliveries
+// are then held back in their own lanes) and lists again: records are
+// expanded as the workers need jobs, not as events arrive. Then it lists
+// up to n of the records left, due by now, as the jobs of lane "": they
+// take turns with the lanes (storage.PickFair), and the lease script
+// expands those picked, so that fanned-out events get their share while
+// other lanes are busy.
 //
 //	KEYS: lanes, fan-out index
 //	ARGV: now ms, n, lane queue key prefix, partition tag, skip entries
 //	      (skipArgs)...
 //	returns {lane, id, due ms, lane, id, due ms, ...}
 var peekScript = redis.NewScript(luaSkipped + luaExpandFan + `
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do expandFan(ARGV[4], id) end
 local skip = {}
 for i = 5, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
-local out = {}
-for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-	if not skipped(skip, lane) then
-		local r = redis.call('ZRANGEBYSCORE', ARGV[3] .. lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-		for i = 1, #r, 2 do
-			out[#out + 1] = lane
-			out[#out + 1] = r[i]
-			out[#out + 1] = r[i + 1]
+local n = tonumber(ARGV[2])
+local function list()
+	local out = {}
+	for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+		if not skipped(skip, lane) then
+			local r = redis.call('ZRANGEBYSCORE', ARGV[3] .. lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, n)
+			for i = 1, #r, 2 do
+				out[#out + 1] = lane
+				out[#out + 1] = r[i]
+				out[#out + 1] = r[i + 1]
+			end
 		end
 	end
+	return out
+end
+local out = list()
+local missing = n - #out / 3
+if missing > 0 then
+	local expanded = 0
+	for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, missing)) do
+		expanded = expanded + math.max(expandFan(ARGV[4], id), 0)
+	end
+	if expanded > 0 then out = list() end
+end
+local fan = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, n)
+for i = 1, #fan, 2 do
+	out[#out + 1] = ''
+	out[#out + 1] = fan[i]
+	out[#out + 1] = fan[i + 1]
 end
 return out
 `)
