@@ -29,11 +29,12 @@ import (
 // record as its deliveries:
 //
 //   - Lease expands a partition's oldest records when it finds fewer due
-//     jobs there than it wants, as many as are missing (peekScript),
-//     whatever the gate: the deliveries then wait in their own lanes, each
-//     held back on its own. Records are expanded as the workers need
-//     jobs, not as events arrive: the cost of a delivery's keys is paid
-//     with its delivery, not at ingest;
+//     jobs there than it wants, as many as are missing (peekScript), and
+//     otherwise lets them take turns with the lanes (lane "", expanded by
+//     leaseScript when picked), whatever the gate: the deliveries then
+//     wait in their own lanes, each held back on its own. Records are
+//     expanded as the workers need jobs, not as events arrive: the cost
+//     of a delivery's keys is paid with its delivery, not at ingest;
 //   - NextDue reports a record as due (headsScript);
 //   - Counts and QueueByLane count its deliveries as queued in their
 //     lanes (the fanlanes counters: no record is read);
