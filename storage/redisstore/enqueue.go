@@ -41,7 +41,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	var call scriptCall
 	if fanOut(jobs, payload) && !s.direct {
 		sc, b = fanEnqueueScript, s.fanEnqueues
-		call, err = fanCall(p, ck, ev.ID, head, jobs, destinations, payload)
+		call, err = fanCall(p, ck, ev.ID, ms(now), head, jobs, destinations, payload)
 	} else {
 		call, err = directCall(p, ck, ev.ID, head, jobs, destinations, payload)
 	}

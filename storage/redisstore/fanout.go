@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -16,8 +17,8 @@ import (
 // per delivery (DESIGN.md: three destinations cost at most 1.3x one):
 //
 //	{hookline:7}:fan                zset event id -> due ms: the events still in that form
-//	{hookline:7}:fan:<event id>     hash: d (each delivery: id, lane, event JSON, a line each),
-//	                                ck, src, due, dests (the deliveries index), pl (the payload record)
+//	{hookline:7}:fan:<event id>     the record (fanRecord): due, source, claim key, deliveries
+//	                                index, deliveries (id, lane, event JSON, a line each), payload record
 //	{hookline:7}:fanlanes           hash: the lanes of a record's deliveries (space-separated) ->
 //	                                how many records have those lanes, for the counts
 //
@@ -58,9 +59,10 @@ func fanOut(jobs []storage.Event, payload []byte) bool {
 	return len(jobs) > 1 && payload != nil && chainsOf(jobs) == nil
 }
 
-// fanCall is the enqueue of an event's fan-out record (fanEnqueueScript):
-// head holds its first arguments (fanEnqueueScript's ARGV 1 to 7).
-func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
+// fanCall is the enqueue of an event's fan-out record (fanEnqueueScript),
+// due at due (Unix ms): head holds its first arguments (fanEnqueueScript's
+// ARGV 1 to 7).
+func fanCall(p partition, ck, id string, due int64, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
 	var d, lanes strings.Builder
 	for i := range jobs {
 		data, err := json.Marshal(&jobs[i])
@@ -82,8 +84,30 @@ func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, desti
 		lanes.WriteString(lane)
 	}
 	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes")}
-	args := append(head, storage.EncodeDestinations(destinations), payload, d.String(), lanes.String())
+	rec := fanRecord(due, jobs[0].Source, ck, storage.EncodeDestinations(destinations), d.String(), payload)
+	args := append(head, rec, lanes.String())
 	return scriptCall{keys: keys, args: args}, nil
+}
+
+// fanRecord encodes a fan-out record, one string (one SET, the cheapest
+// write): five lines (due ms, source, then the byte lengths of the claim
+// key, the deliveries index and the deliveries), then those three, then
+// the payload record to the end. A source holds no newline; the claim key
+// (a provider's event id in it) may, hence the lengths.
+func fanRecord(due int64, src, ck, dests, deliveries string, payload []byte) []byte {
+	out := make([]byte, 0, 64+len(src)+len(ck)+len(dests)+len(deliveries)+len(payload))
+	out = strconv.AppendInt(out, due, 10)
+	out = append(out, '\n')
+	out = append(out, src...)
+	out = append(out, '\n')
+	for _, n := range []int{len(ck), len(dests), len(deliveries)} {
+		out = strconv.AppendInt(out, int64(n), 10)
+		out = append(out, '\n')
+	}
+	out = append(out, ck...)
+	out = append(out, dests...)
+	out = append(out, deliveries...)
+	return append(out, payload...)
 }
 
 // fanEnqueueScript claims (source, event id) and stores the event as a
@@ -92,9 +116,8 @@ func fanCall(p partition, ck, id string, head []any, jobs []storage.Event, desti
 //	KEYS: claim, ids, claim expiry index, fan-out record, fan-out index,
 //	      the first delivery's event hash, fanlanes
 //	ARGV: enqueueScript's first seven (event id, dedupe, claim expiry, now
-//	      ms, claim key text, touch, source), the deliveries index, the
-//	      payload record, the deliveries (fanCall: id, lane, event JSON,
-//	      a line each), their lanes (space-separated)
+//	      ms, claim key text, touch, source), the record (fanRecord), the
+//	      lanes of its deliveries (space-separated)
 //	returns enqueueScript's reply
 //
 // A second run of the same call (go-redis resending it after a lost
@@ -104,9 +127,9 @@ var fanEnqueueScript = redis.NewScript(luaClaim + `
 if redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then return {0, ARGV[1]} end
 local dup = claim()
 if dup then return dup end
-redis.call('HSET', KEYS[4], 'd', ARGV[10], 'ck', ARGV[5], 'src', ARGV[7], 'due', ARGV[4], 'dests', ARGV[8], 'pl', ARGV[9])
+redis.call('SET', KEYS[4], ARGV[8])
 redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
-redis.call('HINCRBY', KEYS[7], ARGV[11], 1)
+redis.call('HINCRBY', KEYS[7], ARGV[9], 1)
 return {0, ARGV[1]}
 `)
 
@@ -121,16 +144,35 @@ return {0, ARGV[1]}
 const luaExpandFan = `
 local function expandFan(tag, id)
 	local fk = tag .. ':fan:' .. id
-	local h = redis.call('HMGET', fk, 'd', 'ck', 'src', 'due', 'dests', 'pl')
-	local d = h[1]
-	if not d then
+	local rec = redis.call('GET', fk)
+	if not rec then
 		redis.call('ZREM', tag .. ':fan', id)
 		return 0
 	end
-	-- read every delivery first: a record that does not parse (never
-	-- written so) is left as it is, out of the index, rather than
-	-- expanded in part or blocking the partition's leases
-	local jobs, lanes, docs, pos = {}, {}, {}, 1
+	-- read it all first: a record that does not parse (never written so)
+	-- is left as it is, out of the index, rather than expanded in part or
+	-- blocking the partition's leases
+	local h, pos = {}, 1
+	for i = 1, 5 do
+		local e = string.find(rec, '\n', pos, true)
+		if not e then
+			redis.call('ZREM', tag .. ':fan', id)
+			return -1
+		end
+		h[i] = string.sub(rec, pos, e - 1)
+		pos = e + 1
+	end
+	local ckl, dl, nl = tonumber(h[3]), tonumber(h[4]), tonumber(h[5])
+	if not ckl or not dl or not nl or pos + ckl + dl + nl - 1 > #rec then
+		redis.call('ZREM', tag .. ':fan', id)
+		return -1
+	end
+	local ck, dests = string.sub(rec, pos, pos + ckl - 1), string.sub(rec, pos + ckl, pos + ckl + dl - 1)
+	pos = pos + ckl + dl
+	local d = string.sub(rec, pos, pos + nl - 1)
+	local payload = string.sub(rec, pos + nl)
+	local jobs, lanes, docs = {}, {}, {}
+	pos = 1
 	while pos <= #d do
 		local a = string.find(d, '\n', pos, true)
 		local b = a and string.find(d, '\n', a + 1, true)
@@ -148,12 +190,12 @@ local function expandFan(tag, id)
 		redis.call('ZREM', tag .. ':fan', id)
 		return -1
 	end
-	local pl = tag .. ':pl:' .. id
-	redis.call('SET', pl, h[6])
-	if h[5] ~= '' then redis.call('SET', tag .. ':dests:' .. id, h[5]) end
+	local pl, due = tag .. ':pl:' .. id, h[1]
+	redis.call('SET', pl, payload)
+	if dests ~= '' then redis.call('SET', tag .. ':dests:' .. id, dests) end
 	for i = 1, #jobs do
-		redis.call('HSET', tag .. ':ev:' .. jobs[i], 'ev', docs[i], 'st', 'queued', 'due', h[4], 'rs', '0', 'att', '[]', 'ck', h[2], 'src', h[3], 'pl', pl)
-		redis.call('ZADD', tag .. ':q:' .. lanes[i], h[4], jobs[i])
+		redis.call('HSET', tag .. ':ev:' .. jobs[i], 'ev', docs[i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ck, 'src', h[2], 'pl', pl)
+		redis.call('ZADD', tag .. ':q:' .. lanes[i], due, jobs[i])
 	end
 	redis.call('SADD', tag .. ':lanes', unpack(lanes))
 	redis.call('DEL', fk)

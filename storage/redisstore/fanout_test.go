@@ -358,7 +358,7 @@ func TestFanOutEnqueueCommands(t *testing.T) {
 		return calls
 	}
 	fan := run(payloadEvent("evt_count_fan"))
-	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 2, "zadd": 2, "hset": 1, "hincrby": 1}
+	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 3, "zadd": 2, "hincrby": 1}
 	if !maps.Equal(fan, want) {
 		t.Errorf("commands of a fan-out enqueue %v, want %v", fan, want)
 	}
@@ -395,7 +395,7 @@ func TestFanOutEnqueueRetried(t *testing.T) {
 	p := s.partitionForEvent(ev)
 	ck := storage.ClaimKey(ev.Source, ev.EventID)
 	now := time.Now()
-	call, err := fanCall(p, ck, ev.ID, []any{ev.ID, "1", ms(now.Add(time.Hour)), ms(now), ck, "0", ev.Source}, jobs, destinations, payload)
+	call, err := fanCall(p, ck, ev.ID, ms(now), []any{ev.ID, "1", ms(now.Add(time.Hour)), ms(now), ck, "0", ev.Source}, jobs, destinations, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,17 +430,24 @@ func TestFanOutMalformedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := s.parts[0]
-	if err := s.c.HSet(ctx, p.fan("bad"), "d", "bad~billing\nstripe/billing", "ck", "", "src", "stripe", "due", "1", "dests", "", "pl", "x").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.c.ZAdd(ctx, p.key("fan"), redis.Z{Score: 1, Member: "bad"}).Err(); err != nil {
-		t.Fatal(err)
+	for i, rec := range []string{
+		"1\nstripe\n0\n0\n", // lines missing
+		"1\nstripe\n0\n0\n99\nbad~billing\nstripe/billing", // shorter than it says
+		"1\nstripe\n0\n0\n26\nbad~billing\nstripe/billing", // a delivery without its JSON
+	} {
+		id := fmt.Sprintf("bad%d", i)
+		if err := s.c.Set(ctx, p.fan(id), rec, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.c.ZAdd(ctx, p.key("fan"), redis.Z{Score: 1, Member: id}).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("Lease = %d jobs, %v; want the 3 of the well-formed event", len(jobs), err)
 	}
-	if s.c.Exists(ctx, p.fan("bad")).Val() != 1 || s.c.ZCard(ctx, p.key("fan")).Val() != 0 || s.c.Exists(ctx, p.ev("bad~billing")).Val() != 0 {
+	if s.c.Exists(ctx, p.fan("bad0"), p.fan("bad1"), p.fan("bad2")).Val() != 3 || s.c.ZCard(ctx, p.key("fan")).Val() != 0 || s.c.Exists(ctx, p.ev("bad~billing")).Val() != 0 {
 		t.Error("want the malformed record kept, out of the index, and nothing of it expanded")
 	}
 }
