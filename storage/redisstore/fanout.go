@@ -63,50 +63,63 @@ func fanOut(jobs []storage.Event, payload []byte) bool {
 // due at due (Unix ms): head holds its first arguments (fanEnqueueScript's
 // ARGV 1 to 7).
 func fanCall(p partition, ck, id string, due int64, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
-	var d, lanes strings.Builder
+	ds := make([]fanDelivery, len(jobs))
+	lanes := make([]string, len(jobs))
 	for i := range jobs {
 		data, err := json.Marshal(&jobs[i])
 		if err != nil {
 			return scriptCall{}, err
 		}
-		if i > 0 {
-			d.WriteByte('\n')
-			lanes.WriteByte(' ')
-		}
-		// no id, lane or JSON document (encoding/json escapes control
-		// characters) holds a newline, and no lane a space
-		lane := storage.LaneOf(&jobs[i])
-		d.WriteString(jobs[i].ID)
-		d.WriteByte('\n')
-		d.WriteString(lane)
-		d.WriteByte('\n')
-		d.Write(data)
-		lanes.WriteString(lane)
+		lanes[i] = storage.LaneOf(&jobs[i])
+		ds[i] = fanDelivery{id: jobs[i].ID, lane: lanes[i], doc: data}
 	}
 	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes")}
-	rec := fanRecord(due, jobs[0].Source, ck, storage.EncodeDestinations(destinations), d.String(), payload)
-	args := append(head, rec, lanes.String())
+	rec := fanRecord(due, jobs[0].Source, ck, storage.EncodeDestinations(destinations), ds, payload)
+	// no lane holds a space
+	args := append(head, rec, strings.Join(lanes, " "))
 	return scriptCall{keys: keys, args: args}, nil
+}
+
+// fanDelivery is one delivery of a fan-out record: its job's id, lane and
+// event JSON.
+type fanDelivery struct {
+	id, lane string
+	doc      []byte
 }
 
 // fanRecord encodes a fan-out record, one string (one SET, the cheapest
 // write): five lines (due ms, source, then the byte lengths of the claim
 // key, the deliveries index and the deliveries), then those three, then
-// the payload record to the end. A source holds no newline; the claim key
-// (a provider's event id in it) may, hence the lengths.
-func fanRecord(due int64, src, ck, dests, deliveries string, payload []byte) []byte {
-	out := make([]byte, 0, 64+len(src)+len(ck)+len(dests)+len(deliveries)+len(payload))
+// the payload record to the end. The deliveries are a line each of id,
+// lane and event JSON, one after the other: none of them holds a newline
+// (encoding/json escapes control characters), nor does a source; the
+// claim key (a provider's event id in it) may, hence the lengths.
+func fanRecord(due int64, src, ck, dests string, ds []fanDelivery, payload []byte) []byte {
+	n := len(ds) - 1
+	for _, d := range ds {
+		n += len(d.id) + len(d.lane) + len(d.doc) + 2
+	}
+	out := make([]byte, 0, 64+len(src)+len(ck)+len(dests)+n+len(payload))
 	out = strconv.AppendInt(out, due, 10)
 	out = append(out, '\n')
 	out = append(out, src...)
 	out = append(out, '\n')
-	for _, n := range []int{len(ck), len(dests), len(deliveries)} {
-		out = strconv.AppendInt(out, int64(n), 10)
+	for _, l := range []int{len(ck), len(dests), n} {
+		out = strconv.AppendInt(out, int64(l), 10)
 		out = append(out, '\n')
 	}
 	out = append(out, ck...)
 	out = append(out, dests...)
-	out = append(out, deliveries...)
+	for i, d := range ds {
+		if i > 0 {
+			out = append(out, '\n')
+		}
+		out = append(out, d.id...)
+		out = append(out, '\n')
+		out = append(out, d.lane...)
+		out = append(out, '\n')
+		out = append(out, d.doc...)
+	}
 	return append(out, payload...)
 }
 

@@ -87,7 +87,7 @@ func TestFanOutRecordExpands(t *testing.T) {
 	direct := openTest(t, srv.Addr, Options{Prefix: directPrefix, Partitions: 4, Now: clock})
 	direct.direct = true
 	ctx := t.Context()
-	ev := payloadEvent("evt_form")
+	ev := payloadEvent("evt_form\nwith a newline") // a provider's id may hold one: fanRecord's lengths
 	ev.ReceivedAt = at
 	for _, s := range []*Store{fan, direct} {
 		copy := *ev
