@@ -376,9 +376,9 @@ func TestReplay(t *testing.T) {
 	var res operator.ReplayAnswer
 	before := time.Now()
 	decode(t, serve(t, api, "POST", "/webhooks/events/replay",
-		`{"source":"gen","destination":"default","type":"charge.succeeded","since":"24h","until":"2026-01-02T03:04:05Z","limit":7,"dry_run":true}`), &res)
+		`{"source":"gen","destination":"default","type":"charge.succeeded","id":"i-1","since":"24h","until":"2026-01-02T03:04:05Z","limit":7,"dry_run":true}`), &res)
 	until, _ := time.Parse(time.RFC3339, "2026-01-02T03:04:05Z")
-	if flt := f.replayFilter; flt.Source != "gen" || flt.Destination != "default" || flt.Type != "charge.succeeded" || flt.Limit != 7 || !flt.Until.Equal(until) ||
+	if flt := f.replayFilter; flt.Source != "gen" || flt.Destination != "default" || flt.Type != "charge.succeeded" || flt.ID != "i-1" || flt.Limit != 7 || !flt.Until.Equal(until) ||
 		flt.Since.Before(before.Add(-24*time.Hour)) || flt.Since.After(time.Now().Add(-24*time.Hour)) || !f.dryRun {
 		t.Errorf("dry run: filter %+v dry %v", flt, f.dryRun)
 	}
