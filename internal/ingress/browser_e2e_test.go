@@ -112,7 +112,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func eventRows(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
-		`Array.from(document.querySelectorAll("#evs-rows tr")).map(r => r.dataset.eventId + "|" + Array.from(r.cells).map(c => c.textContent).join("|"))`))
+		`Array.from(document.querySelectorAll("#evs-rows tr")).map(r => r.dataset.event + "|" + Array.from(r.cells).map(c => c.textContent).join("|"))`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestEventBrowser(t *testing.T) {
 	ctx, report := browserPage(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("http://localhost:9080/dash/"),
-		chromedp.WaitVisible(chromedp.CSS(`#evs-rows tr[data-event-id="gb-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#evs-rows tr[data-event="gb-1"]`)),
 	); err != nil {
 		t.Fatalf("opening the page: %v", err)
 	}
@@ -221,7 +221,7 @@ func TestEventBrowser(t *testing.T) {
 
 	// the fanned-out event's page: each destination with its attempts
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event-id="fan-1"]`)),
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="fan-1"]`)),
 		chromedp.WaitVisible(chromedp.ID("evp")),
 		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows tr[data-destination="billing"]`)),
 	); err != nil {
@@ -250,7 +250,7 @@ func TestEventBrowser(t *testing.T) {
 	// confirmation sends it to the upstream again
 	search(map[string]string{"evs-q": "gb-1"}, "gb-1")
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event-id="gb-1"]`)),
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="gb-1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows button.evp-replay`)),
 		chromedp.Click(chromedp.CSS(`#evp-delivery-rows button.evp-replay`)),
 		chromedp.WaitVisible(chromedp.ID("evp-replay-panel")),
@@ -286,7 +286,7 @@ func TestEventBrowser(t *testing.T) {
 	failing.Store(false)
 	search(map[string]string{"evs-q": "gb-3"}, "gb-3")
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event-id="gb-3"]`)),
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="gb-3"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows button.evp-retry`)),
 		chromedp.Click(chromedp.CSS(`#evp-delivery-rows button.evp-retry`)),
 	); err != nil {

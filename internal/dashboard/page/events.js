@@ -49,7 +49,7 @@
 		const items = Array.isArray(page.items) ? page.items : [];
 		for (const info of items) {
 			const dests = deliveriesOf(info).map((d) => h.destName(d.destination) + ": " + d.status).join(", ");
-			const tr = h.el("tr", { "class": "entry " + statusClass(info.status), "data-id": info.id, "data-event-id": info.event_id,
+			const tr = h.el("tr", { "class": "entry " + statusClass(info.status), "data-id": info.id, "data-event": info.event_id,
 				"data-source": info.source, tabIndex: 0 },
 				h.el("td", {}, h.fmtTime(info.received_at)),
 				h.el("td", {}, info.source),
