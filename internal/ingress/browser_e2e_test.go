@@ -92,15 +92,15 @@ func browserPage(t *testing.T) (ctx context.Context, report func() (exceptions, 
 	}
 }
 
-// screenshot saves the page as name in the temporary directory and logs
-// where.
+// screenshot saves the page in the temporary directory, named after the
+// test and name, and logs where.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	shot := filepath.Join(os.TempDir(), name)
+	shot := filepath.Join(os.TempDir(), strings.ReplaceAll(t.Name(), "/", "-")+"-"+name)
 	if err := os.WriteFile(shot, buf, 0o644); err != nil {
 		t.Fatal(err)
 	}
