@@ -3,6 +3,7 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -119,8 +120,9 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 }
 
 // browseInfos is what Lookup reports of each event of ids (nil for one
-// of which nothing readable is left): the sources of their deliveries
-// are read in one pipeline, then each event as Lookup reads it.
+// of which nothing readable is left), in two pipelined round trips: their
+// deliveries indexes, then each delivery's hash and DLQ entry. An event's
+// source is its first readable delivery's.
 func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) ([]*storage.EventInfo, error) {
 	dests := make([]*redis.StringCmd, len(ids))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -132,17 +134,19 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, unavailable(err)
 	}
-	// the source of each delivery: from its job's hash, else its entry's
-	type srcs struct{ ev, dlq []*redis.StringCmd }
-	reads := make([]srcs, len(ids))
+	type reads struct {
+		ev    *redis.MapStringStringCmd
+		entry *redis.StringCmd
+	}
 	destinations := make([][]string, len(ids))
+	deliveries := make([]map[string]reads, len(ids))
 	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, b := range ids {
 			destinations[i] = storage.DecodeDestinations(dests[i].Val())
+			deliveries[i] = map[string]reads{}
 			for _, d := range orDefault(destinations[i]) {
 				did := storage.DeliveryID(b.id, d)
-				reads[i].ev = append(reads[i].ev, pipe.HGet(ctx, b.p.ev(did), "src"))
-				reads[i].dlq = append(reads[i].dlq, pipe.HGet(ctx, b.p.dlqEntry(did), "src"))
+				deliveries[i][did] = reads{pipe.HGetAll(ctx, b.p.ev(did)), pipe.HGet(ctx, b.p.dlqEntry(did), "json")}
 			}
 		}
 		return nil
@@ -152,45 +156,36 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 	}
 	out := make([]*storage.EventInfo, len(ids))
 	for i, b := range ids {
+		// what is readable of each delivery (an unreadable one counts as gone)
+		hashes := map[string]*eventHash{}
+		entries := map[string]*storage.DLQEntry{}
 		source := ""
-		for k := range reads[i].ev {
-			if source = cmp.Or(reads[i].ev[k].Val(), reads[i].dlq[k].Val()); source != "" {
-				break
+		for _, d := range orDefault(destinations[i]) {
+			did := storage.DeliveryID(b.id, d)
+			r := deliveries[i][did]
+			if h, err := parseEvent(did, r.ev.Val()); err == nil && h != nil {
+				hashes[did] = h
+				source = cmp.Or(source, h.ev.Source)
 			}
-		}
-		if source == "" {
-			source = s.legacySource(ctx, b, destinations[i])
+			if v := r.entry.Val(); v != "" {
+				e := new(storage.DLQEntry)
+				if json.Unmarshal([]byte(v), e) == nil {
+					entries[did] = e
+					source = cmp.Or(source, e.Source)
+				}
+			}
 		}
 		if source == "" {
 			continue // gone meanwhile, or unreadable
 		}
 		info, err := storage.LookupEvent(b.id, destinations[i], func(id string) (*storage.EventInfo, error) {
-			return s.deliveryInfo(ctx, b.p, id, source, now)
+			return deliveryInfoOf(hashes[id], entries[id], source, now), nil
 		})
-		switch {
-		case errors.Is(err, storage.ErrUnavailable):
-			return nil, err
-		case err == nil:
+		if err == nil {
 			out[i] = info
 		}
 	}
 	return out, nil
-}
-
-// legacySource is the source of event b from its records' JSON, for
-// records written before their hashes had a src field ("": none is
-// readable).
-func (s *Store) legacySource(ctx context.Context, b browseID, destinations []string) string {
-	for _, d := range orDefault(destinations) {
-		id := storage.DeliveryID(b.id, d)
-		if h, err := s.getEvent(ctx, b.p, id); err == nil && h != nil {
-			return h.ev.Source
-		}
-		if e, err := s.getEntry(ctx, b.p, id); err == nil {
-			return e.Source
-		}
-	}
-	return ""
 }
 
 // orDefault is an event's destinations from its deliveries index: the
