@@ -23,10 +23,12 @@ type ReplayFilter struct {
 	// Destination selects one destination's deliveries ("" and "default"
 	// alike: the default destination's; empty: all).
 	Destination string
-	Type        string    // the event type, exactly
-	Since       time.Time // delivered at or after
-	Until       time.Time // delivered at or before
-	Limit       int       // 0 means ReplayDefaultLimit; at most ReplayMaxLimit
+	Type        string // the event type, exactly
+	// ID selects one event's deliveries by its internal ID ("": any).
+	ID    string
+	Since time.Time // delivered at or after
+	Until time.Time // delivered at or before
+	Limit int       // 0 means ReplayDefaultLimit; at most ReplayMaxLimit
 }
 
 // EffectiveLimit clamps the filter's limit to [1, ReplayMaxLimit].
@@ -48,6 +50,7 @@ func (f ReplayFilter) Matches(ev *Event, st Status, finished time.Time) bool {
 		return false
 	}
 	return (f.Source == "" || ev.Source == f.Source) && (f.Type == "" || ev.Type == f.Type) &&
+		(f.ID == "" || EventIDOfDelivery(ev.ID) == f.ID) &&
 		(f.Destination == "" || DestinationOf(ev) == DestinationOf(&Event{Destination: f.Destination}))
 }
 

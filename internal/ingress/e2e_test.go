@@ -225,6 +225,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"PauseRefuse", TestPauseRefuse},
 		{"PauseDestination", TestPauseDestination},
 		{"Erase", TestErase},
+		{"EventBrowser", TestEventBrowser},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

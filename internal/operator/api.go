@@ -1,6 +1,6 @@
 // Package operator is the operator HTTP API of hookline: stats, DLQ list,
 // inspect, retry, bulk retry, resolve, discard and investigate, event
-// lookup, replay and erasure, pause and resume, and its own OpenAPI
+// browser and lookup, replay and erasure, pause and resume, and its own OpenAPI
 // document (openapi.json). It is one http.Handler, mounted by the admin
 // API (admin.api.webhooks, on Caddy's admin endpoint) and by the dashboard
 // (webhook_dashboard, under its "/api/"); its wire types are what the
@@ -54,6 +54,7 @@ func New(app func() (App, error)) *Handler {
 		{"POST /webhooks/dlq/{id}/resolve", h.setDeadStatus(storage.DLQResolved, "resolution")},
 		{"POST /webhooks/dlq/{id}/discard", h.setDeadStatus(storage.DLQDiscarded, "reason")},
 		{"POST /webhooks/dlq/{id}/investigate", h.setDeadStatus(storage.DLQInvestigating, "note")},
+		{"GET /webhooks/events", h.listEvents},
 		{"GET /webhooks/events/{source}/{event_id}", h.event},
 		{"DELETE /webhooks/events/{source}/{event_id}", h.erase},
 		{"POST /webhooks/events/replay", h.replay},

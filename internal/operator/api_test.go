@@ -95,6 +95,16 @@ func TestErrors(t *testing.T) {
 		{name: "list bad until", method: "GET", path: "/webhooks/dlq?until=yesterday", status: 400},
 		{name: "list bad destination", method: "GET", path: "/webhooks/dlq?destination=no%7Etilde", status: 400},
 		{name: "list bad cursor", method: "GET", path: "/webhooks/dlq?cursor=%21%21", status: 400, error: "invalid cursor"},
+		{name: "events limit 0", method: "GET", path: "/webhooks/events?limit=0", status: 400, error: "limit must be between 1 and 500"},
+		{name: "events limit too large", method: "GET", path: "/webhooks/events?limit=501", status: 400, error: "limit must be between 1 and 500"},
+		{name: "events bad status", method: "GET", path: "/webhooks/events?status=pending", status: 400,
+			error: `unknown status "pending" (want queued, in_flight, delivered or dead)`},
+		{name: "events bad since", method: "GET", path: "/webhooks/events?since=-1h", status: 400},
+		{name: "events bad until", method: "GET", path: "/webhooks/events?until=yesterday", status: 400},
+		{name: "events bad destination", method: "GET", path: "/webhooks/events?destination=no%7Etilde", status: 400},
+		{name: "events bad id", method: "GET", path: "/webhooks/events?q=%00", status: 400, error: "invalid event id"},
+		{name: "events bad cursor", method: "GET", path: "/webhooks/events?cursor=%21%21", status: 400, error: "invalid cursor"},
+		{name: "events wrong method", method: "POST", path: "/webhooks/events", status: 405, allow: "GET"},
 		{name: "bad source name", method: "POST", path: "/webhooks/sources/bad%20name/pause", status: 400, error: "invalid source name"},
 		// the app's answers
 		{name: "no such entry", method: "GET", path: "/webhooks/dlq/nope", status: 404, error: "not found"},
@@ -210,7 +220,7 @@ func TestPatterns(t *testing.T) {
 	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
 		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
-		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") || len(got) != 17 {
+		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") || !slices.Contains(got, "GET /webhooks/events") || len(got) != 18 {
 		t.Fatalf("patterns %q", got)
 	}
 }
@@ -283,6 +293,30 @@ func TestDLQRoutes(t *testing.T) {
 	}
 }
 
+// TestListEvents: the event browser's filters are passed on, its page
+// answered as the app gives it.
+func TestListEvents(t *testing.T) {
+	f := fakeWithEntries()
+	f.events["gen/e-2"] = &storage.EventInfo{ID: "i-2", EventID: "e-2", Source: "gen", EventType: "invoice.paid", Status: storage.StatusDead, ReceivedAt: time.Now(),
+		Deliveries: []storage.DeliveryInfo{{Destination: "default", ID: "i-2", Status: storage.StatusDelivered}, {Destination: "billing", ID: "i-2~billing", Status: storage.StatusDead}}}
+	api := apiOver(f)
+	var page storage.EventPage
+	decode(t, serve(t, api, "GET", "/webhooks/events?source=gen&destination=billing&type=invoice.paid&status=dead&since=1h&until=2030-01-01T00:00:00Z&q=e-&limit=7", ""), &page)
+	if len(page.Events) != 1 || page.Events[0].ID != "i-2" || len(page.Events[0].Deliveries) != 2 || page.NextCursor != "next" {
+		t.Fatalf("page %+v", page)
+	}
+	if fl := f.eventFilter; fl.Source != "gen" || fl.Destination != "billing" || fl.Type != "invoice.paid" || fl.Status != storage.StatusDead ||
+		fl.ID != "e-" || fl.Limit != 7 || time.Since(fl.Since) < 59*time.Minute || time.Since(fl.Since) > 61*time.Minute ||
+		!fl.Until.Equal(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("filter %+v", fl)
+	}
+	var next storage.EventPage
+	decode(t, serve(t, api, "GET", "/webhooks/events?cursor=next", ""), &next)
+	if len(next.Events) != 2 || next.NextCursor != "" || f.eventFilter.Cursor != "next" {
+		t.Errorf("second page %+v (filter %+v)", next, f.eventFilter)
+	}
+}
+
 func TestBulkRetry(t *testing.T) {
 	f := fakeWithEntries()
 	api := apiOver(f)
@@ -342,9 +376,9 @@ func TestReplay(t *testing.T) {
 	var res operator.ReplayAnswer
 	before := time.Now()
 	decode(t, serve(t, api, "POST", "/webhooks/events/replay",
-		`{"source":"gen","destination":"default","type":"charge.succeeded","since":"24h","until":"2026-01-02T03:04:05Z","limit":7,"dry_run":true}`), &res)
+		`{"source":"gen","destination":"default","type":"charge.succeeded","id":"i-1","since":"24h","until":"2026-01-02T03:04:05Z","limit":7,"dry_run":true}`), &res)
 	until, _ := time.Parse(time.RFC3339, "2026-01-02T03:04:05Z")
-	if flt := f.replayFilter; flt.Source != "gen" || flt.Destination != "default" || flt.Type != "charge.succeeded" || flt.Limit != 7 || !flt.Until.Equal(until) ||
+	if flt := f.replayFilter; flt.Source != "gen" || flt.Destination != "default" || flt.Type != "charge.succeeded" || flt.ID != "i-1" || flt.Limit != 7 || !flt.Until.Equal(until) ||
 		flt.Since.Before(before.Add(-24*time.Hour)) || flt.Since.After(time.Now().Add(-24*time.Hour)) || !f.dryRun {
 		t.Errorf("dry run: filter %+v dry %v", flt, f.dryRun)
 	}

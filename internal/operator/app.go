@@ -33,6 +33,9 @@ type App interface {
 	Resume(ctx context.Context, source, destination string) (p storage.Pause, ok bool, err error)
 	// LookupEvent says where the event eventID of source is.
 	LookupEvent(ctx context.Context, source, eventID string) (*storage.EventInfo, error)
+	// ListEvents lists the stored events matching f, newest first, a
+	// page at a time (storage.Browser).
+	ListEvents(ctx context.Context, f storage.EventFilter) (storage.EventPage, error)
 	// EraseEvent erases the event eventID of source for good (GDPR):
 	// everything stored of it but its claim (storage.Eraser);
 	// storage.ErrNotFound when nothing of it is stored.

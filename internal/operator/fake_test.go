@@ -32,6 +32,7 @@ type fakeApp struct {
 	erased       []string  // the events EraseEvent was asked for, source/event id
 	dedupeUntil  time.Time // the claim EraseEvent says is kept
 	filter       storage.DLQFilter
+	eventFilter  storage.EventFilter
 	replayFilter storage.ReplayFilter
 	limit        int
 	dryRun       bool
@@ -105,6 +106,26 @@ func (f *fakeApp) LookupEvent(_ context.Context, source, eventID string) (*stora
 		return info, nil
 	}
 	return nil, storage.ErrNotFound
+}
+
+func (f *fakeApp) ListEvents(_ context.Context, flt storage.EventFilter) (storage.EventPage, error) {
+	f.eventFilter = flt
+	if err := f.err(); err != nil {
+		return storage.EventPage{}, err
+	}
+	if flt.Cursor != "" && flt.Cursor != "next" {
+		return storage.EventPage{}, storage.ErrInvalidCursor
+	}
+	page := storage.EventPage{Events: []storage.EventInfo{}}
+	for _, k := range slices.Sorted(maps.Keys(f.events)) {
+		if info := f.events[k]; flt.Matches(info) {
+			page.Events = append(page.Events, *info)
+		}
+	}
+	if flt.Cursor == "" && len(page.Events) > 0 {
+		page.NextCursor = "next"
+	}
+	return page, nil
 }
 
 func (f *fakeApp) EraseEvent(_ context.Context, source, eventID string) (storage.EraseResult, error) {

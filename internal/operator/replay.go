@@ -24,7 +24,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := time.Now()
-	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Limit: req.Limit}
+	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, ID: req.ID, Limit: req.Limit}
 	if f.Since, err = parseTimeFilter("since", req.Since, now); err != nil {
 		return err
 	}

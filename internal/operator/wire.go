@@ -237,6 +237,8 @@ type ReplayRequest struct {
 	Destination string `json:"destination,omitempty"`
 	// Type selects the events of one event type, exactly.
 	Type string `json:"type,omitempty"`
+	// ID selects one event by its internal id (its deliveries).
+	ID string `json:"id,omitempty"`
 	// Since selects the events delivered since: an RFC 3339 time or a
 	// duration ("24h": that long ago).
 	Since string `json:"since,omitempty"`

@@ -26,7 +26,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhooks",
-		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events <source> <event_id> | erase <source> <event_id> | replay",
+		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events list | events <source> <event_id> | erase <source> <event_id> | replay",
 		Short: "Inspects hookline's queue and dead letter queue through the admin API",
 		Long: `
 Talks to the webhooks routes of a running Caddy's admin API.
@@ -41,6 +41,8 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq discard <id> [--reason "test event"]
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
   caddy webhooks resume <source>
+  caddy webhooks events list [--source S] [--destination D] [--type T] [--status dead] [--since 24h] [--until 1h] [--id ID] [--limit 50] [--cursor C]
+                                     (every stored event, newest first, whatever its status)
   caddy webhooks events <source> <event_id>
   caddy webhooks erase <source> <event_id>
                                      (GDPR: removes the event, its deliveries, DLQ entries and stored body;
@@ -103,12 +105,17 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("resume"))}
 			resume.Flags().String("destination", "", "Resume this destination's deliveries")
 			cmd.AddCommand(pause, resume)
-			cmd.AddCommand(&cobra.Command{
+			events := &cobra.Command{
 				Use:   "events <source> <event_id>",
-				Short: "Shows where an event is, with its attempts",
+				Short: "Shows where an event is, with its attempts (events list: lists events)",
 				Args:  cobra.ExactArgs(2),
 				RunE:  caddycmd.WrapCommandFuncForCobra(cmdEvent),
-			})
+			}
+			eventsList := &cobra.Command{Use: "list", Short: "Lists stored events, newest first, whatever their status",
+				Args: cobra.NoArgs, RunE: caddycmd.WrapCommandFuncForCobra(cmdEventsList)}
+			eventsListFlags(eventsList.Flags())
+			events.AddCommand(eventsList)
+			cmd.AddCommand(events)
 			cmd.AddCommand(&cobra.Command{
 				Use:   "erase <source> <event_id>",
 				Short: "Erases an event for good (GDPR): its deliveries, DLQ entries and stored body; its id stays claimed",
@@ -267,6 +274,74 @@ func cmdDLQList(fl caddycmd.Flags) (int, error) {
 			fmt.Fprintf(w, "\nmore: --cursor %s\n", page.NextCursor)
 		}
 	})
+}
+
+// eventsListFlags are the flags of `caddy webhooks events list`.
+func eventsListFlags(fs *pflag.FlagSet) {
+	fs.String("source", "", "Only this source")
+	fs.String("destination", "", "Only events with a delivery to this destination")
+	fs.String("type", "", "Only this event type (exactly)")
+	fs.String("status", "", "queued, in_flight, delivered or dead (with --destination: that delivery's)")
+	fs.String("since", "", "Received at or after: RFC 3339 time or a duration ago (24h)")
+	fs.String("until", "", "Received at or before: RFC 3339 time or a duration ago")
+	fs.String("id", "", "Only events whose internal or provider id starts with this")
+	fs.Int("limit", 0, "At most this many events (default 50, at most 500)")
+	fs.String("cursor", "", "Next page: the cursor printed by the previous one")
+}
+
+// cmdEventsList lists events through GET /webhooks/events: one row per
+// event, its destinations with their statuses.
+func cmdEventsList(fl caddycmd.Flags) (int, error) {
+	q := url.Values{}
+	for _, name := range []string{"source", "destination", "type", "status", "since", "until", "cursor"} {
+		if v := fl.String(name); v != "" {
+			q.Set(name, v)
+		}
+	}
+	if v := fl.String("id"); v != "" {
+		q.Set("q", v)
+	}
+	if n := fl.Int("limit"); n > 0 {
+		q.Set("limit", fmt.Sprint(n))
+	}
+	uri := "/webhooks/events"
+	if len(q) > 0 {
+		uri += "?" + q.Encode()
+	}
+	raw, err := adminCall(fl, "GET", uri, nil)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
+	}
+	var page storage.EventPage
+	return output(fl, raw, &page, func(w io.Writer) { printEvents(w, &page) })
+}
+
+// printEvents is the table of `caddy webhooks events list`.
+func printEvents(w io.Writer, page *storage.EventPage) {
+	fmt.Fprintln(w, "RECEIVED\tSOURCE\tEVENT ID\tTYPE\tSTATUS\tDESTINATIONS\tATTEMPTS\tID")
+	for _, e := range page.Events {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", fmtTime(e.ReceivedAt), e.Source, e.EventID,
+			orDash(e.EventType), e.Status, destinationStatuses(&e), len(e.Attempts), e.ID)
+	}
+	if len(page.Events) == 0 {
+		fmt.Fprintln(w, "(no events)")
+	}
+	if page.NextCursor != "" {
+		fmt.Fprintf(w, "\nmore: --cursor %s\n", page.NextCursor)
+	}
+}
+
+// destinationStatuses shows each delivery of an event as
+// destination=status ("default=delivered,billing=dead").
+func destinationStatuses(e *storage.EventInfo) string {
+	if len(e.Deliveries) == 0 {
+		return storage.DestinationOf(&storage.Event{Destination: e.Destination}) + "=" + string(e.Status)
+	}
+	parts := make([]string, len(e.Deliveries))
+	for i, d := range e.Deliveries {
+		parts[i] = d.Destination + "=" + string(d.Status)
+	}
+	return strings.Join(parts, ",")
 }
 
 func cmdDLQShow(fl caddycmd.Flags) (int, error) {

@@ -259,3 +259,53 @@ func TestEraseCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsListCommand: the flags of `caddy webhooks events list` become
+// the query of GET /webhooks/events, and its table shows one row per
+// event with each destination's status.
+func TestEventsListCommand(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(storage.EventPage{Events: []storage.EventInfo{}})
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "GET /webhooks/events?"},
+		{[]string{"--source", "stripe", "--type", "charge.succeeded"}, "GET /webhooks/events?source=stripe&type=charge.succeeded"},
+		{[]string{"--destination", "billing", "--status", "dead", "--limit", "5"}, "GET /webhooks/events?destination=billing&limit=5&status=dead"},
+		{[]string{"--since", "24h", "--until", "1h", "--id", "evt_1", "--cursor", "abc"}, "GET /webhooks/events?cursor=abc&q=evt_1&since=24h&until=1h"},
+	} {
+		got = nil
+		if _, err := cmdEventsList(cmdFlags(t, eventsListFlags, append([]string{"--address", addr, "--json"}, tc.args...)...)); err != nil {
+			t.Fatalf("events list %v: %v", tc.args, err)
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("events list %v: admin calls %v, want [%s]", tc.args, got, tc.want)
+		}
+	}
+
+	at := time.Date(2026, 11, 23, 9, 0, 0, 0, time.Local)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printEvents(tw, &storage.EventPage{NextCursor: "c2", Events: []storage.EventInfo{
+		{ID: "i-1", EventID: "evt_1", Source: "stripe", EventType: "charge.succeeded", Status: storage.StatusDead, ReceivedAt: at,
+			Deliveries: []storage.DeliveryInfo{{Destination: "default", Status: storage.StatusDelivered}, {Destination: "billing", Status: storage.StatusDead}}},
+		{ID: "i-2", EventID: "evt_2", Source: "github", Status: storage.StatusQueued, ReceivedAt: at, Attempts: []storage.Attempt{{N: 1}}},
+	}})
+	tw.Flush()
+	for _, want := range []string{
+		"2026-11-23 09:00:00 stripe evt_1    charge.succeeded dead   default=delivered,billing=dead 0        i-1",
+		"2026-11-23 09:00:00 github evt_2    -                queued default=queued                 1        i-2",
+		"more: --cursor c2",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -71,6 +71,16 @@ func (a *App) LookupEvent(ctx context.Context, source, eventID string) (*storage
 	return st.Lookup(ctx, source, eventID)
 }
 
+// ListEvents lists the stored events matching f, newest first, a page at
+// a time (the event browser).
+func (a *App) ListEvents(ctx context.Context, f storage.EventFilter) (storage.EventPage, error) {
+	st, err := a.Store()
+	if err != nil {
+		return storage.EventPage{}, err
+	}
+	return st.ListEvents(ctx, f)
+}
+
 // EraseEvent erases the event eventID of source (GDPR, storage.Eraser):
 // everything stored of it goes, its claim stays. The L1 cache of this
 // node answers its resends "erased" from now on (other nodes' caches keep

@@ -104,18 +104,28 @@ func (s *Store) deliveryInfo(ctx context.Context, p partition, id, source string
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	if h != nil && h.ev.Source == source {
-		st := storage.EffectiveStatus(h.status, h.lu, false, now)
-		return storage.NewEventInfo(&h.ev, h.attempts, st, h.due, h.fin), nil
+	if info := deliveryInfoOf(h, nil, source, now); info != nil {
+		return info, nil
 	}
 	e, err := s.getEntry(ctx, p, id)
-	if err == nil && e.Source == source {
-		return storage.DeadEventInfo(e), nil
-	}
 	if err != nil && !errors.Is(err, storage.ErrDLQNotFound) {
 		return nil, unavailable(err)
 	}
-	return nil, nil
+	return deliveryInfoOf(nil, e, source, now), nil
+}
+
+// deliveryInfoOf is what Lookup reports of a delivery of an event of
+// source from its hash h, or else its DLQ entry e (either nil when
+// absent; nil: neither is of source).
+func deliveryInfoOf(h *eventHash, e *storage.DLQEntry, source string, now time.Time) *storage.EventInfo {
+	if h != nil && h.ev.Source == source {
+		st := storage.EffectiveStatus(h.status, h.lu, false, now)
+		return storage.NewEventInfo(&h.ev, h.attempts, st, h.due, h.fin)
+	}
+	if e != nil && e.Source == source {
+		return storage.DeadEventInfo(e)
+	}
+	return nil
 }
 
 // eventHash is an event's hash as stored.
@@ -132,6 +142,11 @@ func (s *Store) getEvent(ctx context.Context, p partition, id string) (*eventHas
 	if err != nil {
 		return nil, err
 	}
+	return parseEvent(id, m)
+}
+
+// parseEvent reads the hash m of event id (nil: there is none).
+func parseEvent(id string, m map[string]string) (*eventHash, error) {
 	if len(m) == 0 || m["ev"] == "" {
 		return nil, nil
 	}

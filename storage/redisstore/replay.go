@@ -89,7 +89,7 @@ func (s *Store) readDelivered(ctx context.Context, p partition, ids []string, f 
 		// the type, the destination (and a source not in the hash) are
 		// checked once the event is read
 		src := cmp.Or(str(1), f.Source)
-		if f.Matches(&storage.Event{Source: src, Type: f.Type, Destination: f.Destination}, h.st, h.fin) {
+		if f.Matches(&storage.Event{ID: h.id, Source: src, Type: f.Type, Destination: f.Destination}, h.st, h.fin) {
 			wanted = append(wanted, h)
 		}
 	}

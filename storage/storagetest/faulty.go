@@ -37,6 +37,7 @@ const (
 	MethodStats         Method = "Stats"
 	MethodCleanup       Method = "Cleanup"
 	MethodErase         Method = "Erase"
+	MethodListEvents    Method = "ListEvents"
 	MethodClose         Method = "Close"
 )
 
@@ -45,7 +46,7 @@ var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
 	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
-	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase,
+	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase, MethodListEvents,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real
@@ -347,6 +348,11 @@ func (f *Faulty) DLQSetStatus(ctx context.Context, id string, status storage.DLQ
 // ListDelivered implements storage.Store.
 func (f *Faulty) ListDelivered(ctx context.Context, filter storage.ReplayFilter) ([]storage.EventInfo, error) {
 	return call(f, ctx, MethodListDelivered, func() ([]storage.EventInfo, error) { return f.inner.ListDelivered(ctx, filter) })
+}
+
+// ListEvents implements storage.Store.
+func (f *Faulty) ListEvents(ctx context.Context, filter storage.EventFilter) (storage.EventPage, error) {
+	return call(f, ctx, MethodListEvents, func() (storage.EventPage, error) { return f.inner.ListEvents(ctx, filter) })
 }
 
 // Replay implements storage.Store.

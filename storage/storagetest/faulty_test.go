@@ -176,6 +176,10 @@ func TestFaultyFaults(t *testing.T) {
 				_, err := f.Erase(ctx, "stripe", "x", time.Now())
 				return err
 			},
+			storagetest.MethodListEvents: func() error {
+				_, err := f.ListEvents(ctx, storage.EventFilter{})
+				return err
+			},
 			storagetest.MethodClose: func() error { return f.Close() },
 		}
 		if len(calls) != len(storagetest.Methods) {

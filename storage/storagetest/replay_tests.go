@@ -98,6 +98,8 @@ func testReplayList(t *testing.T, f Factory) {
 		{"since and until", storage.ReplayFilter{Since: mid, Until: time.Now().Add(time.Minute), Source: "github"}, ids(late[1])},
 		{"limit", storage.ReplayFilter{Limit: 2}, ids(early[0], early[1])},
 		{"nothing", storage.ReplayFilter{Source: "nobody"}, ids()},
+		{"one event", storage.ReplayFilter{ID: late[0].ID}, ids(late[0])},
+		{"one event, other source", storage.ReplayFilter{ID: late[0].ID, Source: "github"}, ids()},
 	} {
 		if got := listDelivered(t, s, tc.f); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: ListDelivered = %v, want %v", tc.name, got, tc.want)

@@ -126,6 +126,7 @@ func Run(t *testing.T, f Factory) {
 		{"EraseInFlight", testEraseInFlight},
 		{"EraseOrdered", testEraseOrdered},
 		{"EraseClaimExpiry", testEraseClaimExpiry},
+		{"ListEvents", testListEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

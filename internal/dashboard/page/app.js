@@ -396,16 +396,25 @@
 	// stays a duplicate.
 	async function eraseEvent() {
 		const ev = shownEvent;
-		if (!ev) return;
-		if (!window.confirm("Erase event " + ev.event_id + " (" + ev.source + ") everywhere: every delivery, DLQ entry and stored payload? This cannot be undone.")) return;
-		const res = await guard("Erasing the event", () => api("DELETE", "events/" + encodeURIComponent(ev.source) + "/" + encodeURIComponent(ev.event_id)));
-		if (!res) return;
-		say("Erased " + ev.event_id + ": " + res.deliveries + " deliveries, " + res.dlq_entries + " DLQ entries");
+		if (!ev || !await erase(ev)) return;
 		shownEvent = null;
 		$("ev-result").hidden = true;
 		reloadFromStart();
 		loadStats();
 	}
+
+	// erase erases event ev ({source, event_id}) once confirmed, and says
+	// so; the answer, or undefined (not confirmed, or failed).
+	async function erase(ev) {
+		if (!window.confirm("Erase event " + ev.event_id + " (" + ev.source + ") everywhere: every delivery, DLQ entry and stored payload? This cannot be undone.")) return undefined;
+		const res = await guard("Erasing the event", () => api("DELETE", "events/" + encodeURIComponent(ev.source) + "/" + encodeURIComponent(ev.event_id)));
+		if (res) say("Erased " + ev.event_id + ": " + res.deliveries + " deliveries, " + res.dlq_entries + " DLQ entries");
+		return res;
+	}
+
+	// the helpers other scripts of the page (events.js) use
+	window.hookline = Object.freeze({ api, el, fieldList, say, guard, fmtTime, fmtDuration, destName, erase,
+		refresh: () => { loadStats(); reloadFromStart(); } });
 
 	// ---- wiring ----
 

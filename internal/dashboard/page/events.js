@@ -1,0 +1,264 @@
+// hookline dashboard: the event browser. Every stored event (not only dead
+// ones) searched by id, type, source, destination, status and time; an
+// event's page with each destination's attempts and its actions: retry a
+// dead delivery (its DLQ entry), replay a delivered one (dry run first),
+// erase. Uses the helpers app.js exposes (window.hookline); every piece
+// of data goes into the DOM as text.
+"use strict";
+
+(function () {
+	const $ = (id) => document.getElementById(id);
+
+	// ---- the list ----
+
+	let cursor = "";
+	let nextCursor = "";
+
+	function filters() {
+		return {
+			q: $("evs-q").value.trim(),
+			type: $("evs-type").value.trim(),
+			source: $("evs-source").value.trim(),
+			destination: $("evs-destination").value.trim(),
+			status: $("evs-status").value,
+			since: $("evs-since").value.trim(),
+			until: $("evs-until").value.trim(),
+			limit: $("evs-limit").value.trim(),
+		};
+	}
+
+	// deliveriesOf is an event's deliveries: an event of one delivery (the
+	// default destination's) has no list, it is its own one delivery.
+	function deliveriesOf(info) {
+		if (Array.isArray(info.deliveries) && info.deliveries.length) return info.deliveries;
+		return [{ destination: info.destination, id: info.id, status: info.status, attempts: info.attempts,
+			next_attempt_at: info.next_attempt_at, finished_at: info.finished_at }];
+	}
+
+	const statusClass = (st) => "status-" + String(st).replace(/[^a-z_]/g, "");
+
+	async function loadEvents() {
+		const h = window.hookline;
+		const qs = new URLSearchParams();
+		for (const [k, v] of Object.entries(filters())) if (v) qs.set(k, v);
+		if (cursor) qs.set("cursor", cursor);
+		const page = await h.guard("Loading events", () => h.api("GET", "events?" + qs.toString()));
+		if (!page) return;
+		const rows = $("evs-rows");
+		rows.replaceChildren();
+		const items = Array.isArray(page.items) ? page.items : [];
+		for (const info of items) {
+			const dests = deliveriesOf(info).map((d) => h.destName(d.destination) + ": " + d.status).join(", ");
+			const tr = h.el("tr", { "class": "entry " + statusClass(info.status), "data-id": info.id, "data-event": info.event_id,
+				"data-source": info.source, tabIndex: 0 },
+				h.el("td", {}, h.fmtTime(info.received_at)),
+				h.el("td", {}, info.source),
+				h.el("td", { "class": "mono" }, info.event_id),
+				h.el("td", { "class": "mono" }, info.event_type || ""),
+				h.el("td", {}, info.status),
+				h.el("td", { "class": "dests" }, dests));
+			tr.addEventListener("click", () => showEvent(info));
+			tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter") showEvent(info); });
+			rows.append(tr);
+		}
+		$("evs-empty").hidden = items.length > 0;
+		nextCursor = page.next_cursor || "";
+		$("evs-next").disabled = !nextCursor;
+		$("evs-first").disabled = !cursor;
+	}
+
+	function searchFromStart() {
+		cursor = "";
+		loadEvents();
+	}
+
+	// ---- bulk replay of the delivered events the filters select ----
+
+	let bulkReplay = null;
+
+	function replayBody(f, dryRun) {
+		const body = { dry_run: dryRun };
+		for (const k of ["source", "destination", "type", "since", "until"]) if (f[k]) body[k] = f[k];
+		if (f.limit) body.limit = parseInt(f.limit, 10);
+		return body;
+	}
+
+	async function bulkReplayDryRun() {
+		const h = window.hookline;
+		const req = replayBody(filters(), true);
+		const res = await h.guard("Replay (dry run)", () => h.api("POST", "events/replay", req));
+		if (!res) return;
+		bulkReplay = Object.assign({}, req, { dry_run: false });
+		const replayed = Array.isArray(res.replayed) ? res.replayed : [];
+		$("evs-replay-summary").textContent = "Matched " + res.matched + " delivered event" + (res.matched === 1 ? "" : "s") +
+			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") +
+			(req.type ? " of type " + req.type : "") + ": " + replayed.length + " would be sent again.";
+		fillReplayList($("evs-replay-list"), replayed);
+		$("evs-replay-confirm").disabled = replayed.length === 0;
+		$("evs-replay-panel").hidden = false;
+	}
+
+	function fillReplayList(list, replayed) {
+		const h = window.hookline;
+		list.replaceChildren();
+		for (const r of replayed) {
+			list.append(h.el("li", { "class": "mono", "data-id": r.id }, r.source + " " + r.event_id + " → " + h.destName(r.destination) + " (" + r.id + ")"));
+		}
+	}
+
+	async function bulkReplayConfirm() {
+		const h = window.hookline;
+		if (!bulkReplay) return;
+		const req = bulkReplay;
+		bulkReplay = null;
+		$("evs-replay-panel").hidden = true;
+		const res = await h.guard("Replay", () => h.api("POST", "events/replay", req));
+		if (!res) return;
+		const failed = Object.keys(res.failed || {}).length;
+		h.say("Replaying " + (res.replayed || []).length + " deliveries" + (res.spread ? " over " + res.spread : "") +
+			(failed ? ", " + failed + " failed" : ""), failed > 0);
+		searchFromStart();
+	}
+
+	// ---- one event ----
+
+	let shown = null;
+
+	function showEvent(info) {
+		const h = window.hookline;
+		shown = info;
+		$("evp-id").textContent = info.event_id;
+		const add = h.fieldList($("evp-fields"));
+		add("ID", info.id);
+		add("Event ID", info.event_id);
+		add("Source", info.source);
+		add("Type", info.event_type);
+		add("Status", info.status);
+		add("Request ID", info.request_id);
+		add("Received", h.fmtTime(info.received_at));
+		add("Next attempt", h.fmtTime(info.next_attempt_at));
+		add("Finished", h.fmtTime(info.finished_at));
+		const rows = $("evp-delivery-rows");
+		const att = $("evp-attempt-rows");
+		rows.replaceChildren();
+		att.replaceChildren();
+		for (const d of deliveriesOf(info)) {
+			const dest = h.destName(d.destination);
+			const attempts = Array.isArray(d.attempts) ? d.attempts : [];
+			let action = "";
+			if (d.status === "dead") {
+				action = h.el("button", { type: "button", "class": "evp-retry", "data-id": d.id }, "Retry");
+				action.addEventListener("click", () => retryDelivery(d));
+			} else if (d.status === "delivered") {
+				action = h.el("button", { type: "button", "class": "evp-replay", "data-id": d.id }, "Replay…");
+				action.addEventListener("click", () => replayDryRun(d));
+			}
+			rows.append(h.el("tr", { "class": statusClass(d.status), "data-destination": dest, "data-id": d.id || "" },
+				h.el("td", {}, dest),
+				h.el("td", {}, d.status),
+				h.el("td", { "class": "num" }, String(attempts.length)),
+				h.el("td", {}, h.fmtTime(d.next_attempt_at)),
+				h.el("td", {}, h.fmtTime(d.finished_at)),
+				h.el("td", {}, action)));
+			for (const a of attempts) {
+				att.append(h.el("tr", { "data-destination": dest },
+					h.el("td", {}, dest),
+					h.el("td", {}, String(a.n)),
+					h.el("td", {}, h.fmtTime(a.at)),
+					h.el("td", {}, a.status ? String(a.status) : "no response"),
+					h.el("td", {}, h.fmtDuration(a.duration_ns)),
+					h.el("td", { "class": "err" }, a.error || "")));
+			}
+		}
+		replayRequest = null;
+		$("evp-replay-panel").hidden = true;
+		$("evp").hidden = false;
+		$("evp").scrollIntoView({ block: "nearest" });
+	}
+
+	// reloadEvent shows the shown event as the store has it now.
+	async function reloadEvent() {
+		const h = window.hookline;
+		if (!shown) return;
+		const ev = shown;
+		const info = await h.guard("Loading the event", () => h.api("GET", "events/" + encodeURIComponent(ev.source) + "/" + encodeURIComponent(ev.event_id)));
+		if (info) showEvent(info);
+	}
+
+	// retryDelivery re-enqueues a dead delivery: its DLQ entry's retry.
+	async function retryDelivery(d) {
+		const h = window.hookline;
+		if (!shown) return;
+		if (!window.confirm("Re-enqueue event " + shown.event_id + " (" + shown.source + ") for " + h.destName(d.destination) + "?")) return;
+		const res = await h.guard("Retry", () => h.api("POST", "dlq/" + encodeURIComponent(d.id) + "/retry"));
+		if (!res) return;
+		h.say("Re-enqueued " + d.id);
+		h.refresh();
+		await Promise.all([reloadEvent(), loadEvents()]);
+	}
+
+	let replayRequest = null;
+
+	// replayDryRun asks what replaying a delivered delivery would do (this
+	// event alone, to its destination, delivered around its finish time),
+	// and shows it for confirmation.
+	async function replayDryRun(d) {
+		const h = window.hookline;
+		if (!shown) return;
+		const fin = new Date(d.finished_at || shown.finished_at || shown.received_at).getTime();
+		const req = { source: shown.source, destination: h.destName(d.destination), id: shown.id,
+			since: new Date(fin - 1000).toISOString(), until: new Date(fin + 1000).toISOString(), limit: 10, dry_run: true };
+		if (shown.event_type) req.type = shown.event_type;
+		const res = await h.guard("Replay (dry run)", () => h.api("POST", "events/replay", req));
+		if (!res) return;
+		const replayed = Array.isArray(res.replayed) ? res.replayed : [];
+		replayRequest = Object.assign({}, req, { dry_run: false });
+		$("evp-replay-summary").textContent = replayed.length ?
+			"Would send " + shown.event_id + " to " + h.destName(d.destination) + " again:" :
+			"Nothing to replay: the delivery is no longer delivered (replayed meanwhile, or past retention).";
+		fillReplayList($("evp-replay-list"), replayed);
+		$("evp-replay-confirm").disabled = replayed.length === 0;
+		$("evp-replay-panel").hidden = false;
+	}
+
+	async function replayConfirm() {
+		const h = window.hookline;
+		if (!replayRequest) return;
+		const req = replayRequest;
+		replayRequest = null;
+		$("evp-replay-panel").hidden = true;
+		const res = await h.guard("Replay", () => h.api("POST", "events/replay", req));
+		if (!res) return;
+		const failed = Object.keys(res.failed || {}).length;
+		h.say("Replaying " + (res.replayed || []).length + " deliver" + ((res.replayed || []).length === 1 ? "y" : "ies") +
+			(failed ? ", " + failed + " failed" : ""), failed > 0);
+		await Promise.all([reloadEvent(), loadEvents()]);
+	}
+
+	async function eraseShown() {
+		const h = window.hookline;
+		if (!shown || !await h.erase(shown)) return;
+		shown = null;
+		$("evp").hidden = true;
+		h.refresh();
+		loadEvents();
+	}
+
+	// ---- wiring ----
+
+	document.addEventListener("DOMContentLoaded", () => {
+		$("evs-filters").addEventListener("submit", (ev) => { ev.preventDefault(); searchFromStart(); });
+		$("evs-next").addEventListener("click", () => { if (nextCursor) { cursor = nextCursor; loadEvents(); } });
+		$("evs-first").addEventListener("click", searchFromStart);
+		$("evs-replay-btn").addEventListener("click", bulkReplayDryRun);
+		$("evs-replay-confirm").addEventListener("click", bulkReplayConfirm);
+		$("evs-replay-cancel").addEventListener("click", () => { bulkReplay = null; $("evs-replay-panel").hidden = true; });
+		$("evp-refresh").addEventListener("click", reloadEvent);
+		$("evp-erase").addEventListener("click", eraseShown);
+		$("evp-close").addEventListener("click", () => { shown = null; $("evp").hidden = true; });
+		$("evp-replay-confirm").addEventListener("click", replayConfirm);
+		$("evp-replay-cancel").addEventListener("click", () => { replayRequest = null; $("evp-replay-panel").hidden = true; });
+		$("refresh").addEventListener("click", loadEvents);
+		loadEvents();
+	});
+})();

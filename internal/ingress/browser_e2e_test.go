@@ -1,0 +1,359 @@
+package ingress_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+
+	"github.com/hookline/hookline/internal/webhooks"
+	"github.com/hookline/hookline/storage"
+)
+
+// browserPage starts headless Chromium for a test: the context to drive
+// it, and report, which returns the page's JavaScript exceptions and
+// error log entries (CSP violations, failed loads) and the dialogs it
+// opened (each accepted).
+func browserPage(t *testing.T) (ctx context.Context, report func() (exceptions, dialogs []string)) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1400),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelCtx)
+	if err := chromedp.Do(bctx); err != nil { // starts the browser, with no timeout
+		t.Fatalf("starting chromium: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
+	t.Cleanup(cancel)
+	var (
+		mu                  sync.Mutex
+		exceptions, dialogs []string
+	)
+	err := chromedp.Listen(bctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
+			dialogs = append(dialogs, string(ev.Type)+": "+ev.Message)
+			go func() {
+				if _, err := chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil && bctx.Err() == nil {
+					mu.Lock()
+					exceptions = append(exceptions, "accepting a dialog: "+err.Error())
+					mu.Unlock()
+				}
+			}()
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				exceptions = append(exceptions, string(ev.Entry.Source)+": "+ev.Entry.Text)
+			}
+		case *runtime.EventExceptionThrown:
+			msg := ev.ExceptionDetails.Text
+			if ex := ev.ExceptionDetails.Exception; ex != nil && ex.Description != "" {
+				msg += " " + ex.Description
+			}
+			exceptions = append(exceptions, msg)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, func() ([]string, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), exceptions...), append([]string(nil), dialogs...)
+	}
+}
+
+// screenshot saves the page in the temporary directory, named after the
+// test and name, and logs where.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := filepath.Join(os.TempDir(), strings.ReplaceAll(t.Name(), "/", "-")+"-"+name)
+	if err := os.WriteFile(shot, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// eventRows are the event browser's rows, each as its cells' texts
+// joined by "|", in order, with the event id first.
+func eventRows(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#evs-rows tr")).map(r => r.dataset.event + "|" + Array.from(r.cells).map(c => c.textContent).join("|"))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestEventBrowser: with known traffic (two configured sources, several
+// types, delivered and dead events, and a fanned-out event with a dead
+// delivery), the dashboard's event browser finds events by type, by id
+// and by status, shows an event's page with each destination's attempts,
+// replays a delivered event from its page after a dry run (the upstream
+// gets it again) and retries a dead one from it.
+func TestEventBrowser(t *testing.T) {
+	up := newUpstream(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		up.mu.Lock()
+		body := up.reqs[n-1].Body
+		up.mu.Unlock()
+		if failing.Load() && bytes.Contains(body, []byte(`"fail":true`)) {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	startCaddy(t, up, "", dashboardSite)
+
+	gen := []struct{ id, kind string }{{"gb-1", "invoice.paid"}, {"gb-2", "invoice.paid"}, {"gb-3", "charge.failed"}, {"gb-4", "customer.created"}}
+	for _, ev := range gen {
+		fail := ev.kind == "charge.failed"
+		body := []byte(`{"kind":"` + ev.kind + `","id":"` + ev.id + `","fail":` + map[bool]string{true: "true", false: "false"}[fail] + `}`)
+		if resp, _ := post(t, "/hooks/gen", body, signedHeaders(body, ev.id)); resp.StatusCode/100 != 2 {
+			t.Fatalf("posting %s: %d", ev.id, resp.StatusCode)
+		}
+	}
+	for _, b := range []string{`{"plain":1,"fail":false}`, `{"plain":2,"fail":true}`} {
+		if resp, _ := post(t, "/hooks/plain", []byte(b), nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("posting to plain: %d", resp.StatusCode)
+		}
+	}
+	fanOut(t, up, "fan-1")
+	for _, ev := range gen {
+		want := map[bool]string{true: "dead", false: "delivered"}[ev.kind == "charge.failed"]
+		waitFor(t, func() bool {
+			_, info := admin(t, "GET", "/webhooks/events/gen/"+ev.id, "")
+			return info["status"] == want
+		})
+	}
+	dlqEntryOf(t, "fan-1")
+	waitFor(t, func() bool { // the plain events and fan-1's good delivery are done too
+		_, page := admin(t, "GET", "/webhooks/events?status=queued", "")
+		items, _ := page["items"].([]any)
+		return len(items) == 0
+	})
+
+	ctx, report := browserPage(t)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://localhost:9080/dash/"),
+		chromedp.WaitVisible(chromedp.CSS(`#evs-rows tr[data-event="gb-1"]`)),
+	); err != nil {
+		t.Fatalf("opening the page: %v", err)
+	}
+	if rows := eventRows(t, ctx); len(rows) != 7 {
+		t.Fatalf("the browser lists %d events, want 7 (4 gen, 2 plain, 1 fan): %q", len(rows), rows)
+	}
+
+	// by type: the one charge.failed event, dead
+	search := func(fields map[string]string, want ...string) []string {
+		t.Helper()
+		values, _ := json.Marshal(fields)
+		js := `(v => { for (const id of ["evs-q", "evs-type", "evs-source", "evs-destination", "evs-status", "evs-since", "evs-until"]) ` +
+			`document.getElementById(id).value = v[id] || ""; document.getElementById("evs-search").click(); return true; })(` + string(values) + `)`
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+			t.Fatalf("searching %v: %v", fields, err)
+		}
+		var rows []string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			rows = eventRows(t, ctx)
+			var ids []string
+			for _, r := range rows {
+				ids = append(ids, strings.SplitN(r, "|", 2)[0])
+			}
+			if strings.Join(ids, ",") == strings.Join(want, ",") {
+				return rows
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("search %v lists %q, want the events %q", fields, rows, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	rows := search(map[string]string{"evs-type": "charge.failed"}, "gb-3")
+	if !strings.Contains(rows[0], "|gen|gb-3|charge.failed|dead|default: dead") {
+		t.Errorf("the charge.failed row %q", rows[0])
+	}
+	screenshot(t, ctx, "hookline-events-by-type.png")
+	search(map[string]string{"evs-type": "invoice.paid"}, "gb-2", "gb-1") // newest first
+	search(map[string]string{"evs-type": "invoice.paid", "evs-source": "plain"})
+	// by id (the provider's, or a prefix), by status, by destination
+	search(map[string]string{"evs-q": "gb-4"}, "gb-4")
+	search(map[string]string{"evs-q": "fan-"}, "fan-1")
+	search(map[string]string{"evs-status": "dead", "evs-source": "gen"}, "gb-3")
+	search(map[string]string{"evs-destination": "billing"}, "fan-1")
+
+	// the fanned-out event's page: each destination with its attempts
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="fan-1"]`)),
+		chromedp.WaitVisible(chromedp.ID("evp")),
+		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows tr[data-destination="billing"]`)),
+	); err != nil {
+		t.Fatalf("opening fan-1's page: %v", err)
+	}
+	deliveries, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#evp-delivery-rows tr")).map(r => Array.from(r.cells).map(c => c.textContent).join("|"))`))
+	if err != nil || len(deliveries) != 2 || !strings.HasPrefix(deliveries[0], "default|delivered|1|") || !strings.HasSuffix(deliveries[0], "|Replay…") ||
+		!strings.HasPrefix(deliveries[1], "billing|dead|1|") || !strings.HasSuffix(deliveries[1], "|Retry") {
+		t.Errorf("fan-1's deliveries %q (%v), want default delivered (replay) and billing dead (retry), one attempt each", deliveries, err)
+	}
+	attempts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#evp-attempt-rows tr")).map(r => Array.from(r.cells).map(c => c.textContent).join("|"))`))
+	if err != nil || len(attempts) != 2 || !strings.HasPrefix(attempts[0], "default|1|") || !strings.Contains(attempts[0], "|200|") ||
+		!strings.HasPrefix(attempts[1], "billing|1|") || !strings.Contains(attempts[1], "|422|") || !strings.HasSuffix(attempts[1], "|upstream answered 422 Unprocessable Entity") {
+		t.Errorf("fan-1's attempts %q (%v), want default 200 and billing 422", attempts, err)
+	}
+	for _, a := range attempts {
+		if !strings.Contains(a, " ms|") && !strings.Contains(a, " µs|") && !strings.Contains(a, " s|") {
+			t.Errorf("attempt %q shows no duration", a)
+		}
+	}
+	screenshot(t, ctx, "hookline-event-page.png")
+
+	// replay from the event's page: a dry run names the event, the
+	// confirmation sends it to the upstream again
+	search(map[string]string{"evs-q": "gb-1"}, "gb-1")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="gb-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows button.evp-replay`)),
+		chromedp.Click(chromedp.CSS(`#evp-delivery-rows button.evp-replay`)),
+		chromedp.WaitVisible(chromedp.ID("evp-replay-panel")),
+	); err != nil {
+		t.Fatalf("replay dry run from gb-1's page: %v", err)
+	}
+	_, gb1 := admin(t, "GET", "/webhooks/events/gen/gb-1", "")
+	listed, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("evp-replay-list")))
+	if err != nil || !strings.Contains(listed, gb1["id"].(string)) || strings.Count(listed, "→") != 1 {
+		t.Fatalf("the replay dry run lists %q (%v), want gb-1 (%v) alone", listed, err, gb1["id"])
+	}
+	before := upstreamCount(up, `"id":"gb-1"`)
+	if before != 1 {
+		t.Fatalf("gb-1 reached the upstream %d times before the replay, want 1", before)
+	}
+	if _, info := admin(t, "GET", "/webhooks/events/gen/gb-1", ""); len(info["attempts"].([]any)) != 1 {
+		t.Fatalf("a dry run changed gb-1: %v", info)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("evp-replay-confirm"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return upstreamCount(up, `"id":"gb-1"`) == 2 })
+	waitFor(t, func() bool {
+		_, info := admin(t, "GET", "/webhooks/events/gen/gb-1", "")
+		return info["status"] == "delivered" && len(info["attempts"].([]any)) == 2
+	})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("message").textContent.includes("Replaying 1 delivery")`)); err != nil {
+		t.Errorf("message after the replay: %v", err)
+	}
+
+	// retry from the event's page: the dead delivery's DLQ entry, once
+	// the upstream is fixed
+	failing.Store(false)
+	search(map[string]string{"evs-q": "gb-3"}, "gb-3")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="gb-3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows button.evp-retry`)),
+		chromedp.Click(chromedp.CSS(`#evp-delivery-rows button.evp-retry`)),
+	); err != nil {
+		t.Fatalf("retry from gb-3's page: %v", err)
+	}
+	waitFor(t, func() bool {
+		_, info := admin(t, "GET", "/webhooks/events/gen/gb-3", "")
+		return info["status"] == "delivered"
+	})
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`(r => r !== null && r.cells[1].textContent === "delivered")(document.querySelector('#evp-delivery-rows tr[data-destination="default"]'))`)); err != nil {
+		_ = chromedp.Do(ctx, chromedp.Click(chromedp.ID("evp-refresh")))
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+			`(r => r !== null && r.cells[1].textContent === "delivered")(document.querySelector('#evp-delivery-rows tr[data-destination="default"]'))`)); err != nil {
+			t.Errorf("gb-3's page after the retry: %v", err)
+		}
+	}
+	screenshot(t, ctx, "hookline-event-page-after-retry.png")
+
+	exceptions, dialogs := report()
+	if len(exceptions) > 0 {
+		t.Errorf("browser errors: %q", exceptions)
+	}
+	if len(dialogs) != 1 || !strings.HasPrefix(dialogs[0], "confirm: Re-enqueue event gb-3 (gen) for default?") {
+		t.Errorf("dialogs %q, want the retry's confirmation", dialogs)
+	}
+}
+
+// upstreamCount counts the requests the upstream received whose body
+// holds s.
+func upstreamCount(up *upstream, s string) int {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	n := 0
+	for _, r := range up.reqs {
+		if bytes.Contains(r.Body, []byte(s)) {
+			n++
+		}
+	}
+	return n
+}
+
+// fanOut stores the event eventID of source "fan" (no config: its
+// deliveries go to their stored upstreams) as the ingress stores a
+// fanned-out event: its default delivery to up, its billing one to a
+// server answering 422.
+func fanOut(t *testing.T, up *upstream, eventID string) {
+	t.Helper()
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	}))
+	t.Cleanup(bad.Close)
+	v, err := caddy.ActiveContext().AppIfConfigured("webhooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := v.(*webhooks.App)
+	st, err := app.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := uuid.NewV7()
+	e := &storage.Event{ID: id.String(), EventID: eventID, Dedupe: true, Source: "fan", Type: "fan.test", Body: []byte(`{"fan":1}`),
+		ReceivedAt: time.Now(), Upstream: up.URL + "/in/fan",
+		Deliveries: []storage.Delivery{{Destination: "default", Upstream: up.URL + "/in/fan"}, {Destination: "billing", Upstream: bad.URL + "/in/billing"}}}
+	if _, err := st.Enqueue(t.Context(), e, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	app.Notify()
+}

@@ -1,0 +1,239 @@
+package storagetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// testListEvents: the event browser lists every stored event (queued, in
+// flight, delivered, dead; fan-out ones once, with each delivery), newest
+// first, as Lookup reports them; each filter selects what
+// EventFilter.Matches says; pages do not overlap; a narrow filter stops
+// after the scan budget with a cursor; erased events are not listed, and
+// an event past retention is listed while its DLQ entry is kept.
+func testListEvents(t *testing.T, f Factory) {
+	s := f.Open(t)
+	const n = 24
+	evs := make([]*storage.Event, n)
+	for i := range evs {
+		src := "stripe"
+		if i%3 == 0 {
+			src = "github"
+		}
+		if i == 5 || i == 11 {
+			evs[i] = fanOutEvent(t, src, "")
+		} else {
+			evs[i] = newEvent(t, src, "")
+		}
+		mustEnqueue(t, s, evs[i], time.Now().Add(time.Hour))
+	}
+	jobs := lease(t, s, time.Now(), 1000, time.Minute)
+	// by plan: i%4 == 0 delivered, 1 dead, 2 released (queued), 3 left
+	// in flight; a fan-out event's deliveries: default delivered, billing
+	// dead, crm queued
+	for _, j := range jobs {
+		i := slices.IndexFunc(evs, func(ev *storage.Event) bool { return ev.ID == storage.EventIDOfDelivery(j.ID) })
+		plan := i % 4
+		if len(evs[i].Deliveries) > 0 {
+			plan = slices.Index(fanOutDestinations, storage.DestinationOf(&j.Event))
+		}
+		switch plan {
+		case 0:
+			finish(t, s, j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")})
+		case 1:
+			finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: "HTTP 500"})
+		case 2:
+			finish(t, s, j, storage.Outcome{Result: storage.Release})
+		}
+	}
+	erased := evs[7]
+	erase(t, s, erased.Source, erased.EventID)
+
+	// the model: what Lookup reports of each event left, newest first
+	// (by provider id, or once claims expired by internal id)
+	model := func(byID bool) []*storage.EventInfo {
+		var out []*storage.EventInfo
+		for i := n - 1; i >= 0; i-- {
+			id := evs[i].EventID
+			if byID {
+				id = evs[i].ID
+			}
+			info, err := s.Lookup(t.Context(), evs[i].Source, id)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("Lookup: %v", err)
+			}
+			out = append(out, info)
+		}
+		return out
+	}
+	newest := model(false)
+	if len(newest) != n-1 {
+		t.Fatalf("%d events found by Lookup, want %d", len(newest), n-1)
+	}
+	statuses := map[storage.Status]int{}
+	for _, info := range newest {
+		statuses[info.Status]++
+	}
+	for _, st := range []storage.Status{storage.StatusQueued, storage.StatusInFlight, storage.StatusDelivered, storage.StatusDead} {
+		if statuses[st] == 0 {
+			t.Fatalf("no event is %s: %v", st, statuses)
+		}
+	}
+	oldest := newest[len(newest)-1]
+
+	check := func(t *testing.T, filter storage.EventFilter, newest []*storage.EventInfo) {
+		t.Helper()
+		var want []string
+		for _, info := range newest {
+			if filter.Matches(info) {
+				want = append(want, info.ID)
+			}
+		}
+		var got []string
+		for _, p := range listAllEvents(t, s, filter) {
+			for _, info := range p.Events {
+				got = append(got, info.ID)
+				i := slices.IndexFunc(newest, func(m *storage.EventInfo) bool { return m.ID == info.ID })
+				if i < 0 {
+					t.Errorf("listed event %s is not stored", info.ID)
+					continue
+				}
+				checkListed(t, &info, newest[i])
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("listed %d events %v\nwant %d %v", len(got), got, len(want), want)
+		}
+	}
+	tests := []struct {
+		name   string
+		filter storage.EventFilter
+	}{
+		{"all", storage.EventFilter{}},
+		{"limit 1", storage.EventFilter{Limit: 1}},
+		{"limit 5", storage.EventFilter{Limit: 5}},
+		{"source", storage.EventFilter{Source: "github", Limit: 3}},
+		{"type", storage.EventFilter{Type: "stripe.type_1", Limit: 2}},
+		{"status queued", storage.EventFilter{Status: storage.StatusQueued}},
+		{"status in flight", storage.EventFilter{Status: storage.StatusInFlight, Limit: 2}},
+		{"status delivered", storage.EventFilter{Status: storage.StatusDelivered}},
+		{"status dead", storage.EventFilter{Status: storage.StatusDead, Limit: 4}},
+		{"destination", storage.EventFilter{Destination: "billing"}},
+		{"destination default", storage.EventFilter{Destination: "default", Limit: 6}},
+		{"destination and status", storage.EventFilter{Destination: "crm", Status: storage.StatusQueued}},
+		{"destination delivered", storage.EventFilter{Destination: "default", Status: storage.StatusDelivered}},
+		{"since", storage.EventFilter{Since: newest[10].ReceivedAt, Limit: 4}},
+		{"until", storage.EventFilter{Until: newest[10].ReceivedAt, Limit: 4}},
+		{"since and until", storage.EventFilter{Since: newest[15].ReceivedAt, Until: newest[5].ReceivedAt}},
+		{"exact id", storage.EventFilter{ID: newest[3].ID}},
+		{"id prefix", storage.EventFilter{ID: newest[3].ID[:30]}},
+		{"provider event id", storage.EventFilter{ID: newest[4].EventID}},
+		{"provider id prefix", storage.EventFilter{ID: "evt_", Limit: 7}},
+		{"erased", storage.EventFilter{ID: erased.ID}},
+		{"no match", storage.EventFilter{Source: "nobody"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { check(t, tc.filter, newest) })
+	}
+
+	t.Run("scan budget", func(t *testing.T) {
+		// the oldest event alone matches: the first page gives up after
+		// its budget (20 events examined) with a cursor, the next finds it
+		filter := storage.EventFilter{ID: oldest.ID, Limit: 1}
+		p, err := s.ListEvents(t.Context(), filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Events) != 0 || p.NextCursor == "" {
+			t.Fatalf("first page: %d events, cursor %q; want none and a cursor (budget %d < %d events)",
+				len(p.Events), p.NextCursor, filter.ScanBudget(), len(newest))
+		}
+		check(t, filter, newest)
+	})
+
+	t.Run("invalid cursor", func(t *testing.T) {
+		for _, c := range []string{"%%% not a cursor %%%", "="} {
+			if _, err := s.ListEvents(t.Context(), storage.EventFilter{Cursor: c}); !errors.Is(err, storage.ErrInvalidCursor) {
+				t.Errorf("cursor %q: err = %v, want storage.ErrInvalidCursor", c, err)
+			}
+		}
+	})
+
+	t.Run("after retention", func(t *testing.T) {
+		// finished jobs go; DLQ entries (kept) still name their events
+		if _, err := s.Cleanup(t.Context(), time.Now().Add(time.Hour), time.Minute, 0); err != nil {
+			t.Fatal(err)
+		}
+		left := model(true)
+		dead := 0
+		for _, info := range left {
+			if info.Status == storage.StatusDead {
+				dead++
+			}
+		}
+		if dead == 0 || len(left) >= len(newest) {
+			t.Fatalf("after Cleanup: %d events left, %d dead; want fewer than %d, some dead", len(left), dead, len(newest))
+		}
+		check(t, storage.EventFilter{}, left)
+		check(t, storage.EventFilter{Status: storage.StatusDead, Limit: 2}, left)
+	})
+}
+
+// checkListed compares what ListEvents reports of an event with what
+// Lookup does.
+func checkListed(t testing.TB, got, want *storage.EventInfo) {
+	t.Helper()
+	if got.ID != want.ID || got.EventID != want.EventID || got.Source != want.Source || got.EventType != want.EventType ||
+		got.Status != want.Status || !got.ReceivedAt.Equal(want.ReceivedAt) || len(got.Deliveries) != len(want.Deliveries) {
+		t.Errorf("listed %+v\nLookup %+v", *got, *want)
+		return
+	}
+	attemptsEqual(t, "listed "+got.ID, got.Attempts, want.Attempts)
+	for i, d := range got.Deliveries {
+		w := want.Deliveries[i]
+		if d.Destination != w.Destination || d.ID != w.ID || d.Status != w.Status {
+			t.Errorf("listed %s delivery %+v, Lookup %+v", got.ID, d, w)
+		}
+	}
+}
+
+// listAllEvents pages through an event listing and checks that pages
+// hold at most their limit and no event is listed twice.
+func listAllEvents(t testing.TB, s storage.Store, f storage.EventFilter) []storage.EventPage {
+	t.Helper()
+	var pages []storage.EventPage
+	seen := map[string]bool{}
+	for {
+		if len(pages) > 1000 {
+			t.Fatal("ListEvents pagination does not end")
+		}
+		p, err := s.ListEvents(t.Context(), f)
+		if err != nil {
+			t.Fatalf("ListEvents(%+v): %v", f, err)
+		}
+		if len(p.Events) > f.EffectiveLimit() {
+			t.Fatalf("ListEvents returned %d events, limit %d", len(p.Events), f.EffectiveLimit())
+		}
+		for _, info := range p.Events {
+			if seen[info.ID] {
+				t.Fatalf("event %s listed twice", info.ID)
+			}
+			seen[info.ID] = true
+		}
+		pages = append(pages, p)
+		if p.NextCursor == "" {
+			return pages
+		}
+		if p.NextCursor == f.Cursor {
+			t.Fatalf("ListEvents returned the cursor it was given: %q", f.Cursor)
+		}
+		f.Cursor = p.NextCursor
+	}
+}
