@@ -16,7 +16,8 @@ import (
 
 // TestDashboardCharts: with known traffic (three events delivered at
 // their first attempt, one dead at once with a 422), the page's health
-// table has gen's row with its success rate and open DLQ entry, and each
+// table has a row per configured source, gen's with its success rate and
+// open DLQ entry, and each
 // of the six charts over the 15-minute window has the series' points:
 // one per minute for the time charts, one attempt number, the 422 in the
 // top errors. Screenshots go to the test's log.
@@ -78,7 +79,7 @@ func TestDashboardCharts(t *testing.T) {
 		`#chart-success circle`:                 withRate,         // a dot per minute with a finished delivery
 		`#chart-errors rect.s1`:                 1,                // the 422, a 4xx
 		`#chart-attempts g.bar`:                 1,                // every delivery ended at attempt 1
-		`#health-rows tr`:                       1,                // gen
+		`#health-rows tr`:                       3,                // the configured sources: gen, plain, ts
 		`#top-errors-rows tr`:                   1,                // the 422
 		`#chart-latency path.line.s0`:           min(1, withRate), // p50, one stretch of minutes
 		`#chart-dlq circle`:                     -1,               // at least one sample: checked below
@@ -109,7 +110,7 @@ func TestDashboardCharts(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("chart-success").getAttribute("data-points")`)); err != nil || (n != "168" && n != "169") {
 		t.Errorf("the week's success chart has %q points (%v), want 168 or 169", n, err)
 	}
-	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#health-rows tr").length`)); err != nil || n != 1 {
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#health-rows tr").length`)); err != nil || n != 3 {
 		t.Errorf("the week's health table: %d rows (%v)", n, err)
 	}
 	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("charts-error"))); err == nil && text != "" {

@@ -26,8 +26,9 @@ type App interface {
 	// starting in [from, to), oldest first (storage.Operations.StatsBuckets;
 	// the app's internal sources left out).
 	StatsBuckets(ctx context.Context, res storage.StatsResolution, from, to time.Time) ([]storage.StatsBucket, error)
-	// Health reads, by webhook source, what the health table shows beside
-	// the counters (Health).
+	// Health reads, by webhook source (every configured one, and any
+	// with queued deliveries), what the health table shows beside the
+	// counters (Health).
 	Health(ctx context.Context) (map[string]Health, error)
 	// Pauses lists the pauses in force as this node knows them.
 	Pauses() []storage.Pause

@@ -74,6 +74,9 @@ func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 	for src := range s.Sources {
 		names[src] = true
 	}
+	for src := range health {
+		names[src] = true
+	}
 	minutes := rg.to.Sub(rg.from).Minutes()
 	res := RangeStatsAnswer{From: rg.from.UTC(), To: rg.to.UTC(), Resolution: rg.res.String(), Source: source, Type: typ,
 		Sources: map[string]SourceRange{}}

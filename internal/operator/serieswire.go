@@ -20,8 +20,8 @@ type RangeStatsAnswer struct {
 	Type string `json:"type,omitempty"`
 	// RangeCounts sums the counters of the sources asked for.
 	RangeCounts
-	// Sources has each source's counters and health (the one asked
-	// for, or every source).
+	// Sources has each source's counters and health: the one asked
+	// for, or every configured source and every source counted.
 	Sources map[string]SourceRange `json:"sources"`
 }
 

@@ -86,15 +86,21 @@ func (a *App) StatsBuckets(ctx context.Context, res storage.StatsResolution, fro
 	return bs, nil
 }
 
-// Health reads how long each source's longest-waiting delivery has been
-// due (one store read per lane: QueueHeads) and whether this node's
-// breakers hold one of its upstreams.
+// Health reads, for every configured source and every source with a
+// queued delivery, how long its longest-waiting delivery has been due
+// (one store read per lane: QueueHeads) and whether this node's breakers
+// hold one of its upstreams.
 func (a *App) Health(ctx context.Context) (map[string]operator.Health, error) {
 	ages, err := a.oldestQueuedAges(ctx, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]operator.Health{}
+	for _, src := range a.sourceNames() { // every configured source has a row
+		if src != alertSource {
+			out[src] = operator.Health{}
+		}
+	}
 	for src, age := range ages {
 		out[src] = operator.Health{OldestQueuedAge: age}
 	}

@@ -92,22 +92,27 @@
 
 	// frame draws a chart's axes for values up to max and returns the
 	// svg and the x and y scales (x by point index).
-	function frame(n, max, unit, points, stepSeconds) {
+	// evenMax rounds a count chart's top up to an even number (at least 2),
+	// so that its middle line is a whole number too.
+	const evenMax = (v) => Math.max(2, Math.ceil(v / 2) * 2);
+
+	function frame(n, max, unit, points, stepSeconds, digits) {
 		const s = svg("svg", { viewBox: "0 0 " + W + " " + H, "class": "chart", role: "img" });
 		const iw = W - PAD.l - PAD.r, ih = H - PAD.t - PAD.b;
-		const x = (i) => PAD.l + (n <= 1 ? iw / 2 : (i * iw) / (n - 1));
+		const x = (i) => PAD.l + ((i + 0.5) * iw) / Math.max(n, 1); // the middle of point i's band
 		const y = (v) => PAD.t + ih - (max > 0 ? (v / max) * ih : 0);
 		for (const f of [0, 0.5, 1]) {
 			const v = max * f;
 			s.append(svg("line", { x1: PAD.l, x2: W - PAD.r, y1: y(v), y2: y(v), "class": "grid" }),
-				svg("text", { x: PAD.l - 4, y: y(v) + 4, "text-anchor": "end", "class": "tick" }, fmtNum(v, v < 10 && v !== 0 ? 2 : 0) + unit));
+				svg("text", { x: PAD.l - 4, y: y(v) + 4, "text-anchor": "end", "class": "tick" }, fmtNum(v, digits || 0) + unit));
 		}
 		if (points && points.length) {
-			for (const i of [0, Math.floor((points.length - 1) / 2), points.length - 1]) {
-				s.append(svg("text", { x: x(i), y: H - 6, "text-anchor": "middle", "class": "tick" }, fmtTick(points[i].t, stepSeconds)));
+			const last = points.length - 1;
+			for (const [i, anchor] of [[0, "start"], [Math.floor(last / 2), "middle"], [last, "end"]]) {
+				s.append(svg("text", { x: x(i), y: H - 6, "text-anchor": last === 0 ? "middle" : anchor, "class": "tick" }, fmtTick(points[i].t, stepSeconds)));
 			}
 		}
-		return { s, x, y, bw: Math.max(1, (iw / Math.max(n, 1)) * 0.8) };
+		return { s, x, y, bw: Math.min(40, Math.max(1, (iw / Math.max(n, 1)) * 0.8)) };
 	}
 
 	// line draws one series (null values break the line) with a dot per
@@ -159,7 +164,7 @@
 		// 2. failed attempts by status class: stacked bars
 		const classes = [["4xx", "s1"], ["5xx", "s2"], ["connection", "s3"], ["other", "s4"]];
 		const totals = pts.map((p) => classes.reduce((a, [c]) => a + ((p.failed || {})[c] || 0), 0));
-		f = frame(n, Math.max(1, maxOf(totals)), "", pts, step);
+		f = frame(n, evenMax(maxOf(totals)), "", pts, step);
 		pts.forEach((p, i) => {
 			const g = svg("g", { "class": "bar" });
 			let base = 0;
@@ -178,13 +183,13 @@
 		// 3. latency percentiles
 		const lat = (k) => pts.map((p) => (p.latency ? p.latency[k] : null));
 		const ps = [["p50", "s0"], ["p95", "s2"], ["p99", "s3"]];
-		f = frame(n, Math.max(0.01, maxOf(lat("p99"))), "s", pts, step);
+		f = frame(n, Math.max(0.01, maxOf(lat("p99"))), " s", pts, step, 3);
 		for (const [k, cls] of ps) line(f, lat(k), cls);
 		put("chart-latency", f.s, n, "Delivery latency percentiles, " + n + " points", legend(ps.map(([k, cls]) => [cls, k])));
 
 		// 4. DLQ size
 		const dlq = pts.map((p) => p.dlq_size);
-		f = frame(n, Math.max(1, maxOf(dlq)), "", pts, step);
+		f = frame(n, evenMax(maxOf(dlq)), "", pts, step);
 		line(f, dlq, "s2");
 		put("chart-dlq", f.s, n, "Open DLQ entries over time, " + n + " points");
 
@@ -192,7 +197,7 @@
 		const att = s.attempts || {};
 		const nums = [...new Set([...Object.keys(att.delivered || {}), ...Object.keys(att.dead || {})])].sort((a, b) => a - b);
 		const counts = nums.map((k) => [(att.delivered || {})[k] || 0, (att.dead || {})[k] || 0]);
-		f = frame(nums.length, Math.max(1, maxOf(counts.map(([a, b]) => a + b))), "", null, step);
+		f = frame(nums.length, evenMax(maxOf(counts.map(([a, b]) => a + b))), "", null, step);
 		nums.forEach((k, i) => {
 			const [ok, dead] = counts[i];
 			const g = svg("g", { "class": "bar", "data-attempt": k });
