@@ -6,8 +6,10 @@
 "use strict";
 
 (function () {
-	const SVG = "http://www.w3.org/2000/svg";
 	const $ = (id) => document.getElementById(id);
+	// the SVG namespace, read from the page's empty inline <svg> (the
+	// HTML parser puts it there): the page's files spell out no URL
+	const SVG = $("svg-ns").namespaceURI;
 	const W = 480, H = 180, PAD = { l: 44, r: 8, t: 10, b: 22 };
 
 	// the window asked for, by the buttons (data-window)
