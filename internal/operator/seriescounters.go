@@ -32,6 +32,18 @@ const (
 // or investigating), sampled by every node (storage.SetStatsGauges).
 const DLQSizeGauge = gaugePrefix + "dlq_open"
 
+// SeriesOnly reports whether a source's counters c are all the time
+// series' (a source with only a DLQ size sample is not one the plain stats
+// list).
+func SeriesOnly(c map[string]int64) bool {
+	for name := range c {
+		if !seriesCounter(name) {
+			return false
+		}
+	}
+	return true
+}
+
 // seriesCounter reports whether name is one of the time series' counters
 // or gauges, kept apart from the plain ones.
 func seriesCounter(name string) bool {

@@ -53,6 +53,9 @@ func TestSeriesCounterNames(t *testing.T) {
 	if plain := b.split(c, false); len(plain) != 1 || plain["accepted"] != 1 {
 		t.Errorf("split kept %v, want accepted only", plain)
 	}
+	if SeriesOnly(c) || !SeriesOnly(map[string]int64{DLQSizeGauge: 0, LatencyCounter(0): 1}) || !SeriesOnly(nil) {
+		t.Error("SeriesOnly is wrong")
+	}
 }
 
 func TestQuantile(t *testing.T) {

@@ -81,6 +81,13 @@ func TestSeriesCounters(t *testing.T) {
 	if err != nil || len(bs) == 0 || bs[len(bs)-1].Counters["shop"][operator.DLQSizeGauge] != 1 {
 		t.Errorf("DLQ size gauge: %v %v", bs, err)
 	}
+	// a source with only a DLQ size sample is not listed by the plain stats
+	if err := st.SetStatsGauges(t.Context(), time.Now(), map[string]map[string]int64{"quiet": {operator.DLQSizeGauge: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := app.Stats(t.Context(), time.Now().Add(-time.Hour)); err != nil || len(s.Sources) != 1 || s.Sources["shop"].Queue.Dead != 1 {
+		t.Errorf("plain stats' sources = %v, %v; want shop's only, with its open entry", s.Sources, err)
+	}
 	if ages, err := app.oldestQueuedAges(t.Context(), time.Now()); err != nil || ages["shop"] != 0 {
 		t.Errorf("oldest queued age with nothing queued = %v, %v", ages, err)
 	}

@@ -205,8 +205,10 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	}
 	names := map[string]bool{}
 	for _, m := range []map[string]map[string]int64{all, recent} {
-		for src := range m {
-			names[src] = true
+		for src, c := range m {
+			if !operator.SeriesOnly(c) { // the DLQ size samples of a source never counted
+				names[src] = true
+			}
 		}
 	}
 	for src := range queues {
