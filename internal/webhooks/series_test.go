@@ -42,10 +42,10 @@ func TestSeriesCounters(t *testing.T) {
 		operator.LatencyCounter(time.Second): 1, operator.LatencyCounter(5 * time.Second): 1,
 		operator.FailureCounter(0): 1, operator.FailureCounter(500): maxErrorsPerSource + 3, // 503 and 500: 5xx
 		operator.AttemptsCounter("delivered", 1): 1, operator.AttemptsCounter("delivered", 2): 1, operator.AttemptsCounter("dead", 3): 1,
-		operator.ErrorCounter("upstream answered 503 Service Unavailable"): 1,
+		operator.ErrorCounter("upstream answered 503 Service Unavailable"):        1,
 		operator.ErrorCounter("dial tcp 10.1.2.3:N: connect: connection refused"): 1,
-		operator.ErrorCounter(otherType): 4, // 32 messages apart, the 2 first ones' and these 4 in (other)
-		"delivered": 2, "dead": 1,
+		operator.ErrorCounter(otherType):                                          4, // 32 messages apart, the 2 first ones' and these 4 in (other)
+		"delivered":                                                               2, "dead": 1,
 	}
 	for _, res := range []storage.StatsResolution{storage.StatsByMinute, storage.StatsByHour} {
 		bs, err := app.StatsBuckets(t.Context(), res, time.Now().Add(-res.Width()), time.Now().Add(res.Width()))
