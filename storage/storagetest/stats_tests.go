@@ -105,6 +105,17 @@ func testStatsBuckets(t *testing.T, f Factory) {
 	if bs, err := s.StatsBuckets(ctx, storage.StatsByMinute, now, now.Add(-time.Hour)); err != nil || len(bs) != 0 {
 		t.Errorf("a window ending before it starts: %v, %v", bs, err)
 	}
+	// a restart loses nothing
+	if f.Reopen != nil {
+		s = f.Reopen(t, s)
+		bs, err := s.StatsBuckets(ctx, storage.StatsByHour, now.Add(-24*time.Hour), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bucketsByStart(t, bs); !reflect.DeepEqual(got, want) {
+			t.Errorf("hour buckets after reopening = %v, want %v", got, want)
+		}
+	}
 	// the all-time totals and the last hour are what they were
 	recent, all, err := s.Stats(ctx, now.Add(-time.Hour))
 	if err != nil {
