@@ -48,3 +48,32 @@ func TestStatsField(t *testing.T) {
 		t.Error("SplitStatsField of a field without \\x00 succeeded")
 	}
 }
+
+func TestStatsBucketRange(t *testing.T) {
+	t0 := time.Unix(1_700_000_040, 0) // a minute boundary
+	m0 := StatsMinute(t0)
+	for _, tc := range []struct {
+		name        string
+		res         StatsResolution
+		from, to    time.Time
+		first, last int64
+		ok          bool
+	}{
+		{"one minute", StatsByMinute, t0, t0.Add(time.Minute), m0, m0, true},
+		{"from mid-minute starts at the next", StatsByMinute, t0.Add(time.Second), t0.Add(3 * time.Minute), m0 + 1, m0 + 2, true},
+		{"to mid-minute holds its minute", StatsByMinute, t0, t0.Add(90 * time.Second), m0, m0 + 1, true},
+		{"empty", StatsByMinute, t0, t0, 0, 0, false},
+		{"reversed", StatsByMinute, t0.Add(time.Hour), t0, 0, 0, false},
+		{"clamped to the retention", StatsByMinute, t0.Add(-30 * 24 * time.Hour), t0, m0 - 48*60 - 1, m0 - 1, true},
+		{"a week by hour", StatsByHour, t0.Add(-7 * 24 * time.Hour), t0, StatsHour(t0) - 7*24 + 1, StatsHour(t0), true},
+		{"unknown resolution", StatsResolution(0), t0, t0.Add(time.Hour), 0, 0, false},
+	} {
+		first, last, ok := StatsBucketRange(tc.res, tc.from, tc.to)
+		if first != tc.first || last != tc.last || ok != tc.ok {
+			t.Errorf("%s: StatsBucketRange = %d, %d, %v; want %d, %d, %v", tc.name, first, last, ok, tc.first, tc.last, tc.ok)
+		}
+	}
+	if got := StatsByHour.Start(StatsHour(t0)); got.Unix()%3600 != 0 || t0.Sub(got) >= time.Hour || got.After(t0) {
+		t.Errorf("StatsByHour.Start = %v, want the start of t0's hour", got)
+	}
+}

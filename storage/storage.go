@@ -255,11 +255,25 @@ type Operations interface {
 	Pauses
 
 	// AddStats adds counter deltas (by source, then counter name) to the
-	// all-time totals and to the minute bucket of at.
+	// all-time totals and to the minute and hour buckets of at, atomically:
+	// the deltas of every node sharing the store add up.
 	AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error
 	// Stats returns the counters summed over the minute buckets since
 	// since, and the all-time totals.
 	Stats(ctx context.Context, since time.Time) (recent, allTime map[string]map[string]int64, err error)
+	// StatsBuckets returns the buckets of resolution res starting in
+	// [from, to) that hold a counter (StatsBucketRange), oldest first.
+	StatsBuckets(ctx context.Context, res StatsResolution, from, to time.Time) ([]StatsBucket, error)
+	// SetStatsGauges sets gauges (by source, then name) in the minute and
+	// hour buckets of at: the value last set in a bucket is its value (a
+	// store-wide reading, such as the DLQ size, is the same from every
+	// node). Gauges are kept apart from AddStats' counters by their names:
+	// the caller never uses one name for both.
+	SetStatsGauges(ctx context.Context, at time.Time, gauges map[string]map[string]int64) error
+	// QueueHeads returns the due time of the first job (queued or leased)
+	// of every lane holding one: one read per lane, not per job. A lane's
+	// head due before now has waited that long for a worker.
+	QueueHeads(ctx context.Context) (map[string]time.Time, error)
 }
 
 // Replays re-sends events already delivered (still within retention).

@@ -81,6 +81,12 @@ func TestCLI(t *testing.T) {
 		!strings.HasPrefix(lines[6], "SOURCE") || strings.Join(strings.Fields(lines[7]), " ") != "t last hour 1 0 0 0 1 0.0% 100.0% 1.00" {
 		t.Fatalf("stats table: %v\n%s", err, out)
 	}
+	// the window's counters, by source with health
+	out, err = cli("stats", "--from", "1h", "--source", "t")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) < 5 || !strings.HasPrefix(lines[3], "SOURCE") ||
+		!strings.HasPrefix(strings.Join(strings.Fields(lines[4]), " "), "t 1 0 0 1 1 0 0.00 0.0% 100.0% 1 ") {
+		t.Fatalf("stats --from 1h --source t: %v\n%s", err, out)
+	}
 	out, err = cli("dlq", "list", "--source", "t", "--status", "pending")
 	if err != nil || !strings.Contains(out, "cli-1") || !strings.Contains(out, "pending") || !strings.Contains(out, "422") {
 		t.Fatalf("dlq list: %v\n%s", err, out)

@@ -46,7 +46,7 @@ const maxDashboardBody = operator.MaxBody
 // no inline script or style, no framing.
 const dashboardCSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
-//go:embed page/index.html page/app.js page/app.css page/events.js
+//go:embed page/index.html page/app.js page/app.css page/events.js page/charts.js page/charts.css
 var dashboardFiles embed.FS
 
 // dashboardAsset is one embedded file of the page.
@@ -62,6 +62,8 @@ var dashboardAssets = func() map[string]dashboardAsset {
 		"app.js":     "text/javascript; charset=utf-8",
 		"events.js":  "text/javascript; charset=utf-8",
 		"app.css":    "text/css; charset=utf-8",
+		"charts.js":  "text/javascript; charset=utf-8",
+		"charts.css": "text/css; charset=utf-8",
 	}
 	m := make(map[string]dashboardAsset, len(types))
 	for name, ct := range types {

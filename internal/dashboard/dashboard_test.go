@@ -13,7 +13,7 @@ import (
 
 // TestDashboardAssetsOffline: the page loads nothing from elsewhere.
 func TestDashboardAssetsOffline(t *testing.T) {
-	for _, name := range []string{"index.html", "app.js", "app.css", "events.js"} {
+	for _, name := range []string{"index.html", "app.js", "app.css", "charts.js", "charts.css", "events.js"} {
 		b, err := os.ReadFile(filepath.Join("page", name))
 		if err != nil {
 			t.Fatal(err)

@@ -368,6 +368,11 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	call("POST", "/webhooks/sources/plain/destinations/default/pause", `{"reason":"upstream down"}`, 200)
 	call("POST", "/webhooks/sources/plain/destinations/nope/pause", "", 404)
 	call("GET", "/webhooks/stats", "", 200) // with a hold and a destination's pause
+	call("GET", "/webhooks/stats?from=1h&source=gen", "", 200)
+	call("GET", "/webhooks/stats?from=7d", "", 200)
+	call("GET", "/webhooks/stats/series?from=15m", "", 200)
+	call("GET", "/webhooks/stats/series?source=gen&from=24h", "", 200)
+	call("GET", "/webhooks/stats/series?from=7d&step=1m", "", 400) // too many points
 	call("POST", "/webhooks/sources/plain/destinations/default/resume", "", 200)
 	call("POST", "/webhooks/sources/gen/resume", `{}`, 200)
 	if missing := c.Unchecked(); len(missing) > 0 {

@@ -41,6 +41,7 @@ func New(app func() (App, error)) *Handler {
 	h := &Handler{app: app, mux: http.NewServeMux()}
 	h.routes = []route{
 		{"GET /webhooks/stats", h.stats},
+		{"GET /webhooks/stats/series", h.series},
 		// anything else under /webhooks/: a JSON 404, or 405 with Allow
 		{"/webhooks/", h.unknown},
 		{"GET /webhooks/dlq", h.listDead},

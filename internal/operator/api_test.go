@@ -220,7 +220,8 @@ func TestPatterns(t *testing.T) {
 	if !slices.Contains(got, "/webhooks/") || !slices.Contains(got, "GET /webhooks/dlq/{id}") ||
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
 		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
-		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") || !slices.Contains(got, "GET /webhooks/events") || len(got) != 18 {
+		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") ||
+		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || len(got) != 19 {
 		t.Fatalf("patterns %q", got)
 	}
 }

@@ -22,6 +22,14 @@ type App interface {
 	// Stats reads the queue's sizes and, by webhook source, the counters
 	// since since and all-time.
 	Stats(ctx context.Context, since time.Time) (Stats, error)
+	// StatsBuckets reads the webhook sources' stats buckets of res
+	// starting in [from, to), oldest first (storage.Operations.StatsBuckets;
+	// the app's internal sources left out).
+	StatsBuckets(ctx context.Context, res storage.StatsResolution, from, to time.Time) ([]storage.StatsBucket, error)
+	// Health reads, by webhook source (every configured one, and any
+	// with queued deliveries), what the health table shows beside the
+	// counters (Health).
+	Health(ctx context.Context) (map[string]Health, error)
 	// Pauses lists the pauses in force as this node knows them.
 	Pauses() []storage.Pause
 	// SetPause pauses a source or one of its destinations, or changes its
@@ -112,4 +120,14 @@ type Replay struct {
 	Failed map[string]error
 	// Spread is how long the re-enqueued events are spread over.
 	Spread time.Duration
+}
+
+// Health is one source's delivery health now, as App.Health reads it.
+type Health struct {
+	// OldestQueuedAge is how long the source's longest-waiting delivery
+	// has been due (storage.QueueHeads; 0: none is due).
+	OldestQueuedAge time.Duration
+	// BreakerOpen says whether this node's circuit breaker of one of the
+	// source's upstreams holds its deliveries.
+	BreakerOpen bool
 }

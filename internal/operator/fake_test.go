@@ -24,6 +24,8 @@ type fakeApp struct {
 	entries map[string]*storage.DLQEntry
 	events  map[string]*storage.EventInfo // by source + "/" + event id
 	stats   operator.Stats
+	buckets map[storage.StatsResolution][]storage.StatsBucket
+	health  map[string]operator.Health
 	paused  map[string]storage.Pause
 	redrive operator.Redrive
 	replay  operator.Replay
@@ -61,6 +63,20 @@ func (f *fakeApp) Available() error {
 
 func (f *fakeApp) Stats(_ context.Context, _ time.Time) (operator.Stats, error) {
 	return f.stats, f.err()
+}
+
+func (f *fakeApp) StatsBuckets(_ context.Context, res storage.StatsResolution, from, to time.Time) ([]storage.StatsBucket, error) {
+	var out []storage.StatsBucket
+	for _, b := range f.buckets[res] {
+		if !b.Start.Before(from) && b.Start.Before(to) {
+			out = append(out, b)
+		}
+	}
+	return out, f.err()
+}
+
+func (f *fakeApp) Health(context.Context) (map[string]operator.Health, error) {
+	return f.health, f.err()
 }
 
 func (f *fakeApp) Pauses() []storage.Pause {

@@ -62,6 +62,7 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 	f.redrive = operator.Redrive{Matched: 2, Retried: []string{"p"}, Failed: map[string]error{"x": storage.ErrConflict}, Spread: time.Second}
 	f.replay = operator.Replay{Matched: 1, Replayed: []operator.ReplayedEvent{{ID: "i-1", EventID: "e-1", Source: "gen", Destination: "default"}}}
 	f.dedupeUntil = time.Now().Add(time.Hour)
+	f.buckets, f.health = seriesBuckets(time.Now()), map[string]operator.Health{"gen": {OldestQueuedAge: 90 * time.Second, BreakerOpen: true}}
 	api := apiOver(f)
 	down := newFakeApp()
 	down.unavailable = true
@@ -74,6 +75,16 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		want         int
 	}{
 		{api, "GET", "/webhooks/stats", "", 200},
+		{api, "GET", "/webhooks/stats?from=1h", "", 200},
+		{api, "GET", "/webhooks/stats?from=7d&source=gen", "", 200},
+		{api, "GET", "/webhooks/stats?source=gen&type=invoice.paid", "", 200},
+		{api, "GET", "/webhooks/stats?from=yesterday", "", 400},
+		{api, "GET", "/webhooks/stats?from=1h&to=2h", "", 400},
+		{api, "GET", "/webhooks/stats/series?from=15m", "", 200},
+		{api, "GET", "/webhooks/stats/series?source=gen&from=7d", "", 200},
+		{api, "GET", "/webhooks/stats/series?from=24h&step=30s", "", 400},
+		{api, "GET", "/webhooks/stats/series?from=7d&step=1m", "", 400},
+		{apiDown, "GET", "/webhooks/stats/series", "", 503},
 		{api, "GET", "/webhooks/dlq?source=gen&status=pending&limit=10&since=24h", "", 200},
 		{api, "GET", "/webhooks/dlq?limit=0", "", 400},
 		{api, "GET", "/webhooks/dlq?cursor=bad", "", 400},

@@ -12,8 +12,12 @@ const statsWindow = time.Hour
 // stats answers GET /webhooks/stats (StatsAnswer): the queue's current
 // sizes and, by source, what was received, rejected, delivered and
 // dead-lettered over the last hour and all-time, with the derived rates.
-// Counts are those of every node sharing the store.
+// Counts are those of every node sharing the store. With from, to, source
+// or type it answers the range instead (rangeStats).
 func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
+	if rangeQuery(r) {
+		return h.rangeStats(w, r)
+	}
 	app, err := h.ready()
 	if err != nil {
 		return err
@@ -76,9 +80,9 @@ type breakdown struct {
 
 // split returns the plain counters of c (those neither by type nor by
 // destination, nil for nil) and adds the others to b, in the all-time
-// window when allTime, else in the last hour. A counter by type or
-// destination never counts as plain: it would count as rejected, and
-// twice in the totals.
+// window when allTime, else in the last hour; the time series' counters
+// (seriesCounter) are left out. A counter by type or destination never
+// counts as plain: it would count as rejected, and twice in the totals.
 func (b *breakdown) split(c map[string]int64, allTime bool) map[string]int64 {
 	if c == nil {
 		return nil
@@ -89,6 +93,8 @@ func (b *breakdown) split(c map[string]int64, allTime bool) map[string]int64 {
 			b.addType(rest, n, allTime)
 		} else if rest, ok := strings.CutPrefix(name, destinationCounterPrefix); ok {
 			b.addDestination(rest, n, allTime)
+		} else if seriesCounter(name) {
+			continue // the time series' (seriescounters.go)
 		} else {
 			plain[name] = n
 		}

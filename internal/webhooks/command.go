@@ -31,7 +31,8 @@ func init() {
 		Long: `
 Talks to the webhooks routes of a running Caddy's admin API.
 
-  caddy webhooks stats
+  caddy webhooks stats [--from 24h] [--to 1h] [--source S] [--type T]
+                                     (with a window: the counters over it, by source with health)
   caddy webhooks dlq list [--source S] [--destination D] [--type T] [--status pending] [--since 24h] [--until 1h] [--limit 50] [--cursor C]
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
@@ -60,12 +61,14 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			pf.StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
 			pf.Bool("json", false, "Print JSON instead of a table")
 
-			cmd.AddCommand(&cobra.Command{
+			statsCmd := &cobra.Command{
 				Use:   "stats",
-				Short: "Shows the queue: queued, in flight, dead",
+				Short: "Shows the queue: queued, in flight, dead; with --from, --to, --source or --type the counters over that window",
 				Args:  cobra.NoArgs,
 				RunE:  caddycmd.WrapCommandFuncForCobra(cmdStats),
-			})
+			}
+			rangeFlags(statsCmd)
+			cmd.AddCommand(statsCmd)
 			dlqCmd := &cobra.Command{Use: "dlq", Short: "Lists and acts on dead-lettered events"}
 			list := &cobra.Command{
 				Use:   "list",
@@ -172,6 +175,9 @@ func output(fl caddycmd.Flags, raw []byte, v any, table func(w io.Writer)) (int,
 }
 
 func cmdStats(fl caddycmd.Flags) (int, error) {
+	if q := rangeQuery(fl); len(q) > 0 {
+		return cmdRangeStats(fl, q)
+	}
 	raw, err := adminCall(fl, "GET", "/webhooks/stats", nil)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err

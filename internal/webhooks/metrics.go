@@ -18,6 +18,7 @@ var metrics = struct {
 	received          *prometheus.CounterVec
 	deliveries        *prometheus.CounterVec
 	deliveryDuration  *prometheus.HistogramVec
+	durationByResult  *prometheus.HistogramVec
 	signatureFailures *prometheus.CounterVec
 }{
 	received: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -33,6 +34,13 @@ var metrics = struct {
 		Help:    "Duration of delivery attempts to the upstream.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"source"}),
+	// a name of its own: Prometheus allows one label set per name, and
+	// delivery_duration_seconds{source} keeps its users' queries working
+	durationByResult: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "caddy", Subsystem: "webhooks", Name: "delivery_duration_by_result_seconds",
+		Help:    "Duration of delivery attempts to the upstream, by source and result (delivered, retry, dead).",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"source", "result"}),
 	signatureFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "webhooks", Name: "signature_failures_total",
 		Help: "Requests rejected by signature verification, by source.",
@@ -53,6 +61,7 @@ func observeSignatureFailure(source string) {
 func observeDelivery(source, result string, d time.Duration) {
 	metrics.deliveries.WithLabelValues(source, result).Inc()
 	metrics.deliveryDuration.WithLabelValues(source).Observe(d.Seconds())
+	metrics.durationByResult.WithLabelValues(source, result).Observe(d.Seconds())
 }
 
 // registerMetrics adds the package collectors and this app's queue-depth
@@ -61,7 +70,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metrics.received, metrics.deliveries, metrics.deliveryDuration, metrics.signatureFailures} {
+	for _, c := range []prometheus.Collector{metrics.received, metrics.deliveries, metrics.deliveryDuration, metrics.durationByResult, metrics.signatureFailures} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -90,6 +99,10 @@ var dlqEntriesDesc = prometheus.NewDesc("caddy_webhooks_dlq_entries",
 var queueDepthDesc = prometheus.NewDesc("caddy_webhooks_queue_depth",
 	"Events in the delivery queue, by state (queued, in_flight) and open DLQ entries (dead).", []string{"state"}, nil)
 
+var oldestQueuedDesc = prometheus.NewDesc("caddy_webhooks_oldest_queued_age_seconds",
+	"How long each source's longest-waiting delivery has been due and not delivered (0: none waits); read from the lanes' heads, one store read per lane.",
+	[]string{"source"}, nil)
+
 var storeUpDesc = prometheus.NewDesc("caddy_webhooks_store_up",
 	"Whether this node reached the webhook store at scrape time (1) or not (0).", nil, nil)
 
@@ -102,11 +115,12 @@ func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- dlqEntriesDesc
 	ch <- storeUpDesc
 	ch <- breakerOpenDesc
+	ch <- oldestQueuedDesc
 }
 
 // Collect reports the breakers (this node's), whether the store answers,
-// and the store-wide queue and DLQ sizes (the same on every node sharing
-// the store: aggregate them with max, not sum).
+// and the store-wide queue and DLQ sizes and oldest queued ages (the same
+// on every node sharing the store: aggregate them with max, not sum).
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if q.app.breakers != nil {
 		for upstream, open := range q.app.breakers.States() {
@@ -139,6 +153,16 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	up(true)
 	for state, n := range map[storage.Status]int{storage.StatusQueued: c.Queued, storage.StatusInFlight: c.InFlight, storage.StatusDead: c.Dead} {
 		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(n), string(state))
+	}
+	if ages, err := q.app.oldestQueuedAges(ctx, time.Now()); err == nil {
+		for _, src := range q.app.sourceNames() {
+			if _, ok := ages[src]; !ok && src != alertSource {
+				ages[src] = 0
+			}
+		}
+		for src, age := range ages {
+			ch <- prometheus.MustNewConstMetric(oldestQueuedDesc, prometheus.GaugeValue, age.Seconds(), src)
+		}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -88,6 +88,7 @@ func (a *App) onResult(r delivery.Report) {
 		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
 		a.Count(r.Job.Source, result, 1)
 		a.Count(r.Job.Source, "attempts", 1)
+		a.countAttempt(r.Job.Source, result, r.Attempt)
 		if r.Result != storage.Retry {
 			a.countType(r.Job.Source, result, r.Job.Type)
 			a.countDestination(r.Job.Source, result, storage.DestinationOf(&r.Job.Event))

@@ -135,11 +135,15 @@ func (a *App) countDestination(source, outcome, dest string) {
 	}
 }
 
-// flushStats writes the buffered deltas to the store.
-func (a *App) flushStats(ctx context.Context, st storage.Operations) {
+// flushStats writes the buffered deltas to the store; dead says whether
+// they counted a delivery moved to the DLQ.
+func (a *App) flushStats(ctx context.Context, st storage.Operations) (dead bool) {
 	d := a.stats.take()
 	if len(d) == 0 {
-		return
+		return false
+	}
+	for _, m := range d {
+		dead = dead || m["dead"] > 0
 	}
 	if err := st.AddStats(ctx, time.Now(), d); err != nil {
 		a.stats.putBack(d)
@@ -147,11 +151,17 @@ func (a *App) flushStats(ctx context.Context, st storage.Operations) {
 			a.log.Warn("writing stats to the store; will retry", zap.Error(err))
 		}
 	}
+	return dead
 }
 
-func (a *App) statsFlusher(ctx context.Context, st storage.Operations) {
+// statsFlusher writes the buffered deltas every statsFlushEvery, and
+// samples the DLQ size every dlqSampleEvery and after a flush counting
+// new dead letters, until ctx ends.
+func (a *App) statsFlusher(ctx context.Context, st storage.Store) {
 	t := time.NewTicker(statsFlushEvery)
 	defer t.Stop()
+	a.sampleDLQ(ctx, st)
+	sampled := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -159,8 +169,11 @@ func (a *App) statsFlusher(ctx context.Context, st storage.Operations) {
 			a.flushStats(fctx, st)
 			cancel()
 			return
-		case <-t.C:
-			a.flushStats(ctx, st)
+		case now := <-t.C:
+			if a.flushStats(ctx, st) || now.Sub(sampled) >= dlqSampleEvery {
+				a.sampleDLQ(ctx, st)
+				sampled = now
+			}
 		}
 	}
 }
@@ -192,8 +205,10 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	}
 	names := map[string]bool{}
 	for _, m := range []map[string]map[string]int64{all, recent} {
-		for src := range m {
-			names[src] = true
+		for src, c := range m {
+			if !operator.SeriesOnly(c) { // the DLQ size samples of a source never counted
+				names[src] = true
+			}
 		}
 	}
 	for src := range queues {

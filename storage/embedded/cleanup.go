@@ -55,7 +55,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			if err != nil {
 				return err
 			}
-			m, err = sweepStats(tx, now.Add(-storage.StatsRetention), cleanupChunk)
+			m, err = sweepStats(tx, now, cleanupChunk)
 			n += m
 			if err != nil {
 				return err

@@ -116,6 +116,19 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	return t, ok, err
 }
 
+// QueueHeads implements storage.Store: one Seek per lane.
+func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	err := s.view(func(tx *bolt.Tx) error {
+		return laneHeads(tx, func(_ *bolt.Cursor, lane []byte, k []byte) error {
+			_, due, _, _ := splitDueKey(k)
+			out[string(lane)] = due
+			return nil
+		})
+	})
+	return out, err
+}
+
 // Finish implements storage.Store.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := s.now()

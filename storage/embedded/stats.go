@@ -11,31 +11,55 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// statsKey is the minute (0: all-time) then the counter's storage.StatsField.
-func statsKey(minute int64, source, name string) []byte {
+// statsKey is the bucket index (minute or hour; 0: all-time) then the
+// counter's storage.StatsField.
+func statsKey(bucket int64, source, name string) []byte {
 	field := storage.StatsField(source, name)
 	k := make([]byte, 8, 8+len(field))
-	binary.BigEndian.PutUint64(k, uint64(minute))
+	binary.BigEndian.PutUint64(k, uint64(bucket))
 	return append(k, field...)
 }
 
-// AddStats implements storage.Store.
+// statsBucketOf is the bbolt bucket holding the counters of res.
+func statsBucketOf(res storage.StatsResolution) []byte {
+	if res == storage.StatsByHour {
+		return bStatsH
+	}
+	return bStats
+}
+
+// int64Value encodes a counter.
+func int64Value(n int64) []byte {
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, uint64(n))
+	return v
+}
+
+// addCounter adds d to the counter at k of b.
+func addCounter(b *bolt.Bucket, k []byte, d int64) error {
+	var n int64
+	if v := b.Get(k); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	return b.Put(k, int64Value(n+d))
+}
+
+// AddStats implements storage.Store: the all-time totals, the minute and
+// the hour bucket in one transaction.
 func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
-	minute := storage.StatsMinute(at)
+	minute, hour := storage.StatsMinute(at), storage.StatsHour(at)
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bStats)
+		b, h := tx.Bucket(bStats), tx.Bucket(bStatsH)
 		for source, m := range deltas {
 			for name, d := range m {
-				for _, k := range [][]byte{statsKey(0, source, name), statsKey(minute, source, name)} {
-					var n int64
-					if v := b.Get(k); len(v) == 8 {
-						n = int64(binary.BigEndian.Uint64(v))
-					}
-					v := make([]byte, 8)
-					binary.BigEndian.PutUint64(v, uint64(n+d))
-					if err := b.Put(k, v); err != nil {
-						return err
-					}
+				if err := addCounter(b, statsKey(0, source, name), d); err != nil {
+					return err
+				}
+				if err := addCounter(b, statsKey(minute, source, name), d); err != nil {
+					return err
+				}
+				if err := addCounter(h, statsKey(hour, source, name), d); err != nil {
+					return err
 				}
 			}
 		}
@@ -43,41 +67,100 @@ func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]ma
 	})
 }
 
+// SetStatsGauges implements storage.Store.
+func (s *Store) SetStatsGauges(ctx context.Context, at time.Time, gauges map[string]map[string]int64) error {
+	minute, hour := storage.StatsMinute(at), storage.StatsHour(at)
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b, h := tx.Bucket(bStats), tx.Bucket(bStatsH)
+		for source, m := range gauges {
+			for name, v := range m {
+				if err := b.Put(statsKey(minute, source, name), int64Value(v)); err != nil {
+					return err
+				}
+				if err := h.Put(statsKey(hour, source, name), int64Value(v)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// addStatsField adds the counter at k (value v) to out, by source and name.
+func addStatsField(out map[string]map[string]int64, k, v []byte) {
+	source, name, ok := storage.SplitStatsField(string(k[8:]))
+	if !ok || len(v) != 8 {
+		return
+	}
+	m := out[source]
+	if m == nil {
+		m = map[string]int64{}
+		out[source] = m
+	}
+	m[name] += int64(binary.BigEndian.Uint64(v))
+}
+
 // Stats implements storage.Store.
 func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[string]int64, map[string]map[string]int64, error) {
 	recent, all := map[string]map[string]int64{}, map[string]map[string]int64{}
-	add := func(out map[string]map[string]int64, k, v []byte) {
-		source, name, ok := storage.SplitStatsField(string(k[8:]))
-		if !ok || len(v) != 8 {
-			return
-		}
-		m := out[source]
-		if m == nil {
-			m = map[string]int64{}
-			out[source] = m
-		}
-		m[name] += int64(binary.BigEndian.Uint64(v))
-	}
 	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bStats).Cursor()
 		zero := make([]byte, 8)
 		for k, v := c.First(); k != nil && bytes.HasPrefix(k, zero); k, v = c.Next() {
-			add(all, k, v)
+			addStatsField(all, k, v)
 		}
 		from := make([]byte, 8)
 		binary.BigEndian.PutUint64(from, uint64(max(storage.StatsMinute(since), 1)))
 		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
-			add(recent, k, v)
+			addStatsField(recent, k, v)
 		}
 		return nil
 	})
 	return recent, all, err
 }
 
-// sweepStats deletes minute buckets older than before (never the all-time ones).
-func sweepStats(tx *bolt.Tx, before time.Time, max int) (int, error) {
-	b := tx.Bucket(bStats)
-	end := storage.StatsMinute(before)
+// StatsBuckets implements storage.Store: one cursor walk over the range.
+func (s *Store) StatsBuckets(ctx context.Context, res storage.StatsResolution, from, to time.Time) ([]storage.StatsBucket, error) {
+	first, last, ok := storage.StatsBucketRange(res, from, to)
+	if !ok {
+		return nil, nil
+	}
+	var out []storage.StatsBucket
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(statsBucketOf(res)).Cursor()
+		start := make([]byte, 8)
+		binary.BigEndian.PutUint64(start, uint64(first))
+		for k, v := c.Seek(start); k != nil && len(k) >= 8; k, v = c.Next() {
+			i := int64(binary.BigEndian.Uint64(k[:8]))
+			if i > last {
+				break
+			}
+			if len(out) == 0 || out[len(out)-1].Start != res.Start(i) {
+				out = append(out, storage.StatsBucket{Start: res.Start(i), Counters: map[string]map[string]int64{}})
+			}
+			addStatsField(out[len(out)-1].Counters, k, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sweepStats deletes the minute and hour buckets past their retention at
+// now (never the all-time totals), at most max keys.
+func sweepStats(tx *bolt.Tx, now time.Time, max int) (int, error) {
+	n, err := sweepStatsBucket(tx.Bucket(bStats), storage.StatsMinute(now.Add(-storage.StatsRetention)), max)
+	if err != nil || n >= max {
+		return n, err
+	}
+	m, err := sweepStatsBucket(tx.Bucket(bStatsH), storage.StatsHour(now.Add(-storage.StatsHourRetention)), max-n)
+	return n + m, err
+}
+
+// sweepStatsBucket deletes the keys of b's buckets 1 to end-1, at most max.
+func sweepStatsBucket(b *bolt.Bucket, end int64, max int) (int, error) {
 	var keys [][]byte
 	c := b.Cursor()
 	first := make([]byte, 8)

@@ -38,9 +38,10 @@ var (
 	bIDs      = []byte("ids")      // source\x00event_id -> event id, while a record of the event exists
 	bPaused   = []byte("paused")   // source -> nil
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
+	bStatsH   = []byte("statsh")   // hour|source\x00name -> count
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bDeliveries, bChains, bWaiting, bErased, bScrub}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bStatsH, bDeliveries, bChains, bWaiting, bErased, bScrub}
 
 // record is an event as stored in bEvents.
 type record struct {

@@ -522,3 +522,35 @@ func (s *Store) leasePartition(token string) (partition, bool) {
 	}
 	return s.parts[i], true
 }
+
+// QueueHeads implements storage.Store: headsScript (no lane skipped) in
+// every partition, one pipelined round trip, one ZRANGE per lane.
+func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	calls := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: []any{p.lanePrefix()}}
+	}
+	heads, err := s.evalPipelined(ctx, headsScript, calls)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	out := map[string]time.Time{}
+	for _, c := range heads {
+		v, _ := c.Val().([]any)
+		for j := 0; j+1 < len(v); j += 2 {
+			lane, _ := v[j].(string)
+			ms, err := strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
+			if err != nil {
+				continue
+			}
+			due := time.UnixMilli(int64(ms))
+			if t, ok := out[lane]; !ok || due.Before(t) {
+				out[lane] = due
+			}
+		}
+	}
+	return out, nil
+}

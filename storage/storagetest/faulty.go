@@ -35,6 +35,9 @@ const (
 	MethodPauses        Method = "Pauses"
 	MethodAddStats      Method = "AddStats"
 	MethodStats         Method = "Stats"
+	MethodStatsBuckets  Method = "StatsBuckets"
+	MethodSetGauges     Method = "SetStatsGauges"
+	MethodQueueHeads    Method = "QueueHeads"
 	MethodCleanup       Method = "Cleanup"
 	MethodErase         Method = "Erase"
 	MethodListEvents    Method = "ListEvents"
@@ -46,7 +49,7 @@ var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
 	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
-	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase, MethodListEvents,
+	MethodStatsBuckets, MethodSetGauges, MethodQueueHeads, MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase, MethodListEvents,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real
@@ -399,6 +402,21 @@ func (f *Faulty) Stats(ctx context.Context, since time.Time) (map[string]map[str
 		return both{recent, all}, err
 	})
 	return b.recent, b.all, err
+}
+
+// StatsBuckets implements storage.Store.
+func (f *Faulty) StatsBuckets(ctx context.Context, res storage.StatsResolution, from, to time.Time) ([]storage.StatsBucket, error) {
+	return call(f, ctx, MethodStatsBuckets, func() ([]storage.StatsBucket, error) { return f.inner.StatsBuckets(ctx, res, from, to) })
+}
+
+// SetStatsGauges implements storage.Store.
+func (f *Faulty) SetStatsGauges(ctx context.Context, at time.Time, gauges map[string]map[string]int64) error {
+	return call0(f, ctx, MethodSetGauges, func() error { return f.inner.SetStatsGauges(ctx, at, gauges) })
+}
+
+// QueueHeads implements storage.Store.
+func (f *Faulty) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
+	return call(f, ctx, MethodQueueHeads, func() (map[string]time.Time, error) { return f.inner.QueueHeads(ctx) })
 }
 
 // Cleanup implements storage.Store.

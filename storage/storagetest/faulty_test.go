@@ -170,8 +170,16 @@ func TestFaultyFaults(t *testing.T) {
 			storagetest.MethodAddStats: func() error {
 				return f.AddStats(ctx, time.Now(), map[string]map[string]int64{"stripe": {"n": 1}})
 			},
-			storagetest.MethodStats:   func() error { _, _, err := f.Stats(ctx, time.Now()); return err },
-			storagetest.MethodCleanup: func() error { _, err := f.Cleanup(ctx, time.Now(), time.Hour, 0); return err },
+			storagetest.MethodStats: func() error { _, _, err := f.Stats(ctx, time.Now()); return err },
+			storagetest.MethodStatsBuckets: func() error {
+				_, err := f.StatsBuckets(ctx, storage.StatsByMinute, time.Now().Add(-time.Hour), time.Now())
+				return err
+			},
+			storagetest.MethodSetGauges: func() error {
+				return f.SetStatsGauges(ctx, time.Now(), map[string]map[string]int64{"stripe": {"g": 1}})
+			},
+			storagetest.MethodQueueHeads: func() error { _, err := f.QueueHeads(ctx); return err },
+			storagetest.MethodCleanup:    func() error { _, err := f.Cleanup(ctx, time.Now(), time.Hour, 0); return err },
 			storagetest.MethodErase: func() error {
 				_, err := f.Erase(ctx, "stripe", "x", time.Now())
 				return err
