@@ -37,6 +37,9 @@ const (
 	MethodStats         Method = "Stats"
 	MethodCleanup       Method = "Cleanup"
 	MethodErase         Method = "Erase"
+	MethodRekeyBatch    Method = "RekeyBatch"
+	MethodRekeyState    Method = "RekeyState"
+	MethodSaveRekey     Method = "SaveRekeyState"
 	MethodClose         Method = "Close"
 )
 
@@ -46,6 +49,7 @@ var Methods = []Method{
 	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
 	MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase,
+	MethodRekeyBatch, MethodRekeyState, MethodSaveRekey,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real

@@ -125,6 +125,11 @@ func Run(t *testing.T, f Factory) {
 		{"EraseInFlight", testEraseInFlight},
 		{"EraseOrdered", testEraseOrdered},
 		{"EraseClaimExpiry", testEraseClaimExpiry},
+		{"SealedAtRest", testSealedAtRest},
+		{"SealedKeyMissing", testSealedKeyMissing},
+		{"Rekey", testRekey},
+		{"RekeyResume", testRekeyResume},
+		{"RekeyUnderTraffic", testRekeyUnderTraffic},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })
