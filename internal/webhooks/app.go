@@ -68,7 +68,7 @@ type App struct {
 
 	backend backends.Backend
 	keys    *storage.Keyring
-	sealed  atomic.Pointer[storage.SealingStore]
+	sealed  *atomic.Pointer[storage.SealingStore]
 	rekey   *rekeyRunner
 	poolKey string
 	seenKey string

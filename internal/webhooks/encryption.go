@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -24,6 +25,7 @@ import (
 // keys themselves live only in the keyring, and no error shows one.
 func (a *App) provisionEncryption() error {
 	a.rekey = new(rekeyRunner)
+	a.sealed = new(atomic.Pointer[storage.SealingStore])
 	if len(a.EncryptionKeys) == 0 {
 		return nil
 	}
