@@ -32,6 +32,10 @@ func (a *App) provisionEncryption() error {
 	repl := caddy.NewReplacer()
 	keys := make([]string, len(a.EncryptionKeys))
 	for i, k := range a.EncryptionKeys {
+		if !strings.Contains(k, "{") {
+			a.log.Warn("an encryption_key is written in the config itself: give it as a placeholder ({env.*}, {file.*}) to keep it out of the JSON config",
+				zap.Int("key", i+1))
+		}
 		keys[i] = strings.TrimSpace(repl.ReplaceAll(k, ""))
 		if keys[i] == "" {
 			return fmt.Errorf("encryption_key: key %d is empty (after placeholder replacement)", i+1)
