@@ -68,6 +68,12 @@ func (a *App) Encryption() operator.EncryptionInfo {
 	return operator.EncryptionInfo{Enabled: a.keys.Enabled(), KeyID: a.keys.CurrentID(), Keys: a.keys.Len()}
 }
 
+// Audit steps of a rekey (audit.go).
+const (
+	stepRekeyStarted = "rekey_started"
+	stepRekeyDone    = "rekey_done"
+)
+
 // rekeyRunner runs one rekey at a time in this process.
 type rekeyRunner struct {
 	mu       sync.Mutex
@@ -106,7 +112,9 @@ func (a *App) StartRekey(ctx context.Context) (storage.RekeyProgress, bool, erro
 		r.progress = saved // resumed
 		r.progress.State = storage.RekeyRunning
 	}
-	a.log.Info("rekey started", zap.String("key_id", a.keys.CurrentID()), zap.Int("keys", a.keys.Len()))
+	// the audit trail names the key by its id, never the key
+	a.audit(stepRekeyStarted, zap.String("key_id", a.keys.CurrentID()), zap.Int("keys", a.keys.Len()),
+		zap.Bool("resumed", r.progress.Scanned > 0))
 	go a.runRekey(rctx, st.(*storage.SealingStore), r)
 	return r.progress, true, nil
 }
@@ -127,7 +135,7 @@ func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, r *rekeyRu
 		cancel()
 		a.log.Error("rekey failed", zap.Error(err), zap.Int("scanned", p.Scanned), zap.Int("resealed", p.Resealed))
 	} else if err == nil {
-		a.log.Info("rekey finished", zap.String("key_id", p.KeyID), zap.Int("scanned", p.Scanned),
+		a.audit(stepRekeyDone, zap.String("key_id", p.KeyID), zap.Int("scanned", p.Scanned),
 			zap.Int("resealed", p.Resealed), zap.Int("failed", p.Failed))
 	}
 	r.mu.Lock()
