@@ -107,6 +107,9 @@ func Rekey(ctx context.Context, r Rekeyer, k *Keyring, batch int, onBatch func(R
 	if p.State == RekeyDone || p.KeyID != k.CurrentID() {
 		p = RekeyProgress{KeyID: k.CurrentID(), StartedAt: now}
 	}
+	if p.Failed == 0 {
+		p.Error = "" // why an earlier run stopped
+	}
 	p.State, p.FinishedAt, p.UpdatedAt = RekeyRunning, time.Time{}, now
 	if err := r.SaveRekeyState(ctx, p); err != nil {
 		return p, err

@@ -111,6 +111,9 @@ func (a *App) StartRekey(ctx context.Context) (storage.RekeyProgress, bool, erro
 	if saved.State != storage.RekeyDone && saved.KeyID == a.keys.CurrentID() {
 		r.progress = saved // resumed
 		r.progress.State = storage.RekeyRunning
+		if saved.Failed == 0 {
+			r.progress.Error = ""
+		}
 	}
 	// the audit trail names the key by its id, never the key
 	a.audit(stepRekeyStarted, zap.String("key_id", a.keys.CurrentID()), zap.Int("keys", a.keys.Len()),
@@ -126,15 +129,19 @@ func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, r *rekeyRu
 		r.progress = p
 		r.mu.Unlock()
 	})
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil {
+		// saved as failed, with its cursor: the next start resumes it
 		p.State, p.Error = storage.RekeyFailed, err.Error()
+		if errors.Is(err, context.Canceled) {
+			p.Error = "interrupted by a config reload or shutdown: start it again to resume it"
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if serr := st.SaveRekeyState(ctx, p); serr != nil {
 			a.log.Error("saving the rekey's failure", zap.Error(serr))
 		}
 		cancel()
 		a.log.Error("rekey failed", zap.Error(err), zap.Int("scanned", p.Scanned), zap.Int("resealed", p.Resealed))
-	} else if err == nil {
+	} else {
 		a.audit(stepRekeyDone, zap.String("key_id", p.KeyID), zap.Int("scanned", p.Scanned),
 			zap.Int("resealed", p.Resealed), zap.Int("failed", p.Failed))
 	}
