@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
 )
 
@@ -354,4 +356,62 @@ func redisValues(t *testing.T, addr, prefix string) [][]byte {
 		t.Fatal("no key under the prefix: the check proves nothing")
 	}
 	return out
+}
+
+// TestEncryptionKeyMissing (DESIGN "Data at rest"): a job sealed under a
+// key the config no longer has is not lost and crashes nothing: it goes to
+// the DLQ with an error naming the missing key id, the admin API answers
+// its entry 409 ENCRYPTION_KEY_MISSING (JSON, with the key id); once the
+// key is back, the entry reads and its retry delivers the exact body.
+func TestEncryptionKeyMissing(t *testing.T) {
+	other := base64.StdEncoding.EncodeToString([]byte("another-e2e-encryption-key-32byt"))
+	t.Setenv("HOOKLINE_E2E_KEY", e2eKey)
+	t.Setenv("HOOKLINE_E2E_KEY2", other)
+	raw, _ := base64.StdEncoding.DecodeString(e2eKey)
+	keyID := storage.KeyID(raw)
+	up := newUpstream(t)
+	var deliver atomic.Bool
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if deliver.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	storageLine := defaultStorage(t)
+	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY}", "")
+	body := []byte(`{"secret":"key-missing-body-4e2a"}`)
+	if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "enc-missing")); resp.StatusCode != 202 {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	up.next(t, 5*time.Second) // tried once, due again in 1s
+
+	// the key is gone: the job is dead-lettered, not handed out sealed
+	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY2}", "")
+	id := dlqEntryOf(t, "enc-missing")
+	_, page := admin(t, "GET", "/webhooks/dlq?status=pending", "")
+	if !strings.Contains(fmt.Sprint(page), keyID) {
+		t.Errorf("the DLQ entry does not name the missing key %s: %v", keyID, page)
+	}
+	code, e := admin(t, "GET", "/webhooks/dlq/"+id, "")
+	if code != http.StatusConflict || e["code"] != "ENCRYPTION_KEY_MISSING" || !strings.Contains(fmt.Sprint(e["error"]), keyID) {
+		t.Fatalf("entry under a missing key: %d %v", code, e)
+	}
+
+	// the key is back (an older one): the entry reads, its retry delivers
+	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY2} {env.HOOKLINE_E2E_KEY}", "")
+	if code, e := admin(t, "GET", "/webhooks/dlq/"+id, ""); code != 200 || !strings.Contains(fmt.Sprint(e), "key-missing-body-4e2a") {
+		t.Fatalf("entry with its key back: %d %v", code, e)
+	}
+	deliver.Store(true)
+	for len(up.arrived) > 0 {
+		<-up.arrived
+	}
+	if code, r := admin(t, "POST", "/webhooks/dlq/"+id+"/retry", ""); code != 200 {
+		t.Fatalf("retry: %d %v", code, r)
+	}
+	if got := up.next(t, 10*time.Second); !bytes.Equal(got.Body, body) {
+		t.Fatalf("delivered %q, want %q", got.Body, body)
+	}
 }

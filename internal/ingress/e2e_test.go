@@ -225,6 +225,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"PauseRefuse", TestPauseRefuse},
 		{"PauseDestination", TestPauseDestination},
 		{"Erase", TestErase},
+		{"EncryptionKeyMissing", TestEncryptionKeyMissing},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
