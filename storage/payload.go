@@ -100,8 +100,12 @@ func OwnEntryPayload(ev *Event, e *DLQEntry) {
 // uvarint count of names, then each name with a count of its values and
 // the values, every string as a uvarint length and its bytes, names in
 // sorted order), then the body's raw bytes to the end.
-func EncodePayload(h http.Header, body []byte) []byte {
-	size := 1 + binary.MaxVarintLen64 + len(body)
+func EncodePayload(h http.Header, body []byte) []byte { return appendPayload(nil, 0, h, body) }
+
+// appendPayload appends EncodePayload(h, body) to out, growing it to hold
+// extra more bytes after it (a seal's tag: seal.go).
+func appendPayload(out []byte, extra int, h http.Header, body []byte) []byte {
+	size := 1 + binary.MaxVarintLen64 + len(body) + extra
 	names := make([]string, 0, len(h))
 	for name, vals := range h {
 		names = append(names, name)
@@ -111,7 +115,7 @@ func EncodePayload(h http.Header, body []byte) []byte {
 		}
 	}
 	slices.Sort(names)
-	out := make([]byte, 0, size)
+	out = slices.Grow(out, size)
 	out = append(out, payloadFormat)
 	out = binary.AppendUvarint(out, uint64(len(names)))
 	for _, name := range names {

@@ -171,14 +171,21 @@ func aad(id string) []byte { return []byte("hookline/v1\x00" + EventIDOfDelivery
 // Seal seals plaintext for the record id under the first key (the Keyring
 // must be Enabled).
 func (k *Keyring) Seal(id string, plaintext []byte) []byte {
-	aead := k.aeads[0]
-	out := make([]byte, sealHeader, sealHeader+len(plaintext)+aead.Overhead())
-	out[0] = sealFormat
-	copy(out[1:], k.raw[0][:])
-	if _, err := rand.Read(out[1+keyIDSize : sealHeader]); err != nil {
+	buf := make([]byte, sealHeader, sealHeader+len(plaintext)+k.aeads[0].Overhead())
+	return k.sealInPlace(id, append(buf, plaintext...))
+}
+
+// sealInPlace seals buf[sealHeader:] into buf, writing the header over its
+// first sealHeader bytes (the plaintext is overwritten: GCM allows a
+// destination that overlaps its plaintext exactly).
+func (k *Keyring) sealInPlace(id string, buf []byte) []byte {
+	buf[0] = sealFormat
+	copy(buf[1:], k.raw[0][:])
+	nonce := buf[1+keyIDSize : sealHeader]
+	if _, err := rand.Read(nonce); err != nil {
 		panic("hookline: reading random nonce: " + err.Error()) // crypto/rand never fails on supported systems
 	}
-	return aead.Seal(out, out[1+keyIDSize:sealHeader], plaintext, aad(id))
+	return k.aeads[0].Seal(buf[:sealHeader], nonce, buf[sealHeader:], aad(id))
 }
 
 // Open opens sealed, a blob Seal made for the record id: a
@@ -238,7 +245,10 @@ func (k *Keyring) SealEvent(ev *Event) {
 	if ev.Sealed != nil || (ev.SharedPayload && ev.Body == nil && ev.Headers == nil) {
 		return
 	}
-	ev.Sealed = k.Seal(ev.ID, EncodePayload(ev.Headers, ev.Body))
+	// one buffer: the header, the payload encoded after it, sealed in place
+	aead := k.aeads[0]
+	buf := appendPayload(make([]byte, sealHeader), aead.Overhead(), ev.Headers, ev.Body)
+	ev.Sealed = k.sealInPlace(ev.ID, buf)
 	ev.Headers, ev.Body = nil, nil
 }
 
