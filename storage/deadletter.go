@@ -8,7 +8,8 @@ import (
 // full history, the last attempt included) for reason. earlier is the
 // event's previous entry, if it was dead-lettered before and retried: the
 // new entry replaces it and carries its retry count over. The entry is
-// pending, created and updated at now; its payload is the job's body.
+// pending, created and updated at now; its payload is the job's body (or
+// its sealed payload).
 func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, earlier *DLQEntry) *DLQEntry {
 	e := &DLQEntry{
 		ID:          job.ID,
@@ -20,6 +21,7 @@ func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, ear
 		Upstream:    job.Upstream,
 		Payload:     job.Body,
 		Headers:     job.Headers,
+		Sealed:      job.Sealed,
 		Error:       reason,
 		Attempts:    attempts,
 		ReceivedAt:  job.ReceivedAt,
@@ -55,6 +57,6 @@ func CheckRetryEvent(st Status) error {
 // carries its internal id as event id, and was never deduplicated.
 func EventOfEntry(e *DLQEntry) Event {
 	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != EventIDOfDelivery(e.ID), Source: e.Source,
-		Destination: e.Destination, Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, ReceivedAt: e.ReceivedAt,
+		Destination: e.Destination, Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, Sealed: e.Sealed, ReceivedAt: e.ReceivedAt,
 		OrderKey: e.OrderKey, OrderSkip: e.OrderSkip}
 }

@@ -72,6 +72,9 @@ type DLQEntry struct {
 	OrderKey string `json:"order_key,omitempty"`
 	// OrderSkip is the dead delivery's on_dead skip, kept for its retry.
 	OrderSkip bool `json:"order_skip,omitempty"`
+	// Sealed is the entry's headers and payload sealed together (seal.go)
+	// when encryption is on: a sealed entry has no Payload or Headers.
+	Sealed []byte `json:"sealed,omitempty"`
 	// Waiting is how many deliveries of the same key wait behind this
 	// entry's delivery, which blocks them (ChainWaiting); read-time only,
 	// 0 when it blocks nothing.

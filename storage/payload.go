@@ -40,14 +40,19 @@ func PayloadID(jobID string) string { return EventIDOfDelivery(jobID) }
 // payload record: those of an event with several deliveries. It strips
 // them of their body and headers, marks them SharedPayload and returns
 // the payload record to store under PayloadID (EncodePayload); a lone job
-// is left as it is, and the payload is nil (no record).
+// is left as it is, and the payload is nil (no record). A sealed event's
+// payload record is its sealed blob (seal.go), as it is.
 func SharePayload(jobs []Event) (payload []byte) {
 	if len(jobs) < 2 {
 		return nil
 	}
-	payload = EncodePayload(jobs[0].Headers, jobs[0].Body)
+	if jobs[0].Sealed != nil {
+		payload = jobs[0].Sealed
+	} else {
+		payload = EncodePayload(jobs[0].Headers, jobs[0].Body)
+	}
 	for i := range jobs {
-		jobs[i].Body, jobs[i].Headers = nil, nil
+		jobs[i].Body, jobs[i].Headers, jobs[i].Sealed = nil, nil, nil
 		jobs[i].SharedPayload = true
 	}
 	return payload
@@ -57,13 +62,18 @@ func SharePayload(jobs []Event) (payload []byte) {
 // headers of payload, its event's payload record (nil: none); a job not
 // marked is left as it is (its own body, as before shared payloads). A
 // marked job without a payload record gives ErrPayloadMissing; one that
-// does not decode, its error.
+// does not decode, its error. A sealed payload record (seal.go) becomes
+// the job's Sealed, opened by whoever holds the keys.
 func JoinPayload(ev *Event, payload []byte) error {
 	if !ev.SharedPayload {
 		return nil
 	}
 	if payload == nil {
 		return fmt.Errorf("%w (job %s)", ErrPayloadMissing, ev.ID)
+	}
+	if IsSealed(payload) {
+		ev.Sealed = slices.Clone(payload) // payload may be the backend's memory (a bbolt page)
+		return nil
 	}
 	h, body, err := DecodePayload(payload)
 	if err != nil {
@@ -76,15 +86,26 @@ func JoinPayload(ev *Event, payload []byte) error {
 // OwnPayload makes ev a job with its own body and headers (a DLQ retry's,
 // from its entry's copy): no longer reading its event's payload record.
 func OwnPayload(ev *Event, h http.Header, body []byte) {
-	ev.Headers, ev.Body, ev.SharedPayload = h, body, false
+	ev.Headers, ev.Body, ev.Sealed, ev.SharedPayload = h, body, nil, false
+}
+
+// OwnEntryPayload is OwnPayload with the copy of DLQ entry e, sealed or
+// not: what a DLQ retry re-enqueues.
+func OwnEntryPayload(ev *Event, e *DLQEntry) {
+	OwnPayload(ev, e.Headers, e.Payload)
+	ev.Sealed = e.Sealed
 }
 
 // EncodePayload is a payload record: the format byte, the headers (a
 // uvarint count of names, then each name with a count of its values and
 // the values, every string as a uvarint length and its bytes, names in
 // sorted order), then the body's raw bytes to the end.
-func EncodePayload(h http.Header, body []byte) []byte {
-	size := 1 + binary.MaxVarintLen64 + len(body)
+func EncodePayload(h http.Header, body []byte) []byte { return appendPayload(nil, 0, h, body) }
+
+// appendPayload appends EncodePayload(h, body) to out, growing it to hold
+// extra more bytes after it (a seal's tag: seal.go).
+func appendPayload(out []byte, extra int, h http.Header, body []byte) []byte {
+	size := 1 + binary.MaxVarintLen64 + len(body) + extra
 	names := make([]string, 0, len(h))
 	for name, vals := range h {
 		names = append(names, name)
@@ -94,7 +115,7 @@ func EncodePayload(h http.Header, body []byte) []byte {
 		}
 	}
 	slices.Sort(names)
-	out := make([]byte, 0, size)
+	out = slices.Grow(out, size)
 	out = append(out, payloadFormat)
 	out = binary.AppendUvarint(out, uint64(len(names)))
 	for _, name := range names {

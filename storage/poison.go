@@ -46,6 +46,7 @@ func SalvageEvent(raw []byte) (ev Event, attempts []Attempt, ok bool) {
 	get("upstream", &ev.Upstream)
 	get("headers", &ev.Headers)
 	get("body", &ev.Body)
+	get("sealed", &ev.Sealed)
 	get("received_at", &ev.ReceivedAt)
 	get("attempts", &attempts)
 	get("destination", &ev.Destination)

@@ -72,11 +72,14 @@ type Event struct {
 	// not in its record but in its event's payload record, which the
 	// event's deliveries share (SharePayload); a job handed out by Lease
 	// has them joined back (JoinPayload).
-	SharedPayload bool        `json:"shared_payload,omitempty"`
-	Upstream      string      `json:"upstream"`
-	Headers       http.Header `json:"headers,omitempty"`
-	Body          []byte      `json:"body,omitempty"`
-	ReceivedAt    time.Time   `json:"received_at"`
+	SharedPayload bool `json:"shared_payload,omitempty"`
+	// Sealed is the event's headers and body sealed together (seal.go)
+	// when encryption is on: a sealed record has no Headers or Body.
+	Sealed     []byte      `json:"sealed,omitempty"`
+	Upstream   string      `json:"upstream"`
+	Headers    http.Header `json:"headers,omitempty"`
+	Body       []byte      `json:"body,omitempty"`
+	ReceivedAt time.Time   `json:"received_at"`
 }
 
 // Job is an event in the delivery queue, as handed to a worker by Lease.
@@ -177,6 +180,7 @@ type Store interface {
 	Janitor
 	Eraser
 	Browser
+	Rekeyer
 	// Close releases the backend.
 	Close() error
 }

@@ -2,16 +2,24 @@ package ingress_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddytest"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // TestSecretHeadersNeverStoredCredentialsRedacted (DESIGN "Data at rest"):
@@ -165,5 +173,245 @@ http://localhost:%d {
 	if resp.StatusCode == 200 || !strings.Contains(buf.String(), "webhook_ingress short") ||
 		!strings.Contains(buf.String(), "timeout 10s must be shorter than the webhooks lease 5s") {
 		t.Fatalf("explicit timeout 10s with lease 5s: %d %s", resp.StatusCode, buf.String())
+	}
+}
+
+// e2eKey is the encryption key of the end-to-end tests, read by Caddy
+// from {env.HOOKLINE_E2E_KEY}.
+var e2eKey = base64.StdEncoding.EncodeToString([]byte("hookline-e2e-encryption-key-32by"))
+
+// TestEncryptionAtRest (DESIGN "Data at rest"): with encryption_key set, a
+// marker in a body and in a header never appears in the store (the bbolt
+// file; every Redis value of every type), for queued, delivered (kept for
+// replay) and dead-lettered events alike, while the admin API shows them;
+// without a key it does appear (so the check can fail). GET
+// /webhooks/stats says whether encryption is on and never shows the key,
+// nor does the config (the placeholder stays); a rekey started by POST
+// /webhooks/rekey runs to done.
+func TestEncryptionAtRest(t *testing.T) {
+	t.Setenv("HOOKLINE_E2E_KEY", e2eKey)
+	srv := redistest.Start(t)
+	n := 0
+	for _, tc := range []struct {
+		name      string
+		redis, on bool
+	}{{"embedded", false, true}, {"embedded without key", false, false}, {"redis", true, true}, {"redis without key", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n++
+			prefix := fmt.Sprintf("enc%d", n)
+			dbPath := filepath.Join(t.TempDir(), "events.db")
+			storageLine := "storage embedded " + dbPath
+			if tc.redis {
+				storageLine = fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix %s\n\t\t\tpartitions 4\n\t\t}", srv.Addr, prefix)
+			}
+			if tc.on {
+				storageLine += "\n\t\tencryption_key {env.HOOKLINE_E2E_KEY}"
+			}
+			raw := func() [][]byte {
+				if !tc.redis {
+					db, err := os.ReadFile(dbPath)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return [][]byte{db}
+				}
+				return redisValues(t, srv.Addr, prefix)
+			}
+			testEncryptionAtRest(t, storageLine, tc.on, raw)
+		})
+	}
+}
+
+func testEncryptionAtRest(t *testing.T, storageLine string, on bool, raw func() [][]byte) {
+	up := newUpstream(t)
+	// the first delivery is accepted (kept for replay), the second one
+	// dies (a DLQ entry), the third waits (queued, retried later)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		switch n {
+		case 1:
+			w.WriteHeader(http.StatusOK)
+		case 2:
+			w.WriteHeader(http.StatusUnprocessableEntity)
+		default:
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	startCaddy(t, up, storageLine, "")
+	var markers []string
+	for i, state := range []string{"delivered", "dead", "queued"} {
+		marker := fmt.Sprintf("body-marker-%s-%d-7d1e0c", state, i)
+		hdr := fmt.Sprintf("header-marker-%s-%d-91ab3f", state, i)
+		markers = append(markers, marker, hdr)
+		body := []byte(`{"secret":"` + marker + `"}`)
+		h := signedHeaders(body, "enc-"+state)
+		h["X-Marker"] = hdr
+		if resp, m := post(t, "/hooks/gen", body, h); resp.StatusCode != 202 {
+			t.Fatalf("%d %v", resp.StatusCode, m)
+		}
+		up.next(t, 5*time.Second)
+		waitFor(t, func() bool {
+			_, ev := admin(t, "GET", "/webhooks/events/gen/enc-"+state, "")
+			return ev["status"] == state
+		})
+	}
+	// the admin API shows the dead event's body and header
+	id := dlqEntryOf(t, "enc-dead")
+	if code, e := admin(t, "GET", "/webhooks/dlq/"+id, ""); code != 200 || !strings.Contains(fmt.Sprint(e), markers[2]) || !strings.Contains(fmt.Sprint(e), markers[3]) {
+		t.Fatalf("dlq get: %d %v", code, e)
+	}
+	stored := raw()
+	for _, m := range markers {
+		found := false
+		for _, v := range stored {
+			found = found || storagetest.HasMarker(v, m)
+		}
+		if found == on {
+			t.Errorf("marker %q in the store: %v (encryption on: %v)", m, found, on)
+		}
+	}
+
+	code, stats := admin(t, "GET", "/webhooks/stats", "")
+	enc, _ := stats["encryption"].(map[string]any)
+	if code != 200 || enc == nil || enc["enabled"] != on {
+		t.Fatalf("stats: %d encryption %v", code, stats["encryption"])
+	}
+	for what, body := range map[string]string{"stats": fmt.Sprint(stats), "config": adminText(t, "/config/")} {
+		if strings.Contains(body, e2eKey) {
+			t.Errorf("the %s shows the key", what)
+		}
+	}
+	if on && !strings.Contains(adminText(t, "/config/"), "{env.HOOKLINE_E2E_KEY}") {
+		t.Error("the config lost the key's placeholder")
+	}
+
+	code, p := admin(t, "POST", "/webhooks/rekey", "")
+	if !on {
+		if code != 409 || p["code"] != "ENCRYPTION_DISABLED" {
+			t.Errorf("rekey without a key: %d %v", code, p)
+		}
+		return
+	}
+	if code != 202 {
+		t.Fatalf("rekey: %d %v", code, p)
+	}
+	waitFor(t, func() bool {
+		_, p = admin(t, "GET", "/webhooks/rekey", "")
+		return p["state"] == "done"
+	})
+	if p["scanned"] == 0.0 || p["failed"] != 0.0 || p["key_id"] != enc["key_id"] {
+		t.Errorf("rekey: %v", p)
+	}
+}
+
+// adminText is the body of GET path on the admin API.
+func adminText(t *testing.T, path string) string {
+	t.Helper()
+	resp, err := http.Get(adminAddr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// redisValues is every key and value under prefix, whatever its type
+// (strings, hashes, lists, sets, sorted sets), found by SCAN.
+func redisValues(t *testing.T, addr, prefix string) [][]byte {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	ctx := t.Context()
+	var out [][]byte
+	iter := c.Scan(ctx, 0, "{"+prefix+":*", 100).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		out = append(out, []byte(k))
+		var vals []string
+		switch c.Type(ctx, k).Val() {
+		case "string":
+			vals = []string{c.Get(ctx, k).Val()}
+		case "hash":
+			for f, v := range c.HGetAll(ctx, k).Val() {
+				vals = append(vals, f, v)
+			}
+		case "list":
+			vals = c.LRange(ctx, k, 0, -1).Val()
+		case "set":
+			vals = c.SMembers(ctx, k).Val()
+		case "zset":
+			vals = c.ZRange(ctx, k, 0, -1).Val()
+		default:
+			t.Fatalf("key %s of type %s", k, c.Type(ctx, k).Val())
+		}
+		for _, v := range vals {
+			out = append(out, []byte(v))
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatal("no key under the prefix: the check proves nothing")
+	}
+	return out
+}
+
+// TestEncryptionKeyMissing (DESIGN "Data at rest"): a job sealed under a
+// key the config no longer has is not lost and crashes nothing: it goes to
+// the DLQ with an error naming the missing key id, the admin API answers
+// its entry 409 ENCRYPTION_KEY_MISSING (JSON, with the key id); once the
+// key is back, the entry reads and its retry delivers the exact body.
+func TestEncryptionKeyMissing(t *testing.T) {
+	other := base64.StdEncoding.EncodeToString([]byte("another-e2e-encryption-key-32byt"))
+	t.Setenv("HOOKLINE_E2E_KEY", e2eKey)
+	t.Setenv("HOOKLINE_E2E_KEY2", other)
+	raw, _ := base64.StdEncoding.DecodeString(e2eKey)
+	keyID := storage.KeyID(raw)
+	up := newUpstream(t)
+	var deliver atomic.Bool
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if deliver.Load() {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	storageLine := defaultStorage(t)
+	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY}", "")
+	body := []byte(`{"secret":"key-missing-body-4e2a"}`)
+	if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "enc-missing")); resp.StatusCode != 202 {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	up.next(t, 5*time.Second) // tried once, due again in 1s
+
+	// the key is gone: the job is dead-lettered, not handed out sealed
+	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY2}", "")
+	id := dlqEntryOf(t, "enc-missing")
+	_, page := admin(t, "GET", "/webhooks/dlq?status=pending", "")
+	if !strings.Contains(fmt.Sprint(page), keyID) {
+		t.Errorf("the DLQ entry does not name the missing key %s: %v", keyID, page)
+	}
+	code, e := admin(t, "GET", "/webhooks/dlq/"+id, "")
+	if code != http.StatusConflict || e["code"] != "ENCRYPTION_KEY_MISSING" || !strings.Contains(fmt.Sprint(e["error"]), keyID) {
+		t.Fatalf("entry under a missing key: %d %v", code, e)
+	}
+
+	// the key is back (an older one): the entry reads, its retry delivers
+	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY2} {env.HOOKLINE_E2E_KEY}", "")
+	if code, e := admin(t, "GET", "/webhooks/dlq/"+id, ""); code != 200 || !strings.Contains(fmt.Sprint(e), "key-missing-body-4e2a") {
+		t.Fatalf("entry with its key back: %d %v", code, e)
+	}
+	deliver.Store(true)
+	for len(up.arrived) > 0 {
+		<-up.arrived
+	}
+	if code, r := admin(t, "POST", "/webhooks/dlq/"+id+"/retry", ""); code != 200 {
+		t.Fatalf("retry: %d %v", code, r)
+	}
+	if got := up.next(t, 10*time.Second); !bytes.Equal(got.Body, body) {
+		t.Fatalf("delivered %q, want %q", got.Body, body)
 	}
 }

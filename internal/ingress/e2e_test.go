@@ -226,6 +226,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"PauseDestination", TestPauseDestination},
 		{"Erase", TestErase},
 		{"EventBrowser", TestEventBrowser},
+		{"EncryptionKeyMissing", TestEncryptionKeyMissing},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -302,7 +302,8 @@ func promqlMetricNames(expr string) []string {
 func TestOpenAPIRealAnswers(t *testing.T) {
 	c := openapitest.New(t)
 	up := newUpstream(t)
-	startCaddy(t, up, "", "")
+	t.Setenv("HOOKLINE_E2E_KEY", e2eKey) // encryption at rest on: the rekey routes answer 2xx
+	startCaddy(t, up, defaultStorage(t)+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY}", "")
 	ids := monitoringTraffic(t, up, "oa-retry", "oa-resolve", "oa-discard")
 
 	call := func(method, path, body string, want int) {
@@ -375,6 +376,12 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	call("GET", "/webhooks/stats/series?from=7d&step=1m", "", 400) // too many points
 	call("POST", "/webhooks/sources/plain/destinations/default/resume", "", 200)
 	call("POST", "/webhooks/sources/gen/resume", `{}`, 200)
+	call("POST", "/webhooks/rekey", "", 202)
+	waitFor(t, func() bool {
+		_, p := admin(t, "GET", "/webhooks/rekey", "")
+		return p["state"] == "done"
+	})
+	call("GET", "/webhooks/rekey", "", 200)
 	if missing := c.Unchecked(); len(missing) > 0 {
 		t.Errorf("routes of openapi.json never answered 2xx here: %v", missing)
 	}

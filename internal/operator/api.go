@@ -60,6 +60,8 @@ func New(app func() (App, error)) *Handler {
 		{"DELETE /webhooks/events/{source}/{event_id}", h.erase},
 		{"POST /webhooks/events/replay", h.replay},
 		{"GET /webhooks/openapi.json", h.openapi},
+		{"POST /webhooks/rekey", h.startRekey},
+		{"GET /webhooks/rekey", h.rekeyStatus},
 	}
 	for _, rt := range h.routes {
 		h.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -221,7 +221,7 @@ func TestPatterns(t *testing.T) {
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
 		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
 		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") ||
-		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || len(got) != 19 {
+		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || !slices.Contains(got, "POST /webhooks/rekey") || !slices.Contains(got, "GET /webhooks/rekey") || len(got) != 21 {
 		t.Fatalf("patterns %q", got)
 	}
 }
@@ -468,10 +468,11 @@ func TestPauseAndEvents(t *testing.T) {
 func TestStats(t *testing.T) {
 	f := newFakeApp()
 	api := apiOver(f)
-	// nothing counted yet: the answer as it always was, to the byte
+	// nothing counted yet: the answer as it always was, to the byte (and
+	// since encryption at rest, saying it is off)
 	w := serve(t, api, "GET", "/webhooks/stats", "")
 	empty := `{"counters":{},"received":0,"duplicates":0,"ignored":0,"rejected":0,"delivered":0,"dead":0}`
-	if want := `{"paused_sources":null,"pauses":[],"queue":{"queued":0,"in_flight":0,"dead":0},"sources":{},"total":{"last_hour":` +
+	if want := `{"paused_sources":null,"pauses":[],"queue":{"queued":0,"in_flight":0,"dead":0},"encryption":{"enabled":false,"keys":0},"sources":{},"total":{"last_hour":` +
 		empty + `,"all_time":` + empty + "}}\n"; w.Body.String() != want {
 		t.Errorf("empty stats\n got %s\nwant %s", w.Body, want)
 	}

@@ -68,6 +68,15 @@ type App interface {
 	// SetDeadStatus moves DLQ entry id to investigating, resolved or
 	// discarded, with the operator's note, resolution or reason.
 	SetDeadStatus(ctx context.Context, id string, status storage.DLQStatus, text string) error
+
+	// Encryption says whether payloads are encrypted at rest.
+	Encryption() EncryptionInfo
+	// StartRekey starts re-encrypting every stored record under the
+	// first key in the background, or returns the rekey running already
+	// (started false); storage.ErrNoKey without a key.
+	StartRekey(ctx context.Context) (p storage.RekeyProgress, started bool, err error)
+	// RekeyStatus is the progress of the running or last rekey.
+	RekeyStatus(ctx context.Context) (storage.RekeyProgress, error)
 }
 
 // ErrNotRunning is the error of an app lookup when no webhooks app runs:

@@ -19,6 +19,7 @@ const loggerName = "admin.api.webhooks"
 type apiError struct {
 	status int
 	msg    string
+	code   string // "": none
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -49,7 +50,7 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 		c.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path),
 			zap.Int("status", ae.status), zap.String("error", ae.msg))
 	}
-	httpjson.Write(w, ae.status, ErrorAnswer{Error: ae.msg})
+	httpjson.Write(w, ae.status, ErrorAnswer{Error: ae.msg, Code: ae.code})
 }
 
 // storeError maps an error of the app's operations to an answer without
@@ -63,6 +64,11 @@ func storeError(err error) *apiError {
 		return newError(http.StatusConflict, err.Error())
 	case errors.Is(err, storage.ErrInvalidCursor):
 		return newError(http.StatusBadRequest, "invalid cursor")
+	case errors.Is(err, storage.ErrKeyMissing):
+		// the message names the key by its id, never the key
+		return &apiError{status: http.StatusConflict, msg: err.Error(), code: CodeKeyMissing}
+	case errors.Is(err, storage.ErrNoKey):
+		return &apiError{status: http.StatusConflict, msg: err.Error(), code: CodeEncryptionDisabled}
 	}
 	logger().Error("store operation failed", zap.Error(err))
 	return newError(http.StatusServiceUnavailable, "webhook store unavailable")

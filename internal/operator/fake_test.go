@@ -29,6 +29,9 @@ type fakeApp struct {
 	paused  map[string]storage.Pause
 	redrive operator.Redrive
 	replay  operator.Replay
+	// encryption is what Encryption says; rekey the running or last rekey
+	encryption operator.EncryptionInfo
+	rekey      storage.RekeyProgress
 
 	// what the last calls were given
 	erased       []string  // the events EraseEvent was asked for, source/event id
@@ -225,3 +228,27 @@ func (f *fakeApp) SetDeadStatus(_ context.Context, id string, status storage.DLQ
 
 // Interface guards
 var _ operator.App = (*fakeApp)(nil)
+
+func (f *fakeApp) Encryption() operator.EncryptionInfo { return f.encryption }
+
+func (f *fakeApp) StartRekey(context.Context) (storage.RekeyProgress, bool, error) {
+	if err := f.err(); err != nil {
+		return storage.RekeyProgress{}, false, err
+	}
+	if !f.encryption.Enabled {
+		return storage.RekeyProgress{}, false, storage.ErrNoKey
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	started := f.rekey.State != storage.RekeyRunning
+	if started {
+		f.rekey = storage.RekeyProgress{State: storage.RekeyRunning, KeyID: f.encryption.KeyID, StartedAt: time.Now()}
+	}
+	return f.rekey, started, nil
+}
+
+func (f *fakeApp) RekeyStatus(context.Context) (storage.RekeyProgress, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rekey, f.err()
+}

@@ -2,7 +2,9 @@ package operator_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -67,6 +69,12 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 	down := newFakeApp()
 	down.unavailable = true
 	apiDown := apiOver(down)
+	sealed := fakeWithEntries()
+	sealed.encryption = operator.EncryptionInfo{Enabled: true, KeyID: "0a1b2c3d", Keys: 2}
+	apiSealed := apiOver(sealed)
+	keyless := newFakeApp()
+	keyless.fail = fmt.Errorf("DLQ entry k: %w", &storage.KeyMissingError{KeyID: "0a1b2c3d"})
+	apiKeyless := apiOver(keyless)
 
 	for _, tc := range []struct {
 		api          http.Handler
@@ -137,6 +145,14 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		{api, "GET", "/webhooks/openapi.json", "", 200},
 		{apiDown, "GET", "/webhooks/stats", "", 503},
 		{apiDown, "GET", "/webhooks/dlq", "", 503},
+		{api, "GET", "/webhooks/rekey", "", 200},       // never ran
+		{api, "POST", "/webhooks/rekey", "", 409},      // no key
+		{apiSealed, "GET", "/webhooks/stats", "", 200}, // encryption on
+		{apiSealed, "POST", "/webhooks/rekey", "", 202},
+		{apiSealed, "POST", "/webhooks/rekey", "", 202}, // the running one
+		{apiSealed, "GET", "/webhooks/rekey", "", 200},
+		{apiDown, "POST", "/webhooks/rekey", "", 503},
+		{apiKeyless, "GET", "/webhooks/dlq/k", "", 409},
 	} {
 		r := httptest.NewRequest(tc.method, strings.ReplaceAll(tc.path, " ", "%20"), strings.NewReader(tc.body))
 		if tc.body != "" {
@@ -193,3 +209,54 @@ func newBody(s string) *readCloser { return &readCloser{strings.NewReader(s)} }
 type readCloser struct{ *strings.Reader }
 
 func (readCloser) Close() error { return nil }
+
+// TestEncryptionAnswers: the stats say whether encryption is on (never a
+// key); an entry whose key is missing is a 409 ENCRYPTION_KEY_MISSING
+// naming the key id; a rekey without a key is 409 ENCRYPTION_DISABLED;
+// a second POST while a rekey runs returns the running one.
+func TestEncryptionAnswers(t *testing.T) {
+	f := newFakeApp()
+	f.encryption = operator.EncryptionInfo{Enabled: true, KeyID: "0a1b2c3d", Keys: 2}
+	api := apiOver(f)
+	var stats operator.StatsAnswer
+	decodeStatus(t, serve(t, api, "GET", "/webhooks/stats", ""), 200, &stats)
+	if stats.Encryption != f.encryption {
+		t.Errorf("stats encryption = %+v", stats.Encryption)
+	}
+	var first, second operator.RekeyAnswer
+	decodeStatus(t, serve(t, api, "POST", "/webhooks/rekey", ""), 202, &first)
+	decodeStatus(t, serve(t, api, "POST", "/webhooks/rekey", ""), 202, &second)
+	if !first.Started || first.State != "running" || second.Started || !second.StartedAt.Equal(first.StartedAt) {
+		t.Errorf("POSTs = %+v then %+v, want started then the running one", first, second)
+	}
+
+	off := newFakeApp()
+	var e operator.ErrorAnswer
+	decodeStatus(t, serve(t, apiOver(off), "POST", "/webhooks/rekey", ""), 409, &e)
+	if e.Code != operator.CodeEncryptionDisabled {
+		t.Errorf("rekey without a key: %+v", e)
+	}
+	var st operator.StatsAnswer
+	decodeStatus(t, serve(t, apiOver(off), "GET", "/webhooks/stats", ""), 200, &st)
+	if st.Encryption.Enabled || st.Encryption.Keys != 0 {
+		t.Errorf("stats without a key: %+v", st.Encryption)
+	}
+
+	off.fail = fmt.Errorf("DLQ entry k: %w", &storage.KeyMissingError{KeyID: "0a1b2c3d"})
+	e = operator.ErrorAnswer{}
+	decodeStatus(t, serve(t, apiOver(off), "GET", "/webhooks/dlq/k", ""), 409, &e)
+	if e.Code != operator.CodeKeyMissing || !strings.Contains(e.Error, "0a1b2c3d") {
+		t.Errorf("entry under a missing key: %+v", e)
+	}
+}
+
+// decodeStatus checks an answer's status and decodes it into v.
+func decodeStatus(t *testing.T, w *httptest.ResponseRecorder, status int, v any) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status %d, want %d: %s", w.Code, status, w.Body)
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		t.Fatalf("answer %q: %v", w.Body, err)
+	}
+}

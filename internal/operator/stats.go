@@ -26,7 +26,8 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res := StatsAnswer{Pauses: []PauseInfo{}, Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources))}
+	res := StatsAnswer{Pauses: []PauseInfo{}, Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources)),
+		Encryption: app.Encryption()}
 	for _, p := range app.Pauses() {
 		if p.Destination == "" {
 			res.PausedSources = append(res.PausedSources, p.Source)

@@ -15,6 +15,9 @@ import (
 type ErrorAnswer struct {
 	// Error says what went wrong, never with internals.
 	Error string `json:"error"`
+	// Code names the error for programs, when it has one
+	// (CodeKeyMissing, CodeEncryptionDisabled).
+	Code string `json:"code,omitempty"`
 }
 
 // StatsAnswer answers GET /webhooks/stats.
@@ -28,6 +31,8 @@ type StatsAnswer struct {
 	// Queue is the queue's current sizes; its dead counts the DLQ
 	// entries still pending or under investigation.
 	Queue storage.Counts `json:"queue"`
+	// Encryption says whether payloads are encrypted at rest.
+	Encryption EncryptionInfo `json:"encryption"`
 	// Sources has each webhook source's queue and counters.
 	Sources map[string]SourceStats `json:"sources"`
 	// Total sums the counters of every source.

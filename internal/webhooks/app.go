@@ -61,8 +61,15 @@ type App struct {
 	DLQRetention caddy.Duration `json:"dlq_retention,omitempty"`
 	// Alert sends operator alerts to a Slack-compatible webhook URL.
 	Alert *AlertConfig `json:"alert,omitempty"`
+	// EncryptionKeys seal bodies and headers at rest (AES-256-GCM): each
+	// the base64 of 32 bytes, usually a placeholder ({env.*}, {file.*})
+	// replaced at provision; the first seals, all open (encryption.go).
+	EncryptionKeys []string `json:"encryption_keys,omitempty"`
 
 	backend backends.Backend
+	keys    *storage.Keyring
+	sealed  *atomic.Pointer[storage.SealingStore]
+	rekey   *rekeyRunner
 	poolKey string
 	seenKey string
 	// breakersKey names the upstreams' circuit breakers in breakerPool:
@@ -137,6 +144,9 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.log = ctx.Logger()
 	if err := a.provisionAudit(ctx); err != nil {
+		return err
+	}
+	if err := a.provisionEncryption(); err != nil {
 		return err
 	}
 	a.sources = make(map[string]*Source)
@@ -290,7 +300,7 @@ func (s seenDestructor) Destruct() error { s.Close(); return nil }
 
 // Start opens the store and starts the workers and the retention cleaner.
 func (a *App) Start() error {
-	st, err := a.shared.get()
+	st, err := a.Store()
 	if err != nil {
 		return fmt.Errorf("opening webhook store: %v", err)
 	}
@@ -343,6 +353,7 @@ func (a *App) Stop() error {
 	if d := a.disp.Swap(nil); d != nil {
 		d.Stop(stopGrace)
 	}
+	a.stopRekey()
 	if a.stopCleaner != nil {
 		a.stopCleaner()
 		<-a.cleanerDone
@@ -479,14 +490,18 @@ func (a *App) destinationNames(source string) []string {
 	return nil
 }
 
-// Store returns the open store, opening it if needed. Errors wrap
+// Store returns the open store, opening it if needed, under the app's
+// storage.SealingStore (encryption.go). Errors wrap
 // storage.ErrUnavailable.
 func (a *App) Store() (storage.Store, error) {
 	st, err := a.shared.get()
-	if err != nil && !errors.Is(err, storage.ErrUnavailable) {
-		err = fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+	if err != nil {
+		if !errors.Is(err, storage.ErrUnavailable) {
+			err = fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+		}
+		return nil, err
 	}
-	return st, err
+	return a.sealing(st), nil
 }
 
 // Seen returns the L1 cache of seen event IDs (nil once the app is

@@ -42,6 +42,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		lease 1m                            # a delivery not finished by then is redelivered
 //		retention 24h                       # how long delivered events stay queryable
 //		dlq_retention 168h                  # DLQ entries expire after this (0 = never)
+//		encryption_key {env.KEY} [{env.OLD_KEY}...]  # bodies and headers at rest: AES-256-GCM
 //		alert <url> {                       # POSTs a JSON alert (Slack-compatible "text")
 //			dlq_threshold 1                 # new DLQ entries that trigger an alert
 //			error_rate <fraction> [<min_attempts>]   # failed share of a source's attempts (default min 20)
@@ -52,8 +53,9 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //
 // An alert with no block fires for every new DLQ entry (dlq_threshold 1)
 // and for 10 signature failures within 1m. Durations are Caddy durations
-// ("90s", "1d"). DESIGN.md's encryption_key is refused by this build,
-// with an error saying so.
+// ("90s", "1d"). encryption_key <key> [<older keys>...] seals bodies and
+// headers at rest (encryption.go): the keys are kept as written (a
+// placeholder stays one in the JSON config) and checked at provision.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // "webhooks"
 	if d.NextArg() {
@@ -97,9 +99,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.Alert = ac
 		case "encryption_key":
-			// In the product design but not built yet: refuse rather than
-			// silently store payloads unencrypted.
-			return d.Errf("%s is not supported by this build of hookline yet", d.Val())
+			keys := d.RemainingArgs()
+			if len(keys) == 0 {
+				return d.Err("encryption_key needs a key (base64 of 32 bytes; a placeholder such as {env.HOOKLINE_KEY})")
+			}
+			a.EncryptionKeys = keys
 		default:
 			return d.Errf("unrecognized webhooks option %q", d.Val())
 		}

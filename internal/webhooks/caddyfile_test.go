@@ -76,8 +76,11 @@ func TestAppUnmarshalCaddyfile(t *testing.T) {
 		{name: "dlq_retention negative", input: webhooksBlock("dlq_retention -1h"), wantErr: "dlq_retention: invalid duration"},
 		{name: "dlq_retention garbage", input: webhooksBlock("dlq_retention never"), wantErr: `dlq_retention: invalid duration "never"`},
 
-		// not built yet
-		{name: "encryption_key", input: webhooksBlock("encryption_key {env.HOOKLINE_KEY}"), wantErr: "encryption_key is not supported by this build of hookline yet"},
+		// encryption at rest: the keys as written (placeholders kept)
+		{name: "encryption_key", input: webhooksBlock("encryption_key {env.HOOKLINE_KEY}"), want: &App{EncryptionKeys: []string{"{env.HOOKLINE_KEY}"}}},
+		{name: "encryption_key with older keys", input: webhooksBlock("encryption_key {env.NEW} {file./run/secrets/old}"),
+			want: &App{EncryptionKeys: []string{"{env.NEW}", "{file./run/secrets/old}"}}},
+		{name: "encryption_key no key", input: webhooksBlock("encryption_key"), wantErr: "encryption_key needs a key"},
 
 		// alerts
 		{name: "alert block", input: webhooksBlock("alert {env.SLACK_URL} {", "\tdlq_threshold 3", "\terror_rate 0.5 40", "\tsignature_failures 5 2m", "\tmin_interval 10m", "}"),

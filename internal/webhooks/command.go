@@ -26,7 +26,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "webhooks",
-		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events list | events <source> <event_id> | erase <source> <event_id> | replay",
+		Usage: "stats | dlq list|show|retry|resolve|discard | pause|resume <source> | events list | events <source> <event_id> | erase <source> <event_id> | replay | rekey",
 		Short: "Inspects hookline's queue and dead letter queue through the admin API",
 		Long: `
 Talks to the webhooks routes of a running Caddy's admin API.
@@ -50,6 +50,9 @@ Talks to the webhooks routes of a running Caddy's admin API.
                                       its id stays claimed, so a resend is still answered as a duplicate)
   caddy webhooks replay [--source S] [--destination D] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
                                      (re-sends delivered events, oldest first, paced, in their own lane)
+  caddy webhooks rekey [--wait] [--status]
+                                     (re-encrypts every stored record under the first encryption_key, in the
+                                      background on one node; resumable, safe under traffic)
 
 Output is a table for humans; --json prints the API's JSON for scripts.
 The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given or
@@ -129,6 +132,11 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				Args: cobra.NoArgs, RunE: caddycmd.WrapCommandFuncForCobra(cmdReplay)}
 			replayFlags(replay.Flags())
 			cmd.AddCommand(replay)
+			rekey := &cobra.Command{Use: "rekey", Short: "Re-encrypts every stored record under the first encryption_key (resumable; --wait follows it to the end)",
+				Args: cobra.NoArgs, RunE: caddycmd.WrapCommandFuncForCobra(cmdRekey)}
+			rekey.Flags().Bool("wait", false, "Wait until the rekey is done, printing its progress")
+			rekey.Flags().Bool("status", false, "Only show the progress of the running or last rekey")
+			cmd.AddCommand(rekey)
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -306,6 +307,58 @@ func TestEventsListCommand(t *testing.T) {
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// TestRekeyCommand: `caddy webhooks rekey --wait` starts the rekey, then
+// follows it until it is no longer running; a failed rekey is an error.
+func TestRekeyCommand(t *testing.T) {
+	rekeyPoll = time.Millisecond
+	defer func() { rekeyPoll = time.Second }()
+	var got []string
+	final := "done"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		a := operator.RekeyAnswer{State: "running", KeyID: "0a1b2c3d", Scanned: len(got)}
+		if len(got) >= 3 {
+			a.State, a.Resealed = final, 7
+			if final == "failed" {
+				a.Error = "redis down"
+			}
+		}
+		if r.Method == "POST" {
+			w.WriteHeader(http.StatusAccepted)
+			a.Started = true
+		}
+		_ = json.NewEncoder(w).Encode(a)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	flags := func(fs *pflag.FlagSet) { fs.Bool("wait", false, ""); fs.Bool("status", false, "") }
+	if _, err := cmdRekey(cmdFlags(t, flags, "--address", addr, "--wait")); err != nil {
+		t.Fatalf("rekey --wait: %v", err)
+	}
+	if want := []string{"POST /webhooks/rekey", "GET /webhooks/rekey", "GET /webhooks/rekey"}; !slices.Equal(got, want) {
+		t.Errorf("admin calls %q, want %q", got, want)
+	}
+	got, final = nil, "failed"
+	if _, err := cmdRekey(cmdFlags(t, flags, "--address", addr, "--wait")); err == nil || !strings.Contains(err.Error(), "redis down") {
+		t.Errorf("a failed rekey: %v", err)
+	}
+	got = nil
+	if _, err := cmdRekey(cmdFlags(t, flags, "--address", addr, "--status")); err != nil || len(got) != 1 || got[0] != "GET /webhooks/rekey" {
+		t.Errorf("rekey --status: %q, %v", got, err)
+	}
+
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printRekey(tw, &operator.RekeyAnswer{State: "done", KeyID: "0a1b2c3d", Scanned: 10, Resealed: 7})
+	tw.Flush()
+	for _, w := range []string{"state        done", "0a1b2c3d", "re-encrypted 7"} {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, buf.String())
 		}
 	}
 }

@@ -125,7 +125,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		} else {
 			rec = &record{Job: storage.Job{Event: storage.EventOfEntry(e)}}
 		}
-		storage.OwnPayload(&rec.Event, e.Headers, e.Payload)
+		storage.OwnEntryPayload(&rec.Event, e)
 		rec.Replay = false // a retried event goes back to its source's lane, as EventOfEntry's does
 		rec.Attempts = e.Attempts
 		rec.RoundStart = len(e.Attempts)

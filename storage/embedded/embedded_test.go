@@ -47,8 +47,24 @@ func openStore(t *testing.T, path string) *testStore {
 	return s
 }
 
-func TestConformance(t *testing.T) {
-	storagetest.Run(t, storagetest.Factory{
+func TestConformance(t *testing.T) { storagetest.Run(t, conformance()) }
+
+// TestConformanceSealed runs the suite again with encryption at rest.
+func TestConformanceSealed(t *testing.T) {
+	storagetest.Run(t, storagetest.Sealing(conformance(), sealingKeys(t)))
+}
+
+func sealingKeys(t *testing.T) *storage.Keyring {
+	k, err := storage.NewKeyring(storagetest.TestKey(9), storagetest.TestKey(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// conformance is the suite's Factory of the embedded store.
+func conformance() storagetest.Factory {
+	return storagetest.Factory{
 		Open: func(t *testing.T) storage.Store {
 			return openStore(t, filepath.Join(t.TempDir(), "hookline.db"))
 		},
@@ -76,7 +92,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-	})
+	}
 }
 
 // The file lock keeps a second process (here: a second Open) out; it gives

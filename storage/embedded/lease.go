@@ -80,7 +80,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 				return err
 			}
 			job := rec.Job
-			job.Headers, job.Body = leased.Headers, leased.Body
+			job.Headers, job.Body, job.Sealed = leased.Headers, leased.Body, leased.Sealed
 			jobs = append(jobs, &job)
 		}
 		return nil
@@ -185,7 +185,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 // event's deliveries share stays until the event's last record goes.
 func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
 	if rec.Status == storage.StatusDead {
-		rec.Body, rec.Headers = nil, nil
+		rec.Body, rec.Headers, rec.Sealed = nil, nil, nil
 	}
 	rec.FinishedAt = now
 	if err := putRecord(tx, rec); err != nil {

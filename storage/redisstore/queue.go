@@ -425,7 +425,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	case storage.Dead:
 		result = "dead" // the DLQ entry keeps the payload
 		stripped := job.Event
-		stripped.Body, stripped.Headers = nil, nil
+		stripped.Body, stripped.Headers, stripped.Sealed = nil, nil, nil
 		b, err := json.Marshal(stripped)
 		if err != nil {
 			return err

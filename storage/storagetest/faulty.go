@@ -41,6 +41,9 @@ const (
 	MethodCleanup       Method = "Cleanup"
 	MethodErase         Method = "Erase"
 	MethodListEvents    Method = "ListEvents"
+	MethodRekeyBatch    Method = "RekeyBatch"
+	MethodRekeyState    Method = "RekeyState"
+	MethodSaveRekey     Method = "SaveRekeyState"
 	MethodClose         Method = "Close"
 )
 
@@ -50,6 +53,7 @@ var Methods = []Method{
 	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
 	MethodStatsBuckets, MethodSetGauges, MethodQueueHeads, MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase, MethodListEvents,
+	MethodRekeyBatch, MethodRekeyState, MethodSaveRekey,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real

@@ -189,6 +189,12 @@ func TestFaultyFaults(t *testing.T) {
 				return err
 			},
 			storagetest.MethodClose: func() error { return f.Close() },
+			storagetest.MethodRekeyBatch: func() error {
+				_, err := f.RekeyBatch(ctx, nil, "", 1)
+				return err
+			},
+			storagetest.MethodRekeyState: func() error { _, err := f.RekeyState(ctx); return err },
+			storagetest.MethodSaveRekey:  func() error { return f.SaveRekeyState(ctx, storage.RekeyProgress{}) },
 		}
 		if len(calls) != len(storagetest.Methods) {
 			t.Fatalf("%d methods tested, %d listed", len(calls), len(storagetest.Methods))

@@ -131,6 +131,11 @@ func Run(t *testing.T, f Factory) {
 		{"EraseOrdered", testEraseOrdered},
 		{"EraseClaimExpiry", testEraseClaimExpiry},
 		{"ListEvents", testListEvents},
+		{"SealedAtRest", testSealedAtRest},
+		{"SealedKeyMissing", testSealedKeyMissing},
+		{"Rekey", testRekey},
+		{"RekeyResume", testRekeyResume},
+		{"RekeyUnderTraffic", testRekeyUnderTraffic},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

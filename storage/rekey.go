@@ -1,0 +1,146 @@
+package storage
+
+// Rekey: re-sealing every stored record under the first encryption key
+// (seal.go), after a key was added in front of the others, so that the
+// older ones can be removed. Every record that can hold a payload is
+// walked in the backend's own order (its jobs and events, the payload
+// records their deliveries share, its DLQ entries): those sealed under an
+// older key are re-sealed, those in clear (written before encryption was
+// on) are sealed. The backends walk and write, each record compared and
+// set so that a concurrent write (a Finish, a lease, an erasure) is never
+// overwritten; the rules (which record to re-seal, how) are the Keyring's.
+//
+// A rekey is resumable: its progress, with the backend's cursor, is saved
+// in the store after each batch (RekeyState), so that one cut short (a
+// crash, a cancelled context) goes on where it stopped when started again
+// under the same key; and idempotent anyway: a record sealed under the
+// first key is left alone, so a second run rewrites nothing. A record
+// whose key is missing is counted as failed and left as it is (the rekey
+// goes on): its id and key id are in Error.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Rekey states.
+const (
+	RekeyRunning = "running"
+	RekeyDone    = "done"
+	RekeyFailed  = "failed"
+)
+
+// DefaultRekeyBatch is the number of records a rekey step reads.
+const DefaultRekeyBatch = 200
+
+// ErrNoKey is the error of a rekey without an encryption key.
+var ErrNoKey = errors.New("no encryption key is configured")
+
+// RekeyProgress is the state of the last rekey of a store, as saved in
+// it.
+type RekeyProgress struct {
+	// State is running, done or failed ("": never run).
+	State string `json:"state"`
+	// KeyID is the id of the key records are re-sealed under (KeyID).
+	KeyID string `json:"key_id,omitempty"`
+	// Cursor is where the backend's walk goes on (backend-defined).
+	Cursor string `json:"cursor,omitempty"`
+	// Scanned counts the records read, Resealed those rewritten, Failed
+	// those that could not be opened (their key is missing).
+	Scanned  int `json:"scanned"`
+	Resealed int `json:"resealed"`
+	Failed   int `json:"failed"`
+	// StartedAt, UpdatedAt and FinishedAt are when the rekey began, saved
+	// its last batch and ended.
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Error says why it failed, or names a record it could not open.
+	Error string `json:"error,omitempty"`
+}
+
+// RekeyStep is what one RekeyBatch did.
+type RekeyStep struct {
+	// Next is the cursor of the next batch; Done is true when the walk is
+	// over.
+	Next string
+	Done bool
+	// Scanned, Resealed and Failed count the batch's records (as in
+	// RekeyProgress); FailedError is the error of one of the failed.
+	Scanned, Resealed, Failed int
+	FailedError               error
+}
+
+// Rekeyer is the backend's part of a rekey.
+type Rekeyer interface {
+	// RekeyBatch walks up to n records from cursor ("": the first) and
+	// re-seals each under k's first key as the Keyring's Reseal* methods
+	// say, writing back only a record unchanged since it was read.
+	RekeyBatch(ctx context.Context, k *Keyring, cursor string, n int) (RekeyStep, error)
+	// RekeyState returns the saved progress of the last rekey (zero when
+	// none ran).
+	RekeyState(ctx context.Context) (RekeyProgress, error)
+	// SaveRekeyState saves p, for RekeyState.
+	SaveRekeyState(ctx context.Context, p RekeyProgress) error
+}
+
+// Rekey re-seals every record of r under k's first key, batch records at
+// a time, saving its progress after each batch and calling onBatch (if
+// set) with it. A rekey under the same key that did not finish is resumed
+// from its saved cursor; otherwise it starts over. It returns the final
+// progress; an error (the store failing, ctx cancelled) leaves the saved
+// progress running, to be resumed.
+func Rekey(ctx context.Context, r Rekeyer, k *Keyring, batch int, onBatch func(RekeyProgress)) (RekeyProgress, error) {
+	if !k.Enabled() {
+		return RekeyProgress{}, ErrNoKey
+	}
+	if batch <= 0 {
+		batch = DefaultRekeyBatch
+	}
+	p, err := r.RekeyState(ctx)
+	if err != nil {
+		return p, err
+	}
+	now := time.Now()
+	if p.State == RekeyDone || p.KeyID != k.CurrentID() {
+		p = RekeyProgress{KeyID: k.CurrentID(), StartedAt: now}
+	}
+	if p.Failed == 0 {
+		p.Error = "" // why an earlier run stopped
+	}
+	p.State, p.FinishedAt, p.UpdatedAt = RekeyRunning, time.Time{}, now
+	if err := r.SaveRekeyState(ctx, p); err != nil {
+		return p, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return p, err
+		}
+		step, err := r.RekeyBatch(ctx, k, p.Cursor, batch)
+		if err != nil {
+			return p, err
+		}
+		p.Cursor = step.Next
+		p.Scanned += step.Scanned
+		p.Resealed += step.Resealed
+		p.Failed += step.Failed
+		if step.FailedError != nil {
+			p.Error = fmt.Sprintf("%d record(s) could not be re-sealed; last: %v", p.Failed, step.FailedError)
+		}
+		p.UpdatedAt = time.Now()
+		if step.Done {
+			p.State, p.FinishedAt, p.Cursor = RekeyDone, p.UpdatedAt, ""
+		}
+		if err := r.SaveRekeyState(context.WithoutCancel(ctx), p); err != nil {
+			return p, err
+		}
+		if onBatch != nil {
+			onBatch(p)
+		}
+		if step.Done {
+			return p, nil
+		}
+	}
+}
