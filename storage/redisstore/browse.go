@@ -19,7 +19,9 @@ import (
 // from the indexes every partition keeps anyway: its lane queues (queued
 // and leased jobs), its waiting hash (ordered jobs behind their chain's
 // head), its done index (delivered and dead jobs, until retention) and
-// its DLQ index (entries outliving their jobs). Cost of a page: one
+// its DLQ index (entries outliving their jobs), and its fan-out index
+// (events not yet expanded: those a page reads are expanded first, as
+// any read of an event by id does, fanout.go). Cost of a page: one
 // pipelined read of the members of those indexes (IDs only: O(jobs and
 // entries kept), a few tens of bytes each), sorted in the process, then
 // at most f.ScanBudget() events read as Lookup reads them, 100 at a time
@@ -67,6 +69,9 @@ const browseBatch = 100
 type browseID struct {
 	id string
 	p  partition
+	// fan is true for an event found in its partition's fan-out index:
+	// it is expanded (destinationsOf) before it is read.
+	fan bool
 }
 
 // eventIDs lists the events the partitions' indexes name, below the
@@ -74,7 +79,7 @@ type browseID struct {
 func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) {
 	type reads struct {
 		lanes, done, dlq *redis.StringSliceCmd
-		waiting          *redis.StringSliceCmd
+		waiting, fan     *redis.StringSliceCmd
 		queues           []*redis.StringSliceCmd
 	}
 	rs := make([]reads, len(s.parts))
@@ -85,6 +90,7 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 				done:    pipe.ZRange(ctx, p.key("done"), 0, -1),
 				dlq:     pipe.ZRange(ctx, p.key("dlqidx"), 0, -1),
 				waiting: pipe.HKeys(ctx, p.key("waiting")),
+				fan:     pipe.ZRange(ctx, p.key("fan"), 0, -1),
 			}
 		}
 		return nil
@@ -106,6 +112,12 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 	seen := map[string]bool{}
 	var out []browseID
 	for i, p := range s.parts {
+		for _, id := range rs[i].fan.Val() {
+			if after == "" || id < after {
+				seen[id] = true
+				out = append(out, browseID{id: id, p: p, fan: true})
+			}
+		}
 		lists := []*redis.StringSliceCmd{rs[i].done, rs[i].dlq, rs[i].waiting}
 		for _, l := range append(lists, rs[i].queues...) {
 			for _, did := range l.Val() {
@@ -114,7 +126,7 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 					continue
 				}
 				seen[id] = true
-				out = append(out, browseID{id, p})
+				out = append(out, browseID{id: id, p: p})
 			}
 		}
 	}
@@ -127,6 +139,13 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 // deliveries indexes, then each delivery's hash and DLQ entry. An event's
 // source is its first readable delivery's.
 func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) ([]*storage.EventInfo, error) {
+	for _, b := range ids {
+		if b.fan { // still a fan-out record: expanded as any read by id does
+			if _, err := s.destinationsOf(ctx, b.p, b.id); err != nil {
+				return nil, unavailable(err)
+			}
+		}
+	}
 	dests := make([]*redis.StringCmd, len(ids))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, b := range ids {

@@ -523,17 +523,18 @@ func (s *Store) leasePartition(token string) (partition, bool) {
 	return s.parts[i], true
 }
 
-// QueueHeads implements storage.Store: headsScript (no lane skipped) in
-// every partition, one pipelined round trip, one ZRANGE per lane.
+// QueueHeads implements storage.Store: queueHeadsScript in every
+// partition, one pipelined round trip, one ZRANGE per lane plus the
+// first fan-out records (fanout.go), reported under their source's lane.
 func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes")}, args: []any{p.lanePrefix()}}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: []any{p.lanePrefix(), p.tag + ":fan:", queueHeadsFan}}
 	}
-	heads, err := s.evalPipelined(ctx, headsScript, calls)
+	heads, err := s.evalPipelined(ctx, queueHeadsScript, calls)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -554,3 +555,39 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 	}
 	return out, nil
 }
+
+// queueHeadsFan is how many of a partition's oldest fan-out records
+// QueueHeads reads (a GET each) to find their sources: the oldest events
+// of the sources among them; a source whose only waiting events are
+// records past them is reported by its lanes alone, once expanded.
+const queueHeadsFan = 64
+
+// queueHeadsScript lists the first job of each lane of one partition and,
+// for the first fan-out records (oldest first), each one's due time under
+// its source (the record's second line), as that source's lane (read
+// only).
+//
+//	KEYS: lanes, fan-out index
+//	ARGV: lane queue key prefix, fan-out record key prefix, records to read
+//	returns {lane, due ms, ...}
+var queueHeadsScript = redis.NewScript(`
+local out = {}
+for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+	local r = redis.call('ZRANGE', ARGV[1] .. lane, 0, 0, 'WITHSCORES')
+	if r[1] then
+		out[#out + 1] = lane
+		out[#out + 1] = r[2]
+	end
+end
+local fan = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[3]) - 1, 'WITHSCORES')
+for i = 1, #fan, 2 do
+	local rec = redis.call('GETRANGE', ARGV[2] .. fan[i], 0, 1023)
+	local a = string.find(rec, '\n', 1, true)
+	local b = a and string.find(rec, '\n', a + 1, true)
+	if b then
+		out[#out + 1] = string.sub(rec, a + 1, b - 1)
+		out[#out + 1] = fan[i + 1]
+	end
+end
+return out
+`)

@@ -327,6 +327,33 @@ func testFanOutBeforeLease(t *testing.T, f Factory) {
 			t.Errorf("NextDue = %v, %v, %v; want about now", due, ok, err)
 		}
 	})
+	t.Run("QueueHeads", func(t *testing.T) {
+		s := f.Open(t)
+		mustEnqueue(t, s, fanOutEvent(t, "stripe", "evt_fan_heads"), time.Now().Add(time.Hour))
+		heads, err := s.QueueHeads(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bySource bool
+		for lane := range heads {
+			bySource = bySource || storage.SourceOfLane(lane) == "stripe"
+		}
+		if !bySource {
+			t.Errorf("QueueHeads = %v, want the stripe event's", heads)
+		}
+	})
+	t.Run("ListEvents", func(t *testing.T) {
+		s := f.Open(t)
+		ev := fanOutEvent(t, "stripe", "evt_fan_list")
+		mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+		page, err := s.ListEvents(t.Context(), storage.EventFilter{Source: "stripe"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) != 1 || page.Events[0].ID != ev.ID || len(page.Events[0].Deliveries) != 3 || page.Events[0].Status != storage.StatusQueued {
+			t.Errorf("ListEvents = %+v, want %s with its 3 deliveries, queued", page.Events, ev.ID)
+		}
+	})
 	t.Run("Duplicate", func(t *testing.T) {
 		s := f.Open(t)
 		ev := fanOutEvent(t, "stripe", "evt_fan_dup")
