@@ -371,6 +371,8 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	call("GET", "/webhooks/stats", "", 200) // with a hold and a destination's pause
 	call("GET", "/webhooks/stats?from=1h&source=gen", "", 200)
 	call("GET", "/webhooks/stats?from=7d", "", 200)
+	call("GET", "/webhooks/events?source=gen&limit=5", "", 200)
+	call("GET", "/webhooks/events?status=nope", "", 400)
 	call("GET", "/webhooks/stats/series?from=15m", "", 200)
 	call("GET", "/webhooks/stats/series?source=gen&from=24h", "", 200)
 	call("GET", "/webhooks/stats/series?from=7d&step=1m", "", 400) // too many points
