@@ -92,8 +92,8 @@ func TestDashboardCharts(t *testing.T) {
 	}
 	row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#health-rows tr[data-source="gen"]`)))
 	if fields := strings.Fields(row); err != nil || len(fields) < 9 || fields[0] != "gen" || fields[2] != "75.0" || fields[4] != "1" ||
-		fields[len(fields)-3] != "no" || fields[len(fields)-2] != "closed" || fields[len(fields)-1] != "—" {
-		t.Errorf("gen's health row %q (%v), want gen, 75.0 %%, 1 open DLQ entry, not paused, breaker closed, encryption unknown", row, err)
+		fields[len(fields)-3] != "no" || fields[len(fields)-2] != "closed" || fields[len(fields)-1] != "off" {
+		t.Errorf("gen's health row %q (%v), want gen, 75.0 %%, 1 open DLQ entry, not paused, breaker closed, encryption off (no key)", row, err)
 	}
 	if text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("top-errors-rows"))); err != nil || !strings.Contains(text, "upstream answered 422 Unprocessable Entity") {
 		t.Errorf("top errors %q (%v)", text, err)
