@@ -35,6 +35,39 @@ const (
 // DefaultRekeyBatch is the number of records a rekey step reads.
 const DefaultRekeyBatch = 200
 
+// Bounds of RekeyOptions.
+const (
+	// MaxRekeyBatch bounds RekeyOptions.Batch: one step is one write
+	// transaction (bbolt) or script run per record (Redis), and a long
+	// transaction delays the writes of live traffic.
+	MaxRekeyBatch = 5000
+	// MaxRekeyPause bounds RekeyOptions.Pause.
+	MaxRekeyPause = 10 * time.Second
+)
+
+// RekeyOptions paces a rekey, so that one on a busy store takes only a
+// share of it.
+type RekeyOptions struct {
+	// Batch is the number of records a step reads (0: DefaultRekeyBatch,
+	// at most MaxRekeyBatch).
+	Batch int
+	// Pause is the wait between two steps (0: none, at most
+	// MaxRekeyPause).
+	Pause time.Duration
+}
+
+// Validate says what is wrong with o, naming the field as the admin API
+// does (batch, pause).
+func (o RekeyOptions) Validate() error {
+	if o.Batch < 0 || o.Batch > MaxRekeyBatch {
+		return fmt.Errorf("batch must be between 1 and %d", MaxRekeyBatch)
+	}
+	if o.Pause < 0 || o.Pause > MaxRekeyPause {
+		return fmt.Errorf("pause must be between 0 and %s", MaxRekeyPause)
+	}
+	return nil
+}
+
 // ErrNoKey is the error of a rekey without an encryption key.
 var ErrNoKey = errors.New("no encryption key is configured")
 
@@ -86,17 +119,21 @@ type Rekeyer interface {
 	SaveRekeyState(ctx context.Context, p RekeyProgress) error
 }
 
-// Rekey re-seals every record of r under k's first key, batch records at
-// a time, saving its progress after each batch and calling onBatch (if
-// set) with it. A rekey under the same key that did not finish is resumed
+// Rekey re-seals every record of r under k's first key, o.Batch records
+// at a time with o.Pause between batches, saving its progress after each
+// batch and calling onBatch (if set) with it. A rekey under the same key that did not finish is resumed
 // from its saved cursor; otherwise it starts over. It returns the final
 // progress; an error (the store failing, ctx cancelled) leaves the saved
 // progress running, to be resumed.
-func Rekey(ctx context.Context, r Rekeyer, k *Keyring, batch int, onBatch func(RekeyProgress)) (RekeyProgress, error) {
+func Rekey(ctx context.Context, r Rekeyer, k *Keyring, o RekeyOptions, onBatch func(RekeyProgress)) (RekeyProgress, error) {
 	if !k.Enabled() {
 		return RekeyProgress{}, ErrNoKey
 	}
-	if batch <= 0 {
+	if err := o.Validate(); err != nil {
+		return RekeyProgress{}, err
+	}
+	batch := o.Batch
+	if batch == 0 {
 		batch = DefaultRekeyBatch
 	}
 	p, err := r.RekeyState(ctx)
@@ -141,6 +178,13 @@ func Rekey(ctx context.Context, r Rekeyer, k *Keyring, batch int, onBatch func(R
 		}
 		if step.Done {
 			return p, nil
+		}
+		if o.Pause > 0 {
+			select {
+			case <-ctx.Done():
+				return p, ctx.Err()
+			case <-time.After(o.Pause):
+			}
 		}
 	}
 }

@@ -123,6 +123,6 @@ func (s *SealingStore) RekeyBatch(ctx context.Context, _ *Keyring, cursor string
 }
 
 // Rekey re-seals every record under the store's first key (Rekey).
-func (s *SealingStore) Rekey(ctx context.Context, batch int, onBatch func(RekeyProgress)) (RekeyProgress, error) {
-	return Rekey(ctx, s.inner, s.keys, batch, onBatch)
+func (s *SealingStore) Rekey(ctx context.Context, o RekeyOptions, onBatch func(RekeyProgress)) (RekeyProgress, error) {
+	return Rekey(ctx, s.inner, s.keys, o, onBatch)
 }

@@ -74,7 +74,7 @@ type App interface {
 	// StartRekey starts re-encrypting every stored record under the
 	// first key in the background, or returns the rekey running already
 	// (started false); storage.ErrNoKey without a key.
-	StartRekey(ctx context.Context) (p storage.RekeyProgress, started bool, err error)
+	StartRekey(ctx context.Context, o storage.RekeyOptions) (p storage.RekeyProgress, started bool, err error)
 	// RekeyStatus is the progress of the running or last rekey.
 	RekeyStatus(ctx context.Context) (storage.RekeyProgress, error)
 }

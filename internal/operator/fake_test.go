@@ -32,6 +32,8 @@ type fakeApp struct {
 	// encryption is what Encryption says; rekey the running or last rekey
 	encryption operator.EncryptionInfo
 	rekey      storage.RekeyProgress
+	// rekeyOptions is what the last StartRekey was asked for
+	rekeyOptions storage.RekeyOptions
 
 	// what the last calls were given
 	erased       []string  // the events EraseEvent was asked for, source/event id
@@ -231,7 +233,8 @@ var _ operator.App = (*fakeApp)(nil)
 
 func (f *fakeApp) Encryption() operator.EncryptionInfo { return f.encryption }
 
-func (f *fakeApp) StartRekey(context.Context) (storage.RekeyProgress, bool, error) {
+func (f *fakeApp) StartRekey(_ context.Context, o storage.RekeyOptions) (storage.RekeyProgress, bool, error) {
+	f.rekeyOptions = o
 	if err := f.err(); err != nil {
 		return storage.RekeyProgress{}, false, err
 	}

@@ -150,6 +150,10 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		{apiSealed, "GET", "/webhooks/stats", "", 200}, // encryption on
 		{apiSealed, "POST", "/webhooks/rekey", "", 202},
 		{apiSealed, "POST", "/webhooks/rekey", "", 202}, // the running one
+		{apiSealed, "POST", "/webhooks/rekey", `{"batch":50,"pause":"20ms"}`, 202},
+		{apiSealed, "POST", "/webhooks/rekey", `{"batch":6000}`, 400},
+		{apiSealed, "POST", "/webhooks/rekey", `{"pause":"soon"}`, 400},
+		{apiSealed, "POST", "/webhooks/rekey", `{"rate":1}`, 400},
 		{apiSealed, "GET", "/webhooks/rekey", "", 200},
 		{apiDown, "POST", "/webhooks/rekey", "", 503},
 		{apiKeyless, "GET", "/webhooks/dlq/k", "", 409},
@@ -228,6 +232,43 @@ func TestEncryptionAnswers(t *testing.T) {
 	decodeStatus(t, serve(t, api, "POST", "/webhooks/rekey", ""), 202, &second)
 	if !first.Started || first.State != "running" || second.Started || !second.StartedAt.Equal(first.StartedAt) {
 		t.Errorf("POSTs = %+v then %+v, want started then the running one", first, second)
+	}
+
+	// the pace of a rekey: passed on as asked, checked first
+	for _, tc := range []struct {
+		body   string
+		status int
+		want   storage.RekeyOptions
+		err    string
+	}{
+		{``, 202, storage.RekeyOptions{}, ""},
+		{`{}`, 202, storage.RekeyOptions{}, ""},
+		{`{"batch":25,"pause":"150ms"}`, 202, storage.RekeyOptions{Batch: 25, Pause: 150 * time.Millisecond}, ""},
+		{`{"batch":5000,"pause":"10s"}`, 202, storage.RekeyOptions{Batch: 5000, Pause: 10 * time.Second}, ""},
+		{`{"batch":5001}`, 400, storage.RekeyOptions{}, "batch must be between 1 and 5000"},
+		{`{"batch":-3}`, 400, storage.RekeyOptions{}, "batch must be between 1 and 5000"},
+		{`{"pause":"11s"}`, 400, storage.RekeyOptions{}, "pause must be between 0 and 10s"},
+		{`{"pause":"-1s"}`, 400, storage.RekeyOptions{}, "pause must be between 0 and 10s"},
+		{`{"pause":"fast"}`, 400, storage.RekeyOptions{}, `pause: "fast" is not a duration`},
+		{`{"pause":5}`, 400, storage.RekeyOptions{}, "request body"},
+		{`{"batch":1,"speed":2}`, 400, storage.RekeyOptions{}, `unknown field "speed"`},
+	} {
+		g := newFakeApp()
+		g.encryption = f.encryption
+		g.rekeyOptions = storage.RekeyOptions{Batch: -99}
+		var e operator.ErrorAnswer
+		rec := serve(t, apiOver(g), "POST", "/webhooks/rekey", tc.body)
+		if tc.status != 202 {
+			decodeStatus(t, rec, tc.status, &e)
+			if !strings.Contains(e.Error, tc.err) || g.rekeyOptions.Batch != -99 {
+				t.Errorf("POST %s: %+v (the app was asked %+v), want %q and no rekey", tc.body, e, g.rekeyOptions, tc.err)
+			}
+			continue
+		}
+		decodeStatus(t, rec, 202, &first)
+		if g.rekeyOptions != tc.want {
+			t.Errorf("POST %s asked the app for %+v, want %+v", tc.body, g.rekeyOptions, tc.want)
+		}
 	}
 
 	off := newFakeApp()

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -62,6 +63,34 @@ func rekeyAnswer(p storage.RekeyProgress, started bool) RekeyAnswer {
 		Failed: p.Failed, StartedAt: p.StartedAt, UpdatedAt: p.UpdatedAt, FinishedAt: p.FinishedAt, Error: p.Error}
 }
 
+// RekeyRequest is the optional body of POST /webhooks/rekey: how to pace
+// the rekey it starts (a running one keeps its own pace).
+type RekeyRequest struct {
+	// Batch is the number of records re-encrypted per step, each step
+	// one write transaction (default 200, at most 5000).
+	Batch int `json:"batch,omitempty"`
+	// Pause is the wait between steps, a Go duration ("50ms"; default
+	// none, at most 10s), so that a rekey on a busy store takes only a
+	// share of it.
+	Pause string `json:"pause,omitempty"`
+}
+
+// options checks req and returns it as storage.RekeyOptions.
+func (req RekeyRequest) options() (storage.RekeyOptions, error) {
+	o := storage.RekeyOptions{Batch: req.Batch}
+	if req.Pause != "" {
+		d, err := time.ParseDuration(req.Pause)
+		if err != nil {
+			return o, newError(http.StatusBadRequest, fmt.Sprintf("pause: %q is not a duration", req.Pause))
+		}
+		o.Pause = d
+	}
+	if err := o.Validate(); err != nil {
+		return o, newError(http.StatusBadRequest, err.Error())
+	}
+	return o, nil
+}
+
 // startRekey answers POST /webhooks/rekey: 202 with the rekey it started
 // (resumed) in the background, or the one running already; 409
 // ENCRYPTION_DISABLED without a key.
@@ -70,7 +99,15 @@ func (h *Handler) startRekey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, started, err := app.StartRekey(r.Context())
+	req, err := readStrict[RekeyRequest](r)
+	if err != nil {
+		return err
+	}
+	o, err := req.options()
+	if err != nil {
+		return err
+	}
+	p, started, err := app.StartRekey(r.Context(), o)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ Talks to the webhooks routes of a running Caddy's admin API.
                                       its id stays claimed, so a resend is still answered as a duplicate)
   caddy webhooks replay [--source S] [--destination D] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
                                      (re-sends delivered events, oldest first, paced, in their own lane)
-  caddy webhooks rekey [--wait] [--status]
+  caddy webhooks rekey [--wait] [--status] [--batch N] [--pause 50ms]
                                      (re-encrypts every stored record under the first encryption_key, in the
                                       background on one node; resumable, safe under traffic)
 
@@ -136,6 +136,8 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 				Args: cobra.NoArgs, RunE: caddycmd.WrapCommandFuncForCobra(cmdRekey)}
 			rekey.Flags().Bool("wait", false, "Wait until the rekey is done, printing its progress")
 			rekey.Flags().Bool("status", false, "Only show the progress of the running or last rekey")
+			rekey.Flags().Int("batch", 0, "Records re-encrypted per step, each one write transaction (default 200, at most 5000)")
+			rekey.Flags().Duration("pause", 0, "Wait between steps, so that the rekey takes only a share of a busy store (at most 10s)")
 			cmd.AddCommand(rekey)
 		},
 	})

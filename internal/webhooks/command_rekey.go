@@ -16,15 +16,21 @@ import (
 // rekeyPoll is how often `caddy webhooks rekey --wait` reads the progress.
 var rekeyPoll = time.Second
 
-// cmdRekey is `caddy webhooks rekey`: POST /webhooks/rekey (or, with
-// --status, GET), then with --wait GET until the rekey is no longer
+// cmdRekey is `caddy webhooks rekey`: POST /webhooks/rekey with --batch
+// and --pause as its pace (or, with --status, GET), then with --wait GET until the rekey is no longer
 // running, printing its progress.
 func cmdRekey(fl caddycmd.Flags) (int, error) {
-	method := "POST"
+	method, body := "POST", any(nil)
 	if fl.Bool("status") {
 		method = "GET"
+	} else if batch, pause := fl.Int("batch"), fl.Duration("pause"); batch != 0 || pause != 0 {
+		req := operator.RekeyRequest{Batch: batch}
+		if pause != 0 {
+			req.Pause = pause.String()
+		}
+		body = req
 	}
-	raw, err := adminCall(fl, method, "/webhooks/rekey", nil)
+	raw, err := adminCall(fl, method, "/webhooks/rekey", body)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}

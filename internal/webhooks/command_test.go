@@ -316,10 +316,12 @@ func TestEventsListCommand(t *testing.T) {
 func TestRekeyCommand(t *testing.T) {
 	rekeyPoll = time.Millisecond
 	defer func() { rekeyPoll = time.Second }()
-	var got []string
+	var got, bodies []string
 	final := "done"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Method+" "+r.URL.Path)
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
 		w.Header().Set("Content-Type", "application/json")
 		a := operator.RekeyAnswer{State: "running", KeyID: "0a1b2c3d", Scanned: len(got)}
 		if len(got) >= 3 {
@@ -336,12 +338,27 @@ func TestRekeyCommand(t *testing.T) {
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	flags := func(fs *pflag.FlagSet) { fs.Bool("wait", false, ""); fs.Bool("status", false, "") }
+	flags := func(fs *pflag.FlagSet) {
+		fs.Bool("wait", false, "")
+		fs.Bool("status", false, "")
+		fs.Int("batch", 0, "")
+		fs.Duration("pause", 0, "")
+	}
 	if _, err := cmdRekey(cmdFlags(t, flags, "--address", addr, "--wait")); err != nil {
 		t.Fatalf("rekey --wait: %v", err)
 	}
 	if want := []string{"POST /webhooks/rekey", "GET /webhooks/rekey", "GET /webhooks/rekey"}; !slices.Equal(got, want) {
 		t.Errorf("admin calls %q, want %q", got, want)
+	}
+	if bodies[0] != "" {
+		t.Errorf("a rekey without --batch or --pause sent %q, want no body", bodies[0])
+	}
+	got, bodies = nil, nil
+	if _, err := cmdRekey(cmdFlags(t, flags, "--address", addr, "--batch", "20", "--pause", "1.5s")); err != nil {
+		t.Fatalf("rekey --batch --pause: %v", err)
+	}
+	if len(bodies) != 1 || bodies[0] != `{"batch":20,"pause":"1.5s"}` {
+		t.Errorf("rekey --batch 20 --pause 1.5s sent %q", bodies)
 	}
 	got, final = nil, "failed"
 	if _, err := cmdRekey(cmdFlags(t, flags, "--address", addr, "--wait")); err == nil || !strings.Contains(err.Error(), "redis down") {

@@ -86,10 +86,14 @@ type rekeyRunner struct {
 // StartRekey starts re-sealing every record under the first key, in the
 // background; a rekey already running in this process is returned as it
 // is (started false). A rekey cut short earlier under the same key is
-// resumed. storage.ErrNoKey when no key is configured.
-func (a *App) StartRekey(ctx context.Context) (storage.RekeyProgress, bool, error) {
+// resumed. o paces the rekey started (a running one keeps its own pace).
+// storage.ErrNoKey when no key is configured.
+func (a *App) StartRekey(ctx context.Context, o storage.RekeyOptions) (storage.RekeyProgress, bool, error) {
 	if !a.keys.Enabled() {
 		return storage.RekeyProgress{}, false, storage.ErrNoKey
+	}
+	if err := o.Validate(); err != nil {
+		return storage.RekeyProgress{}, false, err
 	}
 	st, err := a.Store()
 	if err != nil {
@@ -118,13 +122,13 @@ func (a *App) StartRekey(ctx context.Context) (storage.RekeyProgress, bool, erro
 	// the audit trail names the key by its id, never the key
 	a.audit(stepRekeyStarted, zap.String("key_id", a.keys.CurrentID()), zap.Int("keys", a.keys.Len()),
 		zap.Bool("resumed", r.progress.Scanned > 0))
-	go a.runRekey(rctx, st.(*storage.SealingStore), r)
+	go a.runRekey(rctx, st.(*storage.SealingStore), o, r)
 	return r.progress, true, nil
 }
 
-func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, r *rekeyRunner) {
+func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, o storage.RekeyOptions, r *rekeyRunner) {
 	defer close(r.done)
-	p, err := st.Rekey(ctx, 0, func(p storage.RekeyProgress) {
+	p, err := st.Rekey(ctx, o, func(p storage.RekeyProgress) {
 		r.mu.Lock()
 		r.progress = p
 		r.mu.Unlock()

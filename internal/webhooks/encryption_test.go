@@ -92,7 +92,7 @@ func TestAppStoreSeals(t *testing.T) {
 		t.Fatalf("the app's job: %+v, %v", opened, err)
 	}
 
-	p, started, err := app.StartRekey(t.Context())
+	p, started, err := app.StartRekey(t.Context(), storage.RekeyOptions{})
 	if err != nil || !started || p.State != storage.RekeyRunning {
 		t.Fatalf("StartRekey = %+v, %v, %v", p, started, err)
 	}

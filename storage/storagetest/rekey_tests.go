@@ -134,7 +134,7 @@ func wantWorld(t *testing.T, s storage.Store, w *rekeyWorld) {
 
 func rekey(t *testing.T, s *storage.SealingStore, batch int) storage.RekeyProgress {
 	t.Helper()
-	p, err := s.Rekey(t.Context(), batch, nil)
+	p, err := s.Rekey(t.Context(), storage.RekeyOptions{Batch: batch}, nil)
 	if err != nil {
 		t.Fatalf("Rekey: %v", err)
 	}
@@ -229,7 +229,7 @@ func testRekeyResume(t *testing.T, f Factory) {
 	// a rekey cancelled after its first batch
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	first, err := both.Rekey(ctx, 2, func(storage.RekeyProgress) { cancel() })
+	first, err := both.Rekey(ctx, storage.RekeyOptions{Batch: 2}, func(storage.RekeyProgress) { cancel() })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Rekey = %+v, %v", first, err)
 	}
@@ -309,7 +309,7 @@ func testRekeyUnderTraffic(t *testing.T, f Factory) {
 			}
 		}()
 	}()
-	_, err := both.Rekey(t.Context(), 4, nil)
+	_, err := both.Rekey(t.Context(), storage.RekeyOptions{Batch: 4}, nil)
 	time.Sleep(50 * time.Millisecond)
 	close(done)
 	if terr := <-trafficDone; terr != nil {
