@@ -26,9 +26,15 @@ import (
 // not open (ErrKeyMissing). Records stored in clear read as before.
 type SealingStore struct {
 	Store
-	keys  *Keyring
-	inner Store
+	keys   *Keyring
+	inner  Store
+	onDead func(job *Job, reason string)
 }
+
+// OnDead sets fn to be called with each job Lease dead-letters because it
+// cannot be opened (after its DLQ entry is stored), so that it is counted
+// and audited like any dead delivery. Set before the store is used.
+func (s *SealingStore) OnDead(fn func(job *Job, reason string)) { s.onDead = fn }
 
 // NewSealingStore wraps inner with keys.
 func NewSealingStore(inner Store, keys *Keyring) *SealingStore {
@@ -72,7 +78,9 @@ func (s *SealingStore) Lease(ctx context.Context, now time.Time, n int, lease ti
 			reason := fmt.Sprintf("%s: %v", KeyMissingReason, err)
 			// on failure the job stays leased: due again (and dead-lettered
 			// then) when its lease expires
-			_ = s.inner.Finish(ctx, job, Outcome{Result: Dead, Error: reason})
+			if s.inner.Finish(ctx, job, Outcome{Result: Dead, Error: reason}) == nil && s.onDead != nil {
+				s.onDead(job, reason)
+			}
 			continue
 		}
 		out = append(out, job)

@@ -360,7 +360,8 @@ func redisValues(t *testing.T, addr, prefix string) [][]byte {
 
 // TestEncryptionKeyMissing (DESIGN "Data at rest"): a job sealed under a
 // key the config no longer has is not lost and crashes nothing: it goes to
-// the DLQ with an error naming the missing key id, the admin API answers
+// the DLQ with an error naming the missing key id, counted dead in the
+// stats, the admin API answers
 // its entry 409 ENCRYPTION_KEY_MISSING (JSON, with the key id); once the
 // key is back, the entry reads and its retry delivers the exact body.
 func TestEncryptionKeyMissing(t *testing.T) {
@@ -390,6 +391,13 @@ func TestEncryptionKeyMissing(t *testing.T) {
 	// the key is gone: the job is dead-lettered, not handed out sealed
 	startCaddy(t, up, storageLine+"\n\t\tencryption_key {env.HOOKLINE_E2E_KEY2}", "")
 	id := dlqEntryOf(t, "enc-missing")
+	// counted as any dead delivery: in the stats and in deliveries_total
+	waitFor(t, func() bool {
+		_, stats := admin(t, "GET", "/webhooks/stats", "")
+		src, _ := stats["sources"].(map[string]any)["gen"].(map[string]any)
+		all, _ := src["all_time"].(map[string]any)
+		return all["dead"] == float64(1)
+	})
 	_, page := admin(t, "GET", "/webhooks/dlq?status=pending", "")
 	if !strings.Contains(fmt.Sprint(page), keyID) {
 		t.Errorf("the DLQ entry does not name the missing key %s: %v", keyID, page)

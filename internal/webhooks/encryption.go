@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
@@ -58,6 +59,9 @@ func (a *App) sealing(st storage.Store) storage.Store {
 		return s
 	}
 	s := storage.NewSealingStore(st, a.keys)
+	s.OnDead(func(job *storage.Job, reason string) { // counted and audited as any dead delivery
+		a.onResult(delivery.Report{Job: job, Result: storage.Dead, Error: reason})
+	})
 	a.sealed.Store(s)
 	return s
 }

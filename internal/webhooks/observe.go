@@ -96,6 +96,12 @@ func (a *App) onResult(r delivery.Report) {
 		a.audit(stepAttempt, append(eventFields(&r.Job.Event), zap.Int("attempt", r.Attempt.N), zap.String("result", result),
 			zap.Int("status", r.Attempt.Status), zap.Duration("duration", r.Attempt.Duration), zap.String("error", r.Attempt.Error))...)
 	}
+	if r.Attempt == nil && r.Result == storage.Dead { // dead-lettered with no attempt (its payload did not open)
+		metrics.deliveries.WithLabelValues(r.Job.Source, "dead").Inc()
+		a.Count(r.Job.Source, "dead", 1)
+		a.countType(r.Job.Source, "dead", r.Job.Type)
+		a.countDestination(r.Job.Source, "dead", storage.DestinationOf(&r.Job.Event))
+	}
 	switch r.Result {
 	case storage.Delivered:
 		a.audit(stepDelivered, eventFields(&r.Job.Event)...)
