@@ -22,7 +22,6 @@ import (
 // one per minute for the time charts, one attempt number, the 422 in the
 // top errors. Screenshots go to the test's log.
 func TestDashboardCharts(t *testing.T) {
-	execPath := chromium(t)
 	up := newUpstream(t)
 	fail := up.failWith(http.StatusUnprocessableEntity, false)
 	startCaddy(t, up, "", dashboardSite)
@@ -58,7 +57,7 @@ func TestDashboardCharts(t *testing.T) {
 		}
 	}
 
-	ctx := browser(t, execPath)
+	ctx, report := browserPage(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("http://localhost:9080/dash/"),
 		chromedp.WaitVisible(chromedp.CSS(`#health-rows tr[data-source="gen"]`)),
@@ -117,35 +116,9 @@ func TestDashboardCharts(t *testing.T) {
 		t.Errorf("the page reports %q", text)
 	}
 	shot(t, ctx, "hookline-dashboard-charts-7d.png")
-}
-
-// browser starts a headless Chromium for the test and returns a context
-// of its first tab, with a 90-second limit.
-func browser(t *testing.T, execPath string) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(execPath),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1400),
+	if exceptions, _ := report(); len(exceptions) > 0 {
+		t.Errorf("browser errors: %q", exceptions)
 	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelCtx := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelCtx)
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // shot saves a screenshot of the page's health and charts section in the

@@ -10,14 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -86,7 +82,6 @@ func pendingIDs(t *testing.T) []string {
 }
 
 func TestDashboardBrowser(t *testing.T) {
-	execPath := chromium(t)
 	up := newUpstream(t)
 	fail := up.failWith(http.StatusUnprocessableEntity, true)
 	startCaddy(t, up, "", dashboardSite)
@@ -95,66 +90,7 @@ func TestDashboardBrowser(t *testing.T) {
 	up.next(t, 5*time.Second)
 	id := dlqEntryOf(t, "dash-1")
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(execPath),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelCtx := chromedp.NewContext(allocCtx)
-	defer cancelCtx()
-	if err := chromedp.Do(bctx); err != nil { // starts the browser, with no timeout
-		t.Fatalf("starting chromium: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
-
-	var (
-		mu         sync.Mutex
-		exceptions []string
-		dialogs    []string
-	)
-	err := chromedp.Listen(bctx, func(ev any) {
-		switch ev := ev.(type) {
-		case *page.EventJavascriptDialogOpening:
-			mu.Lock()
-			dialogs = append(dialogs, string(ev.Type)+": "+ev.Message)
-			mu.Unlock()
-			go func() {
-				if _, err := chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil && bctx.Err() == nil {
-					mu.Lock()
-					exceptions = append(exceptions, "accepting a dialog: "+err.Error())
-					mu.Unlock()
-				}
-			}()
-		case *cdplog.EventEntryAdded: // CSP violations, failed loads
-			if ev.Entry.Level == cdplog.EntryLevelError {
-				mu.Lock()
-				exceptions = append(exceptions, string(ev.Entry.Source)+": "+ev.Entry.Text)
-				mu.Unlock()
-			}
-		case *runtime.EventExceptionThrown:
-			mu.Lock()
-			msg := ev.ExceptionDetails.Text
-			if ex := ev.ExceptionDetails.Exception; ex != nil && ex.Description != "" {
-				msg += " " + ex.Description
-			}
-			exceptions = append(exceptions, msg)
-			mu.Unlock()
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, report := browserPage(t)
 
 	row := chromedp.CSS(`tr[data-event-id="dash-1"]`)
 	if err := chromedp.Do(ctx,
@@ -258,8 +194,7 @@ func TestDashboardBrowser(t *testing.T) {
 
 	checkDashboardDestinations(t, ctx, up)
 
-	mu.Lock()
-	defer mu.Unlock()
+	exceptions, dialogs := report()
 	if len(exceptions) > 0 {
 		t.Errorf("browser errors: %q", exceptions)
 	}
