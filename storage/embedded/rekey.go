@@ -19,7 +19,9 @@ import (
 // what it writes back is what it read, re-sealed. Its cursor is the last
 // key of a batch: "e:<key>" in bEvents, "d:<key>" in bDLQ (base64). Its
 // saved progress is the JSON of storage.RekeyProgress under bMeta's
-// "rekey", a bucket made on first use.
+// "rekey", a bucket made on first use. The last batch marks the file for a
+// scrub (scrub.go) and the rekey is done once the free pages, where the
+// records' earlier versions are, hold none of their bytes.
 var bMeta = []byte("meta")
 
 var rekeyStateKey = []byte("rekey")
@@ -50,14 +52,20 @@ func (s *Store) RekeyBatch(ctx context.Context, k *storage.Keyring, cursor strin
 				continue // the batch is full, or goes on in this bucket
 			}
 			if b == "d" {
+				// the old versions of what it re-sealed (in clear, or
+				// under an older key) are still in the pages bbolt freed:
+				// scrubbed as an erasure's, crash-safe by the same mark
 				step.Done = true
-				return nil
+				return markScrub(tx)
 			}
 			b, last = "d", nil // on to the DLQ
 			step.Next = "d:"
 		}
 		return nil
 	})
+	if err == nil && step.Done {
+		err = s.scrub()
+	}
 	return step, err
 }
 
