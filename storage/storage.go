@@ -313,3 +313,12 @@ var (
 	// ingress answers 503 for it.
 	ErrUnavailable = errors.New("storage unavailable")
 )
+
+// Recounter is implemented by a backend whose QueueByLane and DLQCounts
+// read counters it maintains with every write (both backends): Recount
+// answers the same two questions by reading every queued job and every
+// DLQ entry instead, O(jobs + entries). It is the oracle of the
+// conformance suite's counter checks, not a path for operators.
+type Recounter interface {
+	Recount(ctx context.Context) (byLane map[string]Counts, dlq map[string]map[DLQStatus]int, err error)
+}

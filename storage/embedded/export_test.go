@@ -62,3 +62,29 @@ func (s *Store) Dump() ([][]byte, error) {
 	})
 	return out, err
 }
+
+// RewriteWithoutCounters makes the file at path what an earlier version
+// left: no counters (bCounts), leased jobs marked with no value.
+func RewriteWithoutCounters(path string) error {
+	if err := ResetCounters(path); err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		var ids [][]byte
+		_ = tx.Bucket(bInFlight).ForEach(func(k, _ []byte) error {
+			ids = append(ids, bytes.Clone(k))
+			return nil
+		})
+		for _, id := range ids {
+			if err := tx.Bucket(bInFlight).Put(id, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
