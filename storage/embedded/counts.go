@@ -86,10 +86,18 @@ func laneOfDueKey(k []byte) string {
 	return string(lane)
 }
 
+// hasKey reports whether b holds k. Get cannot tell: it answers nil for
+// a key whose value is empty (bQueue's, bInFlight's of earlier versions)
+// once a write of the transaction has loaded its page.
+func hasKey(b *bolt.Bucket, k []byte) bool {
+	got, _ := b.Cursor().Seek(k)
+	return bytes.Equal(got, k)
+}
+
 // queuePut adds key k (dueKey) to bQueue.
 func queuePut(tx *bolt.Tx, k []byte) error {
 	b := tx.Bucket(bQueue)
-	if b.Get(k) != nil {
+	if hasKey(b, k) {
 		return nil
 	}
 	if err := b.Put(k, nil); err != nil {
@@ -101,7 +109,7 @@ func queuePut(tx *bolt.Tx, k []byte) error {
 // queueDelete removes key k (dueKey) from bQueue.
 func queueDelete(tx *bolt.Tx, k []byte) error {
 	b := tx.Bucket(bQueue)
-	if b.Get(k) == nil {
+	if !hasKey(b, k) {
 		return nil
 	}
 	if err := b.Delete(k); err != nil {
@@ -239,7 +247,7 @@ func buildCounts(tx *bolt.Tx) error {
 	inflight := tx.Bucket(bInFlight)
 	err = tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
 		lane, due, id, ok := splitDueKey(k)
-		if ok && inflight.Get(id) != nil {
+		if ok && hasKey(inflight, id) {
 			leased[string(id)] = lease{string(lane), due}
 		}
 		return nil
@@ -418,7 +426,7 @@ func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[str
 			}
 			n := byLane[string(lane)]
 			st := storage.StatusQueued
-			if inflight.Get(id) != nil {
+			if hasKey(inflight, id) {
 				st = storage.StatusInFlight
 			}
 			if storage.EffectiveStatus(st, due, false, now) == storage.StatusInFlight {

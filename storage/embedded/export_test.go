@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -87,4 +88,24 @@ func RewriteWithoutCounters(path string) error {
 		}
 		return nil
 	})
+}
+
+// LeasesForTest lists the leased jobs: bInFlight's value, then the job's due keys.
+func (s *Store) LeasesForTest() []string {
+	var out []string
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bInFlight).ForEach(func(k, v []byte) error {
+			line := string(k) + " " + fmt.Sprint(v)
+			_ = tx.Bucket(bQueue).ForEach(func(qk, _ []byte) error {
+				lane, due, id, _ := splitDueKey(qk)
+				if bytes.Equal(id, k) {
+					line += fmt.Sprintf(" | %s %v", lane, due.UnixNano())
+				}
+				return nil
+			})
+			out = append(out, line)
+			return nil
+		})
+	})
+	return out
 }
