@@ -225,7 +225,8 @@ type DeadLetters interface {
 	// DLQGet returns one entry with its payload and Waiting count, or
 	// ErrDLQNotFound.
 	DLQGet(ctx context.Context, id string) (*DLQEntry, error)
-	// DLQCounts counts DLQ entries by source and status.
+	// DLQCounts counts DLQ entries by source and status (from counters
+	// the backend keeps, not by reading every entry).
 	DLQCounts(ctx context.Context) (map[string]map[DLQStatus]int, error)
 	// DLQRetry re-enqueues the entry's event, due at due (now for an
 	// immediate retry; later to pace a bulk retry), with a fresh attempt
@@ -248,8 +249,9 @@ type Operations interface {
 	// Counts returns current queue sizes.
 	Counts(ctx context.Context) (Counts, error)
 	// QueueBySource returns the queued and in-flight jobs of each source
-	// (Dead is left zero: DLQCounts has it). It reads every queued job:
-	// for operators, not for hot paths.
+	// (Dead is left zero: DLQCounts has it). A leased job whose lease ran
+	// out is queued (EffectiveStatus). Backends read counters they keep
+	// (Recounter), not every job: a scrape or a stats page may call it.
 	QueueBySource(ctx context.Context) (map[string]Counts, error)
 	// QueueByLane is QueueBySource by lane (LaneOf): a destination's
 	// waiting deliveries are its lanes'.
