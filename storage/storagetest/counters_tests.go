@@ -25,10 +25,11 @@ func recounterOf(s storage.Store) storage.Recounter {
 	}
 }
 
-// wantRecounted checks that the counters-based answers of s (QueueByLane,
+// WantRecounted checks that the counters-based answers of s (QueueByLane,
 // DLQCounts, Counts) are what reading every job and entry finds
-// (storage.Recounter), after step.
-func wantRecounted(t testing.TB, s storage.Store, step string) {
+// (storage.Recounter), after step: for a backend's own tests of the
+// write paths the suite cannot reach (a poison record).
+func WantRecounted(t testing.TB, s storage.Store, step string) {
 	t.Helper()
 	r := recounterOf(s)
 	if r == nil {
@@ -79,11 +80,11 @@ func wantRecounted(t testing.TB, s storage.Store, step string) {
 // finish delivered / retry / release / dead, the DLQ's retry, resolve,
 // discard and investigate, replay, erase, cleanup, rekey) and after each
 // step compares the counts the store maintains with a recount
-// (wantRecounted).
+// (WantRecounted).
 func testCountersExact(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := t.Context()
-	step := func(name string) { t.Helper(); wantRecounted(t, s, name) }
+	step := func(name string) { t.Helper(); WantRecounted(t, s, name) }
 	until := time.Now().Add(time.Hour)
 	step("empty")
 
@@ -275,7 +276,7 @@ func testCountersRebuilt(t *testing.T, f Factory) {
 		{Destination: "crm", Upstream: "http://127.0.0.1:8080/crm"},
 	}
 	mustEnqueue(t, s, fan, until)
-	wantRecounted(t, s, "before")
+	WantRecounted(t, s, "before")
 	lanes, err := s.QueueByLane(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ func testCountersRebuilt(t *testing.T, f Factory) {
 	}
 
 	s = f.Uncounted(t, s)
-	wantRecounted(t, s, "rebuilt")
+	WantRecounted(t, s, "rebuilt")
 	if got, err := s.QueueByLane(ctx); err != nil || !reflect.DeepEqual(got, lanes) {
 		t.Errorf("QueueByLane after the upgrade = %v, %v; want %v", got, err, lanes)
 	}
@@ -296,10 +297,10 @@ func testCountersRebuilt(t *testing.T, f Factory) {
 	// the jobs leased before the upgrade are finished after it
 	for _, j := range jobs[1:] {
 		died(t, s, j)
-		wantRecounted(t, s, "finished after the upgrade")
+		WantRecounted(t, s, "finished after the upgrade")
 	}
 	for _, j := range lease(t, s, time.Now(), 1000, time.Minute) {
 		delivered(t, s, j)
 	}
-	wantRecounted(t, s, "drained after the upgrade")
+	WantRecounted(t, s, "drained after the upgrade")
 }
