@@ -348,22 +348,10 @@ func dlqCounts(c map[byte]map[string]int64) map[string]map[storage.DLQStatus]int
 }
 
 // Counts implements storage.Store: from the counters (QueueByLane's and
-// DLQCounts' answers, summed).
+// DLQCounts' answers, storage.SumCounts).
 func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
-	var c storage.Counts
 	byLane, dlq, err := s.counted()
-	for _, n := range byLane {
-		c.Queued += n.Queued
-		c.InFlight += n.InFlight
-	}
-	for _, m := range dlq {
-		for st, n := range m {
-			if st.Open() {
-				c.Dead += n
-			}
-		}
-	}
-	return c, err
+	return storage.SumCounts(byLane, dlq), err
 }
 
 // counted reads QueueByLane's and DLQCounts' answers in one transaction.

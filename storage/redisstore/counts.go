@@ -120,26 +120,14 @@ func (s *Store) ResetCounters(ctx context.Context) error {
 	return unavailable(err)
 }
 
-// Counts implements storage.Store: QueueByLane's and DLQCounts' answers,
-// summed.
+// Counts implements storage.Store: QueueByLane's and DLQCounts' answers
+// (storage.SumCounts).
 func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	byLane, dlq, err := s.counted(ctx)
 	if err != nil {
 		return storage.Counts{}, err
 	}
-	var c storage.Counts
-	for _, n := range byLane {
-		c.Queued += n.Queued
-		c.InFlight += n.InFlight
-	}
-	for _, m := range dlq {
-		for st, n := range m {
-			if st.Open() {
-				c.Dead += n
-			}
-		}
-	}
-	return c, nil
+	return storage.SumCounts(byLane, dlq), nil
 }
 
 // QueueBySource implements storage.Store.

@@ -54,18 +54,7 @@ func WantRecounted(t testing.TB, s storage.Store, step string) {
 	if !reflect.DeepEqual(dlq, wantDLQ) {
 		t.Errorf("%s: DLQCounts = %v, recounted %v", step, dlq, wantDLQ)
 	}
-	var want storage.Counts
-	for _, c := range wantLanes {
-		want.Queued += c.Queued
-		want.InFlight += c.InFlight
-	}
-	for _, m := range wantDLQ {
-		for st, n := range m {
-			if st.Open() {
-				want.Dead += n
-			}
-		}
-	}
+	want := storage.SumCounts(wantLanes, wantDLQ)
 	got, err := s.Counts(ctx)
 	if err != nil {
 		t.Fatalf("%s: Counts: %v", step, err)
