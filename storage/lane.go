@@ -100,3 +100,22 @@ func CountsOfDestination(byLane map[string]Counts, source, destination string) C
 	}
 	return n
 }
+
+// SumCounts is Counts from QueueByLane's and DLQCounts' answers: every
+// lane's queued and in-flight jobs, and the DLQ entries still open
+// (pending, investigating).
+func SumCounts(byLane map[string]Counts, dlq map[string]map[DLQStatus]int) Counts {
+	var c Counts
+	for _, n := range byLane {
+		c.Queued += n.Queued
+		c.InFlight += n.InFlight
+	}
+	for _, m := range dlq {
+		for st, n := range m {
+			if st.Open() {
+				c.Dead += n
+			}
+		}
+	}
+	return c
+}

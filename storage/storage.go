@@ -225,7 +225,8 @@ type DeadLetters interface {
 	// DLQGet returns one entry with its payload and Waiting count, or
 	// ErrDLQNotFound.
 	DLQGet(ctx context.Context, id string) (*DLQEntry, error)
-	// DLQCounts counts DLQ entries by source and status.
+	// DLQCounts counts DLQ entries by source and status (from counters
+	// the backend keeps, not by reading every entry).
 	DLQCounts(ctx context.Context) (map[string]map[DLQStatus]int, error)
 	// DLQRetry re-enqueues the entry's event, due at due (now for an
 	// immediate retry; later to pace a bulk retry), with a fresh attempt
@@ -248,8 +249,9 @@ type Operations interface {
 	// Counts returns current queue sizes.
 	Counts(ctx context.Context) (Counts, error)
 	// QueueBySource returns the queued and in-flight jobs of each source
-	// (Dead is left zero: DLQCounts has it). It reads every queued job:
-	// for operators, not for hot paths.
+	// (Dead is left zero: DLQCounts has it). A leased job whose lease ran
+	// out is queued (EffectiveStatus). Backends read counters they keep
+	// (Recounter), not every job: a scrape or a stats page may call it.
 	QueueBySource(ctx context.Context) (map[string]Counts, error)
 	// QueueByLane is QueueBySource by lane (LaneOf): a destination's
 	// waiting deliveries are its lanes'.
@@ -313,3 +315,12 @@ var (
 	// ingress answers 503 for it.
 	ErrUnavailable = errors.New("storage unavailable")
 )
+
+// Recounter is implemented by a backend whose QueueByLane and DLQCounts
+// read counters it maintains with every write (both backends): Recount
+// answers the same two questions by reading every queued job and every
+// DLQ entry instead, O(jobs + entries). It is the oracle of the
+// conformance suite's counter checks, not a path for operators.
+type Recounter interface {
+	Recount(ctx context.Context) (byLane map[string]Counts, dlq map[string]map[DLQStatus]int, err error)
+}

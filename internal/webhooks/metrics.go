@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,16 +81,10 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 }
 
 // queueCollector reads the queue depth and the DLQ size from the store at
-// scrape time (the DLQ counts are cached for dlqCountsTTL: they read every entry).
+// scrape time: both read the store's counters, not its jobs and entries.
 type queueCollector struct {
 	app *App
-
-	mu       sync.Mutex
-	dlqAt    time.Time
-	dlqCache map[string]map[storage.DLQStatus]int
 }
-
-const dlqCountsTTL = 15 * time.Second
 
 var dlqEntriesDesc = prometheus.NewDesc("caddy_webhooks_dlq_entries",
 	"Dead letter queue entries, by source and status.", []string{"source", "status"}, nil)
@@ -164,15 +157,11 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(oldestQueuedDesc, prometheus.GaugeValue, age.Seconds(), src)
 		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if time.Since(q.dlqAt) > dlqCountsTTL {
-		q.dlqAt = time.Now() // a failure is retried after the TTL too, not at every scrape
-		if counts, err := st.DLQCounts(ctx); err == nil {
-			q.dlqCache = counts
-		}
+	counts, err := st.DLQCounts(ctx)
+	if err != nil {
+		return
 	}
-	for source, m := range q.dlqCache {
+	for source, m := range counts {
 		for status, n := range m {
 			ch <- prometheus.MustNewConstMetric(dlqEntriesDesc, prometheus.GaugeValue, float64(n), source, string(status))
 		}

@@ -17,8 +17,7 @@ import (
 const maxErrorsPerSource = 32
 
 // dlqSampleEvery is how often each node samples the open DLQ entries
-// into the stats (operator.DLQSizeGauge): DLQCounts reads every entry, so
-// not at every flush.
+// into the stats (operator.DLQSizeGauge): a minute's gauge needs no more.
 const dlqSampleEvery = time.Minute
 
 // countAttempt adds a finished delivery attempt to the time series'

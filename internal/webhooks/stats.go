@@ -186,10 +186,6 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	if err != nil {
 		return operator.Stats{}, err
 	}
-	c, err := st.Counts(ctx)
-	if err != nil {
-		return operator.Stats{}, err
-	}
 	recent, all, err := st.Stats(ctx, since)
 	if err != nil {
 		return operator.Stats{}, err
@@ -203,6 +199,7 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	if err != nil {
 		return operator.Stats{}, err
 	}
+	c := storage.SumCounts(lanes, dead) // Counts, from the same readings
 	names := map[string]bool{}
 	for _, m := range []map[string]map[string]int64{all, recent} {
 		for src, c := range m {

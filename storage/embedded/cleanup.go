@@ -86,10 +86,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 						return err
 					}
 				}
-				if err := tx.Bucket(bDLQ).Delete(k[8:]); err != nil {
-					return err
-				}
-				return tx.Bucket(bDLQOpen).Delete(k[8:])
+				return deleteEntry(tx, k[8:])
 			})
 			n += m
 			return err

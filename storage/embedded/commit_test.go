@@ -229,6 +229,7 @@ func TestPoisonRecordDeadLettered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openWithOptions(t, embedded.Options{})
+			defer storagetest.WantRecounted(t, s, "after the poison record")
 			ctx := t.Context()
 			until := time.Now().Add(time.Hour)
 			bad := storagetest.NewEvent("stripe", "evt_poison")

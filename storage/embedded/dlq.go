@@ -59,28 +59,6 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 	return page, err
 }
 
-// DLQCounts implements storage.Store.
-func (s *Store) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
-	out := map[string]map[storage.DLQStatus]int{}
-	err := s.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bDLQ).ForEach(func(_, v []byte) error {
-			var e struct {
-				Source string            `json:"source"`
-				Status storage.DLQStatus `json:"status"`
-			}
-			if json.Unmarshal(v, &e) != nil {
-				return nil
-			}
-			if out[e.Source] == nil {
-				out[e.Source] = map[storage.DLQStatus]int{}
-			}
-			out[e.Source][e.Status]++
-			return nil
-		})
-	})
-	return out, err
-}
-
 // DLQGet implements storage.Store.
 func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error) {
 	var e *storage.DLQEntry
@@ -207,7 +185,16 @@ func putEntry(tx *bolt.Tx, e *storage.DLQEntry) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Bucket(bDLQ).Put([]byte(e.ID), v); err != nil {
+	b := tx.Bucket(bDLQ)
+	if name, ok := entryCounted(b.Get([]byte(e.ID))); ok {
+		if err := count(tx, cntDLQ, name, -1); err != nil {
+			return err
+		}
+	}
+	if err := b.Put([]byte(e.ID), v); err != nil {
+		return err
+	}
+	if err := count(tx, cntDLQ, dlqCounterName(e.Source, e.Status), 1); err != nil {
 		return err
 	}
 	open := tx.Bucket(bDLQOpen)

@@ -76,6 +76,17 @@ func conformance() storagetest.Factory {
 			}
 			return openStore(t, path)
 		},
+		Uncounted: func(t *testing.T, s storage.Store) storage.Store {
+			ts := s.(*testStore)
+			path := ts.Path()
+			if err := ts.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if err := embedded.RewriteWithoutCounters(path); err != nil {
+				t.Fatal(err)
+			}
+			return openStore(t, path)
+		},
 		Dump: func(t *testing.T, s storage.Store) [][]byte {
 			out, err := s.(*testStore).Dump()
 			if err != nil {

@@ -188,7 +188,8 @@ func eraseChained(tx *bolt.Tx, e *erasing, now time.Time) error {
 			}
 		}
 	}
-	return tx.Bucket(bWaiting).Delete([]byte(e.id))
+	_, err := waitingDelete(tx, []byte(e.id))
+	return err
 }
 
 // chainsHolding lists the chains that hold job id (walking every chain).
@@ -227,7 +228,7 @@ func eraseRecord(tx *bolt.Tx, e *erasing) error {
 			}
 		}
 	case e.raw:
-		if err := deleteKeysOf(tx.Bucket(bQueue), id, func(k []byte) []byte { _, _, kid, _ := splitDueKey(k); return kid }); err != nil {
+		if err := eachKeyOf(tx.Bucket(bQueue), id, func(k []byte) []byte { _, _, kid, _ := splitDueKey(k); return kid }, func(k []byte) error { return queueDelete(tx, k) }); err != nil {
 			return err
 		}
 		if err := deleteKeysOf(tx.Bucket(bDone), id, timeKeyID); err != nil {
@@ -236,7 +237,7 @@ func eraseRecord(tx *bolt.Tx, e *erasing) error {
 	default:
 		return nil
 	}
-	if err := tx.Bucket(bInFlight).Delete(id); err != nil {
+	if err := inflightDelete(tx, id); err != nil {
 		return err
 	}
 	return tx.Bucket(bEvents).Delete(id)
@@ -257,10 +258,7 @@ func eraseEntry(tx *bolt.Tx, e *erasing) (bool, error) {
 	default:
 		return false, nil
 	}
-	if err := tx.Bucket(bDLQOpen).Delete(id); err != nil {
-		return false, err
-	}
-	return true, tx.Bucket(bDLQ).Delete(id)
+	return true, deleteEntry(tx, id)
 }
 
 // timeKeyID is the id of a time-ordered index key (timeKey).
@@ -274,6 +272,12 @@ func timeKeyID(k []byte) []byte {
 // deleteKeysOf deletes the keys of index b whose id (as idOf reads it) is
 // id, walking the whole index.
 func deleteKeysOf(b *bolt.Bucket, id []byte, idOf func(k []byte) []byte) error {
+	return eachKeyOf(b, id, idOf, b.Delete)
+}
+
+// eachKeyOf calls del with every key of b whose id (idOf) is id, once
+// the walk is over (del may delete it).
+func eachKeyOf(b *bolt.Bucket, id []byte, idOf func(k []byte) []byte, del func(k []byte) error) error {
 	var keys [][]byte
 	_ = b.ForEach(func(k, _ []byte) error {
 		if bytes.Equal(idOf(k), id) {
@@ -282,7 +286,7 @@ func deleteKeysOf(b *bolt.Bucket, id []byte, idOf func(k []byte) []byte) error {
 		return nil
 	})
 	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
+		if err := del(k); err != nil {
 			return err
 		}
 	}

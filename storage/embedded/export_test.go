@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -61,4 +62,50 @@ func (s *Store) Dump() ([][]byte, error) {
 		})
 	})
 	return out, err
+}
+
+// RewriteWithoutCounters makes the file at path what an earlier version
+// left: no counters (bCounts), leased jobs marked with no value.
+func RewriteWithoutCounters(path string) error {
+	if err := ResetCounters(path); err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		var ids [][]byte
+		_ = tx.Bucket(bInFlight).ForEach(func(k, _ []byte) error {
+			ids = append(ids, bytes.Clone(k))
+			return nil
+		})
+		for _, id := range ids {
+			if err := tx.Bucket(bInFlight).Put(id, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// LeasesForTest lists the leased jobs: bInFlight's value, then the job's due keys.
+func (s *Store) LeasesForTest() []string {
+	var out []string
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bInFlight).ForEach(func(k, v []byte) error {
+			line := string(k) + " " + fmt.Sprint(v)
+			_ = tx.Bucket(bQueue).ForEach(func(qk, _ []byte) error {
+				lane, due, id, _ := splitDueKey(qk)
+				if bytes.Equal(id, k) {
+					line += fmt.Sprintf(" | %s %v", lane, due.UnixNano())
+				}
+				return nil
+			})
+			out = append(out, line)
+			return nil
+		})
+	})
+	return out
 }

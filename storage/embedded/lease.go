@@ -45,7 +45,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		until := now.Add(lease)
 		for _, c := range picked {
 			id := []byte(c.ID)
-			if err := tx.Bucket(bQueue).Delete(dueKey(c.Lane, c.Due, id)); err != nil {
+			if err := queueDelete(tx, dueKey(c.Lane, c.Due, id)); err != nil {
 				return err
 			}
 			rec, err := getRecord(tx, id)
@@ -76,7 +76,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 			if err := putDue(tx, rec); err != nil {
 				return err
 			}
-			if err := tx.Bucket(bInFlight).Put(id, nil); err != nil {
+			if err := inflightPut(tx, id, storage.LaneOf(&rec.Event), until); err != nil {
 				return err
 			}
 			job := rec.Job
@@ -144,7 +144,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		if err := deleteDue(tx, rec); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bInFlight).Delete(id); err != nil {
+		if err := inflightDelete(tx, id); err != nil {
 			return err
 		}
 		rec.Lease, rec.LeaseUntil, rec.Due = "", time.Time{}, time.Time{}

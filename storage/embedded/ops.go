@@ -52,65 +52,6 @@ func deliveryInfo(tx *bolt.Tx, id, source string, now time.Time) (*storage.Event
 	return nil, nil
 }
 
-// Counts implements storage.Store.
-func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
-	var c storage.Counts
-	err := s.view(func(tx *bolt.Tx) error {
-		c.InFlight = tx.Bucket(bInFlight).Stats().KeyN
-		c.Queued = tx.Bucket(bQueue).Stats().KeyN - c.InFlight + tx.Bucket(bWaiting).Stats().KeyN
-		c.Dead = tx.Bucket(bDLQOpen).Stats().KeyN
-		return nil
-	})
-	return c, err
-}
-
-// QueueBySource implements storage.Store.
-func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
-	byLane, err := s.QueueByLane(ctx)
-	return storage.CountsBySource(byLane), err
-}
-
-// QueueByLane implements storage.Store. It reads index keys only.
-func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
-	now := s.now()
-	out := map[string]storage.Counts{}
-	err := s.view(func(tx *bolt.Tx) error {
-		inflight := tx.Bucket(bInFlight)
-		// the chained jobs waiting behind their chain's head are queued
-		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
-			key := string(lane)
-			n := out[key]
-			n.Queued++
-			out[key] = n
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		return tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
-			lane, due, id, ok := splitDueKey(k)
-			if !ok {
-				return nil
-			}
-			key := string(lane)
-			n := out[key]
-			// a leased job's due time is its lease's end
-			st := storage.StatusQueued
-			if inflight.Get(id) != nil {
-				st = storage.StatusInFlight
-			}
-			if storage.EffectiveStatus(st, due, false, now) == storage.StatusInFlight {
-				n.InFlight++
-			} else {
-				n.Queued++
-			}
-			out[key] = n
-			return nil
-		})
-	})
-	return out, err
-}
-
 // SetPause implements storage.Store.
 func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {

@@ -49,7 +49,7 @@ func chainJob(tx *bolt.Tx, rec *record) (wait bool, err error) {
 		return false, err
 	}
 	if wait {
-		return true, tx.Bucket(bWaiting).Put([]byte(rec.ID), []byte(storage.LaneOf(&rec.Event)))
+		return true, waitingPut(tx, []byte(rec.ID), storage.LaneOf(&rec.Event))
 	}
 	return false, nil
 }
@@ -91,16 +91,15 @@ func popChain(tx *bolt.Tx, name, id string, now time.Time) error {
 		return chains.DeleteBucket([]byte(name))
 	}
 	next = bytes.Clone(next)
-	waiting := tx.Bucket(bWaiting)
-	lane := string(waiting.Get(next))
-	if err := waiting.Delete(next); err != nil {
+	lane, err := waitingDelete(tx, next)
+	if err != nil {
 		return err
 	}
 	rec, err := getRecord(tx, next)
 	if err != nil {
 		// unreadable: due all the same, so that the lease that meets it
 		// dead-letters it (poison) instead of it stalling its key unseen
-		return tx.Bucket(bQueue).Put(dueKey(lane, now, next), nil)
+		return queuePut(tx, dueKey(lane, now, next))
 	}
 	if rec == nil { // gone (never expected): the one after it goes instead
 		return popChain(tx, name, string(next), now)

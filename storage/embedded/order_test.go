@@ -16,6 +16,7 @@ func TestPoisonOrderedHead(t *testing.T) {
 	for _, skip := range []bool{true, false} {
 		t.Run(map[bool]string{true: "skip", false: "block"}[skip], func(t *testing.T) {
 			s := openWithOptions(t, embedded.Options{})
+			defer storagetest.WantRecounted(t, s, "after the poison record")
 			ctx := t.Context()
 			var evs []*storage.Event
 			for _, id := range []string{"evt_poison", "evt_next"} {
@@ -68,6 +69,7 @@ func TestPoisonOrderedHead(t *testing.T) {
 // its key as any dead head until its entry is settled.
 func TestPoisonOrderedFollower(t *testing.T) {
 	s := openWithOptions(t, embedded.Options{})
+	defer storagetest.WantRecounted(t, s, "after the poison record")
 	ctx := t.Context()
 	var evs []*storage.Event
 	for _, id := range []string{"evt_1", "evt_2", "evt_3"} {

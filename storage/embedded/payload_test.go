@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // withHeaders gives ev headers (fanOut's have none).
@@ -114,6 +115,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 // cannot be decoded is dead-lettered with that payload.
 func TestPoisonSharedPayload(t *testing.T) {
 	s := openWithOptions(t, embedded.Options{})
+	defer storagetest.WantRecounted(t, s, "after the poison record")
 	ctx := t.Context()
 	ev := withHeaders(fanOut("evt_poison_shared"))
 	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {

@@ -36,7 +36,7 @@ func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) err
 			return err
 		}
 	}
-	if err := tx.Bucket(bInFlight).Delete(id); err != nil {
+	if err := inflightDelete(tx, id); err != nil {
 		return err
 	}
 	rec.Status = storage.StatusDead

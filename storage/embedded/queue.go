@@ -42,12 +42,12 @@ func splitDueKey(k []byte) (lane []byte, due time.Time, id []byte, ok bool) {
 
 // putDue indexes rec (queued or leased) at rec.Due.
 func putDue(tx *bolt.Tx, rec *record) error {
-	return tx.Bucket(bQueue).Put(dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)), nil)
+	return queuePut(tx, dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)))
 }
 
 // deleteDue removes rec's index key at rec.Due.
 func deleteDue(tx *bolt.Tx, rec *record) error {
-	return tx.Bucket(bQueue).Delete(dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)))
+	return queueDelete(tx, dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)))
 }
 
 // laneHeads calls fn with the first key of every lane, in lane order; fn

@@ -116,7 +116,10 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
-		return migrateLegacyDue(tx)
+		if err := migrateLegacyDue(tx); err != nil {
+			return err
+		}
+		return buildCounts(tx)
 	})
 	if err != nil {
 		db.Close()

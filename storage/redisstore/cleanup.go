@@ -140,6 +140,7 @@ var removeEntryScript = redis.NewScript(luaReleaseEntry + `
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if at and tonumber(at) >= tonumber(ARGV[2]) then return 0 end
 releaseEntry(KEYS[1], ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+dlqCount(KEYS[3], dlqField(KEYS[1]), -1)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])

@@ -140,10 +140,9 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error
 	return &one[0], nil
 }
 
-// DLQCounts implements storage.Store. It reads two small fields of every
-// entry (not the entries with their payloads): meant for metrics scraped
-// every few seconds at most (the collector caches it).
-func (s *Store) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
+// recountDLQ is DLQCounts counted from the entries (Recount): two small
+// fields of every entry.
+func (s *Store) recountDLQ(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
 	out := map[string]map[storage.DLQStatus]int{}
 	err := s.scanFields(ctx, "dlqidx", partition.dlqEntry, []string{"src", "st"}, func(p partition, id string, v []any) {
 		if v[1] == nil {
@@ -289,7 +288,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 //	      claim key, source, lane, entry status (retried), entry open (1|0),
 //	      refused entry statuses...
 //	returns 1, 0 (no entry) or -1 (conflict)
-var dlqRetryScript = redis.NewScript(`
+var dlqRetryScript = redis.NewScript(luaCounts + `
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then return 0 end
 for i = 12, #ARGV do
@@ -297,7 +296,10 @@ for i = 12, #ARGV do
 end
 local est = redis.call('HGET', KEYS[3], 'st')
 if est and est ~= 'dead' then return -1 end
+local counted = dlqField(KEYS[1])
 redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', ARGV[10])
+dlqCount(KEYS[2], counted, -1)
+dlqCount(KEYS[2], dlqField(KEYS[1]), 1)
 if ARGV[11] == '1' then
 	redis.call('SADD', KEYS[2], ARGV[1])
 else
@@ -352,7 +354,10 @@ for i = 11, #ARGV do
 	if st == ARGV[i] then return -1 end
 end
 if ARGV[5] == '1' then releaseEntry(KEYS[1], ARGV[1], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]) end
+local counted = dlqField(KEYS[1])
 redis.call('HSET', KEYS[1], 'json', ARGV[3], 'st', ARGV[2])
+dlqCount(KEYS[2], counted, -1)
+dlqCount(KEYS[2], dlqField(KEYS[1]), 1)
 if ARGV[4] == '1' then
 	redis.call('SADD', KEYS[2], ARGV[1])
 else

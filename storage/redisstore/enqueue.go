@@ -137,7 +137,7 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 // record names its key in its hash (field "pl"), for the scripts that
 // hand out its body (leaseScript). An event with one delivery passes the
 // arguments it passed before payload records existed.
-var enqueueScript = redis.NewScript(luaClaim + `
+var enqueueScript = redis.NewScript(luaClaim + luaCounts + `
 if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 local dup = claim()
 if dup then return dup end
@@ -158,6 +158,7 @@ for i = 0, n - 1 do
 	if chain ~= '' and redis.call('RPUSH', ARGV[10 + 3 * n] .. chain, id) > 1 then
 		due = '0'
 		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
+		waitCount(ARGV[9 + 3 * n], lane, 1)
 	else
 		redis.call('ZADD', KEYS[7 + 2 * i], due, id)
 	end

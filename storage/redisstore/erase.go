@@ -140,12 +140,17 @@ for i = 0, n - 1 do
 			redis.call('LREM', ckey, 0, id)
 		end
 	end
-	redis.call('HDEL', KEYS[9], id)
+	local wl = redis.call('HGET', KEYS[9], id)
+	if wl then
+		redis.call('HDEL', KEYS[9], id)
+		waitCount(KEYS[9], wl, -1)
+	end
 	for _, lane in ipairs(lanes) do redis.call('ZREM', ARGV[4] .. lane, id) end
 	redis.call('SREM', KEYS[5], id)
 	redis.call('ZREM', KEYS[6], id)
 	redis.call('ZREM', KEYS[7], id)
 	redis.call('SREM', KEYS[8], id)
+	dlqCount(KEYS[8], dlqField(entry), -1)
 	entries = entries + redis.call('DEL', entry)
 	redis.call('DEL', ev)
 end

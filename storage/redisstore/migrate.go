@@ -24,6 +24,9 @@ func (s *Store) migrate(ctx context.Context) error {
 			return unavailable(err)
 		}
 	}
+	if err := s.buildCounters(ctx); err != nil {
+		return err
+	}
 	s.migrated.Store(true)
 	return nil
 }

@@ -164,61 +164,10 @@ func parseEvent(id string, m map[string]string) (*eventHash, error) {
 	return h, nil
 }
 
-// Counts implements storage.Store: one script a partition, in one round
-// trip.
-func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
-	calls := make([]scriptCall, len(s.parts))
-	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("inflight"), p.key("dlqopen"), p.key("waiting")}, args: []any{p.lanePrefix(), p.tag}}
-	}
-	cmds, err := s.evalPipelined(ctx, countsScript, calls)
-	if err != nil {
-		return storage.Counts{}, unavailable(err)
-	}
-	var c storage.Counts
-	for _, cmd := range cmds {
-		v, _ := cmd.Val().([]any)
-		if len(v) != 3 {
-			continue
-		}
-		jobs, _ := v[0].(int64)
-		leased, _ := v[1].(int64)
-		open, _ := v[2].(int64)
-		c.InFlight += int(leased)
-		c.Queued += int(jobs - leased)
-		c.Dead += int(open)
-	}
-	return c, nil
-}
-
-// countsScript counts one partition's jobs (read only): those of its
-// lane queues, the chained ones waiting behind their head and the
-// deliveries of its fan-out records (luaFanLanes).
-//
-//	KEYS: lanes, inflight, dlq open, waiting
-//	ARGV: lane queue key prefix, partition tag
-//	returns {queued and leased, leased, open DLQ entries}
-var countsScript = redis.NewScript(luaFanLanes + `
-local n = redis.call('HLEN', KEYS[4])
-local fan = {}
-fanLanes(ARGV[2], fan)
-for _, k in pairs(fan) do n = n + k end
-for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-	n = n + redis.call('ZCARD', ARGV[1] .. lane)
-end
-return {n, redis.call('SCARD', KEYS[2]), redis.call('SCARD', KEYS[3])}
-`)
-
-// QueueBySource implements storage.Store.
-func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
-	byLane, err := s.QueueByLane(ctx)
-	return storage.CountsBySource(byLane), err
-}
-
-// QueueByLane implements storage.Store: each lane's jobs are counted in
-// Redis; only the records of jobs due later (leased, or waiting for a
-// retry) are read.
-func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
+// recountLanes is QueueByLane counted from the lane queues (Recount):
+// only the records of jobs due later (leased, or waiting for a retry)
+// are read.
+func (s *Store) recountLanes(ctx context.Context) (map[string]storage.Counts, error) {
 	now := ms(s.now())
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {

@@ -46,14 +46,14 @@ func orderPlacement(source, key string) string { return "order:" + source + "\x0
 // head, and makes the next job due at now (off the waiting hash, into its
 // lane queue). A next job whose record is gone (never expected) is popped
 // too, so that it cannot stall its key.
-const luaPopChain = `
+const luaPopChain = luaCounts + `
 local function popChain(chain, id, waiting, evPrefix, lanePrefix, lanes, now)
 	if redis.call('LINDEX', chain, 0) ~= id then return end
 	redis.call('LPOP', chain)
 	local nxt = redis.call('LINDEX', chain, 0)
 	while nxt do
 		local lane = redis.call('HGET', waiting, nxt)
-		redis.call('HDEL', waiting, nxt)
+		if redis.call('HDEL', waiting, nxt) == 1 then waitCount(waiting, lane, -1) end
 		if lane and redis.call('EXISTS', evPrefix .. nxt) == 1 then
 			redis.call('HSET', evPrefix .. nxt, 'due', now)
 			redis.call('ZADD', lanePrefix .. lane, now, nxt)

@@ -130,6 +130,7 @@ func TestPoisonOrderedHead(t *testing.T) {
 	}{{"skip", true, false}, {"block", false, false}, {"garbage", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+			defer storagetest.WantRecounted(t, s, "after the poison record")
 			ctx := t.Context()
 			var evs []*storage.Event
 			for _, id := range []string{"evt_poison", "evt_next"} {

@@ -134,6 +134,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 func TestPoisonSharedPayload(t *testing.T) {
 	srv := redistest.Start(t)
 	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer storagetest.WantRecounted(t, s, "after the poison record")
 	ctx := t.Context()
 	ev := payloadEvent("evt_poison_shared")
 	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {

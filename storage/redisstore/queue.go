@@ -113,7 +113,7 @@ for i = 7, #ARGV, 2 do
 		local st = h[1]
 		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
 			local tok = ARGV[4] .. ':' .. i
-			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight')
+			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight', 'ln', lane)
 			redis.call('ZADD', q, ARGV[2], id)
 			redis.call('SADD', KEYS[1], id)
 			if h[6] then
@@ -501,7 +501,10 @@ if ARGV[13] == '1' then popChain(ARGV[14], ARGV[1], ARGV[15], ARGV[16], ARGV[17]
 if r == 'dead' then
 	local old = redis.call('HGET', KEYS[4], 'at')
 	if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
+	local counted = dlqField(KEYS[4])
 	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', ARGV[11], 'at', ARGV[4], 'src', ARGV[9])
+	dlqCount(KEYS[6], counted, -1)
+	dlqCount(KEYS[6], dlqField(KEYS[4]), 1)
 	if ARGV[14] then redis.call('HSET', KEYS[4], 'chain', ARGV[14]) end
 	redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
 	if ARGV[12] == '1' then

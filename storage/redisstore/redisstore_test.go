@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +55,14 @@ func factory(newClient func() redis.UniversalClient, opts redisstore.Options) st
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
+		Uncounted: func(t *testing.T, old storage.Store) storage.Store {
+			mu.Lock()
+			prefix, c := prefixes[old], clients[old]
+			mu.Unlock()
+			uncount(t, c, prefix)
+			old.Close()
+			return open(t, prefix)
+		},
 		Legacy: func(t *testing.T, s storage.Store, source string) {
 			// earlier versions kept the paused sources in one set
 			c := newClient()
@@ -62,6 +71,44 @@ func factory(newClient func() redis.UniversalClient, opts redisstore.Options) st
 				t.Fatal(err)
 			}
 		},
+	}
+}
+
+// uncount rewrites the store at prefix as an earlier version left it: no
+// counter hashes or their markers, leased jobs without their lane (field
+// "ln"), on every master of a cluster (storagetest.Factory.Uncounted).
+func uncount(t *testing.T, c redis.UniversalClient, prefix string) {
+	t.Helper()
+	strip := func(ctx context.Context, node redis.Cmdable) error {
+		keys, err := node.Keys(ctx, "{"+prefix+":*").Result()
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			switch {
+			case strings.HasSuffix(k, ":counted:v1"), strings.HasSuffix(k, ":waiting:lanes"), strings.HasSuffix(k, ":dlqopen:counts"):
+				if err := node.Del(ctx, k).Err(); err != nil {
+					return err
+				}
+			case strings.HasSuffix(k, "}:inflight"):
+				tag := strings.TrimSuffix(k, ":inflight")
+				for _, id := range node.SMembers(ctx, k).Val() {
+					if err := node.HDel(ctx, tag+":ev:"+id, "ln").Err(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(t.Context(), func(ctx context.Context, node *redis.Client) error { return strip(ctx, node) })
+	} else {
+		err = strip(t.Context(), c)
+	}
+	if err != nil {
+		t.Fatalf("uncount: %v", err)
 	}
 }
 

@@ -370,6 +370,7 @@ func TestBatchPanicRecovered(t *testing.T) {
 func TestPoisonRecordDeadLettered(t *testing.T) {
 	srv := redistest.Start(t)
 	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer storagetest.WantRecounted(t, s, "after the poison record")
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
 	bad, good := storagetest.NewEvent("stripe", "evt_poison"), storagetest.NewEvent("github", "evt_good")

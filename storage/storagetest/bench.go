@@ -3,6 +3,9 @@ package storagetest
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,4 +42,89 @@ func BenchmarkEnqueue(b *testing.B, s storage.Store, deliveries int) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// BenchmarkCounts fills s with n queued events of 1 KiB (of 4 sources, 32
+// enqueues at a time), a tenth of them rescheduled an hour later and a
+// tenth dead (DLQ entries), then times the answers the stats page and the
+// gauges read: QueueByLane, DLQCounts and Counts from the counters, and
+// the same counted by reading every job and entry (Scan: the
+// storage.Recounter, what QueueByLane and DLQCounts did before the
+// counters). Load it once per run:
+//
+//	go test -run '^$' -bench Counts ./storage/redisstore/ ./storage/embedded/
+func BenchmarkCounts(b *testing.B, s storage.Store, n int) {
+	ctx := b.Context()
+	body := make([]byte, 1024)
+	var seq atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := seq.Add(1)
+				if i > int64(n) {
+					return
+				}
+				ev := &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
+					Source: fmt.Sprintf("src%d", i%4), Upstream: "http://127.0.0.1:1/", Body: body, ReceivedAt: time.Now()}
+				if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	now := time.Now()
+	for done := 0; done < n/5; {
+		jobs, err := s.Lease(ctx, now, min(1000, n/5-done), time.Minute, nil)
+		if err != nil || len(jobs) == 0 {
+			b.Fatalf("Lease: %d jobs, %v", len(jobs), err)
+		}
+		for i, j := range jobs {
+			out := storage.Outcome{Result: storage.Retry, Due: now.Add(time.Hour)}
+			if (done+i)%2 == 1 {
+				out = storage.Outcome{Result: storage.Dead, Error: "bench"}
+			}
+			if err := s.Finish(ctx, j, out); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += len(jobs)
+	}
+	b.ResetTimer()
+	cases := []struct {
+		name string
+		run  func() error
+	}{
+		{"QueueByLane", func() error { _, err := s.QueueByLane(ctx); return err }},
+		{"DLQCounts", func() error { _, err := s.DLQCounts(ctx); return err }},
+		{"Counts", func() error { _, err := s.Counts(ctx); return err }},
+	}
+	if r, ok := Unseal(s).(storage.Recounter); ok {
+		cases = append(cases, struct {
+			name string
+			run  func() error
+		}{"Scan", func() error { _, _, err := r.Recount(ctx); return err }})
+	}
+	for _, bc := range cases {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := bc.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// CountsBenchSize is the number of events BenchmarkCounts loads: the
+// environment's HOOKLINE_BENCH_EVENTS, 100,000 without it.
+func CountsBenchSize() int {
+	if n, err := strconv.Atoi(os.Getenv("HOOKLINE_BENCH_EVENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
 }

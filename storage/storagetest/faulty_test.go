@@ -37,6 +37,17 @@ func TestFaultyConformance(t *testing.T) {
 			}
 			return openFaulty(t, path)
 		},
+		Uncounted: func(t *testing.T, s storage.Store) storage.Store {
+			inner := s.(*storagetest.Faulty).Inner().(*embedded.Store)
+			path := inner.Path()
+			if err := inner.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := embedded.ResetCounters(path); err != nil {
+				t.Fatal(err)
+			}
+			return openFaulty(t, path)
+		},
 	})
 }
 

@@ -43,6 +43,11 @@ func Sealing(f Factory, keys *storage.Keyring) Factory {
 			return storage.NewSealingStore(f.Second(t, Unseal(s)), keys)
 		}
 	}
+	if f.Uncounted != nil {
+		g.Uncounted = func(t *testing.T, s storage.Store) storage.Store {
+			return storage.NewSealingStore(f.Uncounted(t, Unseal(s)), keys)
+		}
+	}
 	if f.Legacy != nil {
 		g.Legacy = func(t *testing.T, s storage.Store, source string) { f.Legacy(t, Unseal(s), source) }
 	}

@@ -45,6 +45,11 @@ type Factory struct {
 	// Second, if set, opens a second client of s's data while s stays
 	// open (a shared backend: another node); nil uses s twice.
 	Second func(t *testing.T, s storage.Store) storage.Store
+	// Uncounted closes s, rewrites its data as a version without the
+	// counters of QueueByLane and DLQCounts left it (none kept), and opens
+	// it again: the counters must be rebuilt, exact. Required when the
+	// backend is a storage.Recounter.
+	Uncounted func(t *testing.T, s storage.Store) storage.Store
 	// Legacy, if set, writes a pause of source as earlier versions did
 	// (the legacy-record test is skipped without it).
 	Legacy func(t *testing.T, s storage.Store, source string)
@@ -72,6 +77,8 @@ func Run(t *testing.T, f Factory) {
 		{"Release", testRelease},
 		{"AttemptHistory", testAttemptHistory},
 		{"Counts", testCounts},
+		{"CountersExact", testCountersExact},
+		{"CountersRebuilt", testCountersRebuilt},
 		{"DLQEntry", testDLQEntry},
 		{"DLQList", testDLQList},
 		{"DLQRetry", testDLQRetry},

@@ -1,0 +1,465 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The counters. QueueByLane, Counts and DLQCounts read them (one key per
+// lane and per source and DLQ status, never a job or an entry), and every
+// write of the indexes they count adjusts them in the same transaction:
+// they are exact by construction, after a crash too (bbolt commits both or
+// neither).
+//
+//	q \x00 lane                   -> int64: the lane's keys in bQueue (queued and leased jobs)
+//	w \x00 lane                   -> int64: the lane's keys in bWaiting (chained jobs behind their head)
+//	d \x00 source \x00 status     -> int64: DLQ entries of source in status
+//	v                             -> the counters' version (absent: to be built)
+//
+// Every write of those indexes goes through the helpers below (queuePut,
+// queueDelete, waitingPut, waitingDelete, putEntry, deleteEntry), each of
+// which counts only what changes (a Put of a key already there, a Delete
+// of one absent count nothing).
+//
+// In flight: the leased jobs are not counted but read, from bInFlight,
+// whose value is the lease's end and the job's lane (inflightPut): a job
+// whose lease ran out is queued again (storage.EffectiveStatus), as
+// Lookup reports it, with no write to make it so. Reading them costs one
+// key per leased job: no more than the workers of every node lease at
+// once (plus the leases of workers that died, until leased again).
+//
+// A store written by an earlier version has no counters: Open builds them
+// from the indexes (buildCounts) before the Store is handed out. A store
+// that an earlier version wrote to after this one had built its counters
+// (a downgrade, then an upgrade) holds counters that missed those writes:
+// delete its counts bucket (or its "v" key) and Open rebuilds them.
+var bCounts = []byte("counts")
+
+// countsVersion is the value of the "v" key of counters this version
+// maintains.
+var countsVersion = []byte("1")
+
+// Counter kinds (the first byte of a counter's key).
+const (
+	cntQueue   = 'q'
+	cntWaiting = 'w'
+	cntDLQ     = 'd'
+)
+
+// counterKey is the key of the counter of kind for name (a lane, or a
+// DLQ source \x00 status).
+func counterKey(kind byte, name string) []byte {
+	k := make([]byte, 0, 2+len(name))
+	return append(append(k, kind, 0), name...)
+}
+
+// dlqCounterName is the counter name of the DLQ entries of source in st.
+func dlqCounterName(source string, st storage.DLQStatus) string {
+	return source + "\x00" + string(st)
+}
+
+// count adds d to the counter of kind for name, deleting it at zero.
+func count(tx *bolt.Tx, kind byte, name string, d int64) error {
+	b := tx.Bucket(bCounts)
+	k := counterKey(kind, name)
+	var n int64
+	if v := b.Get(k); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	if n+d == 0 {
+		return b.Delete(k)
+	}
+	return b.Put(k, int64Value(n+d))
+}
+
+// laneOfDueKey is the lane of a bQueue key ("" if malformed).
+func laneOfDueKey(k []byte) string {
+	lane, _, _, _ := splitDueKey(k)
+	return string(lane)
+}
+
+// hasKey reports whether b holds k. Get cannot tell: it answers nil for
+// a key whose value is empty (bQueue's, bInFlight's of earlier versions)
+// once a write of the transaction has loaded its page.
+func hasKey(b *bolt.Bucket, k []byte) bool {
+	got, _ := b.Cursor().Seek(k)
+	return bytes.Equal(got, k)
+}
+
+// queuePut adds key k (dueKey) to bQueue.
+func queuePut(tx *bolt.Tx, k []byte) error {
+	b := tx.Bucket(bQueue)
+	if hasKey(b, k) {
+		return nil
+	}
+	if err := b.Put(k, nil); err != nil {
+		return err
+	}
+	return count(tx, cntQueue, laneOfDueKey(k), 1)
+}
+
+// queueDelete removes key k (dueKey) from bQueue.
+func queueDelete(tx *bolt.Tx, k []byte) error {
+	b := tx.Bucket(bQueue)
+	if !hasKey(b, k) {
+		return nil
+	}
+	if err := b.Delete(k); err != nil {
+		return err
+	}
+	return count(tx, cntQueue, laneOfDueKey(k), -1)
+}
+
+// inflightPut marks job id of lane leased until until: the value is
+// the lease's end (8 bytes, Unix nanoseconds) and the lane (leasedByLane).
+func inflightPut(tx *bolt.Tx, id []byte, lane string, until time.Time) error {
+	v := make([]byte, 8, 8+len(lane))
+	binary.BigEndian.PutUint64(v, uint64(until.UnixNano()))
+	return tx.Bucket(bInFlight).Put(id, append(v, lane...))
+}
+
+// inflightDelete unmarks job id (leased no more).
+func inflightDelete(tx *bolt.Tx, id []byte) error {
+	return tx.Bucket(bInFlight).Delete(id)
+}
+
+// leasedByLane counts the jobs of each lane whose lease has not run out
+// at now: one key per leased job (bInFlight).
+func leasedByLane(tx *bolt.Tx, now time.Time) map[string]int64 {
+	out := map[string]int64{}
+	_ = tx.Bucket(bInFlight).ForEach(func(_, v []byte) error {
+		if len(v) < 8 {
+			return nil // never left so: buildCounts rewrites those of earlier versions
+		}
+		until := time.Unix(0, int64(binary.BigEndian.Uint64(v[:8])))
+		if storage.EffectiveStatus(storage.StatusInFlight, until, false, now) == storage.StatusInFlight {
+			out[string(v[8:])]++
+		}
+		return nil
+	})
+	return out
+}
+
+// waitingPut records chained job id of lane waiting behind its head.
+func waitingPut(tx *bolt.Tx, id []byte, lane string) error {
+	b := tx.Bucket(bWaiting)
+	if old := b.Get(id); old != nil {
+		if err := count(tx, cntWaiting, string(old), -1); err != nil {
+			return err
+		}
+	}
+	if err := b.Put(id, []byte(lane)); err != nil {
+		return err
+	}
+	return count(tx, cntWaiting, lane, 1)
+}
+
+// waitingDelete removes chained job id from the waiting ones, returning
+// its lane ("" if it was not waiting).
+func waitingDelete(tx *bolt.Tx, id []byte) (string, error) {
+	b := tx.Bucket(bWaiting)
+	old := b.Get(id)
+	if old == nil {
+		return "", nil
+	}
+	lane := string(old)
+	if err := b.Delete(id); err != nil {
+		return "", err
+	}
+	return lane, count(tx, cntWaiting, lane, -1)
+}
+
+// entryCounted is the source and status of a stored DLQ entry, the
+// fields its counter is named by (ok false: absent or unreadable, not
+// counted).
+func entryCounted(v []byte) (name string, ok bool) {
+	if v == nil {
+		return "", false
+	}
+	var e struct {
+		Source string            `json:"source"`
+		Status storage.DLQStatus `json:"status"`
+	}
+	if json.Unmarshal(v, &e) != nil {
+		return "", false
+	}
+	return dlqCounterName(e.Source, e.Status), true
+}
+
+// deleteEntry removes DLQ entry id (bDLQ and bDLQOpen; its bDLQIdx key is
+// the caller's).
+func deleteEntry(tx *bolt.Tx, id []byte) error {
+	b := tx.Bucket(bDLQ)
+	if name, ok := entryCounted(b.Get(id)); ok {
+		if err := count(tx, cntDLQ, name, -1); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(id); err != nil {
+		return err
+	}
+	return tx.Bucket(bDLQOpen).Delete(id)
+}
+
+// buildCounts (re)builds the counters from the indexes when they are not
+// this version's: a store written by an earlier version. Its leased jobs'
+// bInFlight values get their leases' ends and lanes (inflightPut), from
+// their due keys.
+func buildCounts(tx *bolt.Tx) error {
+	b, err := tx.CreateBucketIfNotExists(bCounts)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(b.Get([]byte("v")), countsVersion) {
+		return nil
+	}
+	if err := tx.DeleteBucket(bCounts); err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucket(bCounts); err != nil {
+		return err
+	}
+	c, err := countIndexes(tx)
+	if err != nil {
+		return err
+	}
+	for kind, m := range c {
+		for name, n := range m {
+			if err := count(tx, kind, name, n); err != nil {
+				return err
+			}
+		}
+	}
+	// the leased jobs' lanes and leases' ends, from their due keys
+	type lease struct {
+		lane  string
+		until time.Time
+	}
+	leased := map[string]lease{}
+	inflight := tx.Bucket(bInFlight)
+	err = tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+		lane, due, id, ok := splitDueKey(k)
+		if ok && hasKey(inflight, id) {
+			leased[string(id)] = lease{string(lane), due}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for id, l := range leased {
+		if err := inflightPut(tx, []byte(id), l.lane, l.until); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bCounts).Put([]byte("v"), countsVersion)
+}
+
+// countIndexes counts what the counters hold by reading the indexes and
+// the DLQ entries (O(jobs + entries)): by kind, then name.
+func countIndexes(tx *bolt.Tx) (map[byte]map[string]int64, error) {
+	out := map[byte]map[string]int64{cntQueue: {}, cntWaiting: {}, cntDLQ: {}}
+	err := tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+		if lane, _, _, ok := splitDueKey(k); ok {
+			out[cntQueue][string(lane)]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
+		out[cntWaiting][string(lane)]++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Bucket(bDLQ).ForEach(func(_, v []byte) error {
+		if name, ok := entryCounted(v); ok {
+			out[cntDLQ][name]++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readCounts reads every counter: by kind, then name.
+func readCounts(tx *bolt.Tx) map[byte]map[string]int64 {
+	out := map[byte]map[string]int64{cntQueue: {}, cntWaiting: {}, cntDLQ: {}}
+	_ = tx.Bucket(bCounts).ForEach(func(k, v []byte) error {
+		if len(k) < 2 || k[1] != 0 || len(v) != 8 || out[k[0]] == nil {
+			return nil
+		}
+		out[k[0]][string(k[2:])] = int64(binary.BigEndian.Uint64(v))
+		return nil
+	})
+	return out
+}
+
+// laneCounts turns counters (readCounts) and the leased jobs
+// (leasedByLane) into counts by lane.
+func laneCounts(c map[byte]map[string]int64, leased map[string]int64) map[string]storage.Counts {
+	out := map[string]storage.Counts{}
+	for _, kind := range []byte{cntQueue, cntWaiting} {
+		for lane, n := range c[kind] {
+			v := out[lane]
+			v.Queued += int(n)
+			out[lane] = v
+		}
+	}
+	for lane, n := range leased {
+		v := out[lane]
+		v.InFlight += int(n)
+		v.Queued -= int(n)
+		out[lane] = v
+	}
+	for lane, v := range out {
+		if v == (storage.Counts{}) {
+			delete(out, lane)
+		}
+	}
+	return out
+}
+
+// dlqCounts turns counters (readCounts, recount) into DLQ counts by
+// source and status.
+func dlqCounts(c map[byte]map[string]int64) map[string]map[storage.DLQStatus]int {
+	out := map[string]map[storage.DLQStatus]int{}
+	for name, n := range c[cntDLQ] {
+		src, st, _ := bytes.Cut([]byte(name), []byte{0})
+		if n == 0 {
+			continue
+		}
+		if out[string(src)] == nil {
+			out[string(src)] = map[storage.DLQStatus]int{}
+		}
+		out[string(src)][storage.DLQStatus(st)] += int(n)
+	}
+	return out
+}
+
+// Counts implements storage.Store: from the counters (QueueByLane's and
+// DLQCounts' answers, storage.SumCounts).
+func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
+	byLane, dlq, err := s.counted()
+	return storage.SumCounts(byLane, dlq), err
+}
+
+// counted reads QueueByLane's and DLQCounts' answers in one transaction.
+func (s *Store) counted() (map[string]storage.Counts, map[string]map[storage.DLQStatus]int, error) {
+	now := s.now()
+	var (
+		byLane map[string]storage.Counts
+		dlq    map[string]map[storage.DLQStatus]int
+	)
+	err := s.view(func(tx *bolt.Tx) error {
+		c := readCounts(tx)
+		byLane, dlq = laneCounts(c, leasedByLane(tx, now)), dlqCounts(c)
+		return nil
+	})
+	return byLane, dlq, err
+}
+
+// QueueBySource implements storage.Store.
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	byLane, err := s.QueueByLane(ctx)
+	return storage.CountsBySource(byLane), err
+}
+
+// QueueByLane implements storage.Store: from the counters, one key per
+// lane and one per leased job (see bCounts).
+func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
+	byLane, _, err := s.counted()
+	return byLane, err
+}
+
+// DLQCounts implements storage.Store: from the counters.
+func (s *Store) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus]int, error) {
+	_, dlq, err := s.counted()
+	return dlq, err
+}
+
+// Recount implements storage.Recounter: QueueByLane and DLQCounts as
+// they were before the counters, by reading every index key and DLQ
+// entry. A leased job is in flight until its lease (its due key) runs
+// out.
+func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[string]map[storage.DLQStatus]int, error) {
+	now := s.now()
+	byLane := map[string]storage.Counts{}
+	dlq := map[string]map[storage.DLQStatus]int{}
+	err := s.view(func(tx *bolt.Tx) error {
+		inflight := tx.Bucket(bInFlight)
+		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
+			n := byLane[string(lane)]
+			n.Queued++
+			byLane[string(lane)] = n
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+			lane, due, id, ok := splitDueKey(k)
+			if !ok {
+				return nil
+			}
+			n := byLane[string(lane)]
+			st := storage.StatusQueued
+			if hasKey(inflight, id) {
+				st = storage.StatusInFlight
+			}
+			if storage.EffectiveStatus(st, due, false, now) == storage.StatusInFlight {
+				n.InFlight++
+			} else {
+				n.Queued++
+			}
+			byLane[string(lane)] = n
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bDLQ).ForEach(func(_, v []byte) error {
+			var e struct {
+				Source string            `json:"source"`
+				Status storage.DLQStatus `json:"status"`
+			}
+			if json.Unmarshal(v, &e) != nil {
+				return nil
+			}
+			if dlq[e.Source] == nil {
+				dlq[e.Source] = map[storage.DLQStatus]int{}
+			}
+			dlq[e.Source][e.Status]++
+			return nil
+		})
+	})
+	return byLane, dlq, err
+}
+
+// ResetCounters deletes the counters of the store file at path (not
+// open), so that the next Open rebuilds them from the indexes: for a
+// store an earlier version wrote to after this one had built them (a
+// downgrade, then an upgrade), whose counters missed those writes.
+func ResetCounters(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bCounts) == nil {
+			return nil
+		}
+		return tx.DeleteBucket(bCounts)
+	})
+}
