@@ -200,7 +200,7 @@ func testCountersExact(t *testing.T, f Factory) {
 	step("cleanup")
 
 	if ss, ok := s.(*storage.SealingStore); ok {
-		if _, err := ss.Rekey(ctx, 2, nil); err != nil {
+		if _, err := ss.Rekey(ctx, storage.RekeyOptions{Batch: 2}, nil); err != nil {
 			t.Fatalf("Rekey: %v", err)
 		}
 		step("rekey")
