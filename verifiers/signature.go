@@ -135,8 +135,14 @@ func equalTokenDigest(got []byte, want [sha256.Size]byte) bool {
 // an error wrapping ErrMismatch otherwise. Errors never contain a key, a
 // received signature or a computed one.
 func CheckHMAC(newHash func() hash.Hash, keys [][]byte, enc Encoding, sigs []string, msg ...[]byte) error {
-	size := newHash().Size()
-	wellFormed := make([]string, 0, len(sigs))
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: no configured secret produces the signature", ErrMismatch)
+	}
+	// the first key's MAC tells the size: no hash made only for that
+	first := hmac.New(newHash, keys[0])
+	size := first.Size()
+	var onStack [4]string // the usual one or two signatures: no allocation
+	wellFormed := onStack[:0]
 	for _, s := range sigs {
 		if enc.WellFormed(s, size) {
 			wellFormed = append(wellFormed, s)
@@ -145,8 +151,15 @@ func CheckHMAC(newHash func() hash.Hash, keys [][]byte, enc Encoding, sigs []str
 	if len(wellFormed) == 0 {
 		return fmt.Errorf("%w: signature is not %d bytes of %s", ErrFormat, size, enc)
 	}
-	for _, key := range keys {
-		want := signHMAC(newHash, key, enc, msg...)
+	for i, key := range keys {
+		m := first
+		if i > 0 {
+			m = hmac.New(newHash, key)
+		}
+		for _, p := range msg {
+			m.Write(p)
+		}
+		want := enc.Encode(m.Sum(nil))
 		for _, s := range wellFormed {
 			if EqualSignature(s, want) {
 				return nil

@@ -125,6 +125,7 @@ type Ingress struct {
 	defaultURL    string             // the upstream of the destination named default ("": none)
 	orderRule     *dedupe.Rule       // the rule of the order key of the ordered destinations (nil: none)
 	log           *zap.Logger
+	sourceValue   any // Source as an interface value, made once for the placeholder
 }
 
 // CaddyModule returns the Caddy module information.
@@ -141,6 +142,7 @@ var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // and fills defaults.
 func (h *Ingress) Provision(ctx caddy.Context) error {
 	h.log = ctx.Logger()
+	h.sourceValue = h.Source
 	if !sourceName.MatchString(h.Source) {
 		return fmt.Errorf("webhook_ingress: invalid source name %q (letters, digits, '.', '_', '-'; at most 64)", h.Source)
 	}
@@ -455,12 +457,11 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.answerDuplicate(w, eventID, string(res.Status))
 		return nil
 	}
-	h.log.Debug("webhook accepted", zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
+	if ce := h.log.Check(zap.DebugLevel, "webhook accepted"); ce != nil {
+		ce.Write(zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
+	}
 	h.app.ObserveAccepted(accepted)
-	writeJSON(w, h.AckStatus, map[string]string{
-		"message":  "Webhook accepted for processing",
-		"event_id": eventID,
-	})
+	writeAnswer(w, h.AckStatus, eventID, "Webhook accepted for processing", "")
 	return nil
 }
 
@@ -475,16 +476,12 @@ func (h *Ingress) ignore(w http.ResponseWriter, r *http.Request, eventID, typ st
 	}
 	h.setPlaceholders(r, eventID)
 	h.app.ObserveIgnored(h.Source, eventID, typ, requestID(r))
-	writeJSON(w, http.StatusOK, map[string]string{
-		"message":  "Webhook ignored: no destination takes this event",
-		"event_id": eventID,
-		"status":   "ignored",
-	})
+	writeAnswer(w, http.StatusOK, eventID, "Webhook ignored: no destination takes this event", "ignored")
 }
 
 // reject writes an error answer and counts it under its code.
 func (h *Ingress) reject(w http.ResponseWriter, status int, code, msg string, retryAfter int, details map[string]any) {
-	h.app.Observe(h.Source, strings.ToLower(code))
+	h.app.Observe(h.Source, outcomeOf(code))
 	writeError(w, status, code, msg, retryAfter, details)
 }
 
@@ -498,7 +495,7 @@ func (h *Ingress) tooLarge(w http.ResponseWriter) {
 func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		repl.Set("http.webhook.id", eventID)
-		repl.Set("http.webhook.source", h.Source)
+		repl.Set("http.webhook.source", h.sourceValue)
 	}
 }
 
@@ -507,11 +504,7 @@ func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string)
 	if status == string(storage.StatusInFlight) {
 		status = string(storage.StatusQueued)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{
-		"message":  "Webhook already processed",
-		"event_id": eventID,
-		"status":   status,
-	})
+	writeAnswer(w, http.StatusOK, eventID, "Webhook already processed", status)
 }
 
 // rejectSignature answers a failed verification with the documented code,
@@ -526,8 +519,9 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 	case errors.Is(err, verifiers.ErrTimestamp):
 		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
 	}
-	h.log.Info("webhook signature rejected",
-		zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+	if ce := h.log.Check(zap.InfoLevel, "webhook signature rejected"); ce != nil {
+		ce.Write(zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+	}
 	retryAfter := 0
 	if left, blocked := h.guard.blocked(ip, now); blocked {
 		h.guard.fail(ip, now) // still counted: a client failing on keeps failing after the cool-down
@@ -541,7 +535,7 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 		h.app.EmitClientBlocked(h.Source, ip)
 	}
 	// one call: received_total, signature_failures_total, stats, alerts
-	h.app.ObserveSignatureFailure(h.Source, strings.ToLower(code))
+	h.app.ObserveSignatureFailure(h.Source, outcomeOf(code))
 	writeError(w, status, code, msg, retryAfter, nil)
 }
 
