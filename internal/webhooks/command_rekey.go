@@ -17,8 +17,8 @@ import (
 var rekeyPoll = time.Second
 
 // cmdRekey is `caddy webhooks rekey`: POST /webhooks/rekey with --batch
-// and --pause as its pace (or, with --status, GET), then with --wait GET until the rekey is no longer
-// running, printing its progress.
+// and --pause as its pace (or, with --status, GET), then with --wait GET
+// until the rekey is no longer running, printing its progress.
 func cmdRekey(fl caddycmd.Flags) (int, error) {
 	method, body := "POST", any(nil)
 	if fl.Bool("status") {

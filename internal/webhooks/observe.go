@@ -84,23 +84,24 @@ func (a *App) onResult(r delivery.Report) {
 		a.alerter.noteResult(r)
 	}
 	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
-	if r.Attempt != nil && result != "" {
-		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
+	// a result is counted once: with its attempt, or, dead-lettered with
+	// none (its payload did not open), on its own
+	if result != "" && (r.Attempt != nil || r.Result == storage.Dead) {
 		a.Count(r.Job.Source, result, 1)
-		a.Count(r.Job.Source, "attempts", 1)
-		a.countAttempt(r.Job.Source, result, r.Attempt)
 		if r.Result != storage.Retry {
 			a.countType(r.Job.Source, result, r.Job.Type)
 			a.countDestination(r.Job.Source, result, storage.DestinationOf(&r.Job.Event))
 		}
+		if r.Attempt == nil {
+			metrics.deliveries.WithLabelValues(r.Job.Source, result).Inc()
+		}
+	}
+	if r.Attempt != nil && result != "" {
+		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
+		a.Count(r.Job.Source, "attempts", 1)
+		a.countAttempt(r.Job.Source, result, r.Attempt)
 		a.audit(stepAttempt, append(eventFields(&r.Job.Event), zap.Int("attempt", r.Attempt.N), zap.String("result", result),
 			zap.Int("status", r.Attempt.Status), zap.Duration("duration", r.Attempt.Duration), zap.String("error", r.Attempt.Error))...)
-	}
-	if r.Attempt == nil && r.Result == storage.Dead { // dead-lettered with no attempt (its payload did not open)
-		metrics.deliveries.WithLabelValues(r.Job.Source, "dead").Inc()
-		a.Count(r.Job.Source, "dead", 1)
-		a.countType(r.Job.Source, "dead", r.Job.Type)
-		a.countDestination(r.Job.Source, "dead", storage.DestinationOf(&r.Job.Event))
 	}
 	switch r.Result {
 	case storage.Delivered:
