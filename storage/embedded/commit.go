@@ -141,6 +141,7 @@ func (c *committer) try(batch []*call) (failed int, ferr, err error) {
 				return err
 			}
 		}
+		packAppends(tx)
 		if c.beforeCommit != nil {
 			return c.beforeCommit(len(batch))
 		}
@@ -150,3 +151,23 @@ func (c *committer) try(batch []*call) (failed int, ferr, err error) {
 }
 
 func (c *committer) close() { c.b.Close() }
+
+// appendBuckets are the buckets whose keys mostly grow (time-ordered ids
+// and due keys): a page split there leaves the old page full, since the
+// next keys go to the new one. bbolt splits at half a page by default,
+// which suits random keys (claims) but writes twice the pages here.
+var appendBuckets = [][]byte{bEvents, bClaimExp, bQueue, bDone}
+
+// appendFill is the fill of a split page of appendBuckets.
+const appendFill = 0.9
+
+// packAppends sets the split fill of the append buckets of tx before it
+// commits (a Bucket of a write transaction is cached, and spilled with
+// the fill it has at commit).
+func packAppends(tx *bolt.Tx) {
+	for _, name := range appendBuckets {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = appendFill
+		}
+	}
+}

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +21,20 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	payload := storage.SharePayload(jobs)
 	now := s.now()
+	// the records of deliveries that are not ordered are encoded here, in
+	// the caller's goroutine, not in the transaction: its writes run one
+	// after the other in the committer's, and an event with several
+	// deliveries would otherwise encode each one there (an ordered one's
+	// record depends on its chain, read in the transaction)
+	encoded := make([][]byte, len(jobs))
+	for i := range jobs {
+		if storage.ChainOf(&jobs[i]) != "" {
+			continue
+		}
+		if encoded[i], err = json.Marshal(&record{Job: storage.Job{Event: jobs[i]}, Status: storage.StatusQueued, Due: now}); err != nil {
+			return storage.EnqueueResult{}, err
+		}
+	}
 	var res storage.EnqueueResult
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if ev.Dedupe {
@@ -47,8 +62,17 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 			}
 		}
 		// every delivery in this one transaction: never some of them
-		for _, job := range jobs {
+		for i, job := range jobs {
 			rec := &record{Job: storage.Job{Event: job}, Status: storage.StatusQueued, Due: now}
+			if encoded[i] != nil {
+				if err := tx.Bucket(bEvents).Put([]byte(rec.ID), encoded[i]); err != nil {
+					return err
+				}
+				if err := putDue(tx, rec); err != nil {
+					return err
+				}
+				continue
+			}
 			// an ordered job behind its chain's head waits, not due
 			wait, err := chainJob(tx, rec)
 			if err != nil {

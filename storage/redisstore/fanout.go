@@ -32,11 +32,16 @@ import (
 //   - Lease expands a partition's oldest records when it finds fewer due
 //     jobs there than it wants, as many as are missing (peekScript), and
 //     otherwise lets them take turns with the lanes (lane "", expanded by
-//     leaseScript when picked), whatever the gate: the deliveries then
-//     wait in their own lanes, each held back on its own. Records are
-//     expanded as the workers need jobs, not as events arrive: the cost
-//     of a delivery's keys is paid with its delivery, not at ingest;
-//   - NextDue reports a record as due (headsScript);
+//     leaseScript when picked): the deliveries then wait in their own
+//     lanes, each held back on its own. Records are expanded as the
+//     workers need jobs, not as events arrive: the cost of a delivery's
+//     keys is paid with its delivery, not at ingest. While the gate skips
+//     every lane of every record of the partition (its sources held: a
+//     pause that accepts), none is expanded (fanHeld): the records wait
+//     as they were stored, at no cost, and ingest is not slowed by an
+//     expansion nobody needs yet; when only some are held, the oldest are
+//     expanded whatever the gate, each delivery then held in its lane;
+//   - NextDue reports a record as due (headsScript), unless fanHeld;
 //   - Counts and QueueByLane count its deliveries as queued in their
 //     lanes (the fanlanes counters: no record is read);
 //   - every read of an event by its id goes through destinationsOf, which
@@ -216,6 +221,25 @@ local function expandFan(tag, id)
 	local combo = table.concat(lanes, ' ')
 	if redis.call('HINCRBY', tag .. ':fanlanes', combo, -1) <= 0 then redis.call('HDEL', tag .. ':fanlanes', combo) end
 	return #jobs
+end
+`
+
+// luaFanHeld defines fanHeld(tag, skip) (after luaSkipped): whether the
+// gate's skip entries skip every lane of every fan-out record of the
+// partition of hash tag tag, read from its fanlanes counters (a field per
+// set of lanes that some records have). No counters (no records, or a
+// store whose counters are not built yet): false, so that records are
+// never left waiting for want of a counter.
+const luaFanHeld = `
+local function fanHeld(tag, skip)
+	local combos = redis.call('HKEYS', tag .. ':fanlanes')
+	if #combos == 0 then return false end
+	for _, combo in ipairs(combos) do
+		for lane in string.gmatch(combo, '[^ ]+') do
+			if not skipped(skip, lane) then return false end
+		end
+	end
+	return true
 end
 `
 

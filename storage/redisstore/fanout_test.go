@@ -193,11 +193,16 @@ func TestFanOutReaders(t *testing.T) {
 			}
 		}},
 		{"NextDue", false, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
-			// whatever the gate: Lease expands the record
-			gate := &storage.Gate{Skip: map[string]bool{"stripe": true, "stripe~replay": true}}
+			// one destination held: Lease expands the record for the others
+			gate := &storage.Gate{Skip: map[string]bool{"stripe/billing": true}}
 			due, ok, err := s.NextDue(t.Context(), gate)
 			if err != nil || !ok || due.UnixMilli() != at.UnixMilli() {
 				t.Fatalf("NextDue = %v, %v, %v; want %v", due, ok, err, at)
+			}
+			// every lane held: nothing is due (TestFanOutHeld)
+			gate = &storage.Gate{Skip: map[string]bool{"stripe": true, "stripe~replay": true}}
+			if due, ok, err := s.NextDue(t.Context(), gate); err != nil || ok {
+				t.Fatalf("NextDue with every lane held = %v, %v, %v; want nothing", due, ok, err)
 			}
 		}},
 		{"Erase", true, func(t *testing.T, s *Store, ev *storage.Event, at time.Time) {
@@ -531,5 +536,81 @@ func TestFanOutTakesTurns(t *testing.T) {
 	}
 	if len(fanned) != 3 {
 		t.Errorf("leased %v of the fanned-out event in two rounds beside a busy lane, want its 3 deliveries", fanned)
+	}
+}
+
+// TestFanOutHeld: while the gate holds every lane of every fan-out record
+// (its source paused with accept), Lease expands none and NextDue reports
+// none: the records wait as stored, and ingest is not slowed by their
+// expansion. Held in part (one destination, or another source's records
+// flowing), they are expanded as before; released, they are leased.
+func TestFanOutHeld(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
+	ctx := t.Context()
+	ev := payloadEvent("evt_held")
+	if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	held := &storage.Gate{Skip: map[string]bool{"stripe": true}}
+	for range 3 {
+		if jobs, err := s.Lease(ctx, time.Now(), 8, time.Minute, held); err != nil || len(jobs) != 0 {
+			t.Fatalf("Lease held = %v, %v; want nothing", jobs, err)
+		}
+	}
+	if !hasFanRecord(t, s, ev) {
+		t.Fatal("a held record was expanded")
+	}
+	if _, ok, err := s.NextDue(ctx, held); err != nil || ok {
+		t.Errorf("NextDue held = %v, %v; want nothing due", ok, err)
+	}
+	if c, err := s.Counts(ctx); err != nil || c != (storage.Counts{Queued: 3}) {
+		t.Errorf("Counts held = %+v, %v; want its 3 deliveries queued", c, err)
+	}
+	// one destination held: the others must go, so the record is expanded
+	// and the held delivery waits in its own lane
+	part := &storage.Gate{Skip: map[string]bool{"stripe/crm": true}}
+	if due, ok, err := s.NextDue(ctx, part); err != nil || !ok || due.After(time.Now()) {
+		t.Errorf("NextDue with one destination held = %v, %v, %v; want due", due, ok, err)
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 8, time.Minute, part)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("Lease with one destination held = %d jobs, %v; want 2", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.Destination == "crm" {
+			t.Errorf("leased the held destination's delivery %s", j.ID)
+		}
+	}
+	if hasFanRecord(t, s, ev) {
+		t.Error("record not expanded with one destination held")
+	}
+	// another source's record flowing beside a held one: expanded, and
+	// the held one waits (expanded with it or not, never leased)
+	other := payloadEvent("evt_other")
+	other.Source = "shopify"
+	ev2 := payloadEvent("evt_held_2")
+	for _, e := range []*storage.Event{ev2, other} {
+		if _, err := s.Enqueue(ctx, e, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int{}
+	for range 3 {
+		jobs, err := s.Lease(ctx, time.Now(), 8, time.Minute, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			got[j.Source]++
+		}
+	}
+	if got["stripe"] != 0 || got["shopify"] != 3 {
+		t.Errorf("leased by source %v beside a held source; want shopify's 3 deliveries only", got)
+	}
+	// released: the held deliveries go
+	rest, err := s.Lease(ctx, time.Now(), 8, time.Minute, nil)
+	if err != nil || len(rest) != 4 {
+		t.Errorf("Lease released = %d jobs, %v; want the crm delivery and evt_held_2's 3", len(rest), err)
 	}
 }

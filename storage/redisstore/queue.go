@@ -212,13 +212,14 @@ func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Ga
 // up to n of the records left, due by now, as the jobs of lane "": they
 // take turns with the lanes (storage.PickFair), and the lease script
 // expands those picked, so that fanned-out events get their share while
-// other lanes are busy.
+// other lanes are busy. Unless the gate holds every record's lanes
+// (fanHeld): then it neither expands nor lists any.
 //
 //	KEYS: lanes, fan-out index
 //	ARGV: now ms, n, lane queue key prefix, partition tag, skip entries
 //	      (skipArgs)...
 //	returns {lane, id, due ms, lane, id, due ms, ...}
-var peekScript = redis.NewScript(luaSkipped + luaExpandFan + `
+var peekScript = redis.NewScript(luaSkipped + luaFanHeld + luaExpandFan + `
 local skip = {}
 for i = 5, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local n = tonumber(ARGV[2])
@@ -237,6 +238,7 @@ local function list()
 	return out
 end
 local out = list()
+if fanHeld(ARGV[4], skip) then return out end
 local missing = n - #out / 3
 if missing > 0 then
 	local expanded = 0
@@ -322,7 +324,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	skip := skipArgs(gate)
 	calls := make([]scriptCall, len(s.parts))
 	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{p.lanePrefix()}, skip...)}
+		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{p.lanePrefix(), p.tag}, skip...)}
 	}
 	heads, err := s.evalPipelined(ctx, headsScript, calls)
 	if err != nil {
@@ -372,17 +374,18 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 
 // headsScript lists the first job of each lane of one partition the gate
 // does not skip (read only), for NextDue; and the first fan-out record,
-// as lane "" (ungated: Lease expands it whatever the gate).
+// as lane "" (Lease expands it whatever the gate), unless the gate holds
+// every record's lanes (fanHeld).
 //
 //	KEYS: lanes, fan-out index
-//	ARGV: lane queue key prefix, skip entries (skipArgs)...
+//	ARGV: lane queue key prefix, partition tag, skip entries (skipArgs)...
 //	returns {lane, due ms, ...}
-var headsScript = redis.NewScript(luaSkipped + `
+var headsScript = redis.NewScript(luaSkipped + luaFanHeld + `
 local skip = {}
-for i = 2, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
+for i = 3, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local out = {}
 local fan = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-if fan[1] then
+if fan[1] and not fanHeld(ARGV[2], skip) then
 	out[1] = ''
 	out[2] = fan[2]
 end
