@@ -600,7 +600,9 @@ func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Ti
 		return storage.EnqueueResult{}, err
 	}
 	res, err := st.Enqueue(ctx, ev, until)
-	if err == nil && !res.Duplicate {
+	// a held source's event waits: waking the workers for it would cost a
+	// lease per event for nothing (the resume wakes them)
+	if err == nil && !res.Duplicate && !a.DeliveriesPaused(ev.Source, "") {
 		a.Notify()
 	}
 	return res, err
