@@ -1,0 +1,135 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// roundTrips is a go-redis hook counting the client's round trips: one
+// per command sent alone, one per pipeline (a single server: a Cluster
+// client would send a pipeline per node). While slow is set, each takes
+// 50 ms more (a distant server), so that callers arriving meanwhile queue
+// for the next one, however fast the machine's loopback.
+type roundTrips struct {
+	n    atomic.Int64
+	slow atomic.Bool
+}
+
+func (r *roundTrips) count() {
+	r.n.Add(1)
+	if r.slow.Load() {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.count()
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.count()
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTripsPerBatch guards the round trips of the delivery side
+// (issue 12: a regression guard that is not timing). Leasing a batch costs
+// the same round trips whatever its size and however many partitions
+// hold it: a peek, a pace for paced lanes, a lease; finishing a batch of
+// jobs at once shares round trips (the finish batcher), not one per job.
+// A change that makes either cost grow with the batch fails here.
+func TestRoundTripsPerBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rt := &roundTrips{}
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 128})
+	c.AddHook(rt)
+	s := New(c, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	for i := range 300 {
+		src := []string{"stripe", "github", "shopify"}[i%3]
+		if _, err := s.Enqueue(ctx, storagetest.NewEvent(src, fmt.Sprintf("evt_rt_%d", i)), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paced := &storage.Gate{Pace: map[string]storage.Rate{"github": {Events: 1000, Per: time.Second}}}
+	// warm up: scripts loaded (the pace's too: a job of each lane), layout
+	// checked, migration done
+	warm, err := s.Lease(ctx, time.Now(), 3, time.Minute, paced)
+	if err != nil || len(warm) != 3 {
+		t.Fatalf("warm-up Lease = %v, %v", warm, err)
+	}
+	for _, j := range warm {
+		if err := s.Finish(ctx, j, storage.Outcome{Result: storage.Delivered}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		n    int
+		gate *storage.Gate
+		max  int64
+	}{
+		{"one job", 1, nil, 2},
+		{"64 jobs over 4 partitions and 3 lanes", 64, nil, 2},
+		{"64 jobs with a paced lane", 64, paced, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt.n.Store(0)
+			jobs, err := s.Lease(ctx, time.Now(), tc.n, time.Minute, tc.gate)
+			got := rt.n.Load()
+			if err != nil || len(jobs) != tc.n {
+				t.Fatalf("Lease(%d) = %d jobs, %v", tc.n, len(jobs), err)
+			}
+			if got > tc.max {
+				t.Errorf("Lease(%d) took %d round trips, want at most %d", tc.n, got, tc.max)
+			}
+			// the batch finished at once, as the workers finish what
+			// they were handed: shared round trips
+			rt.n.Store(0)
+			rt.slow.Store(true)
+			defer rt.slow.Store(false)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			errs := make(chan error, len(jobs))
+			for _, j := range jobs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					errs <- s.Finish(ctx, j, storage.Outcome{Result: storage.Delivered})
+				}()
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// the first finish goes alone, the others share the next
+			// round trip (one more for a goroutine scheduled late)
+			if got, bound := rt.n.Load(), int64(min(tc.n, 3)); got > bound {
+				t.Errorf("finishing %d jobs at once took %d round trips, want at most %d", tc.n, got, bound)
+			}
+		})
+	}
+}
