@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddytest"
+
+	"github.com/hookline/hookline/internal/redistest"
 )
 
 // BenchmarkPaths compares, through one real Caddy in one run, plain
@@ -138,10 +140,21 @@ func postBench(c *http.Client, url string, body []byte, sig, id string) (int, er
 }
 
 // BenchmarkIdleDeliveryLatency measures, on an idle system, the time from
-// the 202 to the upstream receiving the event (p50 and p99 reported).
+// the 202 to the upstream receiving the event (p50 and p99 reported), on
+// the embedded store and on Redis (a throwaway redis-server).
+//
+//	go test -run '^$' -bench IdleDeliveryLatency -benchtime 300x ./internal/ingress/
 func BenchmarkIdleDeliveryLatency(b *testing.B) {
+	b.Run("store=embedded", func(b *testing.B) { benchIdleLatency(b, "") })
+	b.Run("store=redis", func(b *testing.B) {
+		srv := redistest.Start(b)
+		benchIdleLatency(b, fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix idle%d\n\t\t}", srv.Addr, time.Now().UnixNano()))
+	})
+}
+
+func benchIdleLatency(b *testing.B, storageLine string) {
 	up := newUpstream(b)
-	startCaddy(b, up, "", "")
+	startCaddy(b, up, storageLine, "")
 	body := []byte(`{"idle":true}`)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
