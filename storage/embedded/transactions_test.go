@@ -2,12 +2,10 @@ package embedded_test
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -49,25 +47,7 @@ func TestTransactionsPerBatch(t *testing.T) {
 			commits.Store(0)
 			slow.Store(true)
 			defer slow.Store(false)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			errs := make(chan error, len(jobs))
-			for _, j := range jobs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					errs <- s.Finish(ctx, j, storage.Outcome{Result: storage.Delivered})
-				}()
-			}
-			close(start)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			storagetest.FinishAtOnce(t, s, jobs)
 			// the first finish commits alone, the others share the next
 			// commit (one more for a goroutine scheduled late)
 			if got, bound := commits.Load(), int64(min(n, 3)); got > bound {

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,25 +105,7 @@ func TestRoundTripsPerBatch(t *testing.T) {
 			rt.n.Store(0)
 			rt.slow.Store(true)
 			defer rt.slow.Store(false)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			errs := make(chan error, len(jobs))
-			for _, j := range jobs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					errs <- s.Finish(ctx, j, storage.Outcome{Result: storage.Delivered})
-				}()
-			}
-			close(start)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			storagetest.FinishAtOnce(t, s, jobs)
 			// the first finish goes alone, the others share the next
 			// round trip (one more for a goroutine scheduled late)
 			if got, bound := rt.n.Load(), int64(min(tc.n, 3)); got > bound {
