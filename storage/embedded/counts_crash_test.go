@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // countsChildEnv names the store file of TestCountsCrash's child process.
@@ -84,16 +84,7 @@ func TestCountsCrash(t *testing.T) {
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hookline.db")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCountsCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), countsChildEnv+"="+path)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(out)
+			cmd, sc := startChild(t, "TestCountsCrashChild", countsChildEnv+"="+path)
 			for sc.Scan() {
 				line := sc.Text()
 				if strings.HasPrefix(line, "ERROR") {
@@ -110,28 +101,30 @@ func TestCountsCrash(t *testing.T) {
 			_ = cmd.Wait()
 
 			s := openStore(t, path)
-			ctx := t.Context()
-			lanes, err := s.QueueByLane(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dlq, err := s.DLQCounts(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantLanes, wantDLQ, err := s.Recount(ctx)
-			if err != nil {
-				t.Fatal(err)
+			wantLanes, wantDLQ := storagetest.WantRecounted(t, s, "after the crash")
+			if t.Failed() {
+				t.Logf("leases:\n%s", strings.Join(s.LeasesForTest(), "\n"))
 			}
 			if len(wantLanes) == 0 || len(wantDLQ) == 0 {
 				t.Fatalf("the child wrote too little: %v %v", wantLanes, wantDLQ)
 			}
-			if !reflect.DeepEqual(lanes, wantLanes) {
-				t.Errorf("QueueByLane after the crash = %v, recounted %v\n%s", lanes, wantLanes, strings.Join(s.LeasesForTest(), "\n"))
-			}
-			if !reflect.DeepEqual(dlq, wantDLQ) {
-				t.Errorf("DLQCounts after the crash = %v, recounted %v", dlq, wantDLQ)
-			}
 		})
 	}
+}
+
+// startChild runs test (a child test of this binary, which does its work
+// only when its environment says so) in a process of its own with env
+// added, for a test to kill it; the scanner reads its standard output.
+func startChild(t *testing.T, test string, env ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, bufio.NewScanner(out)
 }

@@ -1,13 +1,11 @@
 package embedded_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -284,16 +282,7 @@ func TestEraseCrash(t *testing.T) {
 	for _, stage := range []string{"begin", "zeroed"} {
 		t.Run(stage, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "hookline.db")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestEraseCrashChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), eraseChildEnv+"="+path, eraseChildStage+"="+stage)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewScanner(out)
+			cmd, lines := startChild(t, "TestEraseCrashChild", eraseChildEnv+"="+path, eraseChildStage+"="+stage)
 			stopped := false
 			for lines.Scan() {
 				line := lines.Text()

@@ -28,8 +28,9 @@ func recounterOf(s storage.Store) storage.Recounter {
 // WantRecounted checks that the counters-based answers of s (QueueByLane,
 // DLQCounts, Counts) are what reading every job and entry finds
 // (storage.Recounter), after step: for a backend's own tests of the
-// write paths the suite cannot reach (a poison record).
-func WantRecounted(t testing.TB, s storage.Store, step string) {
+// write paths the suite cannot reach (a poison record, a crash). It
+// returns the recount.
+func WantRecounted(t testing.TB, s storage.Store, step string) (map[string]storage.Counts, map[string]map[storage.DLQStatus]int) {
 	t.Helper()
 	r := recounterOf(s)
 	if r == nil {
@@ -62,6 +63,7 @@ func WantRecounted(t testing.TB, s storage.Store, step string) {
 	if got != want {
 		t.Errorf("%s: Counts = %+v, recounted %+v", step, got, want)
 	}
+	return wantLanes, wantDLQ
 }
 
 // testCountersExact drives every write path that changes a count
