@@ -64,24 +64,22 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		// every delivery in this one transaction: never some of them
 		for i, job := range jobs {
 			rec := &record{Job: storage.Job{Event: job}, Status: storage.StatusQueued, Due: now}
-			if encoded[i] != nil {
-				if err := tx.Bucket(bEvents).Put([]byte(rec.ID), encoded[i]); err != nil {
+			v, wait := encoded[i], false
+			if v == nil {
+				// an ordered job behind its chain's head waits, not due:
+				// its record is encoded once its chain is read
+				var err error
+				if wait, err = chainJob(tx, rec); err != nil {
 					return err
 				}
-				if err := putDue(tx, rec); err != nil {
+				if wait {
+					rec.Due = time.Time{}
+				}
+				if v, err = json.Marshal(rec); err != nil {
 					return err
 				}
-				continue
 			}
-			// an ordered job behind its chain's head waits, not due
-			wait, err := chainJob(tx, rec)
-			if err != nil {
-				return err
-			}
-			if wait {
-				rec.Due = time.Time{}
-			}
-			if err := putRecord(tx, rec); err != nil {
+			if err := tx.Bucket(bEvents).Put([]byte(rec.ID), v); err != nil {
 				return err
 			}
 			if wait {
