@@ -157,8 +157,14 @@ http://localhost:9080 {
 		// measured 273-281 (the store's commit goroutine varies; 296-299
 		// before the ingress answers were written directly), then 304-306
 		// once the embedded store kept its counters in the enqueue's
-		// transaction: the bound catches about ten more per request
-		{"new event", 315, func(i int) { serve(goodSig, ids[i], http.StatusAccepted) }},
+		// transaction, then 313-316 once its append-mostly buckets split
+		// at 90% (CI met 316 against a bound of 315). About 200 of these
+		// are bbolt's own per commit (one commit per event in this serial
+		// loop: cursor searches, node splits, the freelist), and their
+		// number follows the tree's shape, so the bound leaves room for
+		// that; an added allocation in the handler is caught by the two
+		// exact bounds below.
+		{"new event", 325, func(i int) { serve(goodSig, ids[i], http.StatusAccepted) }},
 		// measured 14 in every run (29 before); AllocsPerRun rounds down
 		// the average, so the bound at 14 still leaves under one per request
 		// of slack for background noise, and one more allocation fails it
