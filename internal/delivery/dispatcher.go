@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -92,6 +93,15 @@ type Config struct {
 	// consecutive transient failures and stays open for Open.
 	BreakerFailures uint32
 	BreakerOpen     time.Duration
+	// Busy, if set, reports that ingest is under load. While it does,
+	// the dispatcher holds at most Yield jobs under lease (prefetched ones
+	// included): accepting comes first, and delivery takes the capacity
+	// ingest leaves, catching up at full speed once Busy reports false.
+	Busy func() bool
+	// Yield is how many jobs may be under lease while Busy reports true
+	// (default: a quarter of Workers, at least 1). Deliveries never stop
+	// under load; they slow down.
+	Yield int
 }
 
 // Defaults of Config.
@@ -102,6 +112,9 @@ const (
 	DefaultTimeout         = 10 * time.Second
 	DefaultBreakerFailures = 5
 	DefaultBreakerOpen     = 10 * time.Second
+	// yieldRecheck is how often the lease loop looks again, while ingest
+	// is busy and Yield jobs are under lease, whether it may lease more.
+	yieldRecheck = 5 * time.Millisecond
 )
 
 // Dispatcher leases due jobs and delivers them with a fixed pool of
@@ -122,6 +135,8 @@ type Dispatcher struct {
 	// batch is the fewest free slots worth a lease while workers still have
 	// prefetched jobs to work on.
 	batch int
+	// held counts the jobs under lease: leased and not yet finished.
+	held atomic.Int64
 
 	stopLoop    context.CancelFunc
 	loopCtx     context.Context
@@ -155,6 +170,9 @@ func New(cfg Config) *Dispatcher {
 	}
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = cfg.Workers
+	}
+	if cfg.Yield <= 0 {
+		cfg.Yield = max(1, cfg.Workers/4)
 	}
 	prefetch := max(cfg.Prefetch, 0)
 	client := cfg.Client
@@ -297,8 +315,15 @@ func (d *Dispatcher) loop() {
 				return
 			}
 		}
+		if free = d.yield(free); free == 0 {
+			if !sleep(ctx, yieldRecheck) {
+				return
+			}
+			continue
+		}
 		gate := d.gate()
 		jobs, err := d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease, gate)
+		d.held.Add(int64(len(jobs)))
 		for range free - len(jobs) {
 			d.slots <- struct{}{}
 		}
@@ -339,6 +364,23 @@ func (d *Dispatcher) loop() {
 		}
 		t.Stop()
 	}
+}
+
+// yield is how many of the free slots the loop took it may lease now:
+// all of them, unless ingest is busy (Config.Busy); then only as many as
+// keep Yield jobs under lease, the others' slots going back.
+func (d *Dispatcher) yield(free int) int {
+	if d.cfg.Busy == nil || !d.cfg.Busy() {
+		return free
+	}
+	room := max(d.cfg.Yield-int(d.held.Load()), 0)
+	if room >= free {
+		return free
+	}
+	for range free - room {
+		d.slots <- struct{}{}
+	}
+	return room
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -444,7 +486,10 @@ func (d *Dispatcher) waitDue(gated bool, wait time.Duration) time.Time {
 
 // finish records a job's outcome and frees its slot.
 func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
-	defer func() { d.slots <- struct{}{} }()
+	defer func() {
+		d.held.Add(-1)
+		d.slots <- struct{}{}
+	}()
 	// bookkeeping must not be cut short by Stop: its own bounded context
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -893,3 +893,51 @@ func TestDispatcherReleasesJobsNearLeaseEnd(t *testing.T) {
 		t.Errorf("%d distinct events delivered, want 5", len(seen))
 	}
 }
+
+// While ingest is busy (Config.Busy), at most Yield jobs are under lease
+// and in flight, and deliveries still go on at that width; once it is not,
+// the workers catch up at full width.
+func TestDispatcherYieldsToBusyIngest(t *testing.T) {
+	st := newStore(t)
+	up, maxActive := newConcurrencyUpstream(t, func(int, http.ResponseWriter, *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+	})
+	const jobs = 60
+	for range jobs {
+		enqueue(t, st, storage.Event{Source: "s"})
+	}
+	var busy atomic.Bool
+	busy.Store(true)
+	reports := make(chan Report, jobs)
+	startDispatcher(t, Config{
+		Store:    st,
+		Workers:  8,
+		Yield:    2,
+		Busy:     busy.Load,
+		Resolve:  resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
+		OnResult: reportsTo(reports),
+	})
+	for i := range 10 {
+		if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Delivered {
+			t.Fatalf("report %d: result %v, expected delivered", i, r.Result)
+		}
+		if c := counts(t, st); c.InFlight > 2 {
+			t.Errorf("%d jobs under lease while ingest is busy, want at most Yield (2)", c.InFlight)
+		}
+	}
+	if n := maxActive(); n > 2 {
+		t.Errorf("%d concurrent deliveries while ingest is busy, want at most Yield (2)", n)
+	}
+	busy.Store(false)
+	for i := range jobs - 10 {
+		if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Delivered {
+			t.Fatalf("report %d: result %v, expected delivered", 10+i, r.Result)
+		}
+	}
+	if n := maxActive(); n < 4 {
+		t.Errorf("at most %d concurrent deliveries once ingest is calm, want the workers' width (8)", n)
+	}
+	if n := up.count(); n != jobs {
+		t.Errorf("upstream got %d requests for %d jobs", n, jobs)
+	}
+}

@@ -326,6 +326,8 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.reject(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
 		return nil
 	}
+	h.app.BeginIngest() // deliveries yield while many are in progress
+	defer h.app.EndIngest()
 	if p, ok := h.app.SourcePause(h.Source); ok && !p.Holds() {
 		// refused: the provider keeps the event and sends it again later
 		// (a hold accepts and stores as usual: its deliveries wait)

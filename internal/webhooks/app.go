@@ -83,6 +83,7 @@ type App struct {
 	sources     map[string]*Source
 
 	disp        *atomic.Pointer[delivery.Dispatcher]
+	load        *ingestLoad // ingress requests in progress (pressure.go)
 	paused      *pausedCache
 	pausesDone  chan struct{}
 	stopCleaner context.CancelFunc
@@ -152,6 +153,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.sources = make(map[string]*Source)
 	a.sourceMu = new(sync.RWMutex)
 	a.disp = new(atomic.Pointer[delivery.Dispatcher])
+	a.load = new(ingestLoad)
 	a.paused = new(pausedCache)
 	a.stats = new(statsBuffer)
 	a.seen = new(seenRef)
@@ -318,6 +320,7 @@ func (a *App) Start() error {
 		Tracer:       a.tracerProvider,
 		Logger:       a.log.Named("delivery"),
 		OnResult:     a.onResult,
+		Busy:         a.ingestBusy,
 	})
 	d.Start()
 	a.disp.Store(d)
