@@ -326,8 +326,6 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		h.reject(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "only POST is accepted", 0, nil)
 		return nil
 	}
-	h.app.BeginIngest() // deliveries yield while many are in progress
-	defer h.app.EndIngest()
 	if p, ok := h.app.SourcePause(h.Source); ok && !p.Holds() {
 		// refused: the provider keeps the event and sends it again later
 		// (a hold accepts and stores as usual: its deliveries wait)
@@ -378,6 +376,10 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	for _, name := range h.secretHeaders {
 		r.Header.Del(name)
 	}
+	// deliveries yield while many verified requests are in progress (a
+	// flood of unsigned ones does not slow them)
+	h.app.BeginIngest()
+	defer h.app.EndIngest()
 	if h.handshakePOST != nil && h.handshakePOST.HandshakePOST(w, r, body) {
 		h.app.Observe(h.Source, "handshake")
 		return nil
