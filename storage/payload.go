@@ -4,6 +4,9 @@ package storage
 // payload (body and headers) once: in a payload record keyed by the
 // event's internal ID (PayloadID), which the backends keep beside the
 // jobs and write in the same atomic step, encoded once (EncodePayload).
+// The embedded store gives a lone delivery a payload record too
+// (SharePayload's lone): it rewrites a job's whole record at each lease
+// and finish, and without the body that record is a fraction of the size.
 // The jobs themselves are stored without body and headers, marked
 // SharedPayload (SharePayload). Whatever hands out a job or needs its body
 // joins the payload back (JoinPayload): Lease, a Dead outcome's DLQ entry
@@ -12,8 +15,9 @@ package storage
 // deliveries index goes. A DLQ retry re-enqueues the entry's own copy
 // (OwnPayload).
 //
-// An event with one delivery is stored as before: its job keeps its own
-// body and headers, and it has no payload record. So do the records
+// Otherwise (on Redis, whose job hash keeps its body in a field written
+// once) an event with one delivery is stored as before: its job keeps its
+// own body and headers, and it has no payload record. So do the records
 // written before shared payloads existed: a job not marked SharedPayload
 // is read as it always was.
 
@@ -37,13 +41,13 @@ var ErrPayloadMissing = errors.New("the payload record of the event is missing")
 func PayloadID(jobID string) string { return EventIDOfDelivery(jobID) }
 
 // SharePayload decides which of an event's jobs (DeliveriesOf's) share a
-// payload record: those of an event with several deliveries. It strips
-// them of their body and headers, marks them SharedPayload and returns
-// the payload record to store under PayloadID (EncodePayload); a lone job
-// is left as it is, and the payload is nil (no record). A sealed event's
-// payload record is its sealed blob (seal.go), as it is.
-func SharePayload(jobs []Event) (payload []byte) {
-	if len(jobs) < 2 {
+// payload record: those of an event with several deliveries, and a lone
+// one too when lone is set. It strips them of their body and headers,
+// marks them SharedPayload and returns the payload record to store under
+// PayloadID (EncodePayload); a job left as it is has no record (nil). A
+// sealed event's payload record is its sealed blob (seal.go), as it is.
+func SharePayload(jobs []Event, lone bool) (payload []byte) {
+	if len(jobs) == 0 || len(jobs) == 1 && !lone {
 		return nil
 	}
 	if jobs[0].Sealed != nil {

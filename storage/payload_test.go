@@ -79,11 +79,15 @@ func TestSharePayload(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		deliveries []Delivery
+		lone       bool // SharePayload's lone
 		shared     bool
 	}{
-		{"default alone", nil, false},
-		{"one destination", []Delivery{{Destination: "crm", Upstream: "http://crm/"}}, false},
-		{"three", []Delivery{{Destination: "default", Upstream: "http://u/"}, {Destination: "crm", Upstream: "http://crm/"}, {Destination: "b", Upstream: "http://b/"}}, true},
+		{"default alone", nil, false, false},
+		{"one destination", []Delivery{{Destination: "crm", Upstream: "http://crm/"}}, false, false},
+		{"three", []Delivery{{Destination: "default", Upstream: "http://u/"}, {Destination: "crm", Upstream: "http://crm/"}, {Destination: "b", Upstream: "http://b/"}}, false, true},
+		{"default alone, lone shared", nil, true, true},
+		{"one destination, lone shared", []Delivery{{Destination: "crm", Upstream: "http://crm/"}}, true, true},
+		{"three, lone shared", []Delivery{{Destination: "default", Upstream: "http://u/"}, {Destination: "crm", Upstream: "http://crm/"}, {Destination: "b", Upstream: "http://b/"}}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := *ev
@@ -92,7 +96,7 @@ func TestSharePayload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			payload := SharePayload(jobs)
+			payload := SharePayload(jobs, tc.lone)
 			if (payload != nil) != tc.shared {
 				t.Fatalf("payload record %v, want one: %v", payload != nil, tc.shared)
 			}

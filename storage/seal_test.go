@@ -113,7 +113,7 @@ func TestSealedPayloadRecord(t *testing.T) {
 	}
 	jobs := []Event{ev, ev}
 	jobs[1].ID = "01ev~crm"
-	payload := SharePayload(jobs)
+	payload := SharePayload(jobs, false)
 	if !bytes.Equal(payload, ev.Sealed) || jobs[1].Sealed != nil || !jobs[1].SharedPayload {
 		t.Fatalf("SharePayload: %x, %+v", payload, jobs[1])
 	}

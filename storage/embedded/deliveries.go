@@ -63,7 +63,7 @@ func putDeliveries(tx *bolt.Tx, id string, destinations []string) error {
 // lastDelivery reports whether removing the record of delivery id leaves
 // its event without any record, and removes the event's deliveries index
 // and payload record if so. An event without an index has only this
-// delivery, and no payload record.
+// delivery (and a payload record unless an earlier version stored it).
 func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
 	ev := storage.EventIDOfDelivery(id)
 	ds := destinationsOf(tx, ev)
@@ -72,11 +72,11 @@ func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
 			return false, nil
 		}
 	}
-	if ds == nil {
-		return true, nil
-	}
 	if err := tx.Bucket(bEvents).Delete(payloadKey(storage.PayloadID(id))); err != nil {
 		return false, err
+	}
+	if ds == nil {
+		return true, nil
 	}
 	return true, tx.Bucket(bDeliveries).Delete([]byte(ev))
 }

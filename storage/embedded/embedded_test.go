@@ -65,6 +65,7 @@ func sealingKeys(t *testing.T) *storage.Keyring {
 // conformance is the suite's Factory of the embedded store.
 func conformance() storagetest.Factory {
 	return storagetest.Factory{
+		LonePayload: true,
 		Open: func(t *testing.T) storage.Store {
 			return openStore(t, filepath.Join(t.TempDir(), "hookline.db"))
 		},

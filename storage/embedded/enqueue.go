@@ -19,7 +19,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
-	payload := storage.SharePayload(jobs)
+	payload := storage.SharePayload(jobs, true) // a lone delivery too: its record is rewritten at lease and finish
 	now := s.now()
 	// the records of deliveries that are not ordered are encoded here, in
 	// the caller's goroutine, not in the transaction: its writes run one

@@ -138,3 +138,71 @@ func TestPoisonSharedPayload(t *testing.T) {
 		t.Errorf("poison entry payload %q headers %v, want the shared payload %q", e.Payload, e.Headers, ev.Body)
 	}
 }
+
+// TestLonePayloadRecord: an event with one delivery stores its payload in
+// a payload record and a job record without it (the record a lease and a
+// finish rewrite), leases with its exact body and headers, and leaves no
+// key behind once cleaned up; a job stored by an earlier version, its
+// body in its own record, leases and is cleaned up beside it.
+func TestLonePayloadRecord(t *testing.T) {
+	s := openWithOptions(t, embedded.Options{})
+	ctx := t.Context()
+	until := time.Now().Add(time.Hour)
+	lone, legacy := withHeaders(storagetest.NewEvent("stripe", "evt_lone")), withHeaders(storagetest.NewEvent("stripe", "evt_legacy"))
+	for _, ev := range []*storage.Event{lone, legacy} {
+		if _, err := s.Enqueue(ctx, ev, until); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("events"))
+		if b.Get([]byte(lone.ID+"\x00")) == nil {
+			t.Errorf("no payload record for the lone delivery")
+		}
+		if rec := b.Get([]byte(lone.ID)); bytes.Contains(rec, []byte(`"body"`)) || !bytes.Contains(rec, []byte(`"shared_payload":true`)) {
+			t.Errorf("the lone delivery's record keeps its body or is not marked: %s", rec)
+		}
+		// legacy's records as an earlier version wrote them: the body in
+		// the job's own record, no payload record
+		if err := b.Delete([]byte(legacy.ID + "\x00")); err != nil {
+			return err
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(b.Get([]byte(legacy.ID)), &rec); err != nil {
+			return err
+		}
+		delete(rec, "shared_payload")
+		rec["body"], rec["headers"] = legacy.Body, legacy.Headers
+		v, _ := json.Marshal(rec)
+		return b.Put([]byte(legacy.ID), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("Lease = %d jobs, %v; want 2", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if !bytes.Equal(j.Body, lone.Body) || !reflect.DeepEqual(j.Headers, lone.Headers) {
+			t.Errorf("job %s: body %q headers %v", j.ID, j.Body, j.Headers)
+		}
+		if err := s.Finish(ctx, j, storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	err = s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
+		for _, b := range []string{"events", "deliveries"} {
+			if n := tx.Bucket([]byte(b)).Stats().KeyN; n != 0 {
+				t.Errorf("%d keys left in %s after cleanup", n, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

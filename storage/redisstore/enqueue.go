@@ -23,7 +23,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
-	payload := storage.SharePayload(jobs)
+	payload := storage.SharePayload(jobs, false)
 	p := s.partitionForEvent(ev)
 	ck := ""
 	dedupe := "0"

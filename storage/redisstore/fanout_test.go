@@ -396,7 +396,7 @@ func TestFanOutEnqueueRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload := storage.SharePayload(jobs)
+	payload := storage.SharePayload(jobs, false)
 	p := s.partitionForEvent(ev)
 	ck := storage.ClaimKey(ev.Source, ev.EventID)
 	now := time.Now()

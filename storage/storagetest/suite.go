@@ -53,6 +53,10 @@ type Factory struct {
 	// Legacy, if set, writes a pause of source as earlier versions did
 	// (the legacy-record test is skipped without it).
 	Legacy func(t *testing.T, s storage.Store, source string)
+	// LonePayload says the backend stores the payload of an event with
+	// one delivery in a payload record too (storage.SharePayload's lone),
+	// for the checks that count payload records.
+	LonePayload bool
 }
 
 // Run runs the conformance suite, each subtest on a fresh store.
