@@ -15,17 +15,19 @@ import (
 // stored as before destinations existed.
 var bDeliveries = []byte("deliveries")
 
-// The payload records of events with several deliveries live in bEvents
-// beside their jobs, written by Enqueue with them (storage.SharePayload)
-// and removed with the event's last record (lastDelivery):
+// The payload records of events live in bEvents beside their jobs,
+// written by Enqueue with them (storage.SharePayload, a lone delivery's
+// too) and removed with the event's last record (lastDelivery):
 //
 //	event id \x00 -> storage.EncodePayload(headers, body)
 //
 // The key sorts between the event's default delivery's ("<event id>") and
 // its other deliveries' ("<event id>~<destination>"), so that an event's
 // records share a page (one page written per event, not one per bucket);
-// no job ID holds a NUL byte, and nothing walks bEvents. An event with one
-// delivery has none: its job keeps its own body.
+// no job ID holds a NUL byte, and only the event browser and the rekey
+// walk bEvents (both tell the two kinds of key apart). An event with one
+// delivery stored by an earlier version has none: its job keeps its own
+// body.
 
 // payloadKey is the key of event id's payload record (storage.PayloadID).
 func payloadKey(id string) []byte { return []byte(id + "\x00") }
