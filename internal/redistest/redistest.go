@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,7 +27,7 @@ type Server struct {
 	dir  string
 	args []string
 	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	logs *logBuffer
 }
 
 func binary(t testing.TB, name string) string {
@@ -70,15 +71,36 @@ func Start(t testing.TB, extra ...string) *Server {
 	return s
 }
 
+// logBuffer holds a redis-server's output: exec's goroutine writes it
+// while a failing test may read it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func (s *Server) start() {
 	s.t.Helper()
-	s.logs = new(bytes.Buffer)
+	s.logs = new(logBuffer)
 	s.cmd = exec.Command(binary(s.t, "redis-server"), s.args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// generous: a CI machine running the race detector on every package
+	// at once once took more than 10 s to start one of a cluster's nodes
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if ping(s.Addr) == nil {
 			return

@@ -90,7 +90,13 @@ func (s *Store) scrub() error {
 		return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
 	}
 	defer f.Close()
-	pageSize := int64(s.db.Info().PageSize)
+	// read in a transaction: DB.Info reads the mapping, which a commit
+	// growing the file remaps, unless a transaction holds it (the race
+	// detector caught a rekey's scrub beside a growing commit)
+	var pageSize int64
+	if err := s.db.View(func(tx *bolt.Tx) error { pageSize = int64(tx.DB().Info().PageSize); return nil }); err != nil {
+		return fmt.Errorf("%w: scrubbing %s: %v", storage.ErrUnavailable, s.db.Path(), err)
+	}
 	var mark []byte // the mark this scrub clears
 	for from := int64(2); ; {
 		next, done, err := s.scrubSliceAt(f, pageSize, from, &mark)
