@@ -22,6 +22,40 @@ func withHeaders(ev *storage.Event) *storage.Event {
 	return ev
 }
 
+// asLegacyRecord rewrites the job record id of b as a version before
+// payload records wrote it: its body and headers in the record itself, not
+// marked shared. It fails when the record was not marked shared.
+func asLegacyRecord(b *bolt.Bucket, id string, ev *storage.Event) error {
+	var rec map[string]any
+	if err := json.Unmarshal(b.Get([]byte(id)), &rec); err != nil {
+		return err
+	}
+	if rec["shared_payload"] != true {
+		return fmt.Errorf("record %s is not marked shared: %v", id, rec)
+	}
+	delete(rec, "shared_payload")
+	rec["body"], rec["headers"] = ev.Body, ev.Headers
+	v, _ := json.Marshal(rec)
+	return b.Put([]byte(id), v)
+}
+
+// wantNoKeysLeft fails t when the events or deliveries bucket of s still
+// holds a key (what cleanup must leave once every event is gone).
+func wantNoKeysLeft(t *testing.T, s *embedded.Store) {
+	t.Helper()
+	err := s.UpdateForTest(t.Context(), func(tx *bolt.Tx) error {
+		for _, b := range []string{"events", "deliveries"} {
+			if n := tx.Bucket([]byte(b)).Stats().KeyN; n != 0 {
+				t.Errorf("%d keys left in %s after cleanup", n, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLegacyFanOutRecords: the deliveries of an event stored before payload
 // records existed (each job with its own body, no payload record) lease,
 // replay and are cleaned up as before, beside events stored now.
@@ -42,18 +76,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 			return err
 		}
 		for _, d := range legacy.Deliveries {
-			id := []byte(storage.DeliveryID(legacy.ID, d.Destination))
-			var rec map[string]any
-			if err := json.Unmarshal(b.Get(id), &rec); err != nil {
-				return err
-			}
-			if rec["shared_payload"] != true {
-				return fmt.Errorf("record %s is not marked shared: %v", id, rec)
-			}
-			delete(rec, "shared_payload")
-			rec["body"], rec["headers"] = legacy.Body, legacy.Headers
-			v, _ := json.Marshal(rec)
-			if err := b.Put(id, v); err != nil {
+			if err := asLegacyRecord(b, storage.DeliveryID(legacy.ID, d.Destination), legacy); err != nil {
 				return err
 			}
 		}
@@ -98,17 +121,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
-	err = s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
-		for _, b := range []string{"events", "deliveries"} {
-			if n := tx.Bucket([]byte(b)).Stats().KeyN; n != 0 {
-				t.Errorf("%d keys left in %s after cleanup", n, b)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantNoKeysLeft(t, s)
 }
 
 // TestPoisonSharedPayload: a job sharing its event's payload whose record
@@ -167,14 +180,7 @@ func TestLonePayloadRecord(t *testing.T) {
 		if err := b.Delete([]byte(legacy.ID + "\x00")); err != nil {
 			return err
 		}
-		var rec map[string]any
-		if err := json.Unmarshal(b.Get([]byte(legacy.ID)), &rec); err != nil {
-			return err
-		}
-		delete(rec, "shared_payload")
-		rec["body"], rec["headers"] = legacy.Body, legacy.Headers
-		v, _ := json.Marshal(rec)
-		return b.Put([]byte(legacy.ID), v)
+		return asLegacyRecord(b, legacy.ID, legacy)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -194,15 +200,5 @@ func TestLonePayloadRecord(t *testing.T) {
 	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
-	err = s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
-		for _, b := range []string{"events", "deliveries"} {
-			if n := tx.Bucket([]byte(b)).Stats().KeyN; n != 0 {
-				t.Errorf("%d keys left in %s after cleanup", n, b)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantNoKeysLeft(t, s)
 }

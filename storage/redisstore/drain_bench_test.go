@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,12 +65,18 @@ func BenchmarkDrain100k(b *testing.B) {
 					}
 				}
 			}})
+		redisCPU, goCPU := redisCPUSeconds(b, c), processCPUSeconds()
+		_ = c.ConfigResetStat(context.Background()).Err()
 		start := time.Now()
 		d.Start()
 		<-done
 		elapsed := time.Since(start)
+		redisCPU, goCPU = redisCPUSeconds(b, c)-redisCPU, processCPUSeconds()-goCPU
+		logScripts(b, c, backlog)
 		d.Stop(time.Second)
 		st.Close()
+		b.ReportMetric(redisCPU/backlog*1e6, "redis-cpu-µs/job")
+		b.ReportMetric(goCPU/backlog*1e6, "go-cpu-µs/job")
 		b.ReportMetric(backlog/elapsed.Seconds(), "drained/s")
 		b.ReportMetric(direct, "upstream-direct/s")
 		b.ReportMetric(float64(heapFull)/(1<<20), "heap-MiB-backlog-queued")
@@ -122,6 +131,58 @@ func directRate(b *testing.B, url string, body []byte, n int) float64 {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// redisCPUSeconds is the CPU time (user and system) redis-server has used
+// since it started (INFO cpu).
+func redisCPUSeconds(b *testing.B, c redis.UniversalClient) float64 {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return total
+}
+
+// processCPUSeconds is the CPU time (user and system) this process has
+// used: the dispatcher, go-redis and the upstream, which shares it.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// logScripts logs, with -v, what each command cost redis-server per job
+// since the stats were reset (INFO commandstats): calls and microseconds.
+func logScripts(b *testing.B, c redis.UniversalClient, jobs int) {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, stats, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var calls, usec float64
+		for _, kv := range strings.Split(stats, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseFloat(v, 64)
+			case "usec":
+				usec, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		b.Logf("%-22s %8.3f calls/job %7.1f µs/job %6.1f µs/call", strings.TrimPrefix(name, "cmdstat_"), calls/float64(jobs), usec/float64(jobs), usec/max(calls, 1))
+	}
 }
 
 func heapInUse() uint64 {

@@ -23,7 +23,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
-	payload := storage.SharePayload(jobs, false)
+	// a lone delivery's payload goes in a payload record too: its raw
+	// bytes, which Lease hands out as they are, where the job's JSON would
+	// carry the body base64-encoded and decode it at every lease
+	payload := storage.SharePayload(jobs, true)
 	p := s.partitionForEvent(ev)
 	ck := ""
 	dedupe := "0"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,9 @@ func payloadEvent(eventID string) *storage.Event {
 	return ev
 }
 
-// TestPayloadKeys: an event with several deliveries has one payload key
-// its jobs name (field pl); an event with one has neither, as before.
+// TestPayloadKeys: every event has one payload key its jobs name (field
+// pl), an event with one delivery too, and its job's JSON carries neither
+// body nor headers (Lease hands out the record's raw bytes).
 func TestPayloadKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
@@ -43,23 +45,55 @@ func TestPayloadKeys(t *testing.T) {
 		t.Errorf("fan-out record %q does not end with the payload record", rec)
 	}
 	expandEvent(t, s, fan)
-	if keys, err := s.c.Keys(ctx, "{"+prefix+":*}:pl:*").Result(); err != nil || len(keys) != 1 || keys[0] != s.partitionForEvent(fan).payload(fan.ID) {
-		t.Errorf("payload keys %v, %v; want the fanned-out event's alone", keys, err)
+	keys, err := s.c.Keys(ctx, "{"+prefix+":*}:pl:*").Result()
+	slices.Sort(keys)
+	want := []string{s.partitionForEvent(fan).payload(fan.ID), s.partitionForEvent(one).payload(one.ID)}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(keys, want) {
+		t.Errorf("payload keys %v, %v; want %v", keys, err, want)
 	}
+	jobs := map[string]partition{one.ID: s.partitionForEvent(one)}
 	for _, d := range fan.Deliveries {
-		id := storage.DeliveryID(fan.ID, d.Destination)
-		if pl := s.c.HGet(ctx, s.partitionForEvent(fan).ev(id), "pl").Val(); pl != s.partitionForEvent(fan).payload(fan.ID) {
-			t.Errorf("job %s names payload %q", id, pl)
+		jobs[storage.DeliveryID(fan.ID, d.Destination)] = s.partitionForEvent(fan)
+	}
+	for id, p := range jobs {
+		h := s.c.HMGet(ctx, p.ev(id), "pl", "ev").Val()
+		if h[0] != p.payload(storage.PayloadID(id)) {
+			t.Errorf("job %s names payload %v", id, h[0])
+		}
+		if rec, _ := h[1].(string); strings.Contains(rec, `"body"`) || !strings.Contains(rec, `"shared_payload":true`) {
+			t.Errorf("job %s keeps its body or is not marked: %s", id, rec)
 		}
 	}
-	if n := s.c.HExists(ctx, s.partitionForEvent(one).ev(one.ID), "pl").Val(); n {
-		t.Error("a one-delivery job names a payload record")
+	if got := s.c.Get(ctx, s.partitionForEvent(one).payload(one.ID)).Val(); got != string(storage.EncodePayload(one.Headers, one.Body)) {
+		t.Errorf("the lone event's payload record is %q", got)
+	}
+}
+
+// asLegacyJob rewrites job hash k as a version before payload records
+// wrote it: ev's body and headers in its JSON, not marked shared, no pl.
+func asLegacyJob(t *testing.T, s *Store, k string, ev *storage.Event) {
+	t.Helper()
+	ctx := t.Context()
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(s.c.HGet(ctx, k, "ev").Val()), &rec); err != nil || rec["shared_payload"] != true {
+		t.Fatalf("job %s: %v, %v", k, rec, err)
+	}
+	delete(rec, "shared_payload")
+	rec["body"], rec["headers"] = ev.Body, ev.Headers
+	v, _ := json.Marshal(rec)
+	if err := s.c.HSet(ctx, k, "ev", v).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.HDel(ctx, k, "pl").Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // TestLegacyFanOutRecords: the deliveries of an event stored before payload
-// records existed (each job with its own body, no payload key) lease,
-// replay and are cleaned up as before, beside events stored now.
+// records existed (each job with its own body, no payload key), and a lone
+// delivery stored before it had one, lease, replay and are cleaned up as
+// before, beside events stored now.
 func TestLegacyFanOutRecords(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
@@ -78,21 +112,19 @@ func TestLegacyFanOutRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range legacy.Deliveries {
-		k := p.ev(storage.DeliveryID(legacy.ID, d.Destination))
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(s.c.HGet(ctx, k, "ev").Val()), &rec); err != nil || rec["shared_payload"] != true {
-			t.Fatalf("job %s: %v, %v", k, rec, err)
-		}
-		delete(rec, "shared_payload")
-		rec["body"], rec["headers"] = legacy.Body, legacy.Headers
-		v, _ := json.Marshal(rec)
-		if err := s.c.HSet(ctx, k, "ev", v).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.c.HDel(ctx, k, "pl").Err(); err != nil {
-			t.Fatal(err)
-		}
+		asLegacyJob(t, s, p.ev(storage.DeliveryID(legacy.ID, d.Destination)), legacy)
 	}
+	// and an event with one delivery, as every version before this one
+	// wrote it
+	lone := storagetest.NewEvent("stripe", "evt_legacy_lone")
+	lone.Body, lone.Headers = legacy.Body, legacy.Headers
+	if _, err := s.Enqueue(ctx, lone, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Del(ctx, s.partitionForEvent(lone).payload(lone.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	asLegacyJob(t, s, s.partitionForEvent(lone).ev(lone.ID), lone)
 	deliverAll := func(want int) {
 		t.Helper()
 		jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
@@ -108,7 +140,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 			}
 		}
 	}
-	deliverAll(6)
+	deliverAll(7)
 	infos, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
 	if err != nil || len(infos) != 2 {
 		t.Fatalf("ListDelivered = %+v, %v", infos, err)

@@ -16,7 +16,8 @@ import (
 )
 
 // Lease implements storage.Store. One pipelined read finds, in every
-// partition, the due jobs of each lane the gate lets through; the lanes
+// partition (or in the peek window's, while there is a backlog:
+// window.go), the due jobs of each lane the gate lets through; the lanes
 // take turns (storage.PickFair); paced lanes take their slots from the
 // pace all nodes share; then each partition holding some of the chosen
 // jobs leases them atomically, skipping any another node leased
@@ -178,29 +179,52 @@ func skipArgs(gate *storage.Gate) []any {
 	return out
 }
 
-// peek lists up to n due jobs of each lane the gate lets through, in every
-// partition, in one pipelined round trip.
+// peek lists up to n due jobs of each lane the gate lets through: in the
+// partitions of the peek window (window.go), in one pipelined round trip,
+// and in the others in a second one when those hold fewer than n; or in
+// every partition at once, without a backlog.
 func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Gate) ([]storage.Candidate, error) {
+	first, rest := s.window.order(len(s.parts))
+	out, full, err := s.peekParts(ctx, now, n, gate, first)
+	if err == nil && rest != nil && len(out) < n {
+		var more []storage.Candidate
+		var moreFull int
+		more, moreFull, err = s.peekParts(ctx, now, n, gate, rest)
+		out, full = append(out, more...), full+moreFull
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.window.found(full)
+	return out, nil
+}
+
+// peekParts runs peekScript in the partitions parts, in one pipelined
+// round trip: the candidates, and how many partitions held at least n.
+func (s *Store) peekParts(ctx context.Context, now time.Time, n int, gate *storage.Gate, parts []int) (out []storage.Candidate, full int, err error) {
 	skip := skipArgs(gate)
-	calls := make([]scriptCall, len(s.parts))
-	for i, p := range s.parts {
-		calls[i] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{ms(now), n, p.lanePrefix(), p.tag}, skip...)}
+	calls := make([]scriptCall, len(parts))
+	for k, i := range parts {
+		p := s.parts[i]
+		calls[k] = scriptCall{keys: []string{p.key("lanes"), p.key("fan")}, args: append([]any{ms(now), n, p.lanePrefix(), p.tag}, skip...)}
 	}
 	cmds, err := s.evalPipelined(ctx, peekScript, calls)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, 0, unavailable(err)
 	}
-	var out []storage.Candidate
-	for i, cmd := range cmds {
+	for k, cmd := range cmds {
 		v, _ := cmd.Val().([]any)
+		if len(v) >= 3*n {
+			full++
+		}
 		for j := 0; j+2 < len(v); j += 3 {
 			lane, _ := v[j].(string)
 			id, _ := v[j+1].(string)
 			due, _ := strconv.ParseFloat(fmt.Sprint(v[j+2]), 64)
-			out = append(out, storage.Candidate{Lane: lane, ID: id, Due: time.UnixMilli(int64(due)), Part: i})
+			out = append(out, storage.Candidate{Lane: lane, ID: id, Due: time.UnixMilli(int64(due)), Part: parts[k]})
 		}
 	}
-	return out, nil
+	return out, full, nil
 }
 
 // peekScript lists, for each lane of one partition the gate does not

@@ -34,7 +34,8 @@ func factory(newClient func() redis.UniversalClient, opts redisstore.Options) st
 		return s
 	}
 	return storagetest.Factory{
-		Open: func(t *testing.T) storage.Store { return open(t, redistest.Prefix()) },
+		LonePayload: true,
+		Open:        func(t *testing.T) storage.Store { return open(t, redistest.Prefix()) },
 		Reopen: func(t *testing.T, old storage.Store) storage.Store {
 			mu.Lock()
 			prefix := prefixes[old]

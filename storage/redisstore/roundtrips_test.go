@@ -22,6 +22,9 @@ import (
 type roundTrips struct {
 	n    atomic.Int64
 	slow atomic.Bool
+	// scripts counts the commands sent (a pipeline's each), EVALSHA
+	// among them
+	scripts atomic.Int64
 }
 
 func (r *roundTrips) count() {
@@ -36,6 +39,7 @@ func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next 
 func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		r.count()
+		r.scripts.Add(1)
 		return next(ctx, cmd)
 	}
 }
@@ -43,6 +47,7 @@ func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		r.count()
+		r.scripts.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
 }
@@ -113,4 +118,89 @@ func TestRoundTripsPerBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScriptsPerBatch guards the server's work of leasing from a backlog
+// (window.go): once a Lease has found one, the next peeks only the
+// window's partitions and leases from them alone, so its commands do not
+// grow with the number of partitions (16 here): peekWindow peek scripts
+// and at most peekWindow lease scripts. Without a backlog a Lease peeks
+// every partition (one round trip, wherever the next event hashed to).
+func TestScriptsPerBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rt := &roundTrips{}
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+	c.AddHook(rt)
+	s := New(c, Options{Prefix: redistest.Prefix(), Partitions: 16})
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	lease := func(n int) (jobs []*storage.Job, scripts int64) {
+		t.Helper()
+		rt.scripts.Store(0)
+		jobs, err := s.Lease(ctx, time.Now(), n, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs, rt.scripts.Load()
+	}
+	if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_alone"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, _ := lease(16); len(jobs) != 1 {
+		t.Fatalf("Lease of the lone event = %d jobs", len(jobs))
+	}
+	if jobs, scripts := lease(16); len(jobs) != 0 || scripts != 16 {
+		t.Errorf("Lease with nothing due = %d jobs, %d commands; want 0 and a peek of each of 16 partitions", len(jobs), scripts)
+	}
+	for i := range 2000 {
+		if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", fmt.Sprintf("evt_w_%d", i)), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease(16) // finds the backlog
+	for range 5 {
+		jobs, scripts := lease(16)
+		if len(jobs) != 16 {
+			t.Fatalf("Lease(16) from the backlog = %d jobs", len(jobs))
+		}
+		if scripts > 2*peekWindow {
+			t.Errorf("Lease(16) from a backlog ran %d commands, want at most %d (peek and lease in the window's %d partitions)", scripts, 2*peekWindow, peekWindow)
+		}
+	}
+}
+
+// TestWindowComesRound: while a backlog keeps every Lease in the window,
+// a job due in a partition outside it is leased within
+// Partitions/peekWindow Leases (the window comes round), and a lane with
+// a single job gets it as soon as its partition is peeked.
+func TestWindowComesRound(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 16})
+	ctx := t.Context()
+	for i := range 1000 {
+		if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", fmt.Sprintf("evt_r_%d", i)), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a first Lease peeks every partition and finds the backlog
+	if jobs, err := s.Lease(ctx, time.Now(), 4, time.Minute, nil); err != nil || len(jobs) != 4 || !s.window.backlog.Load() {
+		t.Fatalf("first Lease = %d jobs, %v; backlog found: %v", len(jobs), err, s.window.backlog.Load())
+	}
+	lone := storagetest.NewEvent("github", "evt_lone")
+	if _, err := s.Enqueue(ctx, lone, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	bound := 16 / peekWindow
+	for k := 1; k <= bound; k++ {
+		jobs, err := s.Lease(ctx, time.Now(), 4, time.Minute, nil)
+		if err != nil || len(jobs) != 4 {
+			t.Fatalf("Lease %d = %d jobs, %v", k, len(jobs), err)
+		}
+		for _, j := range jobs {
+			if j.ID == lone.ID {
+				return
+			}
+		}
+	}
+	t.Errorf("the lone github job was not leased within %d Leases of a stripe backlog", bound)
 }

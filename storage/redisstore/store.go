@@ -85,6 +85,8 @@ type Store struct {
 	// record (tests comparing the two forms)
 	direct bool
 	layout layoutState
+	// window decides which partitions a Lease peeks (window.go)
+	window *window
 
 	migrateMu sync.Mutex
 	migrated  atomic.Bool
@@ -122,7 +124,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{c: c, opts: opts, now: opts.Now}
+	s := &Store{c: c, opts: opts, now: opts.Now, window: newWindow()}
 	s.enqueues = newBatcher(s, enqueueScript)
 	s.fanEnqueues = newBatcher(s, fanEnqueueScript)
 	s.finishes = newBatcher(s, finishScript)
