@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -99,6 +101,8 @@ type batcher struct {
 	s  *Store
 	sc *redis.Script
 	b  *groupcommit.Batcher[scriptCall, any]
+	// many: sc takes the calls of one partition together (manyCall)
+	many bool
 }
 
 const maxBatch = 128
@@ -110,6 +114,15 @@ func newBatcher(s *Store, sc *redis.Script) *batcher {
 		Closed:   redis.ErrClosed,
 		Recover:  func(v any) error { return storage.Recovered(v) },
 	})
+	return b
+}
+
+// newManyBatcher is a batcher whose script sc runs the calls of a batch
+// that go to one partition in one invocation (finishManyScript): a
+// script run per partition per round trip, not per call.
+func newManyBatcher(s *Store, sc *redis.Script) *batcher {
+	b := newBatcher(s, sc)
+	b.many = true
 	return b
 }
 
@@ -127,14 +140,59 @@ func (b *batcher) send(batch []*groupcommit.Call[scriptCall, any]) {
 	// the batch outlives any one caller's context; bound it on its own
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var groups [][]int
+	if b.many {
+		calls, groups = manyCalls(calls)
+	}
 	cmds, err := b.s.evalPipelined(ctx, b.sc, calls)
-	for i, c := range batch {
+	for i := range calls {
 		v, cerr := any(nil), err
 		if i < len(cmds) && cmds[i] != nil {
 			v, cerr = cmds[i].Result()
 		}
-		c.Answer(v, cerr)
+		if !b.many {
+			batch[i].Answer(v, cerr)
+			continue
+		}
+		replies, _ := v.([]any)
+		for k, j := range groups[i] {
+			switch {
+			case cerr != nil:
+				batch[j].Answer(nil, cerr)
+			case k >= len(replies):
+				batch[j].Answer(nil, fmt.Errorf("unexpected reply %v", v))
+			default:
+				if msg, ok := replies[k].(string); ok && strings.HasPrefix(msg, "ERR ") {
+					batch[j].Answer(nil, errors.New(strings.TrimPrefix(msg, "ERR ")))
+				} else {
+					batch[j].Answer(replies[k], nil)
+				}
+			}
+		}
 	}
+}
+
+// manyCalls merges calls into one per partition (the hash tag of its
+// first key), in the form finishManyScript takes: keys one after the
+// other, and each call's number of keys, number of args and args. groups
+// lists, for each merged call, the calls it holds, in order.
+func manyCalls(calls []scriptCall) (merged []scriptCall, groups [][]int) {
+	at := map[string]int{}
+	for i, c := range calls {
+		tag, _, _ := strings.Cut(c.keys[0], "}")
+		g, ok := at[tag]
+		if !ok {
+			g = len(merged)
+			at[tag] = g
+			merged = append(merged, scriptCall{})
+			groups = append(groups, nil)
+		}
+		m := &merged[g]
+		m.keys = append(m.keys, c.keys...)
+		m.args = append(append(m.args, len(c.keys), len(c.args)), c.args...)
+		groups[g] = append(groups[g], i)
+	}
+	return merged, groups
 }
 
 func (b *batcher) close() { b.b.Close() }

@@ -496,7 +496,9 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	return nil
 }
 
-// finishScript records a worker's outcome if it still holds the lease.
+// luaFinishOne defines finishOne(KEYS, ARGV), which records a worker's
+// outcome if it still holds the lease; finishScript runs it for one job,
+// finishManyScript for several of one partition.
 //
 //	KEYS: event hash, inflight, done, dlq entry, dlq index, dlq open,
 //	      lane queue, lanes
@@ -510,37 +512,71 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 //
 // A chained job that dies records its chain in its DLQ entry hash, for
 // the scripts that settle or remove the entry (luaReleaseEntry).
-var finishScript = redis.NewScript(luaPopChain + `
-if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
-redis.call('SREM', KEYS[2], ARGV[1])
-local r = ARGV[3]
-if r == 'retry' or r == 'release' then
-	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
-	redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
-	redis.call('SADD', KEYS[8], ARGV[10])
+const luaFinishOne = luaPopChain + `
+local function finishOne(KEYS, ARGV)
+	if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
+	redis.call('SREM', KEYS[2], ARGV[1])
+	local r = ARGV[3]
+	if r == 'retry' or r == 'release' then
+		redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
+		redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
+		redis.call('SADD', KEYS[8], ARGV[10])
+		return 1
+	end
+	if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ev', ARGV[7]) end
+	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
+	redis.call('ZREM', KEYS[7], ARGV[1])
+	redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+	if ARGV[13] == '1' then popChain(ARGV[14], ARGV[1], ARGV[15], ARGV[16], ARGV[17], ARGV[18], ARGV[19]) end
+	if r == 'dead' then
+		local old = redis.call('HGET', KEYS[4], 'at')
+		if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
+		local counted = dlqField(KEYS[4])
+		redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', ARGV[11], 'at', ARGV[4], 'src', ARGV[9])
+		dlqCount(KEYS[6], counted, -1)
+		dlqCount(KEYS[6], dlqField(KEYS[4]), 1)
+		if ARGV[14] then redis.call('HSET', KEYS[4], 'chain', ARGV[14]) end
+		redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+		if ARGV[12] == '1' then
+			redis.call('SADD', KEYS[6], ARGV[1])
+		else
+			redis.call('SREM', KEYS[6], ARGV[1])
+		end
+	end
 	return 1
 end
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ev', ARGV[7]) end
-redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0')
-redis.call('ZREM', KEYS[7], ARGV[1])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
-if ARGV[13] == '1' then popChain(ARGV[14], ARGV[1], ARGV[15], ARGV[16], ARGV[17], ARGV[18], ARGV[19]) end
-if r == 'dead' then
-	local old = redis.call('HGET', KEYS[4], 'at')
-	if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
-	local counted = dlqField(KEYS[4])
-	redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', ARGV[11], 'at', ARGV[4], 'src', ARGV[9])
-	dlqCount(KEYS[6], counted, -1)
-	dlqCount(KEYS[6], dlqField(KEYS[4]), 1)
-	if ARGV[14] then redis.call('HSET', KEYS[4], 'chain', ARGV[14]) end
-	redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
-	if ARGV[12] == '1' then
-		redis.call('SADD', KEYS[6], ARGV[1])
+`
+
+// finishScript is finishOne for one job (a Finish that waits for
+// replicas: MinReplicas).
+var finishScript = redis.NewScript(luaFinishOne + `return finishOne(KEYS, ARGV)`)
+
+// finishManyScript runs finishOne for several jobs of one partition, in
+// order, each on its own: one that fails (an error raised by a command)
+// answers its error, and the others go on. One script for the batch the
+// finish batcher sends to a partition, not one per job: Redis spends more
+// on running a script than on the few commands of a finish.
+//
+//	KEYS: each job's finishOne KEYS, one after the other
+//	ARGV: for each job: its number of KEYS, its number of ARGV, its ARGV
+//	returns each job's reply (1, or 0 when the lease was lost), or "ERR "
+//	        and the error raised
+var finishManyScript = redis.NewScript(luaFinishOne + `
+local out, k, a = {}, 0, 1
+while a <= #ARGV do
+	local nk, na = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+	local keys, args = {}, {}
+	for i = 1, nk do keys[i] = KEYS[k + i] end
+	for i = 1, na do args[i] = ARGV[a + 1 + i] end
+	k, a = k + nk, a + 2 + na
+	local ok, res = pcall(finishOne, keys, args)
+	if ok then
+		out[#out + 1] = res
 	else
-		redis.call('SREM', KEYS[6], ARGV[1])
+		out[#out + 1] = 'ERR ' .. (type(res) == 'table' and tostring(res.err) or tostring(res))
 	end
 end
-return 1
+return out
 `)
 
 // leasePartition is the partition named by a lease token ("<n>:...").

@@ -145,7 +145,7 @@ func TestLostReplyNotRerun(t *testing.T) {
 	ctx := t.Context()
 	until := time.Now().Add(time.Hour)
 	// the scripts are on the server, so that every call is one EVALSHA
-	for _, sc := range []*redis.Script{enqueueScript, fanEnqueueScript, leaseScript, finishScript, dlqRetryScript, dlqStatusScript, layoutScript} {
+	for _, sc := range []*redis.Script{enqueueScript, fanEnqueueScript, leaseScript, finishScript, finishManyScript, dlqRetryScript, dlqStatusScript, layoutScript} {
 		if err := sc.Load(ctx, direct.c).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestLostReplyNotRerun(t *testing.T) {
 
 	t.Run("finish", func(t *testing.T) {
 		job := leased(t)
-		proxy.watchFor(finishScript.Hash(), true)
+		proxy.watchFor(finishManyScript.Hash(), true)
 		lost(t, s.Finish(ctx, job, storage.Outcome{Result: storage.Delivered}))
 		once(t)
 		if info, err := direct.Lookup(ctx, "stripe", job.EventID); err != nil || info.Status != storage.StatusDelivered {

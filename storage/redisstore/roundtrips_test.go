@@ -108,13 +108,20 @@ func TestRoundTripsPerBatch(t *testing.T) {
 			// the batch finished at once, as the workers finish what
 			// they were handed: shared round trips
 			rt.n.Store(0)
+			rt.scripts.Store(0)
 			rt.slow.Store(true)
 			defer rt.slow.Store(false)
 			storagetest.FinishAtOnce(t, s, jobs)
 			// the first finish goes alone, the others share the next
 			// round trip (one more for a goroutine scheduled late)
-			if got, bound := rt.n.Load(), int64(min(tc.n, 3)); got > bound {
+			got = rt.n.Load()
+			if bound := int64(min(tc.n, 3)); got > bound {
 				t.Errorf("finishing %d jobs at once took %d round trips, want at most %d", tc.n, got, bound)
+			}
+			// and a round trip runs one script per partition
+			// (finishManyScript), not one per job
+			if scripts := rt.scripts.Load(); scripts > 4*got {
+				t.Errorf("finishing %d jobs at once ran %d scripts in %d round trips, want at most one per partition (4) each", tc.n, scripts, got)
 			}
 		})
 	}

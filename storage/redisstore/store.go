@@ -127,7 +127,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	s := &Store{c: c, opts: opts, now: opts.Now, window: newWindow()}
 	s.enqueues = newBatcher(s, enqueueScript)
 	s.fanEnqueues = newBatcher(s, fanEnqueueScript)
-	s.finishes = newBatcher(s, finishScript)
+	s.finishes = newManyBatcher(s, finishManyScript)
 	for i := range opts.Partitions {
 		s.parts = append(s.parts, partition{tag: "{" + opts.Prefix + ":" + strconv.Itoa(i) + "}"})
 	}

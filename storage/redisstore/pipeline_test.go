@@ -1,0 +1,104 @@
+package redisstore
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+func TestManyCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		calls  []scriptCall
+		merged []scriptCall
+		groups [][]int
+	}{
+		{
+			name:   "one call",
+			calls:  []scriptCall{{keys: []string{"{p:0}:ev:a", "{p:0}:inflight"}, args: []any{"a", 1}}},
+			merged: []scriptCall{{keys: []string{"{p:0}:ev:a", "{p:0}:inflight"}, args: []any{2, 2, "a", 1}}},
+			groups: [][]int{{0}},
+		},
+		{
+			name: "two partitions, interleaved, each keeping its order",
+			calls: []scriptCall{
+				{keys: []string{"{p:1}:ev:a"}, args: []any{"a"}},
+				{keys: []string{"{p:0}:ev:b"}, args: []any{"b", "x"}},
+				{keys: []string{"{p:1}:ev:c"}, args: []any{"c", "y", "z"}},
+			},
+			merged: []scriptCall{
+				{keys: []string{"{p:1}:ev:a", "{p:1}:ev:c"}, args: []any{1, 1, "a", 1, 3, "c", "y", "z"}},
+				{keys: []string{"{p:0}:ev:b"}, args: []any{1, 2, "b", "x"}},
+			},
+			groups: [][]int{{0, 2}, {1}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			merged, groups := manyCalls(tc.calls)
+			if !reflect.DeepEqual(merged, tc.merged) || !reflect.DeepEqual(groups, tc.groups) {
+				t.Errorf("manyCalls = %v, %v; want %v, %v", merged, groups, tc.merged, tc.groups)
+			}
+		})
+	}
+}
+
+// TestFinishManyIsolatesErrors: finishManyScript runs each job's finish on
+// its own: a job whose record is broken (a command on it raises an error)
+// answers that error, a job whose lease was lost answers 0, and the jobs
+// after them are finished.
+func TestFinishManyIsolatesErrors(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
+	ctx := t.Context()
+	for i := range 4 {
+		if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_many_"+string(rune('a'+i))), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.Lease(ctx, time.Now(), 4, time.Minute, nil)
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("Lease = %d jobs, %v", len(jobs), err)
+	}
+	p := s.parts[0]
+	// jobs[1]'s record is no longer a hash; jobs[2] lost its lease
+	if err := s.c.Set(ctx, p.ev(jobs[1].ID), "broken", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	jobs[2].Lease = jobs[2].Lease + "-stale"
+	var calls []scriptCall
+	for _, j := range jobs {
+		lane := storage.LaneOf(&j.Event)
+		calls = append(calls, scriptCall{
+			keys: []string{p.ev(j.ID), p.key("inflight"), p.key("done"), p.dlqEntry(j.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")},
+			args: []any{j.ID, j.Lease, "delivered", ms(time.Now()), ms(time.Now()), "[]", "", "", j.Source, lane, "", "0"},
+		})
+	}
+	merged, _ := manyCalls(calls)
+	if len(merged) != 1 {
+		t.Fatalf("%d merged calls for one partition", len(merged))
+	}
+	v, err := s.eval(ctx, finishManyScript, merged[0].keys, merged[0].args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := v.([]any)
+	if len(got) != 4 || got[0] != int64(1) || got[2] != int64(0) || got[3] != int64(1) {
+		t.Fatalf("replies %#v; want 1, an error, 0, 1", got)
+	}
+	if msg, _ := got[1].(string); !strings.HasPrefix(msg, "ERR ") || !strings.Contains(msg, "WRONGTYPE") {
+		t.Errorf("the broken job's reply is %q, want its WRONGTYPE error", got[1])
+	}
+	for _, k := range []int{0, 3} {
+		if st := s.c.HGet(ctx, p.ev(jobs[k].ID), "st").Val(); st != "delivered" {
+			t.Errorf("job %d after the batch: %q, want delivered", k, st)
+		}
+	}
+	if st := s.c.HGet(ctx, p.ev(jobs[2].ID), "st").Val(); st != "in_flight" {
+		t.Errorf("the job whose lease was lost: %q, want in_flight still", st)
+	}
+}
