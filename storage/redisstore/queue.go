@@ -182,20 +182,22 @@ func skipArgs(gate *storage.Gate) []any {
 // peek lists up to n due jobs of each lane the gate lets through: in the
 // partitions of the peek window (window.go), in one pipelined round trip,
 // and in the others in a second one when those hold fewer than n; or in
-// every partition at once, without a backlog.
+// every partition at once, without a backlog or when the gate paces a
+// lane.
 func (s *Store) peek(ctx context.Context, now time.Time, n int, gate *storage.Gate) ([]storage.Candidate, error) {
-	first, rest := s.window.order(len(s.parts))
+	first, rest := s.window.order(len(s.parts), gate == nil || len(gate.Pace) == 0)
 	out, full, err := s.peekParts(ctx, now, n, gate, first)
+	read := len(first)
 	if err == nil && rest != nil && len(out) < n {
 		var more []storage.Candidate
 		var moreFull int
 		more, moreFull, err = s.peekParts(ctx, now, n, gate, rest)
-		out, full = append(out, more...), full+moreFull
+		out, full, read = append(out, more...), full+moreFull, read+len(rest)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.window.found(full)
+	s.window.found(full, read)
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,4 +211,52 @@ func TestWindowComesRound(t *testing.T) {
 		}
 	}
 	t.Errorf("the lone github job was not leased within %d Leases of a stripe backlog", bound)
+}
+
+// TestPacedLeasesOldestFirst: a gate that paces a lane keeps every peek
+// wide, however deep the backlog, so that a paced lane's jobs leave
+// oldest first across the store (on resume a held backlog goes in order
+// of due time); the same backlog unpaced opens the window.
+func TestPacedLeasesOldestFirst(t *testing.T) {
+	srv := redistest.Start(t)
+	var tick atomic.Int64
+	base := time.Now()
+	// each enqueue reads the clock once or more: every event is due a
+	// millisecond or more after the one before
+	clock := func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 16, Now: clock})
+	ctx := t.Context()
+	var ids []string
+	for i := range 400 {
+		ev := storagetest.NewEvent("stripe", fmt.Sprintf("evt_o_%03d", i))
+		if _, err := s.Enqueue(ctx, ev, base.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	now := base.Add(time.Hour)
+	paced := &storage.Gate{Pace: map[string]storage.Rate{"stripe": {Events: 1000000, Per: time.Second}}}
+	var got []string
+	for i := range 20 {
+		jobs, err := s.Lease(ctx, now, 4, time.Minute, paced)
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("paced Lease %d = %d jobs, %v", i, len(jobs), err)
+		}
+		for _, j := range jobs {
+			got = append(got, j.ID)
+		}
+	}
+	if !slices.Equal(got, ids[:len(got)]) {
+		t.Errorf("paced Leases did not lease oldest first")
+	}
+	if !s.window.backlog.Load() {
+		t.Fatal("400 events in 16 partitions, 4 wanted: no backlog found")
+	}
+	// the same backlog unpaced: the window opens
+	if _, err := s.Lease(ctx, now, 4, time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if first, rest := s.window.order(len(s.parts), true); len(first) != peekWindow || len(rest) != 16-peekWindow {
+		t.Errorf("unpaced, over a backlog: a peek of %d then %d partitions, want the window", len(first), len(rest))
+	}
 }

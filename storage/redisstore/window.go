@@ -20,7 +20,17 @@ import (
 // event needs: one round trip, wherever it hashed to.
 //
 // A job in a partition outside the window waits for the window to come
-// round, at most Partitions/peekWindow Leases while the backlog lasts.
+// round, at most Partitions/peekWindow Leases while the backlog lasts: the
+// jobs leased are the oldest of the window's, not of the whole store. So
+// the window opens only on a backlog deep in every partition (found),
+// where the window's oldest jobs are about as old as any and lanes still
+// take turns within it; a shallow backlog (a few events held, say) goes
+// out oldest first across the store. A gate that paces some lane (a
+// rate_limit, the catch-up after a resume) keeps every peek wide: a paced
+// lane's jobs leave a few at a time, and they leave oldest first across
+// the store (docs/admin-api.md: "on resume the backlog goes in order of
+// due time"). Unpaced, the workers deliver a batch at once, in parallel,
+// and the order within a few batches is not one anybody sees.
 
 // peekWindow is how many partitions a Lease peeks first while the store
 // has a backlog.
@@ -28,8 +38,8 @@ const peekWindow = 2
 
 // window is the peek window's state, per Store.
 type window struct {
-	// backlog is set when the last peek found at least peekWindow
-	// partitions with as many due jobs as the Lease wanted
+	// backlog is set when every partition the last peek read held at
+	// least as many due jobs as the Lease wanted
 	backlog atomic.Bool
 	next    atomic.Uint32
 }
@@ -42,10 +52,11 @@ func newWindow() *window {
 
 // order returns the partitions (of parts) the next peek reads first, and
 // the ones it reads only when those hold too few due jobs (nil: first is
-// every partition).
-func (w *window) order(parts int) (first, rest []int) {
+// every partition). Only with narrow set (the gate paces no lane) may the
+// peek start with a window.
+func (w *window) order(parts int, narrow bool) (first, rest []int) {
 	all := make([]int, parts)
-	if !w.backlog.Load() || parts <= peekWindow {
+	if !narrow || !w.backlog.Load() || parts <= peekWindow {
 		for i := range all {
 			all[i] = i
 		}
@@ -58,6 +69,9 @@ func (w *window) order(parts int) (first, rest []int) {
 	return all[:peekWindow], all[peekWindow:]
 }
 
-// found records what a peek found: full is how many partitions it read
-// held at least as many due jobs as were wanted.
-func (w *window) found(full int) { w.backlog.Store(full >= peekWindow) }
+// found records what a peek found: of the partitions it read, full held
+// at least as many due jobs as were wanted. The next peek starts with a
+// window only if every one did: a backlog deep in every partition, where
+// the window's jobs are as old as any (a shallow one, say a few events
+// held, goes out oldest first across the store).
+func (w *window) found(full, read int) { w.backlog.Store(read > 0 && full == read) }
