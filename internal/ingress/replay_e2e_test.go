@@ -73,6 +73,7 @@ func TestReplay(t *testing.T) {
 	}
 	up.none(t, 300*time.Millisecond) // a dry run changes nothing
 
+	replayAt := time.Now()
 	code, m = admin(t, "POST", "/webhooks/events/replay", `{"source":"gen","type":"a.created","since":"1h"}`)
 	if code != 200 || m["matched"] != float64(3) || !slices.Equal(replayedIDs(t, m), want) || m["spread"] == nil || m["failed"] != nil {
 		t.Fatalf("replay: %d %v", code, m)
@@ -97,9 +98,15 @@ func TestReplay(t *testing.T) {
 	if slices.Sort(sent); !slices.Equal(sent, want) {
 		t.Errorf("replayed %v, want %v", sent, want)
 	}
-	// paced: due 100ms apart (the first may leave late, while the others are written)
-	if span := got[2].At.Sub(got[0].At); span < 150*time.Millisecond {
-		t.Errorf("3 replayed events within %s, want them paced (100ms apart)", span)
+	// paced: due 100ms apart from the replay on (0, 100ms, 200ms), so the
+	// second to arrive cannot leave before 100ms, nor the third before
+	// 200ms (less a millisecond: due times are stored in ms). Measured
+	// from the replay, not from the first arrival: on a loaded machine the
+	// first may leave late, while the others are written.
+	for i, due := range []time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond} {
+		if after := got[i].At.Sub(replayAt); after < due-time.Millisecond {
+			t.Errorf("replayed event %d arrived %s after the replay, want at least %s: not paced (100ms apart)", i+1, after, due)
+		}
 	}
 	waitFor(t, func() bool {
 		_, ev := admin(t, "GET", "/webhooks/events/gen/rp-0", "")
