@@ -74,7 +74,7 @@ func TestFinishManyIsolatesErrors(t *testing.T) {
 	for _, j := range jobs {
 		lane := storage.LaneOf(&j.Event)
 		calls = append(calls, scriptCall{
-			keys: []string{p.ev(j.ID), p.key("inflight"), p.key("done"), p.dlqEntry(j.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")},
+			keys: p.finishKeys(j.ID, lane),
 			args: []any{j.ID, j.Lease, "delivered", ms(time.Now()), ms(time.Now()), "[]", "", "", j.Source, lane, "", "0"},
 		})
 	}

@@ -477,8 +477,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		return fmt.Errorf("unknown result %d", out.Result)
 	}
 	lane := storage.LaneOf(&job.Event)
-	keys := []string{p.ev(job.ID), p.key("inflight"), p.key("done"),
-		p.dlqEntry(job.ID), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
+	keys := p.finishKeys(job.ID, lane)
 	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen}
 	if chain := storage.ChainOf(&job.Event); chain != "" {
 		args = append(append(args, flag(storage.PopsChain(&job.Event, out.Result))), p.chainArgs(chain, now)...)
@@ -496,6 +495,12 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		return storage.ErrLeaseLost
 	}
 	return nil
+}
+
+// finishKeys are finishOne's KEYS for job id on lane.
+func (p partition) finishKeys(id, lane string) []string {
+	return []string{p.ev(id), p.key("inflight"), p.key("done"),
+		p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.lane(lane), p.key("lanes")}
 }
 
 // luaFinishOne defines finishOne(KEYS, ARGV), which records a worker's
