@@ -83,8 +83,9 @@ type Config struct {
 	// jobs enqueued by other processes sharing the store are noticed.
 	Idle time.Duration
 	// Prefetch is how many leased jobs may wait for a free worker (default:
-	// Workers; negative: none). Prefetching lets one lease (one store round
-	// trip, one fsync) cover many jobs while the workers are busy.
+	// 4*Workers; negative: none). Prefetching lets one lease (one store
+	// round trip, one fsync) cover many jobs while the workers are busy;
+	// it also bounds the outcomes recorded at once (Workers+Prefetch).
 	Prefetch int
 	// Breakers are the upstreams' circuit breakers, shared across reloads
 	// (nil: a set of the dispatcher's own with the settings below).
@@ -118,24 +119,33 @@ const (
 )
 
 // Dispatcher leases due jobs and delivers them with a fixed pool of
-// workers. It holds at most Workers+Prefetch jobs under lease, so memory
-// stays flat however long the backlog in the store, and a leased job never
-// waits for a worker longer than the deliveries ahead of it take.
+// workers. A worker hands a delivered job's outcome to the store and takes
+// its next job while the store records it; the job stays under lease until
+// then, so an outcome lost in a crash means a redelivery, never a lost
+// event. The dispatcher holds at most Workers+Prefetch jobs leased and not
+// yet delivered, and as many again whose outcome is being recorded, so
+// memory stays flat however long the backlog in the store, and a leased
+// job never waits for a worker longer than the deliveries ahead of it take.
 type Dispatcher struct {
 	cfg    Config
 	log    *zap.Logger
 	client *http.Client
 	traced *http.Client // client through otelhttp, for traced events
 	notify chan struct{}
-	// slots holds one token per job the dispatcher may hold under lease;
-	// a leased job returns its token when finished.
+	// slots holds one token per job the dispatcher may hold leased and
+	// not yet delivered; a job returns its token once its outcome is
+	// known (record) or recorded (finish).
 	slots chan struct{}
+	// recording holds one token per outcome being recorded in the
+	// background (record), at most Workers+Prefetch at once.
+	recording chan struct{}
 	// queue passes leased jobs to the workers.
 	queue chan *storage.Job
 	// batch is the fewest free slots worth a lease while workers still have
 	// prefetched jobs to work on.
 	batch int
-	// held counts the jobs under lease: leased and not yet finished.
+	// held counts the jobs under lease: leased and not yet finished (their
+	// outcome recorded).
 	held atomic.Int64
 
 	stopLoop    context.CancelFunc
@@ -169,7 +179,7 @@ func New(cfg Config) *Dispatcher {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.Prefetch == 0 {
-		cfg.Prefetch = cfg.Workers
+		cfg.Prefetch = 4 * cfg.Workers
 	}
 	if cfg.Yield <= 0 {
 		cfg.Yield = max(1, cfg.Workers/4)
@@ -180,16 +190,17 @@ func New(cfg Config) *Dispatcher {
 		client = NewClient(cfg.Workers)
 	}
 	d := &Dispatcher{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		client:   client,
-		traced:   tracedClient(client),
-		notify:   make(chan struct{}, 1),
-		slots:    make(chan struct{}, cfg.Workers+prefetch),
-		queue:    make(chan *storage.Job, prefetch),
-		batch:    1,
-		loopDone: make(chan struct{}),
-		breakers: cfg.Breakers,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		client:    client,
+		traced:    tracedClient(client),
+		notify:    make(chan struct{}, 1),
+		slots:     make(chan struct{}, cfg.Workers+prefetch),
+		recording: make(chan struct{}, cfg.Workers+prefetch),
+		queue:     make(chan *storage.Job, prefetch),
+		batch:     1,
+		loopDone:  make(chan struct{}),
+		breakers:  cfg.Breakers,
 	}
 	if d.breakers == nil {
 		d.breakers = NewBreakers(cfg.BreakerFailures, cfg.BreakerOpen, cfg.Logger)
@@ -471,7 +482,32 @@ func (d *Dispatcher) run(job *storage.Job) {
 		target = &Target{URL: job.Upstream, Timeout: EffectiveTimeout(0, d.cfg.Lease), Policy: Policy{}.WithDefaults()}
 	}
 	out, rep := d.attempt(job, target, gated)
-	d.finish(job, out, rep)
+	d.record(job, out, rep)
+}
+
+// record has the store record a delivered job's outcome in the background,
+// so that the worker takes its next job during the round trip or the
+// shared fsync. The job's slot goes back at once (the worker is free), but
+// the job stays under lease and counted as held (Busy's Yield) until its
+// outcome is recorded, and Stop waits for it. At most Workers+Prefetch
+// outcomes are recorded at once: beyond that the worker waits.
+//
+// Many outcomes in flight is what makes the store's rounds large: on
+// bbolt, where every lease and finish shares one fsync'd transaction at a
+// time, letting only Workers outcomes wait held the drain at Workers per
+// one to two commits (see docs/benchmarks.md).
+func (d *Dispatcher) record(job *storage.Job, out storage.Outcome, rep Report) {
+	d.recording <- struct{}{}
+	d.slots <- struct{}{}
+	d.wg.Add(1) // the worker's own count is held: Stop's Wait has not returned
+	go func() {
+		defer func() {
+			d.held.Add(-1)
+			<-d.recording
+			d.wg.Done()
+		}()
+		d.save(job, out, rep)
+	}()
 }
 
 // waitDue is when a job handed back because its lane must wait is due
@@ -484,12 +520,18 @@ func (d *Dispatcher) waitDue(gated bool, wait time.Duration) time.Time {
 	return time.Now().Add(wait)
 }
 
-// finish records a job's outcome and frees its slot.
+// finish records a job's outcome and then frees its slot.
 func (d *Dispatcher) finish(job *storage.Job, out storage.Outcome, rep Report) {
 	defer func() {
 		d.held.Add(-1)
 		d.slots <- struct{}{}
 	}()
+	d.save(job, out, rep)
+}
+
+// save records a job's outcome in the store, wakes the loop when the
+// outcome makes a job due, and reports it (Config.OnResult).
+func (d *Dispatcher) save(job *storage.Job, out storage.Outcome, rep Report) {
 	// bookkeeping must not be cut short by Stop: its own bounded context
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
