@@ -17,6 +17,17 @@ type stallStore struct {
 	finishing atomic.Int32
 }
 
+// newStall is an embedded store (for reading what was recorded) and the
+// stalling store in front of it; unblock releases every Finish, and runs
+// when the test ends.
+func newStall(t *testing.T) (st storage.Store, stall *stallStore, unblock func()) {
+	t.Helper()
+	st = newStore(t)
+	release, unblock := newRelease()
+	t.Cleanup(unblock) // before the store closes
+	return st, &stallStore{Queue: st, release: release}, unblock
+}
+
 func (s *stallStore) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	s.finishing.Add(1)
 	select {
@@ -31,10 +42,7 @@ func (s *stallStore) Finish(ctx context.Context, job *storage.Job, out storage.O
 // last one; at most Workers+Prefetch outcomes are recorded at once, and the
 // jobs stay leased until theirs is recorded.
 func TestDispatcherRecordsInBackground(t *testing.T) {
-	st := newStore(t)
-	release, unblock := newRelease()
-	t.Cleanup(unblock)
-	stall := &stallStore{Queue: st, release: release}
+	st, stall, unblock := newStall(t)
 	up := newUpstream(t, nil)
 	reports := make(chan Report, 10)
 	for range 4 {
@@ -79,10 +87,7 @@ func TestDispatcherRecordsInBackground(t *testing.T) {
 
 // Stop waits, within its grace, for the outcomes still being recorded.
 func TestDispatcherStopWaitsForRecords(t *testing.T) {
-	st := newStore(t)
-	release, unblock := newRelease()
-	t.Cleanup(unblock)
-	stall := &stallStore{Queue: st, release: release}
+	st, stall, unblock := newStall(t)
 	up := newUpstream(t, nil)
 	ev := enqueue(t, st, storage.Event{Source: "s"})
 	d := New(Config{
