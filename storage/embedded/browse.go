@@ -45,7 +45,7 @@ func (s *Store) ListEvents(ctx context.Context, f storage.EventFilter) (storage.
 			recs.skip(id)
 			dlq.skip(id)
 			examined, last = examined+1, id
-			info := browseInfo(tx, id, now)
+			info := browseInfo(tx, s.leases, id, now)
 			if info != nil && f.Matches(info) {
 				page.Events = append(page.Events, *info)
 			}
@@ -59,14 +59,14 @@ func (s *Store) ListEvents(ctx context.Context, f storage.EventFilter) (storage.
 
 // browseInfo is what Lookup reports of event id, whatever its source (nil:
 // nothing readable is left of it).
-func browseInfo(tx *bolt.Tx, id string, now time.Time) *storage.EventInfo {
+func browseInfo(tx *bolt.Tx, l *leases, id string, now time.Time) *storage.EventInfo {
 	destinations := destinationsOf(tx, id)
 	source, ok := sourceOf(tx, id, destinations)
 	if !ok {
 		return nil
 	}
 	info, err := storage.LookupEvent(id, destinations, func(id string) (*storage.EventInfo, error) {
-		return deliveryInfo(tx, id, source, now)
+		return deliveryInfo(tx, l, id, source, now)
 	})
 	if err != nil {
 		return nil // an unreadable event is not listed

@@ -29,12 +29,10 @@ import (
 // which counts only what changes (a Put of a key already there, a Delete
 // of one absent count nothing).
 //
-// In flight: the leased jobs are not counted but read, from bInFlight,
-// whose value is the lease's end and the job's lane (inflightPut): a job
-// whose lease ran out is queued again (storage.EffectiveStatus), as
-// Lookup reports it, with no write to make it so. Reading them costs one
-// key per leased job: no more than the workers of every node lease at
-// once (plus the leases of workers that died, until leased again).
+// In flight: the leased jobs are not counted but read from the leases
+// in memory (leases.go), which know each one's lane and end: a job whose
+// lease ran out is queued again, as Lookup reports it. Reading them costs
+// one entry per leased job: no more than the dispatchers hold.
 //
 // A store written by an earlier version has no counters: Open builds them
 // from the indexes (buildCounts) before the Store is handed out. A store
@@ -118,36 +116,6 @@ func queueDelete(tx *bolt.Tx, k []byte) error {
 	return count(tx, cntQueue, laneOfDueKey(k), -1)
 }
 
-// inflightPut marks job id of lane leased until until: the value is
-// the lease's end (8 bytes, Unix nanoseconds) and the lane (leasedByLane).
-func inflightPut(tx *bolt.Tx, id []byte, lane string, until time.Time) error {
-	v := make([]byte, 8, 8+len(lane))
-	binary.BigEndian.PutUint64(v, uint64(until.UnixNano()))
-	return tx.Bucket(bInFlight).Put(id, append(v, lane...))
-}
-
-// inflightDelete unmarks job id (leased no more).
-func inflightDelete(tx *bolt.Tx, id []byte) error {
-	return tx.Bucket(bInFlight).Delete(id)
-}
-
-// leasedByLane counts the jobs of each lane whose lease has not run out
-// at now: one key per leased job (bInFlight).
-func leasedByLane(tx *bolt.Tx, now time.Time) map[string]int64 {
-	out := map[string]int64{}
-	_ = tx.Bucket(bInFlight).ForEach(func(_, v []byte) error {
-		if len(v) < 8 {
-			return nil // never left so: buildCounts rewrites those of earlier versions
-		}
-		until := time.Unix(0, int64(binary.BigEndian.Uint64(v[:8])))
-		if storage.EffectiveStatus(storage.StatusInFlight, until, false, now) == storage.StatusInFlight {
-			out[string(v[8:])]++
-		}
-		return nil
-	})
-	return out
-}
-
 // waitingPut records chained job id of lane waiting behind its head.
 func waitingPut(tx *bolt.Tx, id []byte, lane string) error {
 	b := tx.Bucket(bWaiting)
@@ -210,9 +178,7 @@ func deleteEntry(tx *bolt.Tx, id []byte) error {
 }
 
 // buildCounts (re)builds the counters from the indexes when they are not
-// this version's: a store written by an earlier version. Its leased jobs'
-// bInFlight values get their leases' ends and lanes (inflightPut), from
-// their due keys.
+// this version's: a store written by an earlier version.
 func buildCounts(tx *bolt.Tx) error {
 	b, err := tx.CreateBucketIfNotExists(bCounts)
 	if err != nil {
@@ -236,28 +202,6 @@ func buildCounts(tx *bolt.Tx) error {
 			if err := count(tx, kind, name, n); err != nil {
 				return err
 			}
-		}
-	}
-	// the leased jobs' lanes and leases' ends, from their due keys
-	type lease struct {
-		lane  string
-		until time.Time
-	}
-	leased := map[string]lease{}
-	inflight := tx.Bucket(bInFlight)
-	err = tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
-		lane, due, id, ok := splitDueKey(k)
-		if ok && hasKey(inflight, id) {
-			leased[string(id)] = lease{string(lane), due}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for id, l := range leased {
-		if err := inflightPut(tx, []byte(id), l.lane, l.until); err != nil {
-			return err
 		}
 	}
 	return tx.Bucket(bCounts).Put([]byte("v"), countsVersion)
@@ -306,7 +250,7 @@ func readCounts(tx *bolt.Tx) map[byte]map[string]int64 {
 }
 
 // laneCounts turns counters (readCounts) and the leased jobs
-// (leasedByLane) into counts by lane.
+// (leases.byLane) into counts by lane.
 func laneCounts(c map[byte]map[string]int64, leased map[string]int64) map[string]storage.Counts {
 	out := map[string]storage.Counts{}
 	for _, kind := range []byte{cntQueue, cntWaiting} {
@@ -363,7 +307,7 @@ func (s *Store) counted() (map[string]storage.Counts, map[string]map[storage.DLQ
 	)
 	err := s.view(func(tx *bolt.Tx) error {
 		c := readCounts(tx)
-		byLane, dlq = laneCounts(c, leasedByLane(tx, now)), dlqCounts(c)
+		byLane, dlq = laneCounts(c, s.leases.byLane(now)), dlqCounts(c)
 		return nil
 	})
 	return byLane, dlq, err
@@ -376,7 +320,7 @@ func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, e
 }
 
 // QueueByLane implements storage.Store: from the counters, one key per
-// lane and one per leased job (see bCounts).
+// lane, and the leases (see bCounts).
 func (s *Store) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
 	byLane, _, err := s.counted()
 	return byLane, err
@@ -390,14 +334,12 @@ func (s *Store) DLQCounts(ctx context.Context) (map[string]map[storage.DLQStatus
 
 // Recount implements storage.Recounter: QueueByLane and DLQCounts as
 // they were before the counters, by reading every index key and DLQ
-// entry. A leased job is in flight until its lease (its due key) runs
-// out.
+// entry. A leased job is in flight until its lease runs out.
 func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[string]map[storage.DLQStatus]int, error) {
 	now := s.now()
 	byLane := map[string]storage.Counts{}
 	dlq := map[string]map[storage.DLQStatus]int{}
 	err := s.view(func(tx *bolt.Tx) error {
-		inflight := tx.Bucket(bInFlight)
 		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
 			n := byLane[string(lane)]
 			n.Queued++
@@ -408,16 +350,12 @@ func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[str
 			return err
 		}
 		err = tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
-			lane, due, id, ok := splitDueKey(k)
+			lane, _, id, ok := splitDueKey(k)
 			if !ok {
 				return nil
 			}
 			n := byLane[string(lane)]
-			st := storage.StatusQueued
-			if hasKey(inflight, id) {
-				st = storage.StatusInFlight
-			}
-			if storage.EffectiveStatus(st, due, false, now) == storage.StatusInFlight {
+			if s.leases.leasedKey(id, now) {
 				n.InFlight++
 			} else {
 				n.Queued++

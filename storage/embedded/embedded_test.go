@@ -65,7 +65,8 @@ func sealingKeys(t *testing.T) *storage.Keyring {
 // conformance is the suite's Factory of the embedded store.
 func conformance() storagetest.Factory {
 	return storagetest.Factory{
-		LonePayload: true,
+		LonePayload:   true,
+		ProcessLeases: true,
 		Open: func(t *testing.T) storage.Store {
 			return openStore(t, filepath.Join(t.TempDir(), "hookline.db"))
 		},

@@ -44,7 +44,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 				exp := timeAt(v)
 				if exp.After(now) {
 					id := string(v[8:])
-					res = storage.EnqueueResult{Duplicate: true, ID: id, Status: storage.ErasedStatus(erased(tx, id, now), statusOf(tx, id, now)), DedupeUntil: exp}
+					res = storage.EnqueueResult{Duplicate: true, ID: id, Status: storage.ErasedStatus(erased(tx, id, now), statusOf(tx, s.leases, id, now)), DedupeUntil: exp}
 					return nil
 				}
 				if err := tx.Bucket(bClaimExp).Delete(timeKey(exp, ck)); err != nil {

@@ -27,13 +27,19 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 		return storage.EraseResult{}, err
 	}
 	var res storage.EraseResult
+	var removed []string
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		var err error
-		res, err = eraseEvent(tx, source, eventID, now)
+		res, removed, err = eraseEvent(tx, source, eventID, now)
 		return err
 	})
 	if err != nil {
 		return storage.EraseResult{}, err
+	}
+	// a delivery leased when it was erased is leased no more: its Finish
+	// finds its lease lost, and the counts no longer see it in flight
+	for _, id := range removed {
+		s.leases.forget(id)
 	}
 	// the bytes of the records removed are still in the pages bbolt freed
 	if err := s.scrub(); err != nil {
@@ -66,10 +72,11 @@ type erasing struct {
 	rawEntry bool
 }
 
-// eraseEvent removes the event eventID of source (storage.Eraser) in tx.
-// It reads everything first: an event of another source, or of which
-// nothing is stored, is ErrNotFound, and nothing is written.
-func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.EraseResult, error) {
+// eraseEvent removes the event eventID of source (storage.Eraser) in tx,
+// and returns the ids of the deliveries removed. It reads everything
+// first: an event of another source, or of which nothing is stored, is
+// ErrNotFound, and nothing is written.
+func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.EraseResult, []string, error) {
 	id := eventOf(tx, source, eventID)
 	destinations := destinationsOf(tx, id)
 	if destinations == nil {
@@ -83,12 +90,12 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 		if e.rec, err = getRecord(tx, []byte(e.id)); err != nil {
 			e.raw = true
 		} else if e.rec != nil && e.rec.Source != source {
-			return storage.EraseResult{}, storage.ErrNotFound
+			return storage.EraseResult{}, nil, storage.ErrNotFound
 		}
 		if e.entry, err = getEntry(tx, e.id); err != nil {
 			e.rawEntry = true
 		} else if e.entry != nil && e.entry.Source != source {
-			return storage.EraseResult{}, storage.ErrNotFound
+			return storage.EraseResult{}, nil, storage.ErrNotFound
 		}
 		if claimOf == nil && e.rec != nil {
 			claimOf = &e.rec.Event
@@ -101,19 +108,19 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 		}
 	}
 	if len(ds) == 0 {
-		return storage.EraseResult{}, storage.ErrNotFound
+		return storage.EraseResult{}, nil, storage.ErrNotFound
 	}
 	res := storage.EraseResult{ID: id, Deliveries: len(ds)}
 	for _, e := range ds {
 		if err := eraseChained(tx, &e, now); err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if err := eraseRecord(tx, &e); err != nil {
-			return res, err
+			return res, nil, err
 		}
 		removed, err := eraseEntry(tx, &e)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if removed {
 			res.DLQEntries++
@@ -121,10 +128,10 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 	}
 	// the deliveries index, and the payload record the deliveries shared
 	if err := tx.Bucket(bDeliveries).Delete([]byte(id)); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	if err := tx.Bucket(bEvents).Delete(payloadKey(id)); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	// the (source, event id) index goes; the claim stays, with a tombstone
 	ck := claimKey(source, eventID)
@@ -134,16 +141,20 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 	ids := tx.Bucket(bIDs)
 	if bytes.Equal(ids.Get(ck), []byte(id)) {
 		if err := ids.Delete(ck); err != nil {
-			return res, err
+			return res, nil, err
 		}
 	}
 	if v := tx.Bucket(bClaims).Get(ck); len(v) >= 8 && string(v[8:]) == id && timeAt(v).After(now) {
 		res.DedupeUntil = timeAt(v)
 		if err := tx.Bucket(bErased).Put([]byte(id), bytes.Clone(v[:8])); err != nil {
-			return res, err
+			return res, nil, err
 		}
 	}
-	return res, markScrub(tx)
+	removed := make([]string, len(ds))
+	for i, e := range ds {
+		removed[i] = e.id
+	}
+	return res, removed, markScrub(tx)
 }
 
 // eraseChained takes delivery e out of the ordered chain it is in, if
@@ -236,9 +247,6 @@ func eraseRecord(tx *bolt.Tx, e *erasing) error {
 		}
 	default:
 		return nil
-	}
-	if err := inflightDelete(tx, id); err != nil {
-		return err
 	}
 	return tx.Bucket(bEvents).Delete(id)
 }

@@ -2,9 +2,13 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage"
 )
 
 // RewriteAsLegacyDue turns the lane queue of the file at path back into the
@@ -108,4 +112,47 @@ func (s *Store) LeasesForTest() []string {
 		})
 	})
 	return out
+}
+
+// RewriteAsLegacyLease makes queued job id of the file at path a job an
+// earlier version leased until until, as it wrote one: the record in
+// flight with its token, its due key at the lease's end, and a bInFlight
+// key (tests of the upgrade).
+func RewriteAsLegacyLease(path, id, token string, until time.Time) error {
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		rec, err := getRecord(tx, []byte(id))
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.Status != storage.StatusQueued {
+			return fmt.Errorf("job %s is not queued", id)
+		}
+		if err := deleteDue(tx, rec); err != nil {
+			return err
+		}
+		lane := storage.LaneOf(&rec.Event)
+		rec.Status, rec.Lease, rec.LeaseUntil, rec.Due = storage.StatusInFlight, token, until, until
+		if err := putRecord(tx, rec); err != nil {
+			return err
+		}
+		if err := putDue(tx, rec); err != nil {
+			return err
+		}
+		v := binary.BigEndian.AppendUint64(nil, uint64(until.UnixNano()))
+		return tx.Bucket(bInFlight).Put([]byte(id), append(v, lane...))
+	})
+}
+
+// LegacyLeasesLeft counts the keys of bInFlight.
+func (s *Store) LegacyLeasesLeft() (n int, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bInFlight).Stats().KeyN
+		return nil
+	})
+	return n, err
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,23 +11,24 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// Lease implements storage.Store. The pace of a lane (storage.PaceOf) is
-// kept in memory: one process at a time uses the file.
+// Lease implements storage.Store. A lease writes nothing to the file: it
+// is kept in memory (leases.go), so leasing costs two read transactions
+// and no commit. The pace of a lane (storage.PaceOf) is kept in memory
+// too: one process at a time uses the file.
 func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	if want, err := storage.LeaseWanted(ctx, n); !want {
 		return nil, err
 	}
-	// cheap read first: most calls of an idle worker find nothing due
 	var cands []storage.Candidate
 	if err := s.view(func(tx *bolt.Tx) error {
-		cands = candidates(tx, now, n, gate)
+		cands = candidates(tx, now, n, gate, s.leased(now))
 		return nil
 	}); err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	// take the pace's slots for what would be leased, then lease in one
-	// write; a slot taken for a job another lease got first is not given
-	// back (the lane goes a little slower, never faster)
+	// take the pace's slots for what would be leased; a slot taken for a
+	// job another lease got first is not given back (the lane goes a
+	// little slower, never faster)
 	planned, _ := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
 		got := make(map[string]int, len(want))
 		for lane, k := range want {
@@ -35,70 +37,117 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		}
 		return got, nil
 	})
-	// the jobs planned may have been leased meanwhile: lease what is still
-	// due of each lane, up to what the plan gave it
 	limit := storage.CountLanes(planned)
+	until := now.Add(lease)
+	type taken struct {
+		storage.Candidate
+		token string
+	}
+	var took []taken
+	for _, c := range storage.PickFair(onlyLanes(cands, limit), n, limit) {
+		if token := s.leases.take(c.ID, c.Lane, now, until); token != "" {
+			took = append(took, taken{c, token})
+		}
+	}
+	// read the jobs taken in a transaction begun after taking them: a job
+	// whose outcome a Finish committed since the candidates were read
+	// (its lease dropped just before this one was taken) has lost its due
+	// key, and is not handed out again
 	var jobs []*storage.Job
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		jobs = jobs[:0]
-		picked := storage.PickFair(onlyLanes(candidates(tx, now, n, gate), limit), n, limit)
-		until := now.Add(lease)
-		for _, c := range picked {
+	var broken []taken // unreadable, or an orphan index key: fixed in a write
+	err := s.view(func(tx *bolt.Tx) error {
+		queue := tx.Bucket(bQueue)
+		for _, c := range took {
 			id := []byte(c.ID)
-			if err := queueDelete(tx, dueKey(c.Lane, c.Due, id)); err != nil {
-				return err
-			}
-			rec, err := getRecord(tx, id)
-			if err != nil { // unreadable: to the DLQ, not back at every lease
-				if err := poison(tx, c.Lane, id, err, s.now()); err != nil {
-					return err
-				}
+			if !hasKey(queue, dueKey(c.Lane, c.Due, id)) {
+				s.leases.drop(c.ID, c.token)
 				continue
 			}
-			if rec == nil { // orphan index key
+			rec, err := getRecord(tx, id)
+			if err != nil || rec == nil {
+				broken = append(broken, c)
 				continue
 			}
 			// the payload of a job sharing its event's, joined to what is handed out
 			leased := rec.Event
 			if err := joinPayload(tx, &leased); err != nil {
-				if err := poison(tx, c.Lane, id, err, s.now()); err != nil {
-					return err
-				}
+				broken = append(broken, c)
 				continue
-			}
-			rec.Lease = storage.NewLeaseToken()
-			rec.LeaseUntil = until
-			rec.Due = until
-			rec.Status = storage.StatusInFlight
-			if err := putRecord(tx, rec); err != nil {
-				return err
-			}
-			if err := putDue(tx, rec); err != nil {
-				return err
-			}
-			if err := inflightPut(tx, id, storage.LaneOf(&rec.Event), until); err != nil {
-				return err
 			}
 			job := rec.Job
 			job.Headers, job.Body, job.Sealed = leased.Headers, leased.Body, leased.Sealed
+			job.Lease, job.LeaseUntil = c.token, until
 			jobs = append(jobs, &job)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		for _, j := range jobs {
+			s.leases.drop(j.ID, j.Lease)
+		}
+		jobs = nil
 	}
-	return jobs, nil
+	if len(broken) > 0 {
+		if ferr := s.update(ctx, func(tx *bolt.Tx) error {
+			for _, c := range broken {
+				if err := s.dropBroken(tx, c.Candidate); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); ferr != nil && err == nil {
+			err = ferr
+		}
+		for _, c := range broken {
+			s.leases.drop(c.ID, c.token)
+		}
+	}
+	return jobs, err
 }
 
-// NextDue implements storage.Store.
+// dropBroken takes out of the queue the job of candidate c (leased by the
+// caller) that a lease could not hand out: an index key with no record is
+// deleted; an unreadable record (or payload) goes to the DLQ, not back at
+// every lease (poison).
+func (s *Store) dropBroken(tx *bolt.Tx, c storage.Candidate) error {
+	id, k := []byte(c.ID), dueKey(c.Lane, c.Due, []byte(c.ID))
+	if !hasKey(tx.Bucket(bQueue), k) {
+		return nil // settled meanwhile
+	}
+	rec, cause := getRecord(tx, id)
+	if cause == nil && rec != nil {
+		leased := rec.Event
+		if cause = joinPayload(tx, &leased); cause == nil {
+			return nil // readable now (rekeyed meanwhile): leased again later
+		}
+	}
+	if err := queueDelete(tx, k); err != nil {
+		return err
+	}
+	if cause == nil { // an orphan index key
+		return nil
+	}
+	return poison(tx, c.Lane, id, cause, s.now())
+}
+
+// leased reports the jobs under lease at now, for the index walks.
+func (s *Store) leased(now time.Time) func(id []byte) bool {
+	return func(id []byte) bool { return s.leases.leasedKey(id, now) }
+}
+
+// NextDue implements storage.Store: the first job of a lane not leased,
+// or the end of the first lease to run out.
 func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, bool, error) {
-	var t time.Time
-	var ok bool
+	now := s.now()
+	t, ok := s.leases.firstEnd(now)
+	leased := s.leased(now)
 	err := s.view(func(tx *bolt.Tx) error {
-		return laneHeads(tx, func(_ *bolt.Cursor, laneB []byte, k []byte) error {
+		return laneHeads(tx, func(c *bolt.Cursor, laneB []byte, k []byte) error {
 			lane := string(laneB)
 			if gate.Skipped(lane) {
+				return nil
+			}
+			if k = firstFree(c, laneB, k, leased); k == nil {
 				return nil
 			}
 			_, due, _, _ := splitDueKey(k)
@@ -116,11 +165,24 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	return t, ok, err
 }
 
-// QueueHeads implements storage.Store: one Seek per lane.
+// QueueHeads implements storage.Store: one Seek per lane, and a step over
+// each leased job at its head. A leased job's due time is its lease's end
+// (as Lookup reports it): a lane whose every job is leased reports the
+// first of them.
 func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
+	now := s.now()
+	leased := s.leased(now)
 	out := map[string]time.Time{}
 	err := s.view(func(tx *bolt.Tx) error {
-		return laneHeads(tx, func(_ *bolt.Cursor, lane []byte, k []byte) error {
+		return laneHeads(tx, func(c *bolt.Cursor, lane []byte, k []byte) error {
+			first := k
+			if k = firstFree(c, lane, k, leased); k == nil {
+				_, _, id, _ := splitDueKey(first)
+				if until, ok := s.leases.until(string(id), now); ok {
+					out[string(lane)] = until
+				}
+				return nil
+			}
 			_, due, _, _ := splitDueKey(k)
 			out[string(lane)] = due
 			return nil
@@ -129,25 +191,31 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 	return out, err
 }
 
-// Finish implements storage.Store.
+// Finish implements storage.Store. The job's lease is dropped once the
+// outcome is committed (or the job found settled by someone else); a
+// failed commit keeps it, and the job is leased again when it runs out.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := s.now()
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		id := []byte(job.ID)
+		if !s.leases.holds(job.ID, job.Lease) {
+			return storage.ErrLeaseLost
+		}
 		rec, err := getRecord(tx, id)
 		if err != nil {
 			return err
 		}
-		if rec == nil || rec.Lease == "" || rec.Lease != job.Lease {
+		// leased, a job is queued with its due key: anything else means
+		// it was settled meanwhile (erased, or finished under a lease that
+		// had run out)
+		if rec == nil || rec.Status != storage.StatusQueued || rec.Due.IsZero() ||
+			!hasKey(tx.Bucket(bQueue), dueKey(storage.LaneOf(&rec.Event), rec.Due, id)) {
 			return storage.ErrLeaseLost
 		}
 		if err := deleteDue(tx, rec); err != nil {
 			return err
 		}
-		if err := inflightDelete(tx, id); err != nil {
-			return err
-		}
-		rec.Lease, rec.LeaseUntil, rec.Due = "", time.Time{}, time.Time{}
+		rec.Due = time.Time{}
 		if out.Attempt != nil {
 			rec.Attempts = append(rec.Attempts, *out.Attempt)
 		}
@@ -177,6 +245,10 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		}
 		return fmt.Errorf("unknown result %d", out.Result)
 	})
+	if err == nil || errors.Is(err, storage.ErrLeaseLost) {
+		s.leases.drop(job.ID, job.Lease)
+	}
+	return err
 }
 
 // finishRecord stores a delivered or dead event and indexes it for

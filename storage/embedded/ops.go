@@ -23,7 +23,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 		}
 		var err error
 		info, err = storage.LookupEvent(string(id), destinationsOf(tx, string(id)), func(id string) (*storage.EventInfo, error) {
-			return deliveryInfo(tx, id, source, now)
+			return deliveryInfo(tx, s.leases, id, source, now)
 		})
 		return err
 	})
@@ -32,14 +32,14 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 
 // deliveryInfo is what Lookup reports of the delivery id of an event of
 // source: from its record, or its DLQ entry once the record is gone (nil:
-// neither is left).
-func deliveryInfo(tx *bolt.Tx, id, source string, now time.Time) (*storage.EventInfo, error) {
+// neither is left). A leased job is in flight until its lease ends (l).
+func deliveryInfo(tx *bolt.Tx, l *leases, id, source string, now time.Time) (*storage.EventInfo, error) {
 	rec, err := getRecord(tx, []byte(id))
 	if err != nil {
 		return nil, err
 	}
 	if rec != nil && rec.Source == source {
-		st := storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now)
+		st := l.status(id, rec.Status, now)
 		return storage.NewEventInfo(&rec.Event, rec.Attempts, st, rec.Due, rec.FinishedAt), nil
 	}
 	e, err := getEntry(tx, id)
@@ -114,12 +114,13 @@ func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) 
 }
 
 // statusOf is the status of event id for duplicate answers (see
-// storage.EffectiveStatus; an unreadable record counts as none).
-func statusOf(tx *bolt.Tx, id string, now time.Time) storage.Status {
+// storage.EffectiveStatus; an unreadable record counts as none), a
+// leased job in flight (l).
+func statusOf(tx *bolt.Tx, l *leases, id string, now time.Time) storage.Status {
 	st, _ := storage.EventStatus(id, destinationsOf(tx, id), func(id string) (storage.Status, error) {
 		rec, err := getRecord(tx, []byte(id))
 		if err == nil && rec != nil {
-			return storage.EffectiveStatus(rec.Status, rec.LeaseUntil, false, now), nil
+			return l.status(id, rec.Status, now), nil
 		}
 		return storage.EffectiveStatus("", time.Time{}, tx.Bucket(bDLQ).Get([]byte(id)) != nil, now), nil
 	})

@@ -36,9 +36,6 @@ func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) err
 			return err
 		}
 	}
-	if err := inflightDelete(tx, id); err != nil {
-		return err
-	}
 	rec.Status = storage.StatusDead
 	return finishRecord(tx, rec, now)
 }

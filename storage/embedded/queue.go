@@ -13,8 +13,8 @@ import (
 //
 //	lane \x00 due (8 bytes, Unix nanoseconds, big-endian) id -> nil
 //
-// Queued and leased jobs are both in it (a lease is a due time in the
-// future). A cursor finds a lane's oldest job with one Seek and jumps over
+// Queued and leased jobs are both in it, a leased one at the time it was
+// due (the lease is kept in memory: leases.go). A cursor finds a lane's oldest job with one Seek and jumps over
 // a whole lane with another, so a lane the gate holds back costs nothing
 // however many jobs it holds.
 var bQueue = []byte("queue")
@@ -71,26 +71,45 @@ func laneHeads(tx *bolt.Tx, fn func(c *bolt.Cursor, lane []byte, k []byte) error
 }
 
 // candidates lists up to limit due jobs (due at or before now) of each lane
-// the gate lets through. It reads only the keys it returns and one key per
-// lane.
-func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate) []storage.Candidate {
+// the gate lets through, passing over the leased ones (leased). It reads
+// only the keys it returns, the leased ones and one key per lane.
+func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate, leased func(id []byte) bool) []storage.Candidate {
 	var out []storage.Candidate
 	_ = laneHeads(tx, func(c *bolt.Cursor, laneB []byte, k []byte) error {
 		lane := string(laneB)
 		if gate.Skipped(lane) {
 			return nil
 		}
-		for i := 0; k != nil && i < limit; i++ {
+		for i := 0; k != nil && i < limit; k, _ = c.Next() {
 			l, due, id, ok := splitDueKey(k)
 			if !ok || !bytes.Equal(l, laneB) || due.After(now) {
 				break
 			}
+			if leased(id) {
+				continue
+			}
 			out = append(out, storage.Candidate{Lane: lane, Due: due, ID: string(id)})
-			k, _ = c.Next()
+			i++
 		}
 		return nil
 	})
 	return out
+}
+
+// firstFree moves c from k, the first key of lane, to the lane's first
+// key whose job is not leased, and returns it (nil: every job of the lane
+// is leased).
+func firstFree(c *bolt.Cursor, lane []byte, k []byte, leased func(id []byte) bool) []byte {
+	for ; k != nil; k, _ = c.Next() {
+		l, _, id, ok := splitDueKey(k)
+		if !ok || !bytes.Equal(l, lane) {
+			return nil
+		}
+		if !leased(id) {
+			return k
+		}
+	}
+	return nil
 }
 
 // migrateLegacyDue moves the index of an earlier version into bQueue.

@@ -28,7 +28,7 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 // that cursors walk them in time order.
 var (
 	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record; event id \x00 -> payload record (deliveries.go)
-	bInFlight = []byte("inflight") // id -> nil: leased jobs
+	bInFlight = []byte("inflight") // id -> lease end|lane: jobs leased by earlier versions (requeueLeased)
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
 	bDone     = []byte("done")     // finished|id -> nil: delivered and dead events
@@ -55,6 +55,7 @@ type record struct {
 type Store struct {
 	db        *bolt.DB
 	pace      storage.Pacer
+	leases    *leases // the jobs under lease (leases.go)
 	c         *committer
 	now       func() time.Time
 	closeOnce sync.Once
@@ -119,13 +120,16 @@ func Open(path string, opts Options) (*Store, error) {
 		if err := migrateLegacyDue(tx); err != nil {
 			return err
 		}
-		return buildCounts(tx)
+		if err := buildCounts(tx); err != nil {
+			return err
+		}
+		return requeueLeased(tx)
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: initializing %s: %v", storage.ErrUnavailable, path, err)
 	}
-	s := &Store{db: db, c: newCommitter(db, opts.BeforeCommit), now: opts.Now, onScrub: opts.OnScrub}
+	s := &Store{db: db, leases: newLeases(), c: newCommitter(db, opts.BeforeCommit), now: opts.Now, onScrub: opts.OnScrub}
 	// an erasure whose scrub a crash cut short is scrubbed now
 	if err := s.scrubIfMarked(); err != nil {
 		s.Close()

@@ -26,6 +26,7 @@ func openFaulty(t *testing.T, path string) *storagetest.Faulty {
 // TestFaultyConformance: with no fault set, Faulty is transparent.
 func TestFaultyConformance(t *testing.T) {
 	storagetest.Run(t, storagetest.Factory{
+		ProcessLeases: true, // the embedded store's
 		Open: func(t *testing.T) storage.Store {
 			return openFaulty(t, filepath.Join(t.TempDir(), "f.db"))
 		},

@@ -263,6 +263,73 @@ func testLeaseConcurrent(t *testing.T, f Factory) {
 	}
 }
 
+// testLeaseFinishConcurrent has workers lease and finish at the same
+// time, as a dispatcher's lease loop and its workers' outcomes do: a job
+// whose outcome is committed while another lease reads the queue is never
+// handed out again, and no Finish finds its lease lost.
+func testLeaseFinishConcurrent(t *testing.T, f Factory) {
+	s := f.Open(t)
+	const n = 240
+	for range n {
+		mustEnqueue(t, s, newEvent(t, "stripe", ""), time.Now().Add(time.Hour))
+	}
+	var (
+		mu        sync.Mutex
+		delivered = map[string]int{}
+		errs      []error
+		wg        sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for range 6 {
+		wg.Go(func() {
+			var fw sync.WaitGroup
+			defer fw.Wait()
+			for idle := 0; idle < 3; {
+				jobs, err := s.Lease(t.Context(), time.Now(), 4, time.Hour, nil)
+				if err != nil {
+					fail(fmt.Errorf("Lease: %w", err))
+					return
+				}
+				if len(jobs) == 0 {
+					idle++ // the others may still be finishing theirs
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				idle = 0
+				for _, j := range jobs {
+					mu.Lock()
+					delivered[j.ID]++
+					mu.Unlock()
+					// outcomes recorded in the background, while this
+					// worker leases again
+					fw.Go(func() {
+						if err := s.Finish(t.Context(), j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")}); err != nil {
+							fail(fmt.Errorf("Finish(%s): %w", j.ID, err))
+						}
+					})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if len(delivered) != n {
+		t.Errorf("delivered %d jobs, want %d", len(delivered), n)
+	}
+	for id, k := range delivered {
+		if k != 1 {
+			t.Errorf("job %s handed out %d times", id, k)
+		}
+	}
+	wantCounts(t, s, storage.Counts{})
+}
+
 func testRetryOrder(t *testing.T, f Factory) {
 	s := f.Open(t)
 	dues := []time.Duration{5 * time.Second, time.Second, 4 * time.Second, 2 * time.Second, 3 * time.Second}

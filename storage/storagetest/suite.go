@@ -53,6 +53,13 @@ type Factory struct {
 	// Legacy, if set, writes a pause of source as earlier versions did
 	// (the legacy-record test is skipped without it).
 	Legacy func(t *testing.T, s storage.Store, source string)
+	// ProcessLeases says the backend keeps its leases in the process that
+	// took them (the embedded store: one process at a time opens its
+	// file). Reopen and Uncounted, which stand for a restart, end them:
+	// the jobs leased before are queued again at once, and a Finish under
+	// such a lease finds it lost. Without it, leases are in the store and
+	// outlive a reopen until they run out.
+	ProcessLeases bool
 	// LonePayload says the backend stores the payload of an event with
 	// one delivery in a payload record too (storage.SharePayload's lone),
 	// for the checks that count payload records.
@@ -77,6 +84,7 @@ func Run(t *testing.T, f Factory) {
 		{"LeaseLimit", testLeaseLimit},
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseConcurrent", testLeaseConcurrent},
+		{"LeaseFinishConcurrent", testLeaseFinishConcurrent},
 		{"RetryOrder", testRetryOrder},
 		{"Release", testRelease},
 		{"AttemptHistory", testAttemptHistory},
