@@ -72,6 +72,21 @@ func (s *SealingStore) Lease(ctx context.Context, now time.Time, n int, lease ti
 	if err != nil {
 		return nil, err
 	}
+	return s.opened(ctx, jobs), nil
+}
+
+// LeaseNamed implements Queue: the jobs are opened, as Lease's.
+func (s *SealingStore) LeaseNamed(ctx context.Context, now time.Time, cands []Candidate, lease time.Duration) ([]*Job, error) {
+	jobs, err := s.inner.LeaseNamed(ctx, now, cands, lease)
+	if err != nil {
+		return nil, err
+	}
+	return s.opened(ctx, jobs), nil
+}
+
+// opened opens the events of leased jobs; one that does not open is
+// dead-lettered, and left out.
+func (s *SealingStore) opened(ctx context.Context, jobs []*Job) []*Job {
 	out := jobs[:0]
 	for _, job := range jobs {
 		if err := s.keys.OpenEvent(&job.Event); err != nil {
@@ -85,7 +100,7 @@ func (s *SealingStore) Lease(ctx context.Context, now time.Time, n int, lease ti
 		}
 		out = append(out, job)
 	}
-	return out, nil
+	return out
 }
 
 // Finish implements Queue: the backend gets the job without its opened

@@ -134,6 +134,13 @@ type EnqueueResult struct {
 	Status Status
 	// DedupeUntil is when a duplicate's claim expires (zero if unknown).
 	DedupeUntil time.Time
+	// Due lists deliveries this enqueue stored due at once that a lease
+	// may take by name (LeaseNamed), so that the node that accepted the
+	// event starts delivering it without looking for it. Ordered
+	// deliveries are left out (their chains decide), and so are those a
+	// backend keeps in one record until a lease expands them (Redis'
+	// fan-out records). Nil for a duplicate.
+	Due []Candidate
 }
 
 // EventInfo is what the store knows about one event.
@@ -205,6 +212,15 @@ type Queue interface {
 	// skipped or not-yet-due lane are not touched. Lanes take turns (see
 	// PickFair), so one lane's backlog does not starve the others.
 	Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *Gate) ([]*Job, error)
+
+	// LeaseNamed leases those of cands (from EnqueueResult.Due) that are
+	// still due at now and not under a lease, each until now+lease, as
+	// Lease would have, without looking for any other due job: the
+	// delivery of an event just accepted does not wait for a scan of the
+	// queue. It does not consult a gate: the caller leaves out the
+	// candidates of lanes its gate skips, paces or caps (Lease takes
+	// those in their turn).
+	LeaseNamed(ctx context.Context, now time.Time, cands []Candidate, lease time.Duration) ([]*Job, error)
 
 	// NextDue is the earliest time a job the gate lets through is due, or
 	// its lane's next paced slot if later (ok false when there is none).

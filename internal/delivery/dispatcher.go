@@ -147,6 +147,13 @@ type Dispatcher struct {
 	// held counts the jobs under lease: leased and not yet finished (their
 	// outcome recorded).
 	held atomic.Int64
+	// hints are jobs this process enqueued, due at once, that the loop
+	// leases by name (Hint); at most cap(slots) wait.
+	hintMu sync.Mutex
+	hints  []storage.Candidate
+	// peekFirst makes the loop's next round a Lease, not a LeaseNamed:
+	// other jobs are due, and hints must not keep them waiting.
+	peekFirst bool
 
 	stopLoop    context.CancelFunc
 	loopCtx     context.Context
@@ -253,6 +260,44 @@ func (d *Dispatcher) worker() {
 	}
 }
 
+// Hint hands the loop jobs this process just enqueued, due at once
+// (storage.EnqueueResult.Due), and wakes it: it leases them by name
+// (storage.Queue.LeaseNamed), without looking for them. Hints beyond
+// Workers+Prefetch waiting are dropped: the next Lease finds those jobs.
+func (d *Dispatcher) Hint(cands []storage.Candidate) {
+	if len(cands) > 0 {
+		d.hintMu.Lock()
+		room := cap(d.slots) - len(d.hints)
+		d.hints = append(d.hints, cands[:min(len(cands), max(room, 0))]...)
+		d.hintMu.Unlock()
+	}
+	d.Notify()
+}
+
+// takeHints takes up to n hints the gate lets be leased by name: those of
+// lanes it skips, paces or caps are dropped (Lease takes those jobs in
+// their turn). more reports hints left waiting.
+func (d *Dispatcher) takeHints(gate *storage.Gate, n int) (out []storage.Candidate, more bool) {
+	d.hintMu.Lock()
+	defer d.hintMu.Unlock()
+	i := 0
+	for ; i < len(d.hints) && len(out) < n; i++ {
+		c := d.hints[i]
+		if gate.Skipped(c.Lane) {
+			continue
+		}
+		if _, paced := gate.RateOf(c.Lane); paced {
+			continue
+		}
+		if _, capped := gate.CapOf(c.Lane); capped {
+			continue
+		}
+		out = append(out, c)
+	}
+	d.hints = d.hints[:copy(d.hints, d.hints[i:])]
+	return out, len(d.hints) > 0
+}
+
 // Notify wakes the lease loop: a job was enqueued or re-enqueued.
 func (d *Dispatcher) Notify() {
 	select {
@@ -333,7 +378,21 @@ func (d *Dispatcher) loop() {
 			continue
 		}
 		gate := d.gate()
-		jobs, err := d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease, gate)
+		// jobs just enqueued here are leased by name, with at most half the
+		// free slots, unless other due jobs were found waiting
+		var named []storage.Candidate
+		var more bool
+		if !d.peekFirst {
+			named, more = d.takeHints(gate, max(1, free/2))
+		}
+		var jobs []*storage.Job
+		var err error
+		if len(named) > 0 {
+			jobs, err = d.cfg.Store.LeaseNamed(ctx, time.Now(), named, d.cfg.Lease)
+		} else {
+			d.peekFirst = false
+			jobs, err = d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease, gate)
+		}
 		d.held.Add(int64(len(jobs)))
 		for range free - len(jobs) {
 			d.slots <- struct{}{}
@@ -353,12 +412,22 @@ func (d *Dispatcher) loop() {
 			continue
 		}
 		errDelay = 100 * time.Millisecond
-		if len(jobs) == free {
+		if len(named) > 0 && more {
+			// more hints wait: a Lease next, which takes them and any
+			// other due job in their turn
+			d.peekFirst = true
+			continue
+		}
+		if len(named) == 0 && len(jobs) == free {
 			continue // there may be more due right now
 		}
 		wait := d.cfg.Idle
 		if next, ok, err := d.cfg.Store.NextDue(ctx, gate); err == nil && ok {
 			wait = min(max(time.Until(next), 0), wait)
+		}
+		if len(named) > 0 && wait == 0 {
+			// other jobs are due: the next round looks for them first
+			d.peekFirst = true
 		}
 		if wait == 0 && len(jobs) == 0 {
 			// due but not leasable (leased elsewhere this instant, or a

@@ -604,9 +604,12 @@ func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Ti
 	}
 	res, err := st.Enqueue(ctx, ev, until)
 	// a held source's event waits: waking the workers for it would cost a
-	// lease per event for nothing (the resume wakes them)
+	// lease per event for nothing (the resume wakes them); else they lease
+	// its deliveries by name, without looking for them
 	if err == nil && !res.Duplicate && !a.DeliveriesPaused(ev.Source, "") {
-		a.Notify()
+		if d := a.disp.Load(); d != nil {
+			d.Hint(res.Due)
+		}
 	}
 	return res, err
 }

@@ -35,6 +35,13 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 			return storage.EnqueueResult{}, err
 		}
 	}
+	// the deliveries due at once that are not ordered, for LeaseNamed
+	var due []storage.Candidate
+	for i := range jobs {
+		if encoded[i] != nil {
+			due = append(due, storage.Candidate{Lane: storage.LaneOf(&jobs[i]), Due: now, ID: jobs[i].ID})
+		}
+	}
 	var res storage.EnqueueResult
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if ev.Dedupe {
@@ -95,7 +102,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		if err := putPayload(tx, ev.ID, payload); err != nil {
 			return err
 		}
-		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued}
+		res = storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued, Due: due}
 		return nil
 	})
 	return res, err

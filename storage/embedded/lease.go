@@ -38,13 +38,33 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		return got, nil
 	})
 	limit := storage.CountLanes(planned)
+	return s.leaseTaken(ctx, now, storage.PickFair(onlyLanes(cands, limit), n, limit), lease)
+}
+
+// LeaseNamed implements storage.Store.
+func (s *Store) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	due := make([]storage.Candidate, 0, len(cands))
+	for _, c := range cands {
+		if !c.Due.After(now) {
+			due = append(due, c)
+		}
+	}
+	return s.leaseTaken(ctx, now, due, lease)
+}
+
+// leaseTaken leases the jobs of picked (due at now, read from the index)
+// that no one holds, in picked's order.
+func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
 	until := now.Add(lease)
 	type taken struct {
 		storage.Candidate
 		token string
 	}
 	var took []taken
-	for _, c := range storage.PickFair(onlyLanes(cands, limit), n, limit) {
+	for _, c := range picked {
 		if token := s.leases.take(c.ID, c.Lane, now, until); token != "" {
 			took = append(took, taken{c, token})
 		}

@@ -27,7 +27,8 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	// bytes, which Lease hands out as they are, where the job's JSON would
 	// carry the body base64-encoded and decode it at every lease
 	payload := storage.SharePayload(jobs, true)
-	p := s.partitionForEvent(ev)
+	part := s.partIndexForEvent(ev)
+	p := s.parts[part]
 	ck := ""
 	dedupe := "0"
 	expires := ms(now) + 1
@@ -42,7 +43,8 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	head := []any{ev.ID, dedupe, expires, ms(now), ck, touch, ev.Source}
 	sc, b := enqueueScript, s.enqueues
 	var call scriptCall
-	if fanOut(jobs, payload) && !s.direct {
+	fan := fanOut(jobs, payload) && !s.direct
+	if fan {
 		sc, b = fanEnqueueScript, s.fanEnqueues
 		call, err = fanCall(p, ck, ev.ID, ms(now), head, jobs, destinations, payload)
 	} else {
@@ -85,7 +87,17 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		}
 		return out, nil
 	}
-	return storage.EnqueueResult{ID: id, Status: storage.StatusQueued}, nil
+	out := storage.EnqueueResult{ID: id, Status: storage.StatusQueued}
+	if !fan {
+		// the deliveries due at once that are not ordered, for LeaseNamed
+		// (a fan-out record's are not jobs until a lease expands it)
+		for i := range jobs {
+			if storage.ChainOf(&jobs[i]) == "" {
+				out.Due = append(out.Due, storage.Candidate{Lane: storage.LaneOf(&jobs[i]), Due: time.UnixMilli(ms(now)), ID: jobs[i].ID, Part: part})
+			}
+		}
+	}
+	return out, nil
 }
 
 // directCall is the enqueue of an event's deliveries in their usual form

@@ -40,6 +40,32 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	if err != nil {
 		return nil, err
 	}
+	return s.leaseCandidates(ctx, now, picked, lease)
+}
+
+// LeaseNamed implements storage.Store: one lease script in each partition
+// named, in one round trip, and no peek.
+func (s *Store) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	due := make([]storage.Candidate, 0, len(cands))
+	for _, c := range cands {
+		// a fan-out record (lane "") is expanded by a lease, not leased
+		if c.Lane != "" && !c.Due.After(now) && c.Part >= 0 && c.Part < len(s.parts) {
+			due = append(due, c)
+		}
+	}
+	return s.leaseCandidates(ctx, now, due, lease)
+}
+
+// leaseCandidates leases picked (each still due when its script runs),
+// one script per partition in one round trip, and hands the jobs out in
+// picked's order.
+func (s *Store) leaseCandidates(ctx context.Context, now time.Time, picked []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
 	if len(picked) == 0 {
 		return nil, nil
 	}

@@ -142,10 +142,13 @@ func (s *Store) Close() error {
 	return s.c.Close()
 }
 
-func (s *Store) partitionOf(key string) partition {
+func (s *Store) partitionOf(key string) partition { return s.parts[s.partIndexOf(key)] }
+
+// partIndexOf is the index in s.parts of key's partition.
+func (s *Store) partIndexOf(key string) int {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return s.parts[h.Sum32()%uint32(len(s.parts))]
+	return int(h.Sum32() % uint32(len(s.parts)))
 }
 
 // partitionForEvent is where an event, its claim and all its deliveries
@@ -156,13 +159,18 @@ func (s *Store) partitionOf(key string) partition {
 // do not find an event where its claim key or id place it ask every
 // partition, so an ordered event is found wherever it lives.
 func (s *Store) partitionForEvent(ev *storage.Event) partition {
+	return s.parts[s.partIndexForEvent(ev)]
+}
+
+// partIndexForEvent is the index in s.parts of partitionForEvent(ev).
+func (s *Store) partIndexForEvent(ev *storage.Event) int {
 	if key, _ := storage.OrderKeyOf(ev); key != "" {
-		return s.partitionOf(orderPlacement(ev.Source, key))
+		return s.partIndexOf(orderPlacement(ev.Source, key))
 	}
 	if ev.Dedupe {
-		return s.partitionOf(storage.ClaimKey(ev.Source, ev.EventID))
+		return s.partIndexOf(storage.ClaimKey(ev.Source, ev.EventID))
 	}
-	return s.partitionOf(storage.EventIDOfDelivery(ev.ID))
+	return s.partIndexOf(storage.EventIDOfDelivery(ev.ID))
 }
 
 func unavailable(err error) error {

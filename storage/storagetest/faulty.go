@@ -275,13 +275,27 @@ func (f *Faulty) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil tim
 func (f *Faulty) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	return call(f, ctx, MethodLease, func() ([]*storage.Job, error) {
 		jobs, err := f.inner.Lease(ctx, now, n, lease, gate)
-		f.mu.Lock()
-		for _, j := range jobs {
-			f.leased[j.Source]++
-		}
-		f.mu.Unlock()
+		f.countLeased(jobs)
 		return jobs, err
 	})
+}
+
+// LeaseNamed implements storage.Store: Lease's faults apply to it.
+func (f *Faulty) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
+	return call(f, ctx, MethodLease, func() ([]*storage.Job, error) {
+		jobs, err := f.inner.LeaseNamed(ctx, now, cands, lease)
+		f.countLeased(jobs)
+		return jobs, err
+	})
+}
+
+// countLeased counts jobs leased by source (Leased).
+func (f *Faulty) countLeased(jobs []*storage.Job) {
+	f.mu.Lock()
+	for _, j := range jobs {
+		f.leased[j.Source]++
+	}
+	f.mu.Unlock()
 }
 
 // NextDue implements storage.Store.

@@ -488,3 +488,88 @@ func testAttemptHistory(t *testing.T, f Factory) {
 		t.Errorf("status %s, want delivered", info.Status)
 	}
 }
+
+// testLeaseNamed: an enqueue names the deliveries it left due at once
+// (EnqueueResult.Due), and LeaseNamed leases those, only while they are
+// due and under no lease, as Lease would have handed them out.
+func testLeaseNamed(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	until := time.Now().Add(time.Hour)
+	ev := newEvent(t, "stripe", "")
+	res := enqueue(t, s, ev, until)
+	if len(res.Due) != 1 || res.Due[0].ID != ev.ID || res.Due[0].Lane != storage.LaneOf(ev) || res.Due[0].Due.After(time.Now()) {
+		t.Fatalf("Due of an event with one delivery = %+v, want that delivery, due now", res.Due)
+	}
+	if dup := enqueue(t, s, newEvent(t, "stripe", ev.EventID), until); !dup.Duplicate || dup.Due != nil {
+		t.Errorf("a duplicate's Due = %+v, want none", dup.Due)
+	}
+	// a fan-out event names every delivery, or none where the backend
+	// keeps them in one record until a lease expands it
+	fan := fanOutEvent(t, "shop", "")
+	fres := enqueue(t, s, fan, until)
+	deliveries, _, err := storage.DeliveriesOf(fan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fanIDs []string
+	for _, d := range deliveries {
+		fanIDs = append(fanIDs, d.ID)
+	}
+	var named []string
+	for _, c := range fres.Due {
+		named = append(named, c.ID)
+	}
+	if len(named) != 0 && !sameSet(named, fanIDs) {
+		t.Errorf("Due of a fan-out event names %v, want all of %v or none", named, fanIDs)
+	}
+	// an ordered delivery is never named: its chain decides when it goes
+	if ores := enqueue(t, s, orderedEvent(t, "orders", "K", false), until); len(ores.Due) != 0 {
+		t.Errorf("Due of an ordered event = %+v, want none", ores.Due)
+	}
+
+	cands := append(slices.Clone(res.Due), fres.Due...)
+	now := time.Now()
+	jobs, err := s.LeaseNamed(ctx, now, cands, time.Minute)
+	if err != nil {
+		t.Fatalf("LeaseNamed: %v", err)
+	}
+	if got := jobIDs(jobs); !sameSet(got, append([]string{ev.ID}, named...)) {
+		t.Fatalf("LeaseNamed leased %v, want %v and %v", got, ev.ID, named)
+	}
+	for _, j := range jobs {
+		if j.Lease == "" || !closeTo(j.LeaseUntil, now.Add(time.Minute)) {
+			t.Errorf("job %s leased by name: lease %q until %v", j.ID, j.Lease, j.LeaseUntil)
+		}
+		if j.ID == ev.ID {
+			checkEvent(t, "job leased by name", j.Event, *ev)
+		}
+	}
+	// under lease: neither leased by name again nor by Lease
+	if again, err := s.LeaseNamed(ctx, now, cands, time.Minute); err != nil || len(again) != 0 {
+		t.Errorf("LeaseNamed of leased jobs = %v, %v; want none", jobIDs(again), err)
+	}
+	rest := lease(t, s, now, 100, time.Minute)
+	for _, j := range rest {
+		if slices.Contains(jobIDs(jobs), j.ID) {
+			t.Errorf("Lease handed out %s, leased by name", j.ID)
+		}
+	}
+	if len(jobs)+len(rest) != 1+len(fanIDs)+1 {
+		t.Errorf("leased %d by name and %d by Lease, want every due delivery (%d)", len(jobs), len(rest), 2+len(fanIDs))
+	}
+	delivered(t, s, jobs[slices.IndexFunc(jobs, func(j *storage.Job) bool { return j.ID == ev.ID })])
+	// once the leases ran out, a name leases what is still due, not what
+	// was delivered; nor what is not due yet
+	later := now.Add(2 * time.Minute)
+	if early, err := s.LeaseNamed(ctx, cands[0].Due.Add(-time.Second), cands, time.Minute); err != nil || len(early) != 0 {
+		t.Errorf("LeaseNamed before the jobs are due = %v, %v; want none", jobIDs(early), err)
+	}
+	again, err := s.LeaseNamed(ctx, later, cands, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jobIDs(again); !sameSet(got, named) {
+		t.Errorf("LeaseNamed after the leases ran out = %v, want %v (not the delivered %s)", got, named, ev.ID)
+	}
+}

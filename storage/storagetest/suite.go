@@ -85,6 +85,7 @@ func Run(t *testing.T, f Factory) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"LeaseConcurrent", testLeaseConcurrent},
 		{"LeaseFinishConcurrent", testLeaseFinishConcurrent},
+		{"LeaseNamed", testLeaseNamed},
 		{"RetryOrder", testRetryOrder},
 		{"Release", testRelease},
 		{"AttemptHistory", testAttemptHistory},
