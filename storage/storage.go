@@ -4,8 +4,9 @@
 //
 // The model: an accepted webhook is an Event. Enqueue claims the event's
 // (source, event id) pair and stores the event as a due Job in one atomic,
-// durable step. Workers Lease due jobs; a lease is a due time in the future,
-// so a job whose worker died becomes due again when the lease expires. A
+// durable step. Workers Lease due jobs; a job whose worker died becomes due
+// again when its lease expires (or, where the leases live in the process,
+// as the embedded store's do, when the store is opened again). A
 // worker Finishes a leased job as delivered, rescheduled, dead (moved to the
 // DLQ) or released (handed back untouched).
 package storage

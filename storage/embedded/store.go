@@ -1,8 +1,8 @@
 // Package embedded is hookline's default store: one bbolt file, every
 // accepted event committed and fsynced before the ingress answers, with
 // concurrent writers sharing commits. It needs no external service and
-// survives kill -9: a job leased when the process died is due again once
-// its lease expires.
+// survives kill -9: a job leased when the process died is due again as
+// soon as the file is opened again (leases live in the process: leases.go).
 package embedded
 
 import (

@@ -133,7 +133,8 @@ func TestRoundTripsPerBatch(t *testing.T) {
 // window's partitions and leases from them alone, so its commands do not
 // grow with the number of partitions (16 here): peekWindow peek scripts
 // and at most peekWindow lease scripts. Without a backlog a Lease peeks
-// every partition (one round trip, wherever the next event hashed to).
+// every partition (one round trip, wherever the next event hashed to); an
+// event just accepted is leased by name, with one script in its partition.
 func TestScriptsPerBatch(t *testing.T) {
 	srv := redistest.Start(t)
 	rt := &roundTrips{}
@@ -156,6 +157,20 @@ func TestScriptsPerBatch(t *testing.T) {
 	}
 	if jobs, _ := lease(16); len(jobs) != 1 {
 		t.Fatalf("Lease of the lone event = %d jobs", len(jobs))
+	}
+	res, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_named"), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the event just accepted, leased by name: one script in its own
+	// partition, no peek of the 16
+	rt.n.Store(0)
+	rt.scripts.Store(0)
+	if jobs, err := s.LeaseNamed(ctx, time.Now(), res.Due, time.Minute); err != nil || len(jobs) != 1 {
+		t.Fatalf("LeaseNamed of the event = %d jobs, %v", len(jobs), err)
+	}
+	if n, scripts := rt.n.Load(), rt.scripts.Load(); n != 1 || scripts != 1 {
+		t.Errorf("LeaseNamed of one job took %d round trips and %d commands, want 1 and 1", n, scripts)
 	}
 	if jobs, scripts := lease(16); len(jobs) != 0 || scripts != 16 {
 		t.Errorf("Lease with nothing due = %d jobs, %d commands; want 0 and a peek of each of 16 partitions", len(jobs), scripts)
