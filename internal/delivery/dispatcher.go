@@ -429,9 +429,10 @@ func (d *Dispatcher) loop() {
 			// other jobs are due: the next round looks for them first
 			d.peekFirst = true
 		}
-		if wait == 0 && len(jobs) == 0 {
+		if wait == 0 && len(jobs) == 0 && len(named) == 0 {
 			// due but not leasable (leased elsewhere this instant, or a
-			// paced slot taken by another node): don't spin
+			// paced slot taken by another node): don't spin (a round by
+			// name that found its jobs taken already goes on to a Lease)
 			wait = 10 * time.Millisecond
 		}
 		t := time.NewTimer(wait)
