@@ -157,6 +157,7 @@ type tracker struct {
 	*httptest.Server
 	delay     atomic.Int64 // per request, in ms
 	hang      atomic.Bool
+	arrived   atomic.Int64 // requests received, answered or not
 	release   chan struct{}
 	mu        sync.Mutex
 	delivered map[string]int
@@ -166,6 +167,7 @@ func newTracker(t *testing.T) *tracker {
 	tr := &tracker{release: make(chan struct{}), delivered: make(map[string]int)}
 	tr.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		tr.arrived.Add(1)
 		if d := tr.delay.Load(); d > 0 {
 			time.Sleep(time.Duration(d) * time.Millisecond)
 		}
@@ -338,6 +340,46 @@ func TestKill9LosesNothing(t *testing.T) {
 	n2 := startNode(t, dir, cfg, adminP, httpP)
 	dups := waitDelivered(t, tr, acked, 60*time.Second)
 	t.Logf("kill -9: %d events acknowledged before the kill, all delivered after restart; %d duplicate deliveries (at-least-once)", len(acked), dups)
+	n2.kill()
+}
+
+// TestKill9LeasedDueAtRestart: on the embedded store the leases live in
+// the process, so the deliveries in progress when Caddy is killed go out
+// as soon as it is back, not after their lease (10 minutes here).
+func TestKill9LeasedDueAtRestart(t *testing.T) {
+	dir := t.TempDir()
+	tr := newTracker(t)
+	tr.hang.Store(true)
+	adminP, httpP := freePort(t), freePort(t)
+	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, "", "")
+	long, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long = bytes.Replace(long, []byte("lease 2s"), []byte("lease 10m"), 1)
+	long = bytes.Replace(long, []byte("timeout 1s"), []byte("timeout 5m"), 1)
+	if err := os.WriteFile(cfg, long, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n1 := startNode(t, dir, cfg, adminP, httpP)
+	acked := send(sendOpts{ports: []int{httpP}, prefix: "lease", n: 5, conc: 1})
+	if len(acked) != 5 {
+		t.Fatalf("%d of 5 events acknowledged; logs:\n%s", len(acked), n1.logs)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for tr.arrived.Load() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 5 deliveries reached the upstream", tr.arrived.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n1.kill() // all 5 leased, their attempts hanging
+	tr.hang.Store(false)
+	close(tr.release)
+
+	n2 := startNode(t, dir, cfg, adminP, httpP)
+	dups := waitDelivered(t, tr, acked, 20*time.Second)
+	t.Logf("the 5 deliveries leased at the kill went out after the restart; %d duplicates", dups)
 	n2.kill()
 }
 
