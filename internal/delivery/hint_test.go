@@ -111,11 +111,13 @@ func TestDispatcherHintsDoNotStarveOthers(t *testing.T) {
 	st := newStore(t)
 	up := newUpstream(t, nil)
 	const n = 300
+	// due first, never hinted: any Lease, however few slots it has,
+	// takes it before the hinted lane's jobs
+	enqueueDue(t, st, "other")
 	var hints []storage.Candidate
 	for range n {
 		hints = append(hints, enqueueDue(t, st, "s")...)
 	}
-	enqueueDue(t, st, "other") // due, never hinted
 	reports := make(chan Report, n+1)
 	d := New(Config{
 		Store:    st,
@@ -124,12 +126,15 @@ func TestDispatcherHintsDoNotStarveOthers(t *testing.T) {
 		Resolve:  resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}, "other": {URL: up.URL, Policy: fastPolicy(3)}}),
 		OnResult: reportsTo(reports),
 	})
-	// hints keep coming, faster than the workers deliver
+	// hints wait before the first round, and keep coming faster than the
+	// workers deliver
+	first := cap(d.slots)
+	d.Hint(hints[:first])
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for _, h := range hints {
+		for _, h := range hints[first:] {
 			for {
 				d.hintMu.Lock()
 				room := len(d.hints) < cap(d.slots)
