@@ -67,6 +67,20 @@ func (g *Gate) CapOf(lane string) (int, bool) {
 // Skipped reports whether lane must not be leased now.
 func (g *Gate) Skipped(lane string) bool { return g.skipped(lane) }
 
+// Open reports whether the gate leaves lane alone: neither skipped, nor
+// paced, nor capped. Only such a lane's jobs may be leased by name
+// (Queue.LeaseNamed), which consults no gate.
+func (g *Gate) Open(lane string) bool {
+	if g.Skipped(lane) {
+		return false
+	}
+	if _, paced := g.RateOf(lane); paced {
+		return false
+	}
+	_, capped := g.CapOf(lane)
+	return !capped
+}
+
 // RateOf returns the lane's rate (ok false: unpaced).
 func (g *Gate) RateOf(lane string) (Rate, bool) {
 	if g == nil {

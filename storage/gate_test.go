@@ -208,3 +208,25 @@ func TestPlanSharedPace(t *testing.T) {
 		}
 	}
 }
+
+func TestGateOpen(t *testing.T) {
+	g := &Gate{
+		Skip: map[string]bool{"held": true, "shop/crm": false},
+		Pace: map[string]Rate{"slow": {Events: 1, Per: time.Second}, "zero": {}},
+		Cap:  map[string]int{"trial": 1, "shop/crm": -1},
+	}
+	for lane, want := range map[string]bool{
+		"held": false, "slow": false, "trial": false,
+		"shop/crm": true, // an entry of its own, holding nothing
+		"zero":     true, // an invalid rate paces nothing
+		"other":    true,
+	} {
+		if got := g.Open(lane); got != want {
+			t.Errorf("Open(%q) = %v, want %v", lane, got, want)
+		}
+	}
+	var none *Gate
+	if !none.Open("any") {
+		t.Error("a nil gate holds a lane back")
+	}
+}

@@ -35,3 +35,33 @@ func LeaseWanted(ctx context.Context, n int) (want bool, err error) {
 	}
 	return n > 0, nil
 }
+
+// NamedDue lists, for EnqueueResult.Due, the deliveries of jobs (an
+// event's, as DeliveriesOf made them) enqueued due at due that a lease may
+// take by name: every one but the ordered ones, whose chains decide when
+// they go. part is the backend's Candidate.Part.
+func NamedDue(jobs []Event, due time.Time, part int) []Candidate {
+	var out []Candidate
+	for i := range jobs {
+		if ChainOf(&jobs[i]) == "" {
+			out = append(out, Candidate{Lane: LaneOf(&jobs[i]), Due: due, ID: jobs[i].ID, Part: part})
+		}
+	}
+	return out
+}
+
+// LeasableNamed decides what every backend's LeaseNamed does first: with
+// ctx done it returns ctx's error; otherwise the candidates due at now
+// (those not due yet are left alone, as Lease would leave them).
+func LeasableNamed(ctx context.Context, cands []Candidate, now time.Time) ([]Candidate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Candidate, 0, len(cands))
+	for _, c := range cands {
+		if !c.Due.After(now) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

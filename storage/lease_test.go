@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -64,5 +65,42 @@ func TestLeaseWanted(t *testing.T) {
 				t.Fatalf("LeaseWanted = %v, %v; want %v, %v", want, err, tc.wantWant, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestNamedDue(t *testing.T) {
+	due := time.Unix(1_700_000_000, 0)
+	plain := Event{ID: "e1", Source: "stripe"}
+	dest := Event{ID: "e2~crm", Source: "shop", Destination: "crm"}
+	ordered := Event{ID: "e3", Source: "orders", OrderKey: "K"}
+	replay := Event{ID: "e4", Source: "orders", OrderKey: "K", Replay: true}
+	tests := []struct {
+		name string
+		jobs []Event
+		want []Candidate
+	}{
+		{"none", nil, nil},
+		{"one delivery", []Event{plain}, []Candidate{{Lane: LaneOf(&plain), Due: due, ID: "e1", Part: 3}}},
+		{"the ordered one left out", []Event{dest, ordered}, []Candidate{{Lane: LaneOf(&dest), Due: due, ID: "e2~crm", Part: 3}}},
+		{"a replay is not chained", []Event{replay}, []Candidate{{Lane: LaneOf(&replay), Due: due, ID: "e4", Part: 3}}},
+	}
+	for _, tt := range tests {
+		if got := NamedDue(tt.jobs, due, 3); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: NamedDue = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLeasableNamed(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	cands := []Candidate{{ID: "past", Due: now.Add(-time.Second)}, {ID: "now", Due: now}, {ID: "later", Due: now.Add(time.Millisecond)}}
+	got, err := LeasableNamed(context.Background(), cands, now)
+	if err != nil || len(got) != 2 || got[0].ID != "past" || got[1].ID != "now" {
+		t.Errorf("LeasableNamed = %+v, %v; want past and now", got, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, err := LeasableNamed(ctx, cands, now); err == nil || got != nil {
+		t.Errorf("LeasableNamed with ctx done = %+v, %v; want ctx's error", got, err)
 	}
 }

@@ -282,17 +282,9 @@ func (d *Dispatcher) takeHints(gate *storage.Gate, n int) (out []storage.Candida
 	defer d.hintMu.Unlock()
 	i := 0
 	for ; i < len(d.hints) && len(out) < n; i++ {
-		c := d.hints[i]
-		if gate.Skipped(c.Lane) {
-			continue
+		if c := d.hints[i]; gate.Open(c.Lane) {
+			out = append(out, c)
 		}
-		if _, paced := gate.RateOf(c.Lane); paced {
-			continue
-		}
-		if _, capped := gate.CapOf(c.Lane); capped {
-			continue
-		}
-		out = append(out, c)
 	}
 	d.hints = d.hints[:copy(d.hints, d.hints[i:])]
 	return out, len(d.hints) > 0

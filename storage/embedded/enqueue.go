@@ -35,13 +35,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 			return storage.EnqueueResult{}, err
 		}
 	}
-	// the deliveries due at once that are not ordered, for LeaseNamed
-	var due []storage.Candidate
-	for i := range jobs {
-		if encoded[i] != nil {
-			due = append(due, storage.Candidate{Lane: storage.LaneOf(&jobs[i]), Due: now, ID: jobs[i].ID})
-		}
-	}
+	due := storage.NamedDue(jobs, now, 0) // for LeaseNamed, named outside the committer too
 	var res storage.EnqueueResult
 	err = s.update(ctx, func(tx *bolt.Tx) error {
 		if ev.Dedupe {

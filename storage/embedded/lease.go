@@ -43,14 +43,9 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 
 // LeaseNamed implements storage.Store.
 func (s *Store) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
-	if err := ctx.Err(); err != nil {
+	due, err := storage.LeasableNamed(ctx, cands, now)
+	if err != nil {
 		return nil, err
-	}
-	due := make([]storage.Candidate, 0, len(cands))
-	for _, c := range cands {
-		if !c.Due.After(now) {
-			due = append(due, c)
-		}
 	}
 	return s.leaseTaken(ctx, now, due, lease)
 }

@@ -89,13 +89,8 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	out := storage.EnqueueResult{ID: id, Status: storage.StatusQueued}
 	if !fan {
-		// the deliveries due at once that are not ordered, for LeaseNamed
-		// (a fan-out record's are not jobs until a lease expands it)
-		for i := range jobs {
-			if storage.ChainOf(&jobs[i]) == "" {
-				out.Due = append(out.Due, storage.Candidate{Lane: storage.LaneOf(&jobs[i]), Due: time.UnixMilli(ms(now)), ID: jobs[i].ID, Part: part})
-			}
-		}
+		// a fan-out record's deliveries are not jobs until a lease expands it
+		out.Due = storage.NamedDue(jobs, time.UnixMilli(ms(now)), part)
 	}
 	return out, nil
 }

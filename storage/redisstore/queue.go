@@ -46,19 +46,18 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 // LeaseNamed implements storage.Store: one lease script in each partition
 // named, in one round trip, and no peek.
 func (s *Store) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
-	if err := ctx.Err(); err != nil {
+	due, err := storage.LeasableNamed(ctx, cands, now)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
-	due := make([]storage.Candidate, 0, len(cands))
-	for _, c := range cands {
-		// a fan-out record (lane "") is expanded by a lease, not leased
-		if c.Lane != "" && !c.Due.After(now) && c.Part >= 0 && c.Part < len(s.parts) {
-			due = append(due, c)
-		}
-	}
+	// a fan-out record (lane "") is expanded by a lease, not leased; a
+	// partition out of range names nothing here
+	due = slices.DeleteFunc(due, func(c storage.Candidate) bool {
+		return c.Lane == "" || c.Part < 0 || c.Part >= len(s.parts)
+	})
 	return s.leaseCandidates(ctx, now, due, lease)
 }
 
