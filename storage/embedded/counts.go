@@ -307,7 +307,11 @@ func (s *Store) counted() (map[string]storage.Counts, map[string]map[storage.DLQ
 	)
 	err := s.view(func(tx *bolt.Tx) error {
 		c := readCounts(tx)
-		byLane, dlq = laneCounts(c, s.leases.byLane(now)), dlqCounts(c)
+		queue := tx.Bucket(bQueue)
+		leased := s.leases.byLane(now, func(lane string, due time.Time, id string) bool {
+			return hasKey(queue, dueKey(lane, due, []byte(id)))
+		})
+		byLane, dlq = laneCounts(c, leased), dlqCounts(c)
 		return nil
 	})
 	return byLane, dlq, err

@@ -60,7 +60,7 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 	}
 	var took []taken
 	for _, c := range picked {
-		if token := s.leases.take(c.ID, c.Lane, now, until); token != "" {
+		if token := s.leases.take(c.ID, c.Lane, c.Due, now, until); token != "" {
 			took = append(took, taken{c, token})
 		}
 	}

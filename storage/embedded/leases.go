@@ -42,14 +42,15 @@ type leaseEntry struct {
 	token string
 	until time.Time
 	lane  string
+	due   time.Time // the job's due key's time, when it was leased
 }
 
 func newLeases() *leases { return &leases{m: map[string]leaseEntry{}, sweepAt: minSweep} }
 
-// take leases job id of lane until until, unless it is under a lease that
-// has not run out at now. It returns the new lease's token ("" if the
-// job is leased).
-func (l *leases) take(id, lane string, now, until time.Time) string {
+// take leases job id of lane, due at due, until until, unless it is under
+// a lease that has not run out at now. It returns the new lease's token
+// ("" if the job is leased).
+func (l *leases) take(id, lane string, due, now, until time.Time) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.m[id]; ok && e.until.After(now) {
@@ -67,7 +68,7 @@ func (l *leases) take(id, lane string, now, until time.Time) string {
 		l.sweepAt = max(minSweep, 2*len(l.m))
 	}
 	token := storage.NewLeaseToken()
-	l.m[id] = leaseEntry{token: token, until: until, lane: lane}
+	l.m[id] = leaseEntry{token: token, until: until, lane: lane, due: due}
 	return token
 }
 
@@ -126,14 +127,28 @@ func (l *leases) leasedKey(id []byte, now time.Time) bool {
 	return ok && e.until.After(now)
 }
 
-// byLane counts the jobs of each lane under a lease at now.
-func (l *leases) byLane(now time.Time) map[string]int64 {
+// byLane counts the jobs of each lane under a lease at now whose due key
+// queued reports present (a read transaction's view of the queue): a
+// lease taken just after that transaction began (a job enqueued since) or
+// not yet dropped by a Finish committed before it is not counted, so the
+// jobs in flight are always some of the jobs the queue counters count.
+func (l *leases) byLane(now time.Time, queued func(lane string, due time.Time, id string) bool) map[string]int64 {
+	type live struct {
+		id string
+		e  leaseEntry
+	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[string]int64{}
-	for _, e := range l.m {
+	var all []live
+	for id, e := range l.m {
 		if e.until.After(now) {
-			out[e.lane]++
+			all = append(all, live{id, e})
+		}
+	}
+	l.mu.Unlock()
+	out := map[string]int64{}
+	for _, x := range all {
+		if queued(x.e.lane, x.e.due, x.id) {
+			out[x.e.lane]++
 		}
 	}
 	return out

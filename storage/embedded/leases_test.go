@@ -10,7 +10,10 @@ import (
 func TestLeasesTable(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	l := newLeases()
-	a := l.take("a", "stripe", base, base.Add(time.Minute))
+	queued := func(lane string, due time.Time, id string) bool {
+		return lane == "stripe" && due.Equal(base) && id == "a"
+	}
+	a := l.take("a", "stripe", base, base, base.Add(time.Minute))
 	if a == "" {
 		t.Fatal("take of a free job returned no token")
 	}
@@ -19,7 +22,7 @@ func TestLeasesTable(t *testing.T) {
 		got  any
 		want any
 	}{
-		{"taken again before its end", l.take("a", "stripe", base.Add(59*time.Second), base.Add(2*time.Minute)), ""},
+		{"taken again before its end", l.take("a", "stripe", base, base.Add(59*time.Second), base.Add(2*time.Minute)), ""},
 		{"leased before its end", l.leased("a", base.Add(59*time.Second)), true},
 		{"leased at its end", l.leased("a", base.Add(time.Minute)), false},
 		{"in flight while leased", l.status("a", storage.StatusQueued, base), storage.StatusInFlight},
@@ -29,8 +32,9 @@ func TestLeasesTable(t *testing.T) {
 		{"held under its token", l.holds("a", a), true},
 		{"held by no other token", l.holds("a", "other"), false},
 		{"no empty token", l.holds("a", ""), false},
-		{"counted by lane", l.byLane(base)["stripe"], int64(1)},
-		{"not counted once it ran out", len(l.byLane(base.Add(time.Minute))), 0},
+		{"counted by lane", l.byLane(base, queued)["stripe"], int64(1)},
+		{"not counted once it ran out", len(l.byLane(base.Add(time.Minute), queued)), 0},
+		{"not counted when the queue does not hold it", len(l.byLane(base, func(string, time.Time, string) bool { return false })), 0},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -43,7 +47,7 @@ func TestLeasesTable(t *testing.T) {
 	if !l.holds("a", a) {
 		t.Error("a lease that ran out, not replaced, is no longer held")
 	}
-	b := l.take("a", "stripe", base.Add(time.Minute), base.Add(2*time.Minute))
+	b := l.take("a", "stripe", base, base.Add(time.Minute), base.Add(2*time.Minute))
 	if b == "" || b == a || l.holds("a", a) || !l.holds("a", b) {
 		t.Errorf("a lease taken once the first ran out: token %q (first %q), first held %v", b, a, l.holds("a", a))
 	}
@@ -67,11 +71,11 @@ func TestLeasesSwept(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	l := newLeases()
 	for i := range minSweep - 1 {
-		l.take(string(rune('a'+i%26))+time.Duration(i).String(), "stripe", base, base.Add(time.Second))
+		l.take(string(rune('a'+i%26))+time.Duration(i).String(), "stripe", base, base, base.Add(time.Second))
 	}
-	live := l.take("live", "stripe", base, base.Add(time.Hour))
+	live := l.take("live", "stripe", base, base, base.Add(time.Hour))
 	later := base.Add(2 * time.Second)
-	l.take("next", "stripe", later, later.Add(time.Hour))
+	l.take("next", "stripe", later, later, later.Add(time.Hour))
 	if n := len(l.m); n != 2 {
 		t.Errorf("after a sweep %d leases are kept, want the 2 that have not run out", n)
 	}

@@ -284,6 +284,24 @@ func testLeaseFinishConcurrent(t *testing.T, f Factory) {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
+	// the counts read meanwhile never go below zero nor above the jobs
+	// enqueued: in flight is always part of what the queue holds
+	stopCounts := make(chan struct{})
+	var counting sync.WaitGroup
+	counting.Go(func() {
+		for {
+			select {
+			case <-stopCounts:
+				return
+			default:
+			}
+			c, err := s.Counts(t.Context())
+			if err == nil && (c.Queued < 0 || c.InFlight < 0 || c.Queued+c.InFlight > n) {
+				fail(fmt.Errorf("Counts during leases and finishes = %+v", c))
+				return
+			}
+		}
+	})
 	for range 6 {
 		wg.Go(func() {
 			var fw sync.WaitGroup
@@ -316,6 +334,8 @@ func testLeaseFinishConcurrent(t *testing.T, f Factory) {
 		})
 	}
 	wg.Wait()
+	close(stopCounts)
+	counting.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
