@@ -4,6 +4,10 @@
 // A lone request never waits, and under load one round (an fsync, a
 // network round trip) serves many callers.
 //
+// With Options.Linger, a round of concurrent callers also waits briefly
+// for the callers the previous round just answered: two writers in a loop
+// then share each round instead of taking turns (see Options.Linger).
+//
 // The rules, decided once for every user:
 //
 //   - Each caller's context is honoured while it waits: Do returns ctx's
@@ -27,6 +31,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is what requests get from a closed Batcher, unless
@@ -70,6 +75,18 @@ type Options[Req any] struct {
 	// ctx's error otherwise. Use it to keep the run function from running
 	// the request (again) from then on.
 	Abandon func(req Req)
+	// Linger is the longest a round waits, once its first request is in,
+	// for callers that are about to come back. It applies only under
+	// contention: when the previous round had more than one request, or
+	// requests were waiting when it ended. The round then waits for as
+	// many requests as the previous round answered plus those that were
+	// waiting (the callers seen lately), and starts as soon as they are
+	// in, or when Linger, or a quarter of the previous round's run time
+	// if shorter, is over. Without it, two callers in a loop take turns:
+	// each round serves the one that waited through the previous round,
+	// and the other arrives a moment after it began. A lone caller never
+	// waits. Default 0: never.
+	Linger time.Duration
 }
 
 // Call is one request in a round. The run function answers each Call of
@@ -201,6 +218,7 @@ func (b *Batcher[Req, Res]) loop() {
 	defer close(b.done)
 	batch := make([]*Call[Req, Res], 0, b.opts.MaxBatch)
 	view := make([]*Call[Req, Res], 0, b.opts.MaxBatch) // what run gets
+	var l linger
 	for {
 		select {
 		case c := <-b.calls:
@@ -212,16 +230,9 @@ func (b *Batcher[Req, Res]) loop() {
 			b.fail(nil)
 			return
 		}
-	drain:
-		for len(batch) < b.opts.MaxBatch {
-			select {
-			case c := <-b.calls:
-				if c.state.CompareAndSwap(pending, taken) {
-					batch = append(batch, c)
-				}
-			default:
-				break drain
-			}
+		batch = b.drain(batch)
+		if b.opts.Linger > 0 {
+			batch = b.linger(&l, batch)
 		}
 		select {
 		case <-b.quit: // no round starts once Close is called
@@ -231,11 +242,77 @@ func (b *Batcher[Req, Res]) loop() {
 		}
 		if len(batch) > 0 {
 			view = append(view[:0], batch...)
+			start := time.Now()
 			b.round(batch, view)
+			l.ran(len(batch), len(b.calls), time.Since(start))
 		}
 		clear(batch) // let the answered calls go
 		clear(view)
 	}
+}
+
+// drain adds to batch the requests already queued, up to MaxBatch.
+func (b *Batcher[Req, Res]) drain(batch []*Call[Req, Res]) []*Call[Req, Res] {
+	for len(batch) < b.opts.MaxBatch {
+		select {
+		case c := <-b.calls:
+			if c.state.CompareAndSwap(pending, taken) {
+				batch = append(batch, c)
+			}
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// linger is what the loop knows of the previous round, for Options.Linger.
+type linger struct {
+	expect int           // the callers seen lately: 0 when not contended
+	wait   time.Duration // how long the next round may wait for them
+	timer  *time.Timer
+}
+
+// ran records a round of n requests that ran for d, with queued requests
+// waiting when it ended.
+func (l *linger) ran(n, queued int, d time.Duration) {
+	l.expect = 0
+	if n > 1 || queued > 0 {
+		l.expect = n + queued
+	}
+	l.wait = d / 4
+}
+
+// linger waits for the callers the previous round saw (see Options.Linger)
+// and returns batch with those that came.
+func (b *Batcher[Req, Res]) linger(l *linger, batch []*Call[Req, Res]) []*Call[Req, Res] {
+	want := min(l.expect, b.opts.MaxBatch)
+	if len(batch) >= want {
+		return batch
+	}
+	wait := min(l.wait, b.opts.Linger)
+	if wait <= 0 {
+		return batch
+	}
+	if l.timer == nil {
+		l.timer = time.NewTimer(wait)
+	} else {
+		l.timer.Reset(wait)
+	}
+	defer l.timer.Stop()
+	for len(batch) < want {
+		select {
+		case c := <-b.calls:
+			if c.state.CompareAndSwap(pending, taken) {
+				batch = append(batch, c)
+			}
+		case <-l.timer.C:
+			return batch
+		case <-b.quit:
+			return batch
+		}
+	}
+	return batch
 }
 
 // fail answers batch and whatever is still queued with the closed error.

@@ -477,3 +477,106 @@ func TestCloseIdle(t *testing.T) {
 		t.Fatalf("Do after Close: %v", o.err)
 	}
 }
+
+// loopCallers runs callers goroutines that each call Do n times in a row,
+// and returns once they are done.
+func loopCallers(t *testing.T, b *groupcommit.Batcher[int, int], callers, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range n {
+				if res, err := b.Do(t.Context(), c*1000+i); err != nil || res != (c*1000+i)*10 {
+					t.Errorf("caller %d: %d, %v", c, res, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// sleeper is a run function that takes d per round (an fsync), recording
+// the rounds' sizes and, for a lone caller's rounds, when they started.
+type sleeper struct {
+	d      time.Duration
+	mu     sync.Mutex
+	sizes  []int
+	starts []time.Time
+}
+
+func (s *sleeper) run(batch []*call) {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(batch))
+	s.starts = append(s.starts, time.Now())
+	s.mu.Unlock()
+	time.Sleep(s.d)
+	for _, c := range batch {
+		c.Answer(c.Req*10, nil)
+	}
+}
+
+// TestLinger: with Options.Linger, two callers in a loop share their
+// rounds instead of taking turns (each round serving the one that waited
+// through the previous one), and a lone caller never waits.
+func TestLinger(t *testing.T) {
+	t.Run("two callers share rounds", func(t *testing.T) {
+		s := &sleeper{d: 4 * time.Millisecond} // a round may wait up to 1ms
+		b := groupcommit.New(s.run, groupcommit.Options[int]{Linger: time.Second})
+		defer b.Close()
+		loopCallers(t, b, 2, 30)
+		// taking turns is about 60 rounds of 1; sharing, about 30 of 2
+		if n := len(s.sizes); n > 42 {
+			t.Errorf("60 requests of 2 looping callers took %d rounds, want at most 42: %v", n, s.sizes)
+		}
+	})
+	t.Run("a lone caller does not wait", func(t *testing.T) {
+		s := &sleeper{d: 40 * time.Millisecond} // a round could wait 10ms
+		b := groupcommit.New(s.run, groupcommit.Options[int]{Linger: time.Second})
+		defer b.Close()
+		var late int
+		for i := range 6 {
+			asked := time.Now()
+			if _, err := b.Do(t.Context(), i); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			if s.starts[i].Sub(asked) > 5*time.Millisecond {
+				late++
+			}
+			s.mu.Unlock()
+		}
+		// one late start may be the scheduler's; waiting would make all late
+		if late > 1 {
+			t.Errorf("%d of 6 rounds of a lone caller started more than 5ms after its request", late)
+		}
+	})
+	t.Run("close while a round waits", func(t *testing.T) {
+		r := newRecorder()
+		b := groupcommit.New(r.run, groupcommit.Options[int]{Linger: time.Hour})
+		ctx := t.Context()
+		// a round of two makes the next round wait for two callers
+		first := goDo(b, ctx, 1)
+		recv(t, r.started)
+		second, third := goDo(b, ctx, 2), goDo(b, ctx, 3)
+		waitQueued(t, b, 2)
+		r.proceed <- struct{}{}
+		first.wait(t)
+		recv(t, r.started)                 // [2 3]
+		time.Sleep(400 * time.Millisecond) // the next round may wait 100ms
+		close(r.proceed)
+		second.wait(t)
+		third.wait(t)
+		// a lone request now waits for a second caller; Close ends it at once
+		fourth := goDo(b, ctx, 4)
+		waitQueued(t, b, 0)
+		start := time.Now()
+		b.Close()
+		if d := time.Since(start); d > 50*time.Millisecond {
+			t.Errorf("Close took %v while a round waited", d)
+		}
+		if o := fourth.wait(t); !errors.Is(o.err, groupcommit.ErrClosed) {
+			t.Errorf("a request of a round waiting at Close: %d, %v, want ErrClosed", o.res, o.err)
+		}
+	})
+}
