@@ -77,8 +77,9 @@ type Options[Req any] struct {
 	Abandon func(req Req)
 	// Linger is the longest a round waits, once its first request is in,
 	// for callers that are about to come back. It applies only under
-	// contention: when the previous round had more than one request, or
-	// requests were waiting when it ended. The round then waits for as
+	// contention, when each of the previous two rounds had more than one
+	// request or requests waiting when it ended (one such round is often
+	// two unrelated callers meeting once). The round then waits for as
 	// many requests as the previous round answered plus those that were
 	// waiting (the callers seen lately), and starts as soon as they are
 	// in, or when Linger, or a quarter of the previous round's run time
@@ -268,19 +269,24 @@ func (b *Batcher[Req, Res]) drain(batch []*Call[Req, Res]) []*Call[Req, Res] {
 
 // linger is what the loop knows of the previous round, for Options.Linger.
 type linger struct {
-	expect int           // the callers seen lately: 0 when not contended
-	wait   time.Duration // how long the next round may wait for them
-	timer  *time.Timer
+	contended int           // how many rounds in a row were contended
+	expect    int           // the callers seen lately: 0 when not contended
+	wait      time.Duration // how long the next round may wait for them
+	timer     *time.Timer
 }
 
 // ran records a round of n requests that ran for d, with queued requests
 // waiting when it ended.
 func (l *linger) ran(n, queued int, d time.Duration) {
 	l.expect = 0
-	if n > 1 || queued > 0 {
-		l.expect = n + queued
+	if n == 1 && queued == 0 {
+		l.contended = 0
+		return
 	}
-	l.wait = d / 4
+	if l.contended++; l.contended >= 2 {
+		l.expect = n + queued
+		l.wait = d / 4
+	}
 }
 
 // linger waits for the callers the previous round saw (see Options.Linger)
