@@ -1,0 +1,145 @@
+package storagetest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/storage"
+)
+
+// DrainWorkers is how many workers BenchmarkDrain delivers with, and how
+// many requests at a time it drives the upstream with directly.
+const DrainWorkers = 16
+
+// BenchmarkDrain fills a store from open with a backlog of n 1 KiB events
+// (32 enqueues at a time), then delivers it with DrainWorkers workers to a
+// local upstream, once per b.Loop. It reports the drain rate, the
+// upstream's own rate for the same requests at the same concurrency (its
+// ratio is DESIGN.md's drain target), the Go process's CPU per job and the
+// Go heap while the backlog waits and while it drains (neither may grow
+// with the backlog). around, if set, is called just before the drain
+// starts (true) and once it is over (false), for a backend's own
+// measurements (redis-server's CPU).
+//
+//	go test -run '^$' -bench Drain100k -benchtime 1x ./storage/redisstore/ ./storage/embedded/
+func BenchmarkDrain(b *testing.B, open func() storage.Store, n int, around func(start bool)) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer up.Close()
+	body := make([]byte, 1024)
+	for b.Loop() {
+		st := open()
+		fillBacklog(b, st, n, up.URL, body)
+		heapFull := heapInUse()
+		direct := directRate(b, up.URL, body, 20_000)
+
+		done := make(chan struct{})
+		var delivered atomic.Int64
+		var heapPeak atomic.Uint64
+		d := delivery.New(delivery.Config{Store: st, Workers: DrainWorkers,
+			Resolve: func(string, string) (*delivery.Target, bool) { return nil, false },
+			OnResult: func(delivery.Report) {
+				if k := delivered.Add(1); k == int64(n) {
+					close(done)
+				} else if k%10_000 == 0 {
+					if h := heapInUse(); h > heapPeak.Load() {
+						heapPeak.Store(h)
+					}
+				}
+			}})
+		if around != nil {
+			around(true)
+		}
+		goCPU := processCPUSeconds()
+		start := time.Now()
+		d.Start()
+		<-done
+		elapsed := time.Since(start)
+		goCPU = processCPUSeconds() - goCPU
+		if around != nil {
+			around(false)
+		}
+		d.Stop(time.Second)
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+		rate := float64(n) / elapsed.Seconds()
+		b.ReportMetric(goCPU/float64(n)*1e6, "go-cpu-µs/job")
+		b.ReportMetric(rate, "drained/s")
+		b.ReportMetric(direct, "upstream-direct/s")
+		b.ReportMetric(rate/direct, "drain/direct")
+		b.ReportMetric(float64(heapFull)/(1<<20), "heap-MiB-backlog-queued")
+		b.ReportMetric(float64(heapPeak.Load())/(1<<20), "heap-MiB-peak-draining")
+	}
+}
+
+// fillBacklog enqueues n events of body for upstream, 32 at a time.
+func fillBacklog(b *testing.B, st storage.Store, n int, upstream string, body []byte) {
+	b.Helper()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				ev := &storage.Event{ID: fmt.Sprintf("d%07d", i), EventID: fmt.Sprint(i), Dedupe: true,
+					Source: "bench", Upstream: upstream, Body: body, ReceivedAt: time.Now()}
+				if _, err := st.Enqueue(b.Context(), ev, time.Now().Add(time.Hour)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// directRate is the upstream's own rate for n posts of body, DrainWorkers
+// at a time, with the delivery client.
+func directRate(b *testing.B, url string, body []byte, n int) float64 {
+	client := delivery.NewClient(DrainWorkers)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	start := time.Now()
+	for range DrainWorkers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// processCPUSeconds is the CPU time (user and system) this process has
+// used: the dispatcher, the store's client (or bbolt) and the upstream,
+// which shares it.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
