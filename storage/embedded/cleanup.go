@@ -42,14 +42,13 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil {
 					return err
 				}
-				ids := tx.Bucket(bIDs)
-				ck := claimKey(rec.Source, rec.EventID)
-				if last && bytes.Equal(ids.Get(ck), []byte(storage.EventIDOfDelivery(string(id)))) {
-					if err := ids.Delete(ck); err != nil {
-						return err
-					}
+				if err := tx.Bucket(bEvents).Delete(id); err != nil {
+					return err
 				}
-				return tx.Bucket(bEvents).Delete(id)
+				if !last {
+					return nil
+				}
+				return releaseClaim(tx, claimKey(rec.Source, rec.EventID), storage.EventIDOfDelivery(string(id)), now)
 			})
 			n += m
 			if err != nil {
@@ -67,13 +66,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				return err
 			}
 			m, err = sweep(tx, bClaimExp, now, cleanupChunk, func(k []byte) error {
-				claims := tx.Bucket(bClaims)
-				ck := k[8:]
-				// delete the claim only if it is the one this index key is for
-				if v := claims.Get(ck); len(v) >= 8 && bytes.Equal(v[:8], k[:8]) {
-					return claims.Delete(ck)
-				}
-				return nil
+				return claimExpired(tx, k[8:], k[:8])
 			})
 			n += m
 			if err != nil || dlqRetention <= 0 {

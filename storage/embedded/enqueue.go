@@ -58,9 +58,6 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 			if err := tx.Bucket(bClaimExp).Put(timeKey(dedupeUntil, ck), nil); err != nil {
 				return err
 			}
-			if err := tx.Bucket(bIDs).Put(ck, []byte(ev.ID)); err != nil {
-				return err
-			}
 		}
 		// every delivery in this one transaction: never some of them
 		for i, job := range jobs {

@@ -49,13 +49,10 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 }
 
 // eventOf is the internal id of the event eventID of source, as Lookup
-// finds it: by the (source, event id) index, else by its claim (records
+// finds it: by its claim (kept while a record of the event exists; records
 // past retention may still have DLQ entries), else eventID itself (an
 // event without a provider id is named by its internal id).
 func eventOf(tx *bolt.Tx, source, eventID string) string {
-	if v := tx.Bucket(bIDs).Get(claimKey(source, eventID)); v != nil {
-		return string(v)
-	}
 	if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
 		return string(v[8:])
 	}
@@ -133,22 +130,19 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 	if err := tx.Bucket(bEvents).Delete(payloadKey(id)); err != nil {
 		return res, nil, err
 	}
-	// the (source, event id) index goes; the claim stays, with a tombstone
+	// a claim that still holds stays, with a tombstone; one that has
+	// expired goes with the records it was kept for
 	ck := claimKey(source, eventID)
 	if claimOf != nil {
 		ck = claimKey(claimOf.Source, claimOf.EventID)
-	}
-	ids := tx.Bucket(bIDs)
-	if bytes.Equal(ids.Get(ck), []byte(id)) {
-		if err := ids.Delete(ck); err != nil {
-			return res, nil, err
-		}
 	}
 	if v := tx.Bucket(bClaims).Get(ck); len(v) >= 8 && string(v[8:]) == id && timeAt(v).After(now) {
 		res.DedupeUntil = timeAt(v)
 		if err := tx.Bucket(bErased).Put([]byte(id), bytes.Clone(v[:8])); err != nil {
 			return res, nil, err
 		}
+	} else if err := releaseClaim(tx, ck, id, now); err != nil {
+		return res, nil, err
 	}
 	removed := make([]string, len(ds))
 	for i, e := range ds {

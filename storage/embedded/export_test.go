@@ -156,3 +156,50 @@ func (s *Store) LegacyLeasesLeft() (n int, err error) {
 	})
 	return n, err
 }
+
+// RewriteAsLegacyIDs gives the file at path the (source, event id) index of
+// earlier versions (bIDs), as they wrote it: an entry beside each claim,
+// for every event with a record. Claims listed in swept are deleted, as
+// the claims sweep of those versions did once they expired.
+func RewriteAsLegacyIDs(path string, swept ...string) error {
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		claims, ids := tx.Bucket(bClaims), tx.Bucket(bIDs)
+		err := claims.ForEach(func(ck, v []byte) error {
+			if !recordsLeft(tx, string(v[8:])) {
+				return nil
+			}
+			return ids.Put(bytes.Clone(ck), bytes.Clone(v[8:]))
+		})
+		if err != nil {
+			return err
+		}
+		for _, ck := range swept {
+			if err := claims.Delete([]byte(ck)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Claims is every key of bClaims with its expiry, and the number of keys
+// left in bIDs.
+func (s *Store) Claims() (claims map[string]time.Time, legacy int, err error) {
+	claims = map[string]time.Time{}
+	err = s.view(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bClaims).ForEach(func(ck, v []byte) error {
+			claims[string(ck)] = timeAt(v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		legacy = tx.Bucket(bIDs).Stats().KeyN
+		return nil
+	})
+	return claims, legacy, err
+}

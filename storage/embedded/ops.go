@@ -15,12 +15,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	now := s.now()
 	var info *storage.EventInfo
 	err := s.view(func(tx *bolt.Tx) error {
-		id := []byte(eventID) // events without a provider id are found by internal id
-		if v := tx.Bucket(bIDs).Get(claimKey(source, eventID)); v != nil {
-			id = bytes.Clone(v)
-		} else if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
-			id = bytes.Clone(v[8:]) // finished and past retention: maybe in the DLQ
-		}
+		id := []byte(eventOf(tx, source, eventID))
 		var err error
 		info, err = storage.LookupEvent(string(id), destinationsOf(tx, string(id)), func(id string) (*storage.EventInfo, error) {
 			return deliveryInfo(tx, s.leases, id, source, now)

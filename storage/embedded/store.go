@@ -29,13 +29,13 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 var (
 	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record; event id \x00 -> payload record (deliveries.go)
 	bInFlight = []byte("inflight") // id -> lease end|lane: jobs leased by earlier versions (requeueLeased)
-	bClaims   = []byte("claims")   // source\x00event_id -> expires|id
+	bClaims   = []byte("claims")   // source\x00event_id -> expires|id, while the claim holds or a record of the event exists (claims.go)
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
 	bDone     = []byte("done")     // finished|id -> nil: delivered and dead events
 	bDLQ      = []byte("dlq")      // id -> storage.DLQEntry
 	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
-	bIDs      = []byte("ids")      // source\x00event_id -> event id, while a record of the event exists
+	bIDs      = []byte("ids")      // earlier versions' (source, event id) index, folded into bClaims at Open (claims.go)
 	bPaused   = []byte("paused")   // source -> nil
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 	bStatsH   = []byte("statsh")   // hour|source\x00name -> count
@@ -118,6 +118,9 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		}
 		if err := migrateLegacyDue(tx); err != nil {
+			return err
+		}
+		if err := foldIDs(tx); err != nil {
 			return err
 		}
 		if err := buildCounts(tx); err != nil {
@@ -222,7 +225,7 @@ func putRecord(tx *bolt.Tx, rec *record) error {
 	return tx.Bucket(bEvents).Put([]byte(rec.ID), v)
 }
 
-// claimKey is storage.ClaimKey as a bbolt key (bClaims, bIDs).
+// claimKey is storage.ClaimKey as a bbolt key (bClaims).
 func claimKey(source, eventID string) []byte {
 	return []byte(storage.ClaimKey(source, eventID))
 }

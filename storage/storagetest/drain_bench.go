@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,7 +31,8 @@ const DrainWorkers = 16
 // Go heap while the backlog waits and while it drains (neither may grow
 // with the backlog). around, if set, is called just before the drain
 // starts (true) and once it is over (false), for a backend's own
-// measurements (redis-server's CPU).
+// measurements (redis-server's CPU). With HOOKLINE_DRAIN_PROFILE=<file>
+// set, the drain alone (not the fill) is CPU-profiled into that file.
 //
 //	go test -run '^$' -bench Drain100k -benchtime 1x ./storage/redisstore/ ./storage/embedded/
 func BenchmarkDrain(b *testing.B, open func() storage.Store, n int, around func(start bool)) {
@@ -61,12 +64,14 @@ func BenchmarkDrain(b *testing.B, open func() storage.Store, n int, around func(
 		if around != nil {
 			around(true)
 		}
+		stopProfile := profileDrain(b)
 		goCPU := processCPUSeconds()
 		start := time.Now()
 		d.Start()
 		<-done
 		elapsed := time.Since(start)
 		goCPU = processCPUSeconds() - goCPU
+		stopProfile()
 		if around != nil {
 			around(false)
 		}
@@ -81,6 +86,28 @@ func BenchmarkDrain(b *testing.B, open func() storage.Store, n int, around func(
 		b.ReportMetric(rate/direct, "drain/direct")
 		b.ReportMetric(float64(heapFull)/(1<<20), "heap-MiB-backlog-queued")
 		b.ReportMetric(float64(heapPeak.Load())/(1<<20), "heap-MiB-peak-draining")
+	}
+}
+
+// profileDrain starts the CPU profile of HOOKLINE_DRAIN_PROFILE, if set,
+// and returns what stops it.
+func profileDrain(b *testing.B) (stop func()) {
+	path := os.Getenv("HOOKLINE_DRAIN_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
 	}
 }
 
