@@ -5,19 +5,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hookline/hookline/internal/drainbench"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
-	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // BenchmarkDrain100k drains a backlog of 100k 1 KiB events from a bbolt
-// file (storagetest.BenchmarkDrain).
+// file (drainbench.Benchmark).
 //
 //	go test -run '^$' -bench Drain100k -benchtime 1x ./storage/embedded/
 func BenchmarkDrain100k(b *testing.B) {
 	dir := b.TempDir()
 	runs := 0
-	storagetest.BenchmarkDrain(b, func() storage.Store {
+	drainbench.Benchmark(b, func() storage.Store {
 		runs++
 		s, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("drain%d.db", runs)), embedded.Options{})
 		if err != nil {

@@ -8,14 +8,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hookline/hookline/internal/drainbench"
 	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/redisstore"
-	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // BenchmarkDrain100k drains a backlog of 100k 1 KiB events from Redis
-// (storagetest.BenchmarkDrain), reporting also redis-server's CPU per job
+// (drainbench.Benchmark), reporting also redis-server's CPU per job
 // and, with -v, what each command cost it.
 //
 //	go test -run '^$' -bench Drain100k -benchtime 1x ./storage/redisstore/
@@ -24,7 +24,7 @@ func BenchmarkDrain100k(b *testing.B) {
 	srv := redistest.Start(b)
 	var c redis.UniversalClient
 	var redisCPU float64
-	storagetest.BenchmarkDrain(b, func() storage.Store {
+	drainbench.Benchmark(b, func() storage.Store {
 		c = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
 		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
 	}, backlog, func(start bool) {

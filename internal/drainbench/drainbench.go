@@ -1,4 +1,8 @@
-package storagetest
+// Package drainbench is the backlog drain benchmark shared by the stores
+// tests: a backlog delivered by the real dispatcher to a local upstream,
+// against that upstream's own speed (DESIGN.md's drain target). It lives
+// apart from storagetest, which the dispatcher's own tests import.
+package drainbench
 
 import (
 	"bytes"
@@ -19,12 +23,12 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// DrainWorkers is how many workers BenchmarkDrain delivers with, and how
+// Workers is how many workers Benchmark delivers with, and how
 // many requests at a time it drives the upstream with directly.
-const DrainWorkers = 16
+const Workers = 16
 
-// BenchmarkDrain fills a store from open with a backlog of n 1 KiB events
-// (32 enqueues at a time), then delivers it with DrainWorkers workers to a
+// Benchmark fills a store from open with a backlog of n 1 KiB events
+// (32 enqueues at a time), then delivers it with Workers workers to a
 // local upstream, once per b.Loop. It reports the drain rate, the
 // upstream's own rate for the same requests at the same concurrency (its
 // ratio is DESIGN.md's drain target), the Go process's CPU per job and the
@@ -35,7 +39,7 @@ const DrainWorkers = 16
 // set, the drain alone (not the fill) is CPU-profiled into that file.
 //
 //	go test -run '^$' -bench Drain100k -benchtime 1x ./storage/redisstore/ ./storage/embedded/
-func BenchmarkDrain(b *testing.B, open func() storage.Store, n int, around func(start bool)) {
+func Benchmark(b *testing.B, open func() storage.Store, n int, around func(start bool)) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
@@ -50,7 +54,7 @@ func BenchmarkDrain(b *testing.B, open func() storage.Store, n int, around func(
 		done := make(chan struct{})
 		var delivered atomic.Int64
 		var heapPeak atomic.Uint64
-		d := delivery.New(delivery.Config{Store: st, Workers: DrainWorkers,
+		d := delivery.New(delivery.Config{Store: st, Workers: Workers,
 			Resolve: func(string, string) (*delivery.Target, bool) { return nil, false },
 			OnResult: func(delivery.Report) {
 				if k := delivered.Add(1); k == int64(n) {
@@ -131,14 +135,14 @@ func fillBacklog(b *testing.B, st storage.Store, n int, upstream string, body []
 	wg.Wait()
 }
 
-// directRate is the upstream's own rate for n posts of body, DrainWorkers
+// directRate is the upstream's own rate for n posts of body, Workers
 // at a time, with the delivery client.
 func directRate(b *testing.B, url string, body []byte, n int) float64 {
-	client := delivery.NewClient(DrainWorkers)
+	client := delivery.NewClient(Workers)
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	start := time.Now()
-	for range DrainWorkers {
+	for range Workers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
 				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
