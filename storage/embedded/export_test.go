@@ -203,3 +203,16 @@ func (s *Store) Claims() (claims map[string]time.Time, legacy int, err error) {
 	})
 	return claims, legacy, err
 }
+
+// SetTypeForTest rewrites the stored record of job id with event type typ,
+// as a change by someone else than the job's lease holder would.
+func (s *Store) SetTypeForTest(id, typ string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		rec, err := getRecord(tx, []byte(id))
+		if err != nil || rec == nil {
+			return fmt.Errorf("record %s: %v", id, err)
+		}
+		rec.Type = typ
+		return putRecord(tx, rec)
+	})
+}

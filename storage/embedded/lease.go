@@ -78,7 +78,8 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 				s.leases.drop(c.ID, c.token)
 				continue
 			}
-			rec, err := getRecord(tx, id)
+			raw := tx.Bucket(bEvents).Get(id)
+			rec, err := decodeRecord(id, raw)
 			if err != nil || rec == nil {
 				broken = append(broken, c)
 				continue
@@ -89,6 +90,7 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 				broken = append(broken, c)
 				continue
 			}
+			s.leases.remember(c.ID, c.token, raw, rec)
 			job := rec.Job
 			job.Headers, job.Body, job.Sealed = leased.Headers, leased.Body, leased.Sealed
 			job.Lease, job.LeaseUntil = c.token, until
@@ -213,10 +215,11 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	now := s.now()
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		id := []byte(job.ID)
-		if !s.leases.holds(job.ID, job.Lease) {
+		read, ok := s.leases.held(job.ID, job.Lease)
+		if !ok {
 			return storage.ErrLeaseLost
 		}
-		rec, err := getRecord(tx, id)
+		rec, err := read.current(tx, id)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,32 @@ type leaseEntry struct {
 	until time.Time
 	lane  string
 	due   time.Time // the job's due key's time, when it was leased
+	read  *leasedRecord
+}
+
+// leasedRecord is a job's record as Lease read it: its bytes and what they
+// decode to. Finish starts from it, instead of decoding the record again,
+// while the stored bytes are still those (nothing changed the record since:
+// a rekey, an operator's step). Only records that keep no headers or body
+// of their own (they share their event's payload record) are kept: the job
+// handed out then holds nothing of it that a worker could change.
+type leasedRecord struct {
+	raw []byte
+	rec record // never changed: current hands out copies
+}
+
+// current is the job's record (id) as stored in tx: a copy of the one read
+// at lease when the stored bytes are still those, else decoded again
+// (nil: none).
+func (r *leasedRecord) current(tx *bolt.Tx, id []byte) (*record, error) {
+	if r != nil {
+		if v := tx.Bucket(bEvents).Get(id); v != nil && bytes.Equal(v, r.raw) {
+			rec := r.rec
+			rec.Attempts = slices.Clone(rec.Attempts) // Finish appends to it
+			return &rec, nil
+		}
+	}
+	return getRecord(tx, id)
 }
 
 func newLeases() *leases { return &leases{m: map[string]leaseEntry{}, sweepAt: minSweep} }
@@ -72,6 +99,23 @@ func (l *leases) take(id, lane string, due, now, until time.Time) string {
 	return token
 }
 
+// remember keeps the record read for job id's lease token (Finish starts
+// from it: leasedRecord), if it shares its event's payload record. raw is
+// the stored bytes, copied.
+func (l *leases) remember(id, token string, raw []byte, rec *record) {
+	if !rec.SharedPayload || rec.Headers != nil || rec.Body != nil || rec.Sealed != nil {
+		return
+	}
+	r := &leasedRecord{raw: bytes.Clone(raw), rec: *rec}
+	r.rec.Attempts = slices.Clone(rec.Attempts) // not the handed-out job's
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.m[id]; ok && e.token == token {
+		e.read = r
+		l.m[id] = e
+	}
+}
+
 // drop ends job id's lease token (nothing if the job has been leased again
 // since, under another token).
 func (l *leases) drop(id, token string) {
@@ -93,13 +137,22 @@ func (l *leases) forget(id string) {
 // that ran out is still the job's until another replaces it, as with a
 // lease kept in the file).
 func (l *leases) holds(id, token string) bool {
+	_, ok := l.held(id, token)
+	return ok
+}
+
+// held is holds, with the record read for the lease (nil: none kept).
+func (l *leases) held(id, token string) (*leasedRecord, bool) {
 	if token == "" {
-		return false
+		return nil, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.m[id]
-	return ok && e.token == token
+	if !ok || e.token != token {
+		return nil, false
+	}
+	return e.read, true
 }
 
 // until is the end of job id's lease, if it is leased at now.

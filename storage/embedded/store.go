@@ -206,7 +206,11 @@ func wrapIOErr(err error) error {
 }
 
 func getRecord(tx *bolt.Tx, id []byte) (*record, error) {
-	v := tx.Bucket(bEvents).Get(id)
+	return decodeRecord(id, tx.Bucket(bEvents).Get(id))
+}
+
+// decodeRecord decodes v, the stored record of id (nil: none).
+func decodeRecord(id, v []byte) (*record, error) {
 	if v == nil {
 		return nil, nil
 	}
