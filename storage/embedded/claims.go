@@ -5,8 +5,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/hookline/hookline/storage"
 )
 
 // Claims. A deduplicated event's claim is one key in bClaims:
@@ -31,15 +29,8 @@ import (
 // default delivery's, its payload record or one of its other deliveries'.
 func recordsLeft(tx *bolt.Tx, id string) bool {
 	events := tx.Bucket(bEvents)
-	if events.Get([]byte(id)) != nil || events.Get(payloadKey(id)) != nil {
-		return true
-	}
-	for _, d := range destinationsOf(tx, id) {
-		if events.Get([]byte(storage.DeliveryID(id, d))) != nil {
-			return true
-		}
-	}
-	return false
+	return events.Get([]byte(id)) != nil || events.Get(payloadKey(id)) != nil ||
+		otherDelivery(tx, id, destinationsOf(tx, id), "")
 }
 
 // claimExpired is the claims sweep's step for claim ck, whose expiry key

@@ -62,6 +62,19 @@ func putDeliveries(tx *bolt.Tx, id string, destinations []string) error {
 	return tx.Bucket(bDeliveries).Put([]byte(id), []byte(storage.EncodeDestinations(destinations)))
 }
 
+// otherDelivery reports whether a record of a delivery of event ev (to
+// one of destinations, its deliveries index) other than delivery except
+// is stored.
+func otherDelivery(tx *bolt.Tx, ev string, destinations []string, except string) bool {
+	events := tx.Bucket(bEvents)
+	for _, d := range destinations {
+		if other := storage.DeliveryID(ev, d); other != except && events.Get([]byte(other)) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // lastDelivery reports whether removing the record of delivery id leaves
 // its event without any record, and removes the event's deliveries index
 // and payload record if so. An event without an index has only this
@@ -69,10 +82,8 @@ func putDeliveries(tx *bolt.Tx, id string, destinations []string) error {
 func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
 	ev := storage.EventIDOfDelivery(id)
 	ds := destinationsOf(tx, ev)
-	for _, d := range ds {
-		if other := storage.DeliveryID(ev, d); other != id && tx.Bucket(bEvents).Get([]byte(other)) != nil {
-			return false, nil
-		}
+	if otherDelivery(tx, ev, ds, id) {
+		return false, nil
 	}
 	if err := tx.Bucket(bEvents).Delete(payloadKey(storage.PayloadID(id))); err != nil {
 		return false, err

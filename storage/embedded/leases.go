@@ -133,15 +133,9 @@ func (l *leases) forget(id string) {
 	delete(l.m, id)
 }
 
-// holds reports whether token is job id's lease (run out or not: a lease
+// held reports whether token is job id's lease (run out or not: a lease
 // that ran out is still the job's until another replaces it, as with a
-// lease kept in the file).
-func (l *leases) holds(id, token string) bool {
-	_, ok := l.held(id, token)
-	return ok
-}
-
-// held is holds, with the record read for the lease (nil: none kept).
+// lease kept in the file), with the record read for it (nil: none kept).
 func (l *leases) held(id, token string) (*leasedRecord, bool) {
 	if token == "" {
 		return nil, false

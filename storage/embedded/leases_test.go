@@ -29,9 +29,9 @@ func TestLeasesTable(t *testing.T) {
 		{"queued once it ran out", l.status("a", storage.StatusQueued, base.Add(time.Minute)), storage.StatusQueued},
 		{"a delivered record is delivered", l.status("a", storage.StatusDelivered, base), storage.StatusDelivered},
 		{"an earlier version's lease that ran out", l.status("x", storage.StatusInFlight, base), storage.StatusQueued},
-		{"held under its token", l.holds("a", a), true},
-		{"held by no other token", l.holds("a", "other"), false},
-		{"no empty token", l.holds("a", ""), false},
+		{"held under its token", holds(l, "a", a), true},
+		{"held by no other token", holds(l, "a", "other"), false},
+		{"no empty token", holds(l, "a", ""), false},
 		{"counted by lane", l.byLane(base, queued)["stripe"], int64(1)},
 		{"not counted once it ran out", len(l.byLane(base.Add(time.Minute), queued)), 0},
 		{"not counted when the queue does not hold it", len(l.byLane(base, func(string, time.Time, string) bool { return false })), 0},
@@ -44,15 +44,15 @@ func TestLeasesTable(t *testing.T) {
 
 	// a lease that ran out is still held (a late Finish under it, with no
 	// lease since) until another replaces it
-	if !l.holds("a", a) {
+	if !holds(l, "a", a) {
 		t.Error("a lease that ran out, not replaced, is no longer held")
 	}
 	b := l.take("a", "stripe", base, base.Add(time.Minute), base.Add(2*time.Minute))
-	if b == "" || b == a || l.holds("a", a) || !l.holds("a", b) {
-		t.Errorf("a lease taken once the first ran out: token %q (first %q), first held %v", b, a, l.holds("a", a))
+	if b == "" || b == a || holds(l, "a", a) || !holds(l, "a", b) {
+		t.Errorf("a lease taken once the first ran out: token %q (first %q), first held %v", b, a, holds(l, "a", a))
 	}
 	l.drop("a", a) // the first lease's late Finish: the second stays
-	if !l.holds("a", b) {
+	if !holds(l, "a", b) {
 		t.Error("dropping a replaced lease dropped its replacement")
 	}
 	if end, ok := l.firstEnd(base.Add(time.Minute)); !ok || !end.Equal(base.Add(2*time.Minute)) {
@@ -79,7 +79,13 @@ func TestLeasesSwept(t *testing.T) {
 	if n := len(l.m); n != 2 {
 		t.Errorf("after a sweep %d leases are kept, want the 2 that have not run out", n)
 	}
-	if !l.holds("live", live) {
+	if !holds(l, "live", live) {
 		t.Error("the sweep removed a lease that had not run out")
 	}
+}
+
+// holds reports whether token is job id's lease.
+func holds(l *leases, id, token string) bool {
+	_, ok := l.held(id, token)
+	return ok
 }
