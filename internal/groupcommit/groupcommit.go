@@ -243,9 +243,13 @@ func (b *Batcher[Req, Res]) loop() {
 		}
 		if len(batch) > 0 {
 			view = append(view[:0], batch...)
-			start := time.Now()
-			b.round(batch, view)
-			l.ran(len(batch), len(b.calls), time.Since(start))
+			if b.opts.Linger > 0 {
+				start := time.Now()
+				b.round(batch, view)
+				l.ran(len(batch), len(b.calls), time.Since(start))
+			} else {
+				b.round(batch, view)
+			}
 		}
 		clear(batch) // let the answered calls go
 		clear(view)
