@@ -35,6 +35,9 @@ type Target struct {
 	// Signer, when set, signs every attempt with fresh Standard Webhooks
 	// headers (sign_forwarded).
 	Signer *Signer
+	// Transport, when set, carries the deliveries: an upstream with TLS
+	// options of its own (nil: the dispatcher's client).
+	Transport *Transport
 }
 
 // Report is passed to Config.OnResult after each finished job.
@@ -723,10 +726,10 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	if t.Signer != nil {
 		t.Signer.Sign(req.Header, req.Header.Get("Webhook-Id"), job.Body, time.Now())
 	}
-	client := d.client
+	client, traced := d.clients(t)
 	ctx, span := d.startAttempt(ctx, job)
 	if span != nil {
-		client, req = d.traced, req.WithContext(ctx)
+		client, req = traced, req.WithContext(ctx)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

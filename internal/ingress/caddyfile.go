@@ -60,10 +60,14 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		ordered header|json|form <arg> {    # one delivery in flight per key, in acceptance order
 //			on_dead block|skip              # a dead delivery holds its key (block, default) or lets the next go
 //		}
+//		tls_trusted_ca_certs <pem_file>...  # an https upstream's CAs, instead of the system's
+//		tls_client_auth <cert_file> <key_file>   # client certificate (mutual TLS)
+//		tls_server_name <name>              # SNI and the name checked in the upstream's certificate
+//		tls_insecure_skip_verify            # accept any certificate (tests only; logged as a warning)
 //		destination <name> <url> {          # repeatable: more upstreams (fan-out)
 //			events <glob>...                # globs on the event type ("*" spans "." and "/"); default: every event
 //			when json|header|form <path> <value>   # repeatable: all must hold
-//			timeout|retry|rate_limit|sign_forwarded|ordered ...   # as above, replacing the source's here
+//			timeout|retry|rate_limit|sign_forwarded|ordered|tls_* ...   # as above, replacing the source's here
 //		}
 //	}
 //
@@ -138,7 +142,8 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.RequireJSON = true
-		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered":
+		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered",
+			"tls_trusted_ca_certs", "tls_client_auth", "tls_server_name", "tls_insecure_skip_verify":
 			if err := h.DeliveryOptions.parse(d, opt); err != nil {
 				return err
 			}
@@ -214,8 +219,11 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 }
 
 // parse reads one per-delivery option line (timeout, retry, rate_limit,
-// sign_forwarded, ordered) of a source or a destination block.
+// sign_forwarded, ordered, tls_*) of a source or a destination block.
 func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) error {
+	if tlsOption(opt) {
+		return o.parseTLS(d, opt)
+	}
 	switch opt {
 	case "timeout":
 		dur, err := caddyfileopt.Duration(d, false)
@@ -306,7 +314,8 @@ func parseDestination(d *caddyfile.Dispenser) (Destination, error) {
 				return dest, d.Err(err.Error())
 			}
 			dest.When = append(dest.When, c)
-		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered":
+		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered",
+			"tls_trusted_ca_certs", "tls_client_auth", "tls_server_name", "tls_insecure_skip_verify":
 			if err := dest.DeliveryOptions.parse(d, opt); err != nil {
 				return dest, err
 			}

@@ -284,6 +284,18 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "ordered on_dead other", input: ingressBlock("ordered json k {", "on_dead retry", "}"), wantErr: `on_dead must be block or skip, got "retry"`},
 		{name: "ordered unknown option", input: ingressBlock("ordered json k {", "window 1m", "}"), wantErr: `unrecognized ordered option "window"`},
 
+		// TLS options of the upstream
+		{name: "tls options", input: ingressBlock("tls_trusted_ca_certs /ca1.pem {env.CA2}", "tls_trusted_ca_certs /ca3.pem", "tls_client_auth /c.pem /c.key", "tls_server_name app.internal", "tls_insecure_skip_verify"),
+			want: &Ingress{Source: "src", DeliveryOptions: DeliveryOptions{TLS: &UpstreamTLS{RootCAPEMFiles: []string{"/ca1.pem", "{env.CA2}", "/ca3.pem"},
+				ClientCertificateFile: "/c.pem", ClientCertificateKeyFile: "/c.key", ServerName: "app.internal", InsecureSkipVerify: true}}}},
+		{name: "tls options in a destination", input: ingressBlock("destination billing https://127.0.0.1:9100/ {", "tls_server_name billing.internal", "}"),
+			want: &Ingress{Source: "src", Destinations: []Destination{{Name: "billing", URL: "https://127.0.0.1:9100/",
+				DeliveryOptions: DeliveryOptions{TLS: &UpstreamTLS{ServerName: "billing.internal"}}}}}},
+		{name: "tls_trusted_ca_certs empty", input: ingressBlock("tls_trusted_ca_certs"), wantErr: "tls_trusted_ca_certs wants one or more PEM files"},
+		{name: "tls_client_auth one file", input: ingressBlock("tls_client_auth /c.pem"), wantErr: "tls_client_auth wants a certificate file and a key file"},
+		{name: "tls_server_name two", input: ingressBlock("tls_server_name a b"), wantErr: "wrong argument count"},
+		{name: "tls_insecure_skip_verify arg", input: ingressBlock("tls_insecure_skip_verify yes"), wantErr: "wrong argument count"},
+
 		// edge protection
 		{name: "allow_ips", input: ingressBlock("allow_ips 3.18.12.63/32 3.130.192.0/26", "allow_ips {env.STRIPE_IPS}"),
 			want: &Ingress{Source: "src", AllowIPs: []string{"3.18.12.63/32", "3.130.192.0/26", "{env.STRIPE_IPS}"}}},

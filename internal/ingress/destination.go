@@ -3,6 +3,7 @@ package ingress
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -41,6 +42,10 @@ type DeliveryOptions struct {
 	// Ordered, when set, delivers the events whose rule finds the same key
 	// one at a time, in the order they were accepted.
 	Ordered *OrderedConfig `json:"ordered,omitempty"`
+	// TLS configures the connections to an https upstream (its CAs, a
+	// client certificate, the server name); a destination's fields replace
+	// the source's one by one.
+	TLS *UpstreamTLS `json:"tls,omitempty"`
 }
 
 // OrderedConfig is the JSON config of ordered <rule> [{ on_dead block|skip }]:
@@ -102,6 +107,7 @@ func (o DeliveryOptions) over(base DeliveryOptions) DeliveryOptions {
 	if o.Ordered == nil {
 		o.Ordered = base.Ordered
 	}
+	o.TLS = o.TLS.over(base.TLS)
 	return o
 }
 
@@ -116,6 +122,9 @@ func (o DeliveryOptions) check() error {
 	if !o.RateLimit.valid() {
 		return fmt.Errorf("rate_limit must be positive")
 	}
+	if err := o.TLS.check(); err != nil {
+		return err
+	}
 	return o.Ordered.check()
 }
 
@@ -128,8 +137,15 @@ func (o DeliveryOptions) target(u string) (delivery.Target, error) {
 	if err != nil {
 		return delivery.Target{}, err
 	}
+	if o.TLS != nil && !strings.HasPrefix(strings.ToLower(u), "https://") {
+		return delivery.Target{}, fmt.Errorf("tls_* options need an https URL, got %s", u)
+	}
+	tr, err := o.TLS.transport()
+	if err != nil {
+		return delivery.Target{}, err
+	}
 	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
-	return delivery.Target{URL: u, Timeout: time.Duration(o.Timeout), Policy: o.Retry.Policy(), Rate: o.RateLimit.rate(), Signer: signer}, nil
+	return delivery.Target{URL: u, Timeout: time.Duration(o.Timeout), Policy: o.Retry.Policy(), Rate: o.RateLimit.rate(), Signer: signer, Transport: tr}, nil
 }
 
 // Destination is one more upstream a source's events are delivered to
@@ -173,6 +189,7 @@ type route struct {
 	target    delivery.Target
 	ordered   bool
 	orderSkip bool // on_dead skip
+	insecure  bool // tls_insecure_skip_verify: Provision warns
 }
 
 // orderOf sets the route's ordering from its options and returns the rule
@@ -223,7 +240,7 @@ func (h *Ingress) compileRoutes() (routes []route, orderRule *dedupe.Rule, err e
 		if err != nil {
 			return nil, nil, err
 		}
-		r := route{name: storage.DefaultDestination, target: t}
+		r := route{name: storage.DefaultDestination, target: t, insecure: h.DeliveryOptions.TLS.insecure()}
 		if err := ordered(&r, h.DeliveryOptions); err != nil {
 			return nil, nil, err
 		}
@@ -256,7 +273,7 @@ func (h *Ingress) compileRoutes() (routes []route, orderRule *dedupe.Rule, err e
 		if err != nil {
 			return nil, nil, fmt.Errorf("destination %s: %v", d.Name, err)
 		}
-		r.target = t
+		r.target, r.insecure = t, opts.TLS.insecure()
 		if err := ordered(&r, opts); err != nil {
 			return nil, nil, err
 		}

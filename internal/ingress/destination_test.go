@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,6 +40,10 @@ func checkProvision(t *testing.T, head string, cases []provisionCase) {
 
 // TestDestinationConfig: what provisioning refuses, each with its reason.
 func TestDestinationConfig(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	checkProvision(t, `{"source":"s","verify":{"scheme":"none"}`, []provisionCase{
 		{"forward_to alone", `,"forward_to":"http://127.0.0.1:1/"}`, ""},
 		{"destinations alone", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/a"}]}`, ""},
@@ -64,6 +70,17 @@ func TestDestinationConfig(t *testing.T) {
 		{"ordered bad kind", `,"forward_to":"http://127.0.0.1:1/","ordered":{"kind":"raw_hash","arg":"k"}}`, "ordered: the key is found by header, json or form"},
 		{"ordered bad on_dead", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","ordered":{"kind":"json","arg":"k","on_dead":"drop"}}]}`,
 			"destination a: ordered: on_dead must be block or skip"},
+		{"tls on http", `,"forward_to":"http://127.0.0.1:1/","tls":{"server_name":"x"}}`, "tls_* options need an https URL"},
+		{"tls inherited by an http destination", `,"forward_to":"https://127.0.0.1:1/","tls":{"server_name":"x"},"destinations":[{"name":"a","url":"http://127.0.0.1:1/"}]}`,
+			"destination a: tls_* options need an https URL"},
+		{"tls key without certificate", `,"forward_to":"https://127.0.0.1:1/","tls":{"client_certificate_key_file":"/k"}}`,
+			"tls_client_auth wants both a certificate file and a key file"},
+		{"tls CA file missing", `,"destinations":[{"name":"a","url":"https://127.0.0.1:1/","tls":{"root_ca_pem_files":["/nonexistent/ca.pem"]}}]}`,
+			"destination a: tls_trusted_ca_certs: open /nonexistent/ca.pem"},
+		{"tls CA file without PEM", `,"destinations":[{"name":"a","url":"https://127.0.0.1:1/","tls":{"root_ca_pem_files":["` + notPEM + `"]}}]}`,
+			"destination a: tls_trusted_ca_certs: no PEM certificate in"},
+		{"tls client pair missing", `,"forward_to":"https://127.0.0.1:1/","tls":{"client_certificate_file":"/nonexistent/c.pem","client_certificate_key_file":"/nonexistent/c.key"}}`,
+			"tls_client_auth: open /nonexistent/c.pem"},
 		{"timeout beyond the lease", `,"destinations":[{"name":"a","url":"http://127.0.0.1:1/","timeout":"2m"}]}`,
 			"destination a: timeout 2m0s must be shorter than the webhooks lease"},
 	})

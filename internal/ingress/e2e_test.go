@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -54,13 +55,21 @@ type recorded struct {
 	Header http.Header
 	Body   []byte
 	Path   string
+	TLS    *tls.ConnectionState // over https: the connection's state
 }
 
 func newUpstream(t testing.TB) *upstream {
 	u := &upstream{arrived: make(chan recorded, 1000)}
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.Server = httptest.NewServer(u.handler())
+	t.Cleanup(u.Close)
+	return u
+}
+
+// handler records each request and answers it as respond says.
+func (u *upstream) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		rec := recorded{At: time.Now(), Header: r.Header.Clone(), Body: body, Path: r.URL.Path}
+		rec := recorded{At: time.Now(), Header: r.Header.Clone(), Body: body, Path: r.URL.Path, TLS: r.TLS}
 		u.mu.Lock()
 		u.reqs = append(u.reqs, rec)
 		n := len(u.reqs)
@@ -71,9 +80,7 @@ func newUpstream(t testing.TB) *upstream {
 			w.WriteHeader(http.StatusOK)
 		}
 		u.arrived <- rec
-	}))
-	t.Cleanup(u.Close)
-	return u
+	})
 }
 
 func (u *upstream) setRespond(f func(n int, w http.ResponseWriter)) { u.respond.Store(&f) }

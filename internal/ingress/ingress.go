@@ -195,6 +195,10 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		if r.name == storage.DefaultDestination {
 			h.defaultURL = r.target.URL
 		}
+		if r.insecure {
+			h.log.Warn("tls_insecure_skip_verify: the upstream's certificate is not checked; anyone on the path can receive these events",
+				zap.String("source", h.Source), zap.String("destination", r.name))
+		}
 	}
 	if h.MaxBody == 0 {
 		h.MaxBody = DefaultMaxBody
@@ -264,8 +268,12 @@ func (h *Ingress) source() *webhooks.Source {
 }
 
 // Cleanup releases the source's references on its shared guard and
-// accept limiter.
+// accept limiter, and closes the idle connections of its upstreams' own
+// transports.
 func (h *Ingress) Cleanup() error {
+	for _, r := range h.routes {
+		r.target.Transport.Close()
+	}
 	if h.guardKey != "" {
 		key := h.guardKey
 		h.guardKey = ""
