@@ -153,3 +153,145 @@ func auditLogs(t *testing.T) (global, auditLog, eventsLog string) {
 		format json
 	}`, auditLog, eventsLog), auditLog, eventsLog
 }
+
+// TestAuditResolvedDiscarded: a DLQ entry resolved and another discarded
+// through the admin API each get their audit line (step resolved,
+// discarded) naming the entry, its event and the id of the ingress request
+// that accepted it, with the operator's text.
+func TestAuditResolvedDiscarded(t *testing.T) {
+	logs, auditLog, _ := auditLogs(t)
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusUnprocessableEntity) }) // to the DLQ
+	startCaddyWith(t, up, logs, "", "")
+
+	ids := map[string]string{} // event id: DLQ entry id
+	for _, eventID := range []string{"settle-resolved", "settle-discarded"} {
+		body := []byte(`{"kind":"order.paid"}`)
+		if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, eventID)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %v", eventID, resp.StatusCode, m)
+		}
+		ids[eventID] = dlqEntryOf(t, eventID)
+	}
+	if code, m := admin(t, "POST", "/webhooks/dlq/"+ids["settle-resolved"]+"/resolve", `{"resolution":"fixed by hand"}`); code != 200 {
+		t.Fatalf("resolve: %d %v", code, m)
+	}
+	if code, m := admin(t, "POST", "/webhooks/dlq/"+ids["settle-discarded"]+"/discard", `{"reason":"test order"}`); code != 200 {
+		t.Fatalf("discard: %d %v", code, m)
+	}
+
+	// the request id of each event is its received line's
+	requestIDs := map[string]string{}
+	settled := map[string]map[string]any{} // step: line
+	defer func() {
+		if t.Failed() {
+			t.Logf("operator steps audited: %v", settled)
+		}
+	}()
+	waitFor(t, func() bool {
+		for _, l := range logLines(t, auditLog) {
+			switch l["step"] {
+			case "received":
+				requestIDs[fmt.Sprint(l["event_id"])], _ = l["request_id"].(string)
+			case "resolved", "discarded":
+				settled[fmt.Sprint(l["step"])] = l
+			}
+		}
+		return len(settled) == 2
+	})
+	for step, want := range map[string]struct{ eventID, note string }{
+		"resolved":  {"settle-resolved", "fixed by hand"},
+		"discarded": {"settle-discarded", "test order"},
+	} {
+		l := settled[step]
+		if len(requestIDs[want.eventID]) != 36 {
+			t.Fatalf("received line of %s: request_id %q, want Caddy's request uuid", want.eventID, requestIDs[want.eventID])
+		}
+		if l["logger"] != "webhooks.audit" || l["source"] != "gen" || l["event_id"] != want.eventID || l["id"] != ids[want.eventID] ||
+			l["type"] != "order.paid" || l["request_id"] != requestIDs[want.eventID] || l["note"] != want.note {
+			t.Errorf("%s line: %v, want event %s, entry %s, request %s, note %q",
+				step, l, want.eventID, ids[want.eventID], requestIDs[want.eventID], want.note)
+		}
+	}
+}
+
+// TestBreakerEvents (DESIGN.md "Observability", "Delivery to the
+// upstream"): an upstream failing five times in a row opens its circuit
+// breaker, and once it recovers the breaker's trial closes it again; the
+// events app gets webhook_breaker_open and then webhook_breaker_closed,
+// naming the upstream by scheme and host. The event is delivered without
+// spending attempts while the breaker was open (its audit trail: five
+// failed attempts, then the delivered one).
+func TestBreakerEvents(t *testing.T) {
+	logs, auditLog, eventsLog := auditLogs(t)
+	up := newUpstream(t)
+	fail := up.failWith(http.StatusServiceUnavailable, true)
+	startCaddyWith(t, up, logs, "", fmt.Sprintf(`
+	webhook_ingress /hooks/flaky flaky {
+		verify none
+		forward_to %s/in/flaky
+		id_from header Idempotency-Key
+		retry {
+			max_attempts 20
+			backoff 50ms 50ms jitter 0
+		}
+	}`, up.URL))
+	if resp, m := post(t, "/hooks/flaky", []byte(`{"n":1}`), map[string]string{"Idempotency-Key": "flaky-1"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	// five consecutive transient failures open the breaker (default: 5, open 10s)
+	for range 5 {
+		up.next(t, 5*time.Second)
+	}
+	breakerEvents := func() (names []string, data []map[string]any) {
+		for _, l := range logLines(t, eventsLog) {
+			if n := fmt.Sprint(l["name"]); strings.HasPrefix(n, "webhook_breaker_") {
+				names = append(names, n)
+				d, _ := l["data"].(map[string]any)
+				data = append(data, d)
+			}
+		}
+		return names, data
+	}
+	waitFor(t, func() bool { names, _ := breakerEvents(); return len(names) > 0 })
+	fail.Store(false)
+
+	// the trial, once the breaker has been open 10s, delivers and closes it
+	if r := up.next(t, 20*time.Second); r.Header.Get("X-Webhook-Attempt") != "6" {
+		t.Errorf("the trial is attempt %s, want 6 (no attempt spent while open)", r.Header.Get("X-Webhook-Attempt"))
+	}
+	var names []string
+	var data []map[string]any
+	defer func() {
+		if t.Failed() {
+			t.Logf("breaker events: %v %v", names, data)
+		}
+	}()
+	waitFor(t, func() bool { names, data = breakerEvents(); return len(names) >= 2 })
+	if want := []string{"webhook_breaker_open", "webhook_breaker_closed"}; !slices.Equal(names, want) {
+		t.Fatalf("breaker events %v, want %v", names, want)
+	}
+	for i, d := range data {
+		if d["upstream"] != up.URL { // http://127.0.0.1:port: no path
+			t.Errorf("%s: data %v, want upstream %s", names[i], d, up.URL)
+		}
+	}
+
+	want := []string{"received <nil>"}
+	for range 5 {
+		want = append(want, "attempt retry")
+	}
+	want = append(want, "attempt delivered", "delivered <nil>")
+	var steps []string
+	waitFor(t, func() bool {
+		steps = steps[:0]
+		for _, l := range logLines(t, auditLog) {
+			if l["event_id"] == "flaky-1" {
+				steps = append(steps, fmt.Sprint(l["step"], " ", l["result"]))
+			}
+		}
+		return len(steps) >= len(want)
+	})
+	if !slices.Equal(steps, want) {
+		t.Errorf("audit steps %v, want %v", steps, want)
+	}
+}

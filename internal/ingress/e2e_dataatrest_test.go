@@ -3,6 +3,7 @@ package ingress_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -421,5 +422,151 @@ func TestEncryptionKeyMissing(t *testing.T) {
 	}
 	if got := up.next(t, 10*time.Second); !bytes.Equal(got.Body, body) {
 		t.Fatalf("delivered %q, want %q", got.Body, body)
+	}
+}
+
+// TestKeysNeverLogged (DESIGN "Data at rest", "Observability"): with every
+// Caddy logger at DEBUG in one file and encryption_key holding a new key
+// and an older one, an event delivered, another dead-lettered, read and
+// retried through the admin API, a rekey run to done, and a job whose key
+// a later config no longer has (dead-lettered, its entry answered 409)
+// leave no log line holding either key (base64, raw or hex), the source's
+// signing secret, a signature or a body. The log is first checked to hold
+// those steps, so that an empty one cannot pass.
+func TestKeysNeverLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		redis bool
+	}{{"embedded", false}, {"redis", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			storageLine := "storage embedded " + filepath.Join(t.TempDir(), "events.db")
+			if tc.redis {
+				srv := redistest.Start(t)
+				storageLine = fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix keylog\n\t\t\tpartitions 4\n\t\t}", srv.Addr)
+			}
+			testKeysNeverLogged(t, storageLine)
+		})
+	}
+}
+
+func testKeysNeverLogged(t *testing.T, storageLine string) {
+	oldRaw, newRaw := []byte("hookline-e2e-encryption-key-32by"), []byte("hookline-new-encryption-key-32by")
+	t.Setenv("HOOKLINE_E2E_KEY", base64.StdEncoding.EncodeToString(oldRaw))
+	t.Setenv("HOOKLINE_E2E_NEWKEY", base64.StdEncoding.EncodeToString(newRaw))
+	logFile := filepath.Join(t.TempDir(), "caddy.log")
+	global := fmt.Sprintf("log {\n\t\toutput file %s\n\t\tlevel DEBUG\n\t\tformat json\n\t}", logFile)
+
+	ok, dead, waiting := newUpstream(t), newUpstream(t), newUpstream(t)
+	dead.setRespond(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusUnprocessableEntity) })
+	waiting.setRespond(func(n int, w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	var extra strings.Builder
+	for name, up := range map[string]*upstream{"keyed-ok": ok, "keyed-dead": dead, "keyed-wait": waiting} {
+		fmt.Fprintf(&extra, `
+	webhook_ingress /hooks/%[1]s %[1]s {
+		verify hmac %[2]s {
+			header X-Signature
+			prefix sha256=
+		}
+		forward_to %[3]s/in/%[1]s
+		id_from header Idempotency-Key
+		retry {
+			max_attempts 50
+			backoff 1s 1s jitter 0
+		}
+	}`, name, secret, up.URL)
+	}
+	load := func(keys string) {
+		startCaddyWith(t, ok, global, storageLine+"\n\t\tencryption_key "+keys, extra.String())
+	}
+	var forbidden []string // besides the keys
+	send := func(source, eventID string) {
+		t.Helper()
+		marker := "body-marker-" + eventID + "-e41c07"
+		body := []byte(`{"secret":"` + marker + `"}`)
+		h := signedHeaders(body, eventID)
+		forbidden = append(forbidden, marker, strings.TrimPrefix(h["X-Signature"], "sha256="))
+		if resp, m := post(t, "/hooks/"+source, body, h); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %v", eventID, resp.StatusCode, m)
+		}
+	}
+	delivered := func(source, eventID string) {
+		t.Helper()
+		waitFor(t, func() bool {
+			_, ev := admin(t, "GET", "/webhooks/events/"+source+"/"+eventID, "")
+			return ev["status"] == "delivered"
+		})
+	}
+
+	// the older key alone: one event delivered, one dead, its entry read
+	load("{env.HOOKLINE_E2E_KEY}")
+	send("keyed-ok", "k-delivered")
+	ok.next(t, 5*time.Second)
+	delivered("keyed-ok", "k-delivered")
+	send("keyed-dead", "k-dead")
+	dead.next(t, 5*time.Second)
+	deadID := dlqEntryOf(t, "k-dead")
+	if code, e := admin(t, "GET", "/webhooks/dlq/"+deadID, ""); code != 200 || !strings.Contains(fmt.Sprint(e), "body-marker-k-dead") {
+		t.Fatalf("dlq get: %d %v", code, e)
+	}
+
+	// a new key first, the older one kept: an event, a rekey, a DLQ retry
+	load("{env.HOOKLINE_E2E_NEWKEY} {env.HOOKLINE_E2E_KEY}")
+	send("keyed-ok", "k-new")
+	ok.next(t, 5*time.Second)
+	delivered("keyed-ok", "k-new")
+	if code, p := admin(t, "POST", "/webhooks/rekey", ""); code != http.StatusAccepted {
+		t.Fatalf("rekey: %d %v", code, p)
+	}
+	var p map[string]any
+	waitFor(t, func() bool {
+		_, p = admin(t, "GET", "/webhooks/rekey", "")
+		return p["state"] == "done"
+	})
+	if p["scanned"] == 0.0 || p["failed"] != 0.0 {
+		t.Fatalf("rekey: %v", p)
+	}
+	if code, r := admin(t, "POST", "/webhooks/dlq/"+deadID+"/retry", ""); code != 200 {
+		t.Fatalf("dlq retry: %d %v", code, r)
+	}
+	dead.next(t, 5*time.Second)
+
+	// a job sealed under the new key, which the next config no longer has
+	send("keyed-wait", "k-wait")
+	waiting.next(t, 5*time.Second) // due again in 1s
+	load("{env.HOOKLINE_E2E_KEY}")
+	waitID := dlqEntryOf(t, "k-wait")
+	if code, e := admin(t, "GET", "/webhooks/dlq/"+waitID, ""); code != http.StatusConflict || e["code"] != "ENCRYPTION_KEY_MISSING" {
+		t.Fatalf("entry under a missing key: %d %v", code, e)
+	}
+
+	// the log holds the story, at DEBUG too...
+	var text string
+	waitFor(t, func() bool {
+		raw, _ := os.ReadFile(logFile)
+		text = string(raw)
+		return strings.Contains(text, `"step":"rekey_done"`) && strings.Contains(text, `"event_id":"k-wait"`) &&
+			strings.Contains(text, `"step":"dead"`) && strings.Contains(text, `"level":"debug"`) &&
+			strings.Contains(text, `"event_id":"k-delivered"`) && strings.Contains(text, `"step":"retried"`)
+	})
+	// ...and none of the secrets
+	forbidden = append(forbidden, secret)
+	for _, key := range [][]byte{oldRaw, newRaw} {
+		forbidden = append(forbidden, string(key),
+			base64.RawStdEncoding.EncodeToString(key), // the padded form holds it
+			base64.RawURLEncoding.EncodeToString(key),
+			hex.EncodeToString(key), strings.ToUpper(hex.EncodeToString(key)))
+	}
+	for _, s := range forbidden {
+		if i := strings.Index(text, s); i >= 0 {
+			start := strings.LastIndexByte(text[:i], '\n') + 1
+			end := i + strings.IndexByte(text[i:], '\n')
+			if end < i {
+				end = len(text)
+			}
+			t.Errorf("the log holds %q: %s", s, text[start:end])
+		}
 	}
 }

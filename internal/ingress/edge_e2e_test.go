@@ -144,4 +144,120 @@ func TestEdgeProtection(t *testing.T) {
 			t.Errorf("received_total{outcome=%q,source=%q} grew by %v, want %v", outcome, source, got, n)
 		}
 	}
+
+	// GET /webhooks/stats counts every refusal by source and outcome too
+	// (the store is this test's own: exact numbers)
+	checkStatsCounters(t, map[string]map[string]float64{
+		"allowed": {"accepted": 3, "forbidden": 3},
+		"limited": {"accepted": 2, "rate_limit_exceeded": 2},
+		"schemed": {"accepted": 1, "invalid_signature_format": 1, "invalid_payload": 2, "invalid_json": 1},
+	})
+}
+
+// TestEdgeOrderOfChecks (DESIGN.md "Edge protection": pause, then
+// allow_ips, then accept_rate): a paused source answers 503 to a client
+// allow_ips refuses, and to an allowed client beyond accept_rate; requests
+// allow_ips refuses spend no accept_rate token, so an allowed client still
+// gets the full budget after them. The stats count each refusal as the
+// check that answered it.
+func TestEdgeOrderOfChecks(t *testing.T) {
+	up := newUpstream(t)
+	startCaddyWith(t, up, "servers {\n\t\ttrusted_proxies static 127.0.0.1/32\n\t}", "", fmt.Sprintf(`
+	webhook_ingress /hooks/guarded guarded {
+		verify none
+		forward_to %s/in/guarded
+		id_from header Idempotency-Key
+		allow_ips 203.0.113.0/24
+		accept_rate 2/m
+	}`, up.URL))
+	send := func(xff, id string) (*http.Response, map[string]any) {
+		t.Helper()
+		return post(t, "/hooks/guarded", []byte(`{"n":1}`), map[string]string{"X-Forwarded-For": xff, "Idempotency-Key": id})
+	}
+	const refused, allowed = "192.0.2.1", "203.0.113.9"
+
+	// more refused requests than the whole budget: none spends a token
+	for i := range 5 {
+		if resp, m := send(refused, fmt.Sprintf("no-%d", i)); resp.StatusCode != http.StatusForbidden || m["code"] != "FORBIDDEN" {
+			t.Fatalf("refused client %d: %d %v, want 403 FORBIDDEN", i, resp.StatusCode, m)
+		}
+	}
+	for i := range 2 {
+		if resp, m := send(allowed, fmt.Sprintf("ok-%d", i)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("allowed client, request %d of its accept_rate 2/m: %d %v, want 202 (refused requests spent its tokens)", i+1, resp.StatusCode, m)
+		}
+	}
+	if resp, m := send(allowed, "ok-2"); resp.StatusCode != http.StatusTooManyRequests || m["code"] != "RATE_LIMIT_EXCEEDED" {
+		t.Fatalf("allowed client beyond accept_rate: %d %v, want 429", resp.StatusCode, m)
+	}
+
+	// paused (refuse): 503 before allow_ips and before accept_rate
+	if code, m := admin(t, "POST", "/webhooks/sources/guarded/pause", ""); code != 200 {
+		t.Fatalf("pause: %d %v", code, m)
+	}
+	for _, xff := range []string{refused, allowed} {
+		resp, m := send(xff, "paused-"+xff)
+		if resp.StatusCode != http.StatusServiceUnavailable || m["code"] != "SERVICE_UNAVAILABLE" || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("paused source, client %s: %d Retry-After %q %v, want 503 SERVICE_UNAVAILABLE (the pause comes first)",
+				xff, resp.StatusCode, resp.Header.Get("Retry-After"), m)
+		}
+	}
+	checkStatsCounters(t, map[string]map[string]float64{
+		"guarded": {"accepted": 2, "forbidden": 5, "rate_limit_exceeded": 1, "service_unavailable": 2},
+	})
+}
+
+// checkStatsCounters waits for GET /webhooks/stats to have counted want
+// (source: counter: n, all-time; stats are flushed every few seconds)
+// and checks that each counter is exactly so and that the source's
+// rejected total is the sum of its refusals.
+func checkStatsCounters(t *testing.T, want map[string]map[string]float64) {
+	t.Helper()
+	counters := func(stats map[string]any, source string) (map[string]any, float64) {
+		src, _ := stats["sources"].(map[string]any)[source].(map[string]any)
+		all, _ := src["all_time"].(map[string]any)
+		c, _ := all["counters"].(map[string]any)
+		rejected, _ := all["rejected"].(float64)
+		return c, rejected
+	}
+	var stats map[string]any
+	defer func() {
+		if t.Failed() {
+			for source := range want {
+				c, rejected := counters(stats, source)
+				t.Logf("stats: source %s counters %v, rejected %v", source, c, rejected)
+			}
+		}
+	}()
+	waitFor(t, func() bool {
+		var code int
+		code, stats = admin(t, "GET", "/webhooks/stats", "")
+		if code != 200 {
+			return false
+		}
+		for source, w := range want {
+			c, _ := counters(stats, source)
+			for name, n := range w {
+				if got, _ := c[name].(float64); got < n {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for source, w := range want {
+		c, rejected := counters(stats, source)
+		var refusals float64
+		for name, n := range w {
+			if got := c[name]; got != n {
+				t.Errorf("stats: source %s counter %s = %v, want %v (all: %v)", source, name, got, n, c)
+			}
+			if name != "accepted" {
+				refusals += n
+			}
+		}
+		if rejected != refusals {
+			t.Errorf("stats: source %s rejected %v, want %v (all: %v)", source, rejected, refusals, c)
+		}
+	}
 }
