@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,10 +123,14 @@ func eventRows(t *testing.T, ctx context.Context) []string {
 
 // TestEventBrowser: with known traffic (two configured sources, several
 // types, delivered and dead events, and a fanned-out event with a dead
-// delivery), the dashboard's event browser finds events by type, by id
-// and by status, shows an event's page with each destination's attempts,
-// replays a delivered event from its page after a dry run (the upstream
-// gets it again) and retries a dead one from it.
+// delivery), the dashboard's event browser finds events by type, by id,
+// by status and by a since/until window, shows an event's page with each
+// destination's attempts, replays a delivered event from its page after a
+// dry run (the upstream gets it again), bulk-replays the delivered events
+// its filters select after a dry run naming exactly those (the upstream
+// gets those and no other), retries a dead one from its page and erases
+// one from it (gone from the listing, the DLQ and the lookup: 404); the
+// DLQ table filters by type and by destination.
 func TestEventBrowser(t *testing.T) {
 	up := newUpstream(t)
 	var failing atomic.Bool
@@ -218,8 +224,33 @@ func TestEventBrowser(t *testing.T) {
 	search(map[string]string{"evs-q": "fan-"}, "fan-1")
 	search(map[string]string{"evs-status": "dead", "evs-source": "gen"}, "gb-3")
 	search(map[string]string{"evs-destination": "billing"}, "fan-1")
+	// by time: the window from gb-2's reception to gb-3's holds those two
+	// (both ends included), not the events received before or after it;
+	// since alone and until alone cut the listing at an event
+	received := func(source, id string) string {
+		t.Helper()
+		_, info := admin(t, "GET", "/webhooks/events/"+source+"/"+id, "")
+		at, _ := info["received_at"].(string)
+		if at == "" {
+			t.Fatalf("%s/%s: no received_at in %v", source, id, info)
+		}
+		return at
+	}
+	_, plainPage := admin(t, "GET", "/webhooks/events?source=plain", "")
+	var plainIDs []string // newest first
+	for _, it := range plainPage["items"].([]any) {
+		plainIDs = append(plainIDs, it.(map[string]any)["event_id"].(string))
+	}
+	if len(plainIDs) != 2 {
+		t.Fatalf("plain's events %v, want 2", plainPage)
+	}
+	search(map[string]string{"evs-since": received("gen", "gb-2"), "evs-until": received("gen", "gb-3")}, "gb-3", "gb-2")
+	search(map[string]string{"evs-since": received("gen", "gb-4")}, "fan-1", plainIDs[0], plainIDs[1], "gb-4")
+	search(map[string]string{"evs-until": received("gen", "gb-1")}, "gb-1")
+	search(map[string]string{"evs-since": received("gen", "gb-2"), "evs-until": received("gen", "gb-3"), "evs-type": "charge.failed"}, "gb-3")
 
 	// the fanned-out event's page: each destination with its attempts
+	search(map[string]string{"evs-q": "fan-1"}, "fan-1")
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="fan-1"]`)),
 		chromedp.WaitVisible(chromedp.ID("evp")),
@@ -281,6 +312,117 @@ func TestEventBrowser(t *testing.T) {
 		t.Errorf("message after the replay: %v", err)
 	}
 
+	// bulk replay from the browser's filters: the dry run of source gen
+	// names its delivered events (gb-1, gb-2, gb-4; not the dead gb-3, not
+	// another source's) and sends nothing; the confirmation sends exactly
+	// those again
+	// within bounds a step's waits, so that a broken step fails in
+	// seconds, not at the browser's deadline
+	within := func(d time.Duration) context.Context {
+		c, cancel := context.WithTimeout(ctx, d)
+		t.Cleanup(cancel)
+		return c
+	}
+	search(map[string]string{"evs-source": "gen"}, "gb-4", "gb-3", "gb-2", "gb-1")
+	if err := chromedp.Do(within(10*time.Second),
+		chromedp.Click(chromedp.ID("evs-replay-btn")),
+		chromedp.WaitVisible(chromedp.ID("evs-replay-panel")),
+	); err != nil {
+		t.Fatalf("bulk replay dry run: %v", err)
+	}
+	var wantPreview []string
+	for _, id := range []string{"gb-1", "gb-2", "gb-4"} {
+		_, info := admin(t, "GET", "/webhooks/events/gen/"+id, "")
+		wantPreview = append(wantPreview, "gen "+id+" → default ("+info["id"].(string)+")")
+	}
+	preview, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#evs-replay-list li")).map(li => li.textContent)`))
+	slices.Sort(preview)
+	if err != nil || !slices.Equal(preview, wantPreview) {
+		t.Fatalf("the bulk replay's dry run lists %q (%v), want %q", preview, err, wantPreview)
+	}
+	if summary, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("evs-replay-summary"))); err != nil ||
+		summary != "Matched 3 delivered events of gen: 3 would be sent again." {
+		t.Errorf("the bulk replay's summary %q (%v)", summary, err)
+	}
+	sent := map[string]int{}
+	for _, id := range []string{"gb-1", "gb-2", "gb-3", "gb-4"} {
+		sent[id] = upstreamCount(up, `"id":"`+id+`"`)
+	}
+	if want := map[string]int{"gb-1": 2, "gb-2": 1, "gb-3": 1, "gb-4": 1}; !maps.Equal(sent, want) {
+		t.Fatalf("the upstream got %v after the dry run, want %v (a dry run sends nothing)", sent, want)
+	}
+	up.mu.Lock()
+	total := len(up.reqs)
+	up.mu.Unlock()
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("evs-replay-confirm"))); err != nil {
+		t.Fatal(err)
+	}
+	for id, attempts := range map[string]int{"gb-1": 3, "gb-2": 2, "gb-4": 2} {
+		waitFor(t, func() bool {
+			_, info := admin(t, "GET", "/webhooks/events/gen/"+id, "")
+			a, _ := info["attempts"].([]any)
+			return info["status"] == "delivered" && len(a) == attempts
+		})
+	}
+	for id, n := range sent {
+		if id != "gb-3" {
+			n++
+		}
+		if got := upstreamCount(up, `"id":"`+id+`"`); got != n {
+			t.Errorf("the upstream got %s %d times after the bulk replay, want %d", id, got, n)
+		}
+	}
+	up.mu.Lock()
+	if len(up.reqs) != total+3 {
+		t.Errorf("the bulk replay sent %d requests, want 3", len(up.reqs)-total)
+	}
+	up.mu.Unlock()
+	if _, err := chromedp.Run(within(10*time.Second), chromedp.Poll[bool](`document.getElementById("message").textContent.includes("Replaying 3 deliveries")`)); err != nil {
+		t.Errorf("message after the bulk replay: %v", err)
+	}
+
+	// the DLQ table by type and by destination (pending entries: gb-3 at
+	// default, plain's dead event at default, fan-1 at billing)
+	dlqFilter := func(typ, dest string, want ...string) {
+		t.Helper()
+		values, _ := json.Marshal(map[string]string{"f-type": typ, "f-destination": dest})
+		// the rows and the "No entries." line are cleared first: only the
+		// filtered list's load fills them again
+		js := `(v => { for (const id of ["f-type", "f-destination"]) document.getElementById(id).value = v[id]; ` +
+			`document.getElementById("dlq-rows").replaceChildren(); document.getElementById("dlq-empty").hidden = true; ` +
+			`document.getElementById("apply-filters").click(); return true; })(` + string(values) + `)`
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+			t.Fatalf("filtering the DLQ by type %q and destination %q: %v", typ, dest, err)
+		}
+		slices.Sort(want)
+		var rows []string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var err error
+			rows, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](
+				`document.getElementById("dlq-empty").hidden ? Array.from(document.querySelectorAll("#dlq-rows tr")).map(r => r.dataset.eventId + "|" + r.cells[2].textContent + "|" + r.cells[4].textContent) : ["(empty)"]`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(rows)
+			if len(want) == 0 && slices.Equal(rows, []string{"(empty)"}) || len(want) > 0 && slices.Equal(rows, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the DLQ filtered by type %q and destination %q lists %q, want %q", typ, dest, rows, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	dlqFilter("charge.failed", "", "gb-3|default|charge.failed")
+	dlqFilter("fan.test", "", "fan-1|billing|fan.test")
+	dlqFilter("", "billing", "fan-1|billing|fan.test")
+	dlqFilter("", "default", "gb-3|default|charge.failed", plainIDs[0]+"|default|")
+	dlqFilter("charge.failed", "billing")
+	dlqFilter("", "", "gb-3|default|charge.failed", plainIDs[0]+"|default|", "fan-1|billing|fan.test")
+	screenshot(t, ctx, "hookline-dlq-filtered.png")
+
 	// retry from the event's page: the dead delivery's DLQ entry, once
 	// the upstream is fixed
 	failing.Store(false)
@@ -306,12 +448,40 @@ func TestEventBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "hookline-event-page-after-retry.png")
 
+	// erasure from the event's page, once confirmed: fan-1 (delivered at
+	// default, dead at billing) leaves the listing and the DLQ table, its
+	// lookup answers 404 and its DLQ entry is gone
+	fan1Entry := dlqEntryOf(t, "fan-1")
+	search(map[string]string{"evs-q": "fan-1"}, "fan-1")
+	if err := chromedp.Do(within(15*time.Second),
+		chromedp.Click(chromedp.CSS(`#evs-rows tr[data-event="fan-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#evp-delivery-rows tr[data-destination="billing"]`)),
+		chromedp.Click(chromedp.ID("evp-erase")),
+		chromedp.WaitNotVisible(chromedp.ID("evp")),
+		chromedp.WaitVisible(chromedp.ID("evs-empty")), // the listing, reloaded, has no fan-1
+		chromedp.WaitNotPresent(chromedp.CSS(`#dlq-rows tr[data-event-id="fan-1"]`)),
+	); err != nil {
+		t.Fatalf("erasing fan-1 from its page: %v", err)
+	}
+	if _, err := chromedp.Run(within(10*time.Second), chromedp.Poll[bool](`document.getElementById("message").textContent === "Erased fan-1: 2 deliveries, 1 DLQ entries"`)); err != nil {
+		msg, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("message")))
+		t.Errorf("message after the erasure %q (%v)", msg, err)
+	}
+	search(map[string]string{}, plainIDs[0], plainIDs[1], "gb-4", "gb-3", "gb-2", "gb-1")
+	if code, info := admin(t, "GET", "/webhooks/events/fan/fan-1", ""); code != http.StatusNotFound {
+		t.Errorf("fan-1's lookup after the erasure: %d %v, want 404", code, info)
+	}
+	if code, _ := admin(t, "GET", "/webhooks/dlq/"+fan1Entry, ""); code != http.StatusNotFound {
+		t.Errorf("fan-1's DLQ entry after the erasure: %d, want 404", code)
+	}
+
 	exceptions, dialogs := report()
 	if len(exceptions) > 0 {
 		t.Errorf("browser errors: %q", exceptions)
 	}
-	if len(dialogs) != 1 || !strings.HasPrefix(dialogs[0], "confirm: Re-enqueue event gb-3 (gen) for default?") {
-		t.Errorf("dialogs %q, want the retry's confirmation", dialogs)
+	if len(dialogs) != 2 || !strings.HasPrefix(dialogs[0], "confirm: Re-enqueue event gb-3 (gen) for default?") ||
+		!strings.HasPrefix(dialogs[1], "confirm: Erase event fan-1 (fan) everywhere") {
+		t.Errorf("dialogs %q, want the retry's confirmation, then the erasure's", dialogs)
 	}
 }
 

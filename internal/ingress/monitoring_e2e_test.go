@@ -96,7 +96,9 @@ func TestMonitoringMetricsExist(t *testing.T) {
 	monitoringTraffic(t, up, "mon-dead")
 
 	var missing []string
-	deadline := time.Now().Add(20 * time.Second) // the DLQ counts are cached 15s
+	// a margin for what the workers count after the stats monitoringTraffic
+	// waited for; the DLQ gauge reads the store's counters at every scrape
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		exposed := exposedMetrics(scrape(t))
 		missing = missing[:0]
