@@ -80,12 +80,16 @@ func infoFields(info *storage.EventInfo) []zap.Field {
 		zap.String("destination", storage.DestinationOf(&storage.Event{Destination: info.Destination})))
 }
 
+// auditFieldsCap is room for the most fields an audit line has (an
+// attempt's: these five, its destination, five of its own and the step),
+// so that the appends of a line never copy its fields to a larger array.
+const auditFieldsCap = 12
+
 // auditFields are the fields naming an event on every audit line.
 func auditFields(source, eventID, id, typ, requestID string) []zap.Field {
-	return []zap.Field{
+	return append(make([]zap.Field, 0, auditFieldsCap),
 		zap.String("source", source), zap.String("event_id", eventID), zap.String("id", id),
-		zap.String("type", typ), zap.String("request_id", requestID),
-	}
+		zap.String("type", typ), zap.String("request_id", requestID))
 }
 
 // audit writes the line of one step.
