@@ -16,27 +16,14 @@ import (
 //
 //	go test ./storage/embedded/ -run '^$' -bench EnqueueSealed -benchtime 3s -count 3
 func BenchmarkEnqueueSealed(b *testing.B) {
-	keys, err := storage.NewKeyring(storagetest.TestKey(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		keys *storage.Keyring
-	}{{"clear", nil}, {"sealed", keys}} {
-		b.Run(tc.name, func(b *testing.B) {
-			st, err := embedded.Open(filepath.Join(b.TempDir(), "bench.db"), embedded.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			var s storage.Store = st
-			if tc.keys != nil {
-				s = storage.NewSealingStore(st, tc.keys)
-			}
-			storagetest.BenchmarkEnqueue(b, s, 1)
-		})
-	}
+	storagetest.BenchmarkEnqueueSealed(b, func(b *testing.B) storage.Store {
+		st, err := embedded.Open(filepath.Join(b.TempDir(), "bench.db"), embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		return st
+	})
 }
 
 // BenchmarkSeal1KiB is the seal of one 1 KiB event alone (its headers and
