@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -142,11 +143,6 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			h.RequireJSON = true
-		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered",
-			"tls_trusted_ca_certs", "tls_client_auth", "tls_server_name", "tls_insecure_skip_verify":
-			if err := h.DeliveryOptions.parse(d, opt); err != nil {
-				return err
-			}
 		case "allow_ips":
 			ranges := d.RemainingArgs()
 			if len(ranges) == 0 {
@@ -212,18 +208,34 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.BlockFailures = bc
 		default:
-			return d.Errf("unrecognized webhook_ingress option %q", opt)
+			if ok, err := h.DeliveryOptions.parse(d, opt); !ok {
+				return d.Errf("unrecognized webhook_ingress option %q", opt)
+			} else if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
 // parse reads one per-delivery option line (timeout, retry, rate_limit,
-// sign_forwarded, ordered, tls_*) of a source or a destination block.
-func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) error {
+// sign_forwarded, ordered, tls_*) of a source or a destination block; ok
+// is false when opt is none of them (the block's own option, or unknown).
+func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) (ok bool, err error) {
 	if tlsOption(opt) {
-		return o.parseTLS(d, opt)
+		return true, o.parseTLS(d, opt)
 	}
+	if err := o.parseOne(d, opt); err != errNotDeliveryOption {
+		return true, err
+	}
+	return false, nil
+}
+
+// errNotDeliveryOption is parseOne's answer to a name it does not know.
+var errNotDeliveryOption = errors.New("not a per-delivery option")
+
+// parseOne reads the per-delivery option lines other than tls_*.
+func (o *DeliveryOptions) parseOne(d *caddyfile.Dispenser, opt string) error {
 	switch opt {
 	case "timeout":
 		dur, err := caddyfileopt.Duration(d, false)
@@ -276,6 +288,8 @@ func (o *DeliveryOptions) parse(d *caddyfile.Dispenser, opt string) error {
 			return d.Err(err.Error())
 		}
 		o.Ordered = oc
+	default:
+		return errNotDeliveryOption
 	}
 	return nil
 }
@@ -314,13 +328,12 @@ func parseDestination(d *caddyfile.Dispenser) (Destination, error) {
 				return dest, d.Err(err.Error())
 			}
 			dest.When = append(dest.When, c)
-		case "timeout", "retry", "rate_limit", "sign_forwarded", "ordered",
-			"tls_trusted_ca_certs", "tls_client_auth", "tls_server_name", "tls_insecure_skip_verify":
-			if err := dest.DeliveryOptions.parse(d, opt); err != nil {
+		default:
+			if ok, err := dest.DeliveryOptions.parse(d, opt); !ok {
+				return dest, d.Errf("unrecognized destination option %q", opt)
+			} else if err != nil {
 				return dest, err
 			}
-		default:
-			return dest, d.Errf("unrecognized destination option %q", opt)
 		}
 	}
 	return dest, nil
