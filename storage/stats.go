@@ -86,13 +86,15 @@ type StatsBucket struct {
 // StatsBuckets(r, from, to) reads: those starting in [from, to), and never
 // more than the retention of r holds (ok false: none).
 func StatsBucketRange(r StatsResolution, from, to time.Time) (first, last int64, ok bool) {
-	w := int64(r.Width() / time.Second)
-	if w == 0 || !from.Before(to) {
+	w := int64(r.Width())
+	if w < int64(time.Second) || !from.Before(to) {
 		return 0, 0, false
 	}
-	first = (from.Unix() + w - 1) / w // the first bucket starting at or after from
-	last = (to.Unix() - 1) / w        // the last bucket starting before to
-	if n := int64(r.Retention()/time.Second) / w; last-first+1 > n+1 {
+	// in nanoseconds: in whole seconds, a to in the first second of a
+	// minute (09:26:00.4) lost the bucket that minute starts
+	first = (from.UnixNano() + w - 1) / w // the first bucket starting at or after from
+	last = (to.UnixNano() - 1) / w        // the last bucket starting before to
+	if n := int64(r.Retention()) / w; last-first+1 > n+1 {
 		first = last - n
 	}
 	if first < 1 {

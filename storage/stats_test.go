@@ -62,6 +62,8 @@ func TestStatsBucketRange(t *testing.T) {
 		{"one minute", StatsByMinute, t0, t0.Add(time.Minute), m0, m0, true},
 		{"from mid-minute starts at the next", StatsByMinute, t0.Add(time.Second), t0.Add(3 * time.Minute), m0 + 1, m0 + 2, true},
 		{"to mid-minute holds its minute", StatsByMinute, t0, t0.Add(90 * time.Second), m0, m0 + 1, true},
+		{"to in a minute's first second holds that minute", StatsByMinute, t0.Add(-time.Hour), t0.Add(400 * time.Millisecond), m0 - 60, m0, true},
+		{"from in a minute's first second starts at the next", StatsByMinute, t0.Add(400 * time.Millisecond), t0.Add(2 * time.Minute), m0 + 1, m0 + 1, true},
 		{"empty", StatsByMinute, t0, t0, 0, 0, false},
 		{"reversed", StatsByMinute, t0.Add(time.Hour), t0, 0, 0, false},
 		{"clamped to the retention", StatsByMinute, t0.Add(-30 * 24 * time.Hour), t0, m0 - 48*60 - 1, m0 - 1, true},

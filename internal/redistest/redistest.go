@@ -1,6 +1,7 @@
 // Package redistest starts throwaway redis-server processes on free
 // loopback ports for tests: single servers (which can be stopped and
-// restarted on the same port, for outage tests) and small Clusters.
+// restarted on the same port, for outage tests), small Clusters, and a
+// Sentinel with a master and a replica.
 // A missing redis-server fails the test: scripts/test installs it.
 package redistest
 
@@ -10,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -181,4 +183,38 @@ func StartCluster(t testing.TB, n int) []string {
 		}
 	}
 	return addrs
+}
+
+// Sentinel is a Redis Sentinel setup for tests: a master, one replica of
+// it, and one Sentinel watching them (quorum 1) under MasterName.
+type Sentinel struct {
+	MasterName string
+	Master     *Server
+	Replica    *Server
+	// Addrs are the Sentinels' addresses, what a client is given.
+	Addrs []string
+}
+
+// StartSentinel starts a master, a replica and a Sentinel that fails over
+// to the replica once the master has not answered for a second; all stop
+// at the end of the test.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	master := Start(t)
+	replica := Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	port := FreePort(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	// the Sentinel rewrites its config file, so it lives in the test's dir
+	cfg := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\n"+
+		"sentinel monitor hookline 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds hookline 1000\n"+
+		"sentinel failover-timeout hookline 10000\n", port, dir, master.Port)
+	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{t: t, Port: port, Addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, args: []string{conf, "--sentinel"}}
+	s.start()
+	t.Cleanup(s.Stop)
+	return &Sentinel{MasterName: "hookline", Master: master, Replica: replica, Addrs: []string{s.Addr}}
 }
