@@ -365,6 +365,14 @@ func TestEventBrowser(t *testing.T) {
 			return info["status"] == "delivered" && len(a) == attempts
 		})
 	}
+	// gb-1's page, open since its own replay, follows the bulk replay by
+	// itself (live while a delivery is on its way): no Refresh pressed
+	if _, err := chromedp.Run(within(10*time.Second), chromedp.Poll[bool](
+		`!document.getElementById("evp").hidden && document.getElementById("evp-id").textContent === "gb-1" && `+
+			`document.querySelectorAll("#evp-attempt-rows tr").length === 3 && `+
+			`document.querySelector('#evp-delivery-rows tr[data-destination="default"]').cells[1].textContent === "delivered"`)); err != nil {
+		t.Errorf("the open event page did not follow the bulk replay to its 3rd attempt: %v", err)
+	}
 	for id, n := range sent {
 		if id != "gb-3" {
 			n++

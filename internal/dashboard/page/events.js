@@ -118,6 +118,7 @@
 		h.say("Replaying " + (res.replayed || []).length + " deliveries" + (res.spread ? " over " + res.spread : "") +
 			(failed ? ", " + failed + " failed" : ""), failed > 0);
 		searchFromStart();
+		reloadEvent(); // an open event may be among those replayed: live again
 	}
 
 	// ---- one event ----
@@ -174,6 +175,23 @@
 		$("evp-replay-panel").hidden = true;
 		$("evp").hidden = false;
 		$("evp").scrollIntoView({ block: "nearest" });
+		// live while a delivery is on its way: read again every
+		// liveEvery ms until each is settled, the page is closed or
+		// another event is shown
+		clearTimeout(liveTimer);
+		if (deliveriesOf(info).some((d) => d.status === "queued" || d.status === "in_flight")) {
+			liveTimer = setTimeout(reloadEvent, liveEvery);
+		}
+	}
+
+	const liveEvery = 2000;
+	let liveTimer = 0;
+
+	// closeEvent hides the event page and stops its live reloads.
+	function closeEvent() {
+		clearTimeout(liveTimer);
+		shown = null;
+		$("evp").hidden = true;
 	}
 
 	// reloadEvent shows the shown event as the store has it now.
@@ -182,7 +200,7 @@
 		if (!shown) return;
 		const ev = shown;
 		const info = await h.guard("Loading the event", () => h.api("GET", "events/" + encodeURIComponent(ev.source) + "/" + encodeURIComponent(ev.event_id)));
-		if (info) showEvent(info);
+		if (info && shown === ev) showEvent(info); // not one closed or replaced meanwhile
 	}
 
 	// retryDelivery re-enqueues a dead delivery: its DLQ entry's retry.
@@ -238,8 +256,7 @@
 	async function eraseShown() {
 		const h = window.hookline;
 		if (!shown || !await h.erase(shown)) return;
-		shown = null;
-		$("evp").hidden = true;
+		closeEvent();
 		h.refresh();
 		loadEvents();
 	}
@@ -255,7 +272,7 @@
 		$("evs-replay-cancel").addEventListener("click", () => { bulkReplay = null; $("evs-replay-panel").hidden = true; });
 		$("evp-refresh").addEventListener("click", reloadEvent);
 		$("evp-erase").addEventListener("click", eraseShown);
-		$("evp-close").addEventListener("click", () => { shown = null; $("evp").hidden = true; });
+		$("evp-close").addEventListener("click", closeEvent);
 		$("evp-replay-confirm").addEventListener("click", replayConfirm);
 		$("evp-replay-cancel").addEventListener("click", () => { replayRequest = null; $("evp-replay-panel").hidden = true; });
 		$("refresh").addEventListener("click", loadEvents);
