@@ -913,14 +913,19 @@ func TestBulkRetry(t *testing.T) {
 	}
 	up.none(t, 300*time.Millisecond) // a dry run changes nothing
 	fail.Store(false)
+	sent := time.Now()
 	code, m = admin(t, "POST", "/webhooks/dlq/retry", `{"source":"gen","limit":2}`)
 	if code != 200 || len(m["retried"].([]any)) != 2 {
 		t.Fatalf("bulk retry: %d %v", code, m)
 	}
-	first := up.next(t, 5*time.Second)
+	up.next(t, 5*time.Second)
 	second := up.next(t, 5*time.Second)
-	if d := second.At.Sub(first.At); d < 80*time.Millisecond {
-		t.Errorf("redriven events %s apart, want them paced (100ms)", d)
+	// paced (100ms): the second is due a pace after the first, which is
+	// due at the earliest when the retry was asked for; the gap between
+	// their arrivals is no measure, as a slow first delivery (a loaded CI
+	// machine) narrows it (stores keep due times in whole milliseconds)
+	if d := second.At.Sub(sent); d < 99*time.Millisecond {
+		t.Errorf("the second redriven event arrived %s after the retry, want it paced (100ms)", d)
 	}
 	up.none(t, 300*time.Millisecond) // limit 2: the third stays
 	_, m = admin(t, "POST", "/webhooks/dlq/retry", `{}`)
