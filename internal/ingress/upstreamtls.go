@@ -77,13 +77,10 @@ func (c *UpstreamTLS) check() error {
 }
 
 // transport reads the files and makes the upstream's own transport (nil
-// without TLS options).
+// without TLS options). DeliveryOptions.target calls it once check passed.
 func (c *UpstreamTLS) transport() (*delivery.Transport, error) {
 	if c == nil {
 		return nil, nil
-	}
-	if err := c.check(); err != nil {
-		return nil, err
 	}
 	repl := caddy.NewReplacer()
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}
