@@ -139,9 +139,11 @@ type Dispatcher struct {
 	// not yet delivered; a job returns its token once its outcome is
 	// known (record) or recorded (finish).
 	slots chan struct{}
-	// recording holds one token per outcome being recorded in the
-	// background (record), at most Workers+Prefetch at once.
-	recording chan struct{}
+	// outcomes passes delivered jobs' outcomes to the recorders, as many
+	// goroutines as Workers+Prefetch, which record them in the background
+	// (record): long-lived, so that an outcome costs no goroutine start
+	// and no stack growth in the store's and the logger's calls.
+	outcomes chan outcome
 	// queue passes leased jobs to the workers.
 	queue chan *storage.Job
 	// batch is the fewest free slots worth a lease while workers still have
@@ -200,17 +202,17 @@ func New(cfg Config) *Dispatcher {
 		client = NewClient(cfg.Workers)
 	}
 	d := &Dispatcher{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		client:    client,
-		traced:    tracedClient(client),
-		notify:    make(chan struct{}, 1),
-		slots:     make(chan struct{}, cfg.Workers+prefetch),
-		recording: make(chan struct{}, cfg.Workers+prefetch),
-		queue:     make(chan *storage.Job, prefetch),
-		batch:     1,
-		loopDone:  make(chan struct{}),
-		breakers:  cfg.Breakers,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		client:   client,
+		traced:   tracedClient(client),
+		notify:   make(chan struct{}, 1),
+		slots:    make(chan struct{}, cfg.Workers+prefetch),
+		outcomes: make(chan outcome),
+		queue:    make(chan *storage.Job, prefetch),
+		batch:    1,
+		loopDone: make(chan struct{}),
+		breakers: cfg.Breakers,
 	}
 	if d.breakers == nil {
 		d.breakers = NewBreakers(cfg.BreakerFailures, cfg.BreakerOpen, cfg.Logger)
@@ -243,10 +245,24 @@ func NewClient(workers int) *http.Client {
 func (d *Dispatcher) Start() {
 	d.loopCtx, d.stopLoop = context.WithCancel(context.Background())
 	d.deliverCtx, d.stopDeliver = context.WithCancel(context.Background())
+	var workers sync.WaitGroup
 	for range d.cfg.Workers {
 		d.wg.Add(1)
-		go d.worker()
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			d.worker()
+		}()
 	}
+	for range cap(d.slots) {
+		go d.recorder()
+	}
+	go func() {
+		// the workers are the only senders: once they are gone, the
+		// recorders finish what was handed to them and end
+		workers.Wait()
+		close(d.outcomes)
+	}()
 	go d.loop()
 }
 
@@ -562,17 +578,25 @@ func (d *Dispatcher) run(job *storage.Job) {
 // time, letting only Workers outcomes wait held the drain at Workers per
 // one to two commits (see docs/benchmarks.md).
 func (d *Dispatcher) record(job *storage.Job, out storage.Outcome, rep Report) {
-	d.recording <- struct{}{}
-	d.slots <- struct{}{}
 	d.wg.Add(1) // the worker's own count is held: Stop's Wait has not returned
-	go func() {
-		defer func() {
-			d.held.Add(-1)
-			<-d.recording
-			d.wg.Done()
-		}()
-		d.save(job, out, rep)
-	}()
+	d.outcomes <- outcome{job, out, rep}
+	d.slots <- struct{}{}
+}
+
+// outcome is a delivered job's outcome on its way to a recorder.
+type outcome struct {
+	job *storage.Job
+	out storage.Outcome
+	rep Report
+}
+
+// recorder records the outcomes record hands it until the workers are gone.
+func (d *Dispatcher) recorder() {
+	for o := range d.outcomes {
+		d.save(o.job, o.out, o.rep)
+		d.held.Add(-1)
+		d.wg.Done()
+	}
 }
 
 // waitDue is when a job handed back because its lane must wait is due

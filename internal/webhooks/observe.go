@@ -79,11 +79,25 @@ func (a *App) ObserveSignatureFailure(source, outcome string) {
 	a.Observe(source, outcome)
 }
 
+// resultName is a delivery result's name in the metrics, the stats and
+// the audit log ("" for a release, which is none of them).
+func resultName(r storage.Result) string {
+	switch r {
+	case storage.Delivered:
+		return "delivered"
+	case storage.Retry:
+		return "retry"
+	case storage.Dead:
+		return "dead"
+	}
+	return ""
+}
+
 func (a *App) onResult(r delivery.Report) {
 	if a.alerter != nil {
 		a.alerter.noteResult(r)
 	}
-	result := map[storage.Result]string{storage.Delivered: "delivered", storage.Retry: "retry", storage.Dead: "dead"}[r.Result]
+	result := resultName(r.Result)
 	// a result is counted once: with its attempt, or, dead-lettered with
 	// none (its payload did not open), on its own
 	if result != "" && (r.Attempt != nil || r.Result == storage.Dead) {
@@ -96,18 +110,24 @@ func (a *App) onResult(r delivery.Report) {
 			metrics.deliveries.WithLabelValues(r.Job.Source, result).Inc()
 		}
 	}
+	// the event's fields, built once for the attempt's line and the
+	// step's after it: each line appends its own after them, in turn
+	var fields []zap.Field
+	if a.auditLog != nil {
+		fields = eventFields(&r.Job.Event)
+	}
 	if r.Attempt != nil && result != "" {
 		observeDelivery(r.Job.Source, result, r.Attempt.Duration)
 		a.Count(r.Job.Source, "attempts", 1)
 		a.countAttempt(r.Job.Source, result, r.Attempt)
-		a.audit(stepAttempt, append(eventFields(&r.Job.Event), zap.Int("attempt", r.Attempt.N), zap.String("result", result),
+		a.audit(stepAttempt, append(fields, zap.Int("attempt", r.Attempt.N), zap.String("result", result),
 			zap.Int("status", r.Attempt.Status), zap.Duration("duration", r.Attempt.Duration), zap.String("error", r.Attempt.Error))...)
 	}
 	switch r.Result {
 	case storage.Delivered:
-		a.audit(stepDelivered, eventFields(&r.Job.Event)...)
+		a.audit(stepDelivered, fields...)
 	case storage.Dead:
-		a.audit(stepDead, append(eventFields(&r.Job.Event), zap.String("error", r.Error))...)
+		a.audit(stepDead, append(fields, zap.String("error", r.Error))...)
 		a.emit(eventDead, map[string]any{"source": r.Job.Source, "event_id": r.Job.EventID, "id": r.Job.ID,
 			"type": r.Job.Type, "error": r.Error})
 	}
