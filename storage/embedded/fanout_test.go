@@ -1,7 +1,6 @@
 package embedded_test
 
 import (
-	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -68,8 +67,8 @@ func TestDefaultRecordUnchanged(t *testing.T) {
 	}
 	err := s.UpdateForTest(t.Context(), func(tx *bolt.Tx) error {
 		v := tx.Bucket([]byte("events")).Get([]byte(ev.ID))
-		var raw map[string]any
-		if err := json.Unmarshal(v, &raw); err != nil {
+		raw, err := embedded.RecordFieldsForTest(v)
+		if err != nil {
 			return err
 		}
 		if _, ok := raw["destination"]; ok {

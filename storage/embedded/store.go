@@ -8,7 +8,6 @@ package embedded
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -209,20 +208,8 @@ func getRecord(tx *bolt.Tx, id []byte) (*record, error) {
 	return decodeRecord(id, tx.Bucket(bEvents).Get(id))
 }
 
-// decodeRecord decodes v, the stored record of id (nil: none).
-func decodeRecord(id, v []byte) (*record, error) {
-	if v == nil {
-		return nil, nil
-	}
-	rec := new(record)
-	if err := json.Unmarshal(v, rec); err != nil {
-		return nil, fmt.Errorf("decoding event %s: %w", id, err)
-	}
-	return rec, nil
-}
-
 func putRecord(tx *bolt.Tx, rec *record) error {
-	v, err := json.Marshal(rec)
+	v, err := encodeRecord(rec)
 	if err != nil {
 		return err
 	}
