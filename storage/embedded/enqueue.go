@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,7 +31,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		if storage.ChainOf(&jobs[i]) != "" {
 			continue
 		}
-		if encoded[i], err = encodeRecord(&record{Job: storage.Job{Event: jobs[i]}, Status: storage.StatusQueued, Due: now}); err != nil {
+		if encoded[i], err = json.Marshal(&record{Job: storage.Job{Event: jobs[i]}, Status: storage.StatusQueued, Due: now}); err != nil {
 			return storage.EnqueueResult{}, err
 		}
 	}
@@ -72,7 +73,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 				if wait {
 					rec.Due = time.Time{}
 				}
-				if v, err = encodeRecord(rec); err != nil {
+				if v, err = json.Marshal(rec); err != nil {
 					return err
 				}
 			}

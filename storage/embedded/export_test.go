@@ -3,12 +3,9 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hookline/hookline/storage"
@@ -218,18 +215,4 @@ func (s *Store) SetTypeForTest(id, typ string) error {
 		rec.Type = typ
 		return putRecord(tx, rec)
 	})
-}
-
-// RecordFieldsForTest decodes a stored job record (CBOR, or JSON as
-// earlier versions wrote it) to its fields by name, as stored.
-func RecordFieldsForTest(v []byte) (map[string]any, error) {
-	var m map[string]any
-	if len(v) > 0 && v[0] == '{' {
-		return m, json.Unmarshal(v, &m)
-	}
-	dm, err := cbor.DecOptions{DefaultMapType: reflect.TypeOf(m)}.DecMode()
-	if err != nil {
-		return nil, err
-	}
-	return m, dm.Unmarshal(v, &m)
 }

@@ -26,8 +26,8 @@ func withHeaders(ev *storage.Event) *storage.Event {
 // payload records wrote it: its body and headers in the record itself, not
 // marked shared. It fails when the record was not marked shared.
 func asLegacyRecord(b *bolt.Bucket, id string, ev *storage.Event) error {
-	rec, err := embedded.RecordFieldsForTest(b.Get([]byte(id)))
-	if err != nil {
+	var rec map[string]any
+	if err := json.Unmarshal(b.Get([]byte(id)), &rec); err != nil {
 		return err
 	}
 	if rec["shared_payload"] != true {
@@ -172,9 +172,8 @@ func TestLonePayloadRecord(t *testing.T) {
 		if b.Get([]byte(lone.ID+"\x00")) == nil {
 			t.Errorf("no payload record for the lone delivery")
 		}
-		rec, err := embedded.RecordFieldsForTest(b.Get([]byte(lone.ID)))
-		if _, body := rec["body"]; err != nil || body || rec["shared_payload"] != true {
-			t.Errorf("the lone delivery's record keeps its body or is not marked: %v, %v", rec, err)
+		if rec := b.Get([]byte(lone.ID)); bytes.Contains(rec, []byte(`"body"`)) || !bytes.Contains(rec, []byte(`"shared_payload":true`)) {
+			t.Errorf("the lone delivery's record keeps its body or is not marked: %s", rec)
 		}
 		// legacy's records as an earlier version wrote them: the body in
 		// the job's own record, no payload record

@@ -129,15 +129,15 @@ func rekeyRecord(k *storage.Keyring, b string, key, v []byte) (rekeyWrite, bool,
 		nv, err := k.ResealPayload(string(key[:len(key)-1]), v)
 		return rekeyWrite{key: key, value: nv}, nv != nil, err
 	}
-	rec, err := decodeRecord(key, v)
-	if err != nil {
+	rec := new(record)
+	if json.Unmarshal(v, rec) != nil {
 		return rekeyWrite{}, false, nil // a poison record: Lease dead-letters it
 	}
 	changed, err := k.ResealEvent(&rec.Event)
 	if err != nil || !changed {
 		return rekeyWrite{}, false, err
 	}
-	nv, err := encodeRecord(rec)
+	nv, err := json.Marshal(rec)
 	return rekeyWrite{key: key, value: nv}, true, err
 }
 

@@ -8,6 +8,7 @@ package embedded
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -208,8 +209,20 @@ func getRecord(tx *bolt.Tx, id []byte) (*record, error) {
 	return decodeRecord(id, tx.Bucket(bEvents).Get(id))
 }
 
+// decodeRecord decodes v, the stored record of id (nil: none).
+func decodeRecord(id, v []byte) (*record, error) {
+	if v == nil {
+		return nil, nil
+	}
+	rec := new(record)
+	if err := json.Unmarshal(v, rec); err != nil {
+		return nil, fmt.Errorf("decoding event %s: %w", id, err)
+	}
+	return rec, nil
+}
+
 func putRecord(tx *bolt.Tx, rec *record) error {
-	v, err := encodeRecord(rec)
+	v, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
