@@ -27,7 +27,7 @@ func BenchmarkDrain100k(b *testing.B) {
 	drainbench.Benchmark(b, func() storage.Store {
 		c = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
 		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
-	}, backlog, func(start bool) {
+	}, backlog, func(b *testing.B, start bool) {
 		if start {
 			redisCPU = redisCPUSeconds(b, c)
 			_ = c.ConfigResetStat(context.Background()).Err()
