@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -664,6 +666,51 @@ func TestDispatcherStopIdle(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Stop with nothing in flight took %v, expected no wait for the grace period", took)
 	}
+}
+
+// TestDispatcherStopEndsGoroutines: once Stop returns after deliveries,
+// none of the dispatcher's goroutines (lease loop, workers, recorders) is
+// left: a reload stops one dispatcher and starts another, so one left
+// behind per reload would pile up.
+func TestDispatcherStopEndsGoroutines(t *testing.T) {
+	st := newStore(t)
+	up := newUpstream(t, status(http.StatusOK))
+	reports := make(chan Report, 10)
+	d := startDispatcher(t, Config{Store: st, Workers: 3, OnResult: reportsTo(reports),
+		Resolve: resolveTo(map[string]*Target{"s": {URL: up.URL, Timeout: time.Second, Policy: fastPolicy(3)}})})
+	if n := dispatcherGoroutines(); n < 3+cap(d.slots) {
+		t.Fatalf("%d dispatcher goroutines running, expected at least the workers and a recorder per slot (%d)", n, 3+cap(d.slots))
+	}
+	for i := range 5 {
+		enqueue(t, st, storage.Event{EventID: fmt.Sprint("e", i), Source: "s", Upstream: up.URL, ReceivedAt: time.Now()})
+	}
+	d.Notify()
+	for range 5 {
+		if rep := nextReport(t, reports, 5*time.Second); rep.Result != storage.Delivered {
+			t.Fatalf("report %+v, expected delivered", rep)
+		}
+	}
+	d.Stop(time.Second)
+	deadline := time.Now().Add(2 * time.Second)
+	for dispatcherGoroutines() > 0 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("dispatcher goroutines left after Stop:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// dispatcherGoroutines counts the goroutines running a Dispatcher method.
+func dispatcherGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "delivery.(*Dispatcher)") && !strings.Contains(g, "dispatcherGoroutines") {
+			n++
+		}
+	}
+	return n
 }
 
 // Without a resolved target the job's stored upstream is used.
