@@ -139,10 +139,11 @@ type Dispatcher struct {
 	// not yet delivered; a job returns its token once its outcome is
 	// known (record) or recorded (finish).
 	slots chan struct{}
-	// outcomes passes delivered jobs' outcomes to the recorders, as many
-	// goroutines as Workers+Prefetch, which record them in the background
-	// (record): long-lived, so that an outcome costs no goroutine start
-	// and no stack growth in the store's and the logger's calls.
+	// outcomes passes delivered jobs' outcomes to the recorders (Workers+
+	// Prefetch goroutines, at most maxRecorders), which record them in the
+	// background (record): long-lived, so that an outcome costs no
+	// goroutine start and no stack growth in the store's and the logger's
+	// calls.
 	outcomes chan outcome
 	// queue passes leased jobs to the workers.
 	queue chan *storage.Job
@@ -254,7 +255,7 @@ func (d *Dispatcher) Start() {
 			d.worker()
 		}()
 	}
-	for range cap(d.slots) {
+	for range min(cap(d.slots), maxRecorders) {
 		go d.recorder()
 	}
 	go func() {
@@ -571,7 +572,8 @@ func (d *Dispatcher) run(job *storage.Job) {
 // shared fsync. The job's slot goes back at once (the worker is free), but
 // the job stays under lease and counted as held (Busy's Yield) until its
 // outcome is recorded, and Stop waits for it. At most Workers+Prefetch
-// outcomes are recorded at once: beyond that the worker waits.
+// outcomes (and at most maxRecorders) are recorded at once: beyond that
+// the worker waits.
 //
 // Many outcomes in flight is what makes the store's rounds large: on
 // bbolt, where every lease and finish shares one fsync'd transaction at a
@@ -582,6 +584,12 @@ func (d *Dispatcher) record(job *storage.Job, out storage.Outcome, rep Report) {
 	d.outcomes <- outcome{job, out, rep}
 	d.slots <- struct{}{}
 }
+
+// maxRecorders bounds the recorders of a dispatcher with many workers
+// (workers goes up to 10,000): idle, each still holds a stack. 512 outcomes
+// recorded at once fill the largest bbolt round (maxGroup) and keep
+// hundreds of Redis finishes in flight.
+const maxRecorders = 512
 
 // outcome is a delivered job's outcome on its way to a recorder.
 type outcome struct {

@@ -701,6 +701,26 @@ func TestDispatcherStopEndsGoroutines(t *testing.T) {
 	}
 }
 
+// TestDispatcherRecordersBounded: a dispatcher with many workers starts
+// maxRecorders recorders, not one per slot (Workers+Prefetch: 1,000 here).
+func TestDispatcherRecordersBounded(t *testing.T) {
+	d := startDispatcher(t, Config{Store: newStore(t), Workers: 200, Resolve: resolveTo(nil)})
+	if cap(d.slots) <= maxRecorders {
+		t.Fatalf("%d slots: the test needs more than maxRecorders (%d)", cap(d.slots), maxRecorders)
+	}
+	// the workers, the recorders, the lease loop and the goroutine that
+	// ends the recorders (a former test's may take a moment to end)
+	want := 200 + maxRecorders + 2
+	deadline := time.Now().Add(2 * time.Second)
+	for n := dispatcherGoroutines(); n != want; n = dispatcherGoroutines() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d dispatcher goroutines, expected %d", n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d.Stop(time.Second)
+}
+
 // dispatcherGoroutines counts the goroutines running a Dispatcher method.
 func dispatcherGoroutines() int {
 	buf := make([]byte, 1<<20)
