@@ -346,6 +346,12 @@ func (d *Dispatcher) Stop(grace time.Duration) {
 		}
 	}
 	d.stopDeliver()
+	if d.cfg.Client == nil {
+		// its own client's keep-alive connections end with it: a reload
+		// starts a dispatcher with a new client, and the old one's idle
+		// connections (two goroutines each) would wait out their timeout
+		d.client.CloseIdleConnections()
+	}
 }
 
 func (d *Dispatcher) loop() {

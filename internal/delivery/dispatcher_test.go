@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -696,6 +697,55 @@ func TestDispatcherStopEndsGoroutines(t *testing.T) {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)
 			t.Fatalf("dispatcher goroutines left after Stop:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDispatcherStopClosesConnections: Stop closes the idle keep-alive
+// connections of the dispatcher's own client to the upstreams, instead of
+// leaving them to their idle timeout after a reload.
+func TestDispatcherStopClosesConnections(t *testing.T) {
+	var mu sync.Mutex
+	open := map[net.Conn]bool{}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	up.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			open[c] = true
+		case http.StateClosed, http.StateHijacked:
+			delete(open, c)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	openConns := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(open)
+	}
+	st := newStore(t)
+	reports := make(chan Report, 10)
+	d := startDispatcher(t, Config{Store: st, Workers: 3, OnResult: reportsTo(reports), Resolve: resolveTo(nil)})
+	for i := range 5 {
+		enqueue(t, st, storage.Event{EventID: fmt.Sprint("c", i), Source: "s", Upstream: up.URL, ReceivedAt: time.Now()})
+	}
+	d.Notify()
+	for range 5 {
+		if rep := nextReport(t, reports, 5*time.Second); rep.Result != storage.Delivered {
+			t.Fatalf("report %+v, expected delivered", rep)
+		}
+	}
+	if openConns() == 0 {
+		t.Fatal("no connection to the upstream open after the deliveries: the check below proves nothing")
+	}
+	d.Stop(time.Second)
+	deadline := time.Now().Add(2 * time.Second)
+	for n := openConns(); n > 0; n = openConns() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections to the upstream still open after Stop", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
