@@ -682,23 +682,23 @@ func TestDispatcherStopEndsGoroutines(t *testing.T) {
 	if n := dispatcherGoroutines(); n < 3+cap(d.slots) {
 		t.Fatalf("%d dispatcher goroutines running, expected at least the workers and a recorder per slot (%d)", n, 3+cap(d.slots))
 	}
-	for i := range 5 {
-		enqueue(t, st, storage.Event{EventID: fmt.Sprint("e", i), Source: "s", Upstream: up.URL, ReceivedAt: time.Now()})
+	deliverAll(t, st, d, reports, up.URL, 5)
+	d.Stop(time.Second)
+	waitFor(t, 2*time.Second, "the dispatcher's goroutines to end after Stop", func() bool { return dispatcherGoroutines() == 0 })
+}
+
+// deliverAll enqueues n events of source s for upstream and waits for the
+// reports of their delivery.
+func deliverAll(t *testing.T, st storage.Store, d *Dispatcher, reports <-chan Report, upstream string, n int) {
+	t.Helper()
+	for i := range n {
+		enqueue(t, st, storage.Event{EventID: fmt.Sprint("e", i), Source: "s", Upstream: upstream, ReceivedAt: time.Now()})
 	}
 	d.Notify()
-	for range 5 {
+	for range n {
 		if rep := nextReport(t, reports, 5*time.Second); rep.Result != storage.Delivered {
 			t.Fatalf("report %+v, expected delivered", rep)
 		}
-	}
-	d.Stop(time.Second)
-	deadline := time.Now().Add(2 * time.Second)
-	for dispatcherGoroutines() > 0 {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("dispatcher goroutines left after Stop:\n%s", buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -729,26 +729,12 @@ func TestDispatcherStopClosesConnections(t *testing.T) {
 	st := newStore(t)
 	reports := make(chan Report, 10)
 	d := startDispatcher(t, Config{Store: st, Workers: 3, OnResult: reportsTo(reports), Resolve: resolveTo(nil)})
-	for i := range 5 {
-		enqueue(t, st, storage.Event{EventID: fmt.Sprint("c", i), Source: "s", Upstream: up.URL, ReceivedAt: time.Now()})
-	}
-	d.Notify()
-	for range 5 {
-		if rep := nextReport(t, reports, 5*time.Second); rep.Result != storage.Delivered {
-			t.Fatalf("report %+v, expected delivered", rep)
-		}
-	}
+	deliverAll(t, st, d, reports, up.URL, 5)
 	if openConns() == 0 {
 		t.Fatal("no connection to the upstream open after the deliveries: the check below proves nothing")
 	}
 	d.Stop(time.Second)
-	deadline := time.Now().Add(2 * time.Second)
-	for n := openConns(); n > 0; n = openConns() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections to the upstream still open after Stop", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, 2*time.Second, "the connections to the upstream to close after Stop", func() bool { return openConns() == 0 })
 }
 
 // TestDispatcherRecordersBounded: a dispatcher with many workers starts
@@ -761,13 +747,8 @@ func TestDispatcherRecordersBounded(t *testing.T) {
 	// the workers, the recorders, the lease loop and the goroutine that
 	// ends the recorders (a former test's may take a moment to end)
 	want := 200 + maxRecorders + 2
-	deadline := time.Now().Add(2 * time.Second)
-	for n := dispatcherGoroutines(); n != want; n = dispatcherGoroutines() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dispatcher goroutines, expected %d", n, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, 2*time.Second, fmt.Sprintf("%d dispatcher goroutines, not one recorder per slot", want),
+		func() bool { return dispatcherGoroutines() == want })
 	d.Stop(time.Second)
 }
 
