@@ -1,0 +1,173 @@
+package ceiling_test
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/ceiling"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded"
+)
+
+// open wraps a fresh embedded store.
+func open(t *testing.T, opts ceiling.Options) *ceiling.Store {
+	t.Helper()
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "events.db"), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ceiling.Wrap(st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+func event(id, eventID string) *storage.Event {
+	return &storage.Event{ID: id, EventID: eventID, Dedupe: eventID != "", Source: "src",
+		Upstream: "http://127.0.0.1:1/in", Body: []byte(`{}`), ReceivedAt: time.Now()}
+}
+
+// TestQueue follows jobs through the in-memory queue: enqueue, lease,
+// retry, lease lost, delivered, with the sizes at each step.
+func TestQueue(t *testing.T) {
+	ctx := t.Context()
+	c := open(t, ceiling.Options{})
+	until := time.Now().Add(time.Hour)
+
+	res, err := c.Enqueue(ctx, event("a", "evt-a"), until)
+	if err != nil || res.Duplicate || len(res.Due) != 1 || res.Due[0].ID != "a" {
+		t.Fatalf("enqueue a = %+v, %v", res, err)
+	}
+	if _, err := c.Enqueue(ctx, event("b", ""), until); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := c.Enqueue(ctx, event("a2", "evt-a"), until)
+	if err != nil || !dup.Duplicate || dup.ID != "a" {
+		t.Fatalf("second copy of evt-a = %+v, %v; want a duplicate", dup, err)
+	}
+	wantCounts(t, c, 2, 0)
+
+	now := time.Now()
+	named, err := c.LeaseNamed(ctx, now, res.Due, time.Minute)
+	if err != nil || len(named) != 1 || named[0].ID != "a" {
+		t.Fatalf("LeaseNamed = %v, %v", named, err)
+	}
+	again, err := c.LeaseNamed(ctx, now, res.Due, time.Minute)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("LeaseNamed of a leased job = %v, %v; want none", again, err)
+	}
+	wantCounts(t, c, 1, 1)
+
+	// a retry comes back at its due time, with its attempt
+	later := now.Add(time.Hour)
+	if err := c.Finish(ctx, named[0], storage.Outcome{Result: storage.Retry, Due: later,
+		Attempt: &storage.Attempt{Error: "503"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finish(ctx, named[0], storage.Outcome{Result: storage.Delivered}); !errors.Is(err, storage.ErrLeaseLost) {
+		t.Fatalf("a second outcome for one lease = %v, want ErrLeaseLost", err)
+	}
+	jobs, err := c.Lease(ctx, now, 10, time.Minute, nil)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "b" {
+		t.Fatalf("Lease now = %v, %v; want b only", jobs, err)
+	}
+	if due, ok, err := c.NextDue(ctx, nil); err != nil || !ok || !due.Equal(later) {
+		t.Fatalf("NextDue = %v, %v, %v; want %v", due, ok, err, later)
+	}
+	retried, err := c.Lease(ctx, later, 10, time.Minute, nil)
+	if err != nil || len(retried) != 1 || retried[0].ID != "a" || len(retried[0].Attempts) != 1 {
+		t.Fatalf("Lease at the retry's due time = %v, %v", retried, err)
+	}
+	if err := c.Finish(ctx, named[0], storage.Outcome{Result: storage.Delivered}); !errors.Is(err, storage.ErrLeaseLost) {
+		t.Fatalf("the outcome of an earlier lease = %v, want ErrLeaseLost", err)
+	}
+	for _, j := range append(jobs, retried...) {
+		if err := c.Finish(ctx, j, storage.Outcome{Result: storage.Delivered}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCounts(t, c, 0, 0)
+	if _, ok, _ := c.NextDue(ctx, nil); ok {
+		t.Error("NextDue of an empty queue: ok")
+	}
+
+	// the claim holds until it expires
+	if res, _ := c.Enqueue(ctx, event("a3", "evt-a"), until); !res.Duplicate {
+		t.Error("a delivered event's id enqueued again within its window")
+	}
+	if _, err := c.Enqueue(ctx, event("x", "evt-x"), time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := c.Enqueue(ctx, event("x2", "evt-x"), until); res.Duplicate {
+		t.Error("an expired claim made a duplicate")
+	}
+}
+
+// wantCounts checks the queue's sizes, in all and by source and lane.
+func wantCounts(t *testing.T, c *ceiling.Store, queued, inFlight int) {
+	t.Helper()
+	ctx := t.Context()
+	n, err := c.Counts(ctx)
+	if err != nil || n.Queued != queued || n.InFlight != inFlight {
+		t.Fatalf("Counts = %+v, %v; want %d queued, %d in flight", n, err, queued, inFlight)
+	}
+	for name, f := range map[string]func() (map[string]storage.Counts, error){
+		"QueueBySource": func() (map[string]storage.Counts, error) { return c.QueueBySource(ctx) },
+		"QueueByLane":   func() (map[string]storage.Counts, error) { return c.QueueByLane(ctx) },
+	} {
+		m, err := f()
+		if got := m["src"]; err != nil || got.Queued != queued || got.InFlight != inFlight {
+			t.Fatalf("%s = %v, %v", name, m, err)
+		}
+	}
+}
+
+// TestJournal checks that every event and outcome is appended, whether
+// outcomes wait for an fdatasync or not.
+func TestJournal(t *testing.T) {
+	for _, unsynced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "synced", true: "unsynced outcomes"}[unsynced], func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "journal")
+			c := open(t, ceiling.Options{Journal: path, UnsyncedOutcomes: unsynced})
+			const n = 50
+			for i := range n {
+				id := string(rune('a'+i%26)) + string(rune('a'+i/26))
+				if _, err := c.Enqueue(ctx, event(id, id), time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			jobs, err := c.Lease(ctx, time.Now(), n, time.Minute, nil)
+			if err != nil || len(jobs) != n {
+				t.Fatalf("Lease = %d jobs, %v", len(jobs), err)
+			}
+			for _, j := range jobs {
+				if err := c.Finish(ctx, j, storage.Outcome{Result: storage.Delivered}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			lines := 0
+			for sc := bufio.NewScanner(f); sc.Scan(); {
+				lines++
+			}
+			if lines != 2*n {
+				t.Errorf("journal has %d lines, want %d (an event and an outcome each)", lines, 2*n)
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package ceiling_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hookline/hookline/internal/ceiling"
+	"github.com/hookline/hookline/internal/drainbench"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded"
+)
+
+// BenchmarkDrain100k is storage/embedded's BenchmarkDrain100k with the
+// queue in memory (drainbench.Benchmark): the drain with no store work at
+// all, then with each event and outcome journaled and fdatasync'd per
+// round, then with the outcomes journaled unsynced. Against the embedded
+// store's run it tells what of the drain's time is the store's.
+//
+//	go test -run '^$' -bench Drain100k -benchtime 1x ./internal/ceiling/ ./storage/embedded/
+func BenchmarkDrain100k(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts func(dir string) ceiling.Options
+	}{
+		{"memory", func(string) ceiling.Options { return ceiling.Options{} }},
+		{"journal", func(dir string) ceiling.Options {
+			return ceiling.Options{Journal: filepath.Join(dir, "journal")}
+		}},
+		{"journal_unsynced_outcomes", func(dir string) ceiling.Options {
+			return ceiling.Options{Journal: filepath.Join(dir, "journal"), UnsyncedOutcomes: true}
+		}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			dir := b.TempDir()
+			runs := 0
+			drainbench.Benchmark(b, func() storage.Store {
+				runs++
+				st, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("drain%d.db", runs)), embedded.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, err := ceiling.Wrap(st, v.opts(dir))
+				if err != nil {
+					b.Fatal(err)
+				}
+				return c
+			}, 100_000, nil)
+		})
+	}
+}
