@@ -268,7 +268,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	return nil
 }
 
-// byLane counts the queued and leased jobs of each lane, or of each
+// count counts the queued and leased jobs of each lane, or of each
 // source. s.mu is held.
 func (s *Store) count(key func(*storage.Event) string) map[string]storage.Counts {
 	out := map[string]storage.Counts{}
