@@ -242,6 +242,11 @@ func (s *Store) NextDue(context.Context, *storage.Gate) (time.Time, bool, error)
 // Finish implements storage.Queue: a retried or released job is queued
 // again at out.Due; a delivered or dead one is gone.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
+	switch out.Result {
+	case storage.Retry, storage.Release, storage.Delivered, storage.Dead:
+	default:
+		return fmt.Errorf("unknown result %d", out.Result)
+	}
 	if err := s.record(ctx, s.outcomes, outcome{ID: job.ID, Result: out.Result}); err != nil {
 		return err
 	}
@@ -260,10 +265,8 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		}
 		e.due = out.Due
 		heap.Push(&s.due, e)
-	case storage.Delivered, storage.Dead:
+	default: // delivered or dead
 		delete(s.jobs, job.ID)
-	default:
-		return fmt.Errorf("unknown result %d", out.Result)
 	}
 	return nil
 }

@@ -77,6 +77,9 @@ func TestQueue(t *testing.T) {
 	if err := c.Finish(ctx, named[0], storage.Outcome{Result: storage.Delivered}); !errors.Is(err, storage.ErrLeaseLost) {
 		t.Fatalf("a second outcome for one lease = %v, want ErrLeaseLost", err)
 	}
+	if err := c.Finish(ctx, named[0], storage.Outcome{}); err == nil {
+		t.Fatal("an outcome without a result was taken")
+	}
 	jobs, err := c.Lease(ctx, now, 10, time.Minute, nil)
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "b" {
 		t.Fatalf("Lease now = %v, %v; want b only", jobs, err)
