@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -52,11 +53,11 @@ type Store struct {
 	storage.Store
 
 	mu     sync.Mutex
-	jobs   map[string]*entry // queued and leased, by job id
-	due    dueHeap           // queued jobs, earliest due first
-	claims map[string]claim  // by claim key
-	leased int
-	seq    uint64 // orders jobs due at the same time by arrival
+	jobs   map[string]*entry         // queued and leased, by job id
+	lanes  map[string]storage.Counts // the jobs' sizes, kept as they move: a stats read does not scan
+	due    dueHeap                   // queued jobs, earliest due first
+	claims map[string]claim          // by claim key
+	seq    uint64                    // orders jobs due at the same time by arrival
 
 	journal  *os.File
 	events   *groupcommit.Batcher[[]byte, struct{}] // synced appends
@@ -72,6 +73,7 @@ type claim struct {
 // entry is a job and where it is: in the due heap (index ≥ 0) or leased.
 type entry struct {
 	job    storage.Job
+	lane   string // storage.LaneOf(job)
 	due    time.Time
 	seq    uint64
 	index  int // in the due heap; -1 while leased
@@ -80,7 +82,7 @@ type entry struct {
 
 // Wrap puts the in-memory queue in front of st. Close closes both.
 func Wrap(st storage.Store, opts Options) (*Store, error) {
-	s := &Store{Store: st, jobs: map[string]*entry{}, claims: map[string]claim{}}
+	s := &Store{Store: st, jobs: map[string]*entry{}, claims: map[string]claim{}, lanes: map[string]storage.Counts{}}
 	if opts.Journal == "" {
 		return s, nil
 	}
@@ -184,8 +186,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	for i := range jobs {
 		s.seq++
 		e := &entry{job: storage.Job{Event: jobs[i]}, due: now, seq: s.seq}
+		e.lane = storage.LaneOf(&e.job.Event)
 		s.jobs[e.job.ID] = e
 		heap.Push(&s.due, e)
+		s.move(e.lane, 1, 0)
 	}
 	return storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued, Due: storage.NamedDue(jobs, now, 0)}, nil
 }
@@ -195,7 +199,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 func (s *Store) take(e *entry, now time.Time, lease time.Duration) *storage.Job {
 	heap.Remove(&s.due, e.index)
 	e.leased = true
-	s.leased++
+	s.move(e.lane, -1, 1)
 	e.seq++ // a new lease: the last one's outcome no longer counts
 	e.job.Lease = fmt.Sprint(e.seq)
 	e.job.LeaseUntil = now.Add(lease)
@@ -257,7 +261,6 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		return storage.ErrLeaseLost
 	}
 	e.leased = false
-	s.leased--
 	switch out.Result {
 	case storage.Retry, storage.Release:
 		if out.Attempt != nil {
@@ -265,27 +268,25 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		}
 		e.due = out.Due
 		heap.Push(&s.due, e)
+		s.move(e.lane, 1, -1)
 	default: // delivered or dead
 		delete(s.jobs, job.ID)
+		s.move(e.lane, 0, -1)
 	}
 	return nil
 }
 
-// count counts the queued and leased jobs of each lane, or of each
-// source. s.mu is held.
-func (s *Store) count(key func(*storage.Event) string) map[string]storage.Counts {
-	out := map[string]storage.Counts{}
-	for _, e := range s.jobs {
-		k := key(&e.job.Event)
-		c := out[k]
-		if e.leased {
-			c.InFlight++
-		} else {
-			c.Queued++
-		}
-		out[k] = c
+// move adds queued and inFlight to lane's sizes; a lane left with no
+// job goes. s.mu is held.
+func (s *Store) move(lane string, queued, inFlight int) {
+	c := s.lanes[lane]
+	c.Queued += queued
+	c.InFlight += inFlight
+	if c == (storage.Counts{}) {
+		delete(s.lanes, lane)
+		return
 	}
-	return out
+	s.lanes[lane] = c
 }
 
 // Counts implements storage.Operations: the queue's sizes from memory,
@@ -297,34 +298,37 @@ func (s *Store) Counts(ctx context.Context) (storage.Counts, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.Queued, c.InFlight = len(s.jobs)-s.leased, s.leased
+	c.Queued, c.InFlight = 0, 0
+	for _, n := range s.lanes {
+		c.Queued += n.Queued
+		c.InFlight += n.InFlight
+	}
 	return c, nil
 }
 
 // QueueBySource implements storage.Operations.
-func (s *Store) QueueBySource(context.Context) (map[string]storage.Counts, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.count(func(ev *storage.Event) string { return ev.Source }), nil
+func (s *Store) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	lanes, err := s.QueueByLane(ctx)
+	return storage.CountsBySource(lanes), err
 }
 
 // QueueByLane implements storage.Operations.
 func (s *Store) QueueByLane(context.Context) (map[string]storage.Counts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.count(storage.LaneOf), nil
+	return maps.Clone(s.lanes), nil
 }
 
 // QueueHeads implements storage.Operations: the earliest due job of each
-// lane.
+// lane, by reading every job (the health page's question, which no load
+// run polls).
 func (s *Store) QueueHeads(context.Context) (map[string]time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]time.Time{}
 	for _, e := range s.jobs {
-		lane := storage.LaneOf(&e.job.Event)
-		if h, ok := out[lane]; !ok || e.due.Before(h) {
-			out[lane] = e.due
+		if h, ok := out[e.lane]; !ok || e.due.Before(h) {
+			out[e.lane] = e.due
 		}
 	}
 	return out, nil

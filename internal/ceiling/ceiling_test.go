@@ -80,6 +80,7 @@ func TestQueue(t *testing.T) {
 	if err := c.Finish(ctx, named[0], storage.Outcome{}); err == nil {
 		t.Fatal("an outcome without a result was taken")
 	}
+	wantCounts(t, c, 2, 0)
 	jobs, err := c.Lease(ctx, now, 10, time.Minute, nil)
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "b" {
 		t.Fatalf("Lease now = %v, %v; want b only", jobs, err)
