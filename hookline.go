@@ -7,6 +7,7 @@ package hookline
 
 import (
 	// the modules register themselves in init
+	_ "github.com/hookline/hookline/internal/dashboard"
 	_ "github.com/hookline/hookline/internal/ingress"
 	_ "github.com/hookline/hookline/internal/webhooks"
 	_ "github.com/hookline/hookline/verifiers"

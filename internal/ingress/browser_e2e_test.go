@@ -11,88 +11,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/hookline/hookline/internal/testing/browser"
 	"github.com/hookline/hookline/internal/webhooks"
 	"github.com/hookline/hookline/storage"
 )
-
-// browserPage starts headless Chromium for a test: the context to drive
-// it, and report, which returns the page's JavaScript exceptions and
-// error log entries (CSP violations, failed loads) and the dialogs it
-// opened (each accepted).
-func browserPage(t *testing.T) (ctx context.Context, report func() (exceptions, dialogs []string)) {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1400),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelCtx := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelCtx)
-	if err := chromedp.Do(bctx); err != nil { // starts the browser, with no timeout
-		t.Fatalf("starting chromium: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
-	t.Cleanup(cancel)
-	var (
-		mu                  sync.Mutex
-		exceptions, dialogs []string
-	)
-	err := chromedp.Listen(bctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch ev := ev.(type) {
-		case *page.EventJavascriptDialogOpening:
-			dialogs = append(dialogs, string(ev.Type)+": "+ev.Message)
-			go func() {
-				if _, err := chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil && bctx.Err() == nil {
-					mu.Lock()
-					exceptions = append(exceptions, "accepting a dialog: "+err.Error())
-					mu.Unlock()
-				}
-			}()
-		case *cdplog.EventEntryAdded:
-			if ev.Entry.Level == cdplog.EntryLevelError {
-				exceptions = append(exceptions, string(ev.Entry.Source)+": "+ev.Entry.Text)
-			}
-		case *runtime.EventExceptionThrown:
-			msg := ev.ExceptionDetails.Text
-			if ex := ev.ExceptionDetails.Exception; ex != nil && ex.Description != "" {
-				msg += " " + ex.Description
-			}
-			exceptions = append(exceptions, msg)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, func() ([]string, []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), exceptions...), append([]string(nil), dialogs...)
-	}
-}
 
 // screenshot saves the page in the temporary directory, named after the
 // test and name, and logs where.
@@ -175,7 +105,7 @@ func TestEventBrowser(t *testing.T) {
 		return len(items) == 0
 	})
 
-	ctx, report := browserPage(t)
+	ctx, report := browser.Page(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("http://localhost:9080/dash/"),
 		chromedp.WaitVisible(chromedp.CSS(`#evs-rows tr[data-event="gb-1"]`)),

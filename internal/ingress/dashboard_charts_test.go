@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hookline/hookline/internal/testing/browser"
 )
 
 // TestDashboardCharts: with known traffic (three events delivered at
@@ -57,7 +59,7 @@ func TestDashboardCharts(t *testing.T) {
 		}
 	}
 
-	ctx, report := browserPage(t)
+	ctx, report := browser.Page(t)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate("http://localhost:9080/dash/"),
 		chromedp.WaitVisible(chromedp.CSS(`#health-rows tr[data-source="gen"]`)),

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hookline/hookline/internal/dashboard"
+	"github.com/hookline/hookline/internal/testing/browser"
 	"github.com/hookline/hookline/internal/webhooks"
 	"github.com/hookline/hookline/storage"
 )
@@ -30,24 +30,6 @@ const dashboardSite = `handle_path /dash/* {
 	handle /ops* {
 		webhook_dashboard
 	}`
-
-const chromiumPath = "/usr/bin/chromium"
-
-// chromium finds the browser, failing (never skipping) when it is missing.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err == nil {
-		return chromiumPath
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("chromium is required for the dashboard browser test and is missing in CI (scripts/test installs it: apt-get install chromium)")
-	}
-	t.Fatalf("chromium is required for the dashboard browser test: install it with `apt-get install -y chromium` (or run scripts/test, which does)")
-	return ""
-}
 
 // dlqEntryOf waits for the pending DLQ entry of an event and returns its id.
 func dlqEntryOf(t *testing.T, eventID string) string {
@@ -90,7 +72,7 @@ func TestDashboardBrowser(t *testing.T) {
 	up.next(t, 5*time.Second)
 	id := dlqEntryOf(t, "dash-1")
 
-	ctx, report := browserPage(t)
+	ctx, report := browser.Page(t)
 
 	row := chromedp.CSS(`tr[data-event-id="dash-1"]`)
 	if err := chromedp.Do(ctx,
