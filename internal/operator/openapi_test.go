@@ -90,8 +90,9 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		{api, "GET", "/webhooks/stats?from=1h&to=2h", "", 400},
 		{api, "GET", "/webhooks/stats/series?from=15m", "", 200},
 		{api, "GET", "/webhooks/stats/series?source=gen&from=7d", "", 200},
-		{api, "GET", "/webhooks/stats/series?from=24h&step=30s", "", 400},
-		{api, "GET", "/webhooks/stats/series?from=7d&step=1m", "", 400},
+		{api, "GET", "/webhooks/stats/series?from=24h&step=30s", "", 200}, // rounded up to 1m
+		{api, "GET", "/webhooks/stats/series?from=24h&step=0s", "", 400},
+		{api, "GET", "/webhooks/stats/series?from=47h&step=1m", "", 400}, // 2820 points
 		{apiDown, "GET", "/webhooks/stats/series", "", 503},
 		{api, "GET", "/webhooks/dlq?source=gen&status=pending&limit=10&since=24h", "", 200},
 		{api, "GET", "/webhooks/dlq?limit=0", "", 400},

@@ -12,7 +12,7 @@ import (
 const Redacted = "[redacted]"
 
 // credentialHeaders may carry credentials: they are stored and forwarded
-// (the upstream may need them) but never shown (DESIGN "Data at rest").
+// (the upstream may need them) but never shown (README.md, "Caddyfile").
 // X-Gitlab-Token is the GitLab scheme's secret itself: the ingress drops
 // it once verified, but events stored before it did may still hold it.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Gitlab-Token"}

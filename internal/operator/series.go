@@ -187,7 +187,7 @@ func buildSeries(buckets []storage.StatsBucket, rg statsRange, source string) Se
 		}
 	}
 	out := SeriesAnswer{Source: source, From: rg.from.UTC(), To: rg.to.UTC(), StepSeconds: int64(rg.step / time.Second),
-		Resolution: rg.res.String(), LatencyBoundsSeconds: LatencyBounds, Points: make([]SeriesPoint, n),
+		StepRoundedFrom: roundedFrom(rg.asked), Resolution: rg.res.String(), LatencyBoundsSeconds: LatencyBounds, Points: make([]SeriesPoint, n),
 		Attempts: map[string]map[string]int64{"delivered": {}, "dead": {}}, TopErrors: []ErrorCount{}}
 	for i, st := range steps {
 		c := st.c
@@ -259,4 +259,13 @@ func quantile(q float64, counts []int64, total int64) float64 {
 		return math.Round(v*1e6) / 1e6
 	}
 	return LatencyBounds[len(LatencyBounds)-1]
+}
+
+// roundedFrom is SeriesAnswer.StepRoundedFrom: the step asked for, when it
+// was rounded.
+func roundedFrom(asked time.Duration) string {
+	if asked == 0 {
+		return ""
+	}
+	return asked.String()
 }

@@ -206,18 +206,54 @@ func TestSeries(t *testing.T) {
 	for _, path := range []string{
 		"/webhooks/stats/series?from=soon",
 		"/webhooks/stats/series?to=1h&from=30m",
-		"/webhooks/stats/series?from=24h&step=90s",
 		"/webhooks/stats/series?from=24h&step=0s",
+		"/webhooks/stats/series?from=24h&step=-1m",
+		"/webhooks/stats/series?from=24h&step=841h", // past the 35 days kept
+		"/webhooks/stats/series?from=24h&step=2562047h",
 		"/webhooks/stats/series?from=24h&step=tomorrow",
-		"/webhooks/stats/series?from=7d&step=1m",   // 10080 points
-		"/webhooks/stats/series?from=72h&step=30m", // minutes are kept 48h
-		"/webhooks/stats/series?from=60d&step=1h",  // counters are kept 35 days
+		"/webhooks/stats/series?from=47h&step=1m", // 2820 points
+		"/webhooks/stats/series?from=60d&step=1h", // counters are kept 35 days
 	} {
 		var e operator.ErrorAnswer
 		w := httptest.NewRecorder()
 		api.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
 		if w.Code != 400 || json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error == "" {
 			t.Errorf("GET %s: %d %s, want a 400 JSON error", path, w.Code, w.Body)
+		}
+	}
+}
+
+// TestSeriesStepRounded: a step finer than the counters kept is rounded up
+// (to whole minutes; to whole hours for a window older than the minute
+// counters) and the answer names the step asked for; a step used as asked
+// has no step_rounded_from.
+func TestSeriesStepRounded(t *testing.T) {
+	api := operator.New(func() (operator.App, error) { return newFakeApp(), nil })
+	for _, tc := range []struct {
+		query       string
+		stepSeconds int64
+		roundedFrom string
+		resolution  string
+	}{
+		{"from=15m&step=10s", 60, "10s", "minute"},
+		{"from=15m&step=1ms", 60, "1ms", "minute"},
+		{"from=15m&step=1m", 60, "", "minute"},
+		{"from=24h&step=90s", 120, "1m30s", "minute"},
+		{"from=24h&step=1h", 3600, "", "hour"},
+		{"from=72h&step=30m", 3600, "30m0s", "hour"}, // minutes are kept 48h
+		{"from=72h&step=1h", 3600, "", "hour"},
+		{"from=7d&step=1m", 3600, "1m0s", "hour"},
+	} {
+		var s operator.SeriesAnswer
+		if code := get(t, api, "/webhooks/stats/series?"+tc.query, &s); code != 200 {
+			t.Errorf("%s: %d", tc.query, code)
+			continue
+		}
+		if s.StepSeconds != tc.stepSeconds || s.StepRoundedFrom != tc.roundedFrom || s.Resolution != tc.resolution {
+			t.Errorf("%s: step %d rounded from %q at %s, want %d from %q at %s", tc.query, s.StepSeconds, s.StepRoundedFrom, s.Resolution, tc.stepSeconds, tc.roundedFrom, tc.resolution)
+		}
+		if want := int(s.To.Sub(s.From)/(time.Duration(s.StepSeconds)*time.Second)) + 1; len(s.Points) < want-1 || len(s.Points) > want {
+			t.Errorf("%s: %d points from %s to %s by %ds", tc.query, len(s.Points), s.From, s.To, s.StepSeconds)
 		}
 	}
 }

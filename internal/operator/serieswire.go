@@ -82,6 +82,11 @@ type SeriesAnswer struct {
 	To time.Time `json:"to"`
 	// StepSeconds is the width of a point.
 	StepSeconds int64 `json:"step_seconds"`
+	// StepRoundedFrom is the step the request asked for (a Go duration,
+	// "10s") when it was rounded up to StepSeconds: to whole minutes, the
+	// finest counters kept, or to whole hours for a window older than the
+	// minute counters. Absent when the step was used as asked.
+	StepRoundedFrom string `json:"step_rounded_from,omitempty"`
 	// Resolution is the buckets read: "minute" or "hour".
 	Resolution string `json:"resolution"`
 	// LatencyBoundsSeconds are the latency buckets' upper bounds the

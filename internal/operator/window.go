@@ -16,6 +16,9 @@ type statsRange struct {
 	from, to time.Time
 	// step is the series' point width (0 for the range stats).
 	step time.Duration
+	// asked is the step the request gave when it was rounded up to step
+	// (0 when it was used as given, or none was given).
+	asked time.Duration
 	// res is the resolution of the buckets read.
 	res storage.StatsResolution
 }
@@ -42,9 +45,10 @@ func badParam(name, format string, args ...any) error {
 
 // parseRange reads from and to (RFC 3339 times, or durations meaning that
 // long before now; defaults: the hour up to now) and, when withStep, step
-// (a duration, whole minutes; default from seriesSteps). The resolution
-// read is the hour buckets' when the step is whole hours or the window
-// reaches past the minute buckets' retention, else the minutes'.
+// (a duration, rounded up to whole minutes, or to whole hours when the
+// window reaches past the minute buckets' retention; default from
+// seriesSteps). The resolution read is the hour buckets' when the step is
+// whole hours, else the minutes'.
 func parseRange(q url.Values, now time.Time, withStep bool) (statsRange, error) {
 	var r statsRange
 	var err error
@@ -76,8 +80,20 @@ func parseRange(q url.Values, now time.Time, withStep bool) (statsRange, error) 
 		return r, nil
 	}
 	if s := q.Get("step"); s != "" {
-		if r.step, err = caddy.ParseDuration(s); err != nil || r.step < time.Minute || r.step%time.Minute != 0 {
-			return r, badParam("step", "want a duration of whole minutes, at least 1m, got %q", s)
+		asked, err := caddy.ParseDuration(s)
+		if err != nil || asked <= 0 || asked > storage.StatsHourRetention {
+			return r, badParam("step", "want a duration up to %s, got %q", storage.StatsHourRetention, s)
+		}
+		// a chart asks for what its width gives: the step is rounded up
+		// to the buckets the window can be read from, and the answer
+		// says so (SeriesAnswer.StepRoundedFrom)
+		unit := time.Minute
+		if !minutesKept {
+			unit = time.Hour
+		}
+		r.step = (asked + unit - 1) / unit * unit
+		if r.step != asked {
+			r.asked = asked
 		}
 	} else {
 		r.step = seriesSteps[len(seriesSteps)-1]
@@ -94,8 +110,6 @@ func parseRange(q url.Values, now time.Time, withStep bool) (statsRange, error) 
 	r.res = storage.StatsByMinute
 	if r.step%time.Hour == 0 {
 		r.res = storage.StatsByHour
-	} else if !minutesKept {
-		return r, badParam("step", "minute counters are kept %s: a window starting earlier needs a step of whole hours", storage.StatsRetention)
 	}
 	r.from = alignDown(r.from, r.step)
 	return r, nil
