@@ -44,7 +44,7 @@ func TestAuditTrail(t *testing.T) {
 	logs, auditLog, eventsLog := auditLogs(t)
 	up := newUpstream(t)
 	fail := up.failWith(http.StatusServiceUnavailable, true)
-	startCaddyWith(t, up, logs, "", fmt.Sprintf(`
+	startCaddyWith(t, up, logs, auditOn(t), fmt.Sprintf(`
 	webhook_ingress /hooks/audited audited {
 		verify hmac %s {
 			header X-Signature
@@ -135,6 +135,9 @@ func TestAuditTrail(t *testing.T) {
 	})
 }
 
+// auditOn is the webhooks block's storage line with the audit trail on.
+func auditOn(t *testing.T) string { return defaultStorage(t) + "\n\t\taudit" }
+
 // auditLogs is the global option block that routes the webhooks.audit
 // logger and Caddy's events to files of their own (JSON), and the two
 // files' paths.
@@ -154,6 +157,34 @@ func auditLogs(t *testing.T) (global, auditLog, eventsLog string) {
 	}`, auditLog, eventsLog), auditLog, eventsLog
 }
 
+// TestAuditOffByDefault: without the webhooks app's audit option, the
+// webhooks.audit logger writes nothing, even where a log includes it: an
+// event received, delivered and another dead-lettered leave the audit file
+// empty (Caddy's default log would otherwise get three lines an event).
+func TestAuditOffByDefault(t *testing.T) {
+	logs, auditLog, _ := auditLogs(t)
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if n == 2 {
+			w.WriteHeader(http.StatusUnprocessableEntity) // the second to the DLQ
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	startCaddyWith(t, up, logs, "", "")
+	for _, eventID := range []string{"quiet-1", "quiet-2"} {
+		body := []byte(`{"kind":"order.paid"}`)
+		if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, eventID)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %v", eventID, resp.StatusCode, m)
+		}
+		up.next(t, 5*time.Second)
+	}
+	dlqEntryOf(t, "quiet-2")
+	if lines := logLines(t, auditLog); len(lines) != 0 {
+		t.Fatalf("audit lines without the audit option: %v", lines)
+	}
+}
+
 // TestAuditResolvedDiscarded: a DLQ entry resolved and another discarded
 // through the admin API each get their audit line (step resolved,
 // discarded) naming the entry, its event and the id of the ingress request
@@ -162,7 +193,7 @@ func TestAuditResolvedDiscarded(t *testing.T) {
 	logs, auditLog, _ := auditLogs(t)
 	up := newUpstream(t)
 	up.setRespond(func(n int, w http.ResponseWriter) { w.WriteHeader(http.StatusUnprocessableEntity) }) // to the DLQ
-	startCaddyWith(t, up, logs, "", "")
+	startCaddyWith(t, up, logs, auditOn(t), "")
 
 	ids := map[string]string{} // event id: DLQ entry id
 	for _, eventID := range []string{"settle-resolved", "settle-discarded"} {
@@ -214,8 +245,8 @@ func TestAuditResolvedDiscarded(t *testing.T) {
 	}
 }
 
-// TestBreakerEvents (DESIGN.md "Observability", "Delivery to the
-// upstream"): an upstream failing five times in a row opens its circuit
+// TestBreakerEvents (docs/reference.md, "Logs and events", "Upstream
+// requests"): an upstream failing five times in a row opens its circuit
 // breaker, and once it recovers the breaker's trial closes it again; the
 // events app gets webhook_breaker_open and then webhook_breaker_closed,
 // naming the upstream by scheme and host. The event is delivered without
@@ -225,7 +256,7 @@ func TestBreakerEvents(t *testing.T) {
 	logs, auditLog, eventsLog := auditLogs(t)
 	up := newUpstream(t)
 	fail := up.failWith(http.StatusServiceUnavailable, true)
-	startCaddyWith(t, up, logs, "", fmt.Sprintf(`
+	startCaddyWith(t, up, logs, auditOn(t), fmt.Sprintf(`
 	webhook_ingress /hooks/flaky flaky {
 		verify none
 		forward_to %s/in/flaky

@@ -27,6 +27,10 @@ func TestErase(t *testing.T) {
 		dbPath = filepath.Join(t.TempDir(), "events.db")
 		storageLine = "storage embedded " + dbPath
 	}
+	if storageLine == "" {
+		storageLine = defaultStorage(t)
+	}
+	storageLine += "\n\t\taudit"
 	up := newUpstream(t)
 	startCaddyWith(t, up, fmt.Sprintf(`log audit {
 		output file %s

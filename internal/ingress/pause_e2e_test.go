@@ -48,7 +48,7 @@ func TestPauseHold(t *testing.T) {
 	logs, auditLog, eventsLog := auditLogs(t)
 	alertURL, alerts := alertSink(t)
 	up := newUpstream(t)
-	startCaddyWith(t, up, logs, defaultStorage(t)+"\n\t\tworkers 1\n\t\talert "+alertURL, "")
+	startCaddyWith(t, up, logs, auditOn(t)+"\n\t\tworkers 1\n\t\talert "+alertURL, "")
 
 	if code, m := admin(t, "POST", "/webhooks/sources/gen/pause", `{"reason":"upstream deploy","accept":true}`); code != 200 ||
 		m["pause"].(map[string]any)["mode"] != "hold" {

@@ -65,6 +65,12 @@ type App struct {
 	// the base64 of 32 bytes, usually a placeholder ({env.*}, {file.*})
 	// replaced at provision; the first seals, all open (encryption.go).
 	EncryptionKeys []string `json:"encryption_keys,omitempty"`
+	// Audit turns the audit trail on: the logger webhooks.audit writes
+	// one line per step of each event's life (audit.go). Off by default,
+	// as Caddy's access log is: three lines an event would otherwise fill
+	// Caddy's default log. Route it to a file of its own with a log that
+	// includes webhooks.audit (and one that excludes it from the default).
+	Audit bool `json:"audit,omitempty"`
 
 	backend backends.Backend
 	keys    *storage.Keyring

@@ -12,14 +12,15 @@ import (
 
 // The audit trail and the Caddy events of an event's life.
 //
-// The logger webhooks.audit writes one Info line per lifecycle step
-// (received, attempt, delivered, dead, retried, resolved, discarded,
-// investigating, replayed, ignored, erased; paused and resumed for an
-// operator's pause, with its source, destination, mode, reason, since,
-// until and whether it ended by itself) with the event's source, ids, type and the id of the
-// ingress request that accepted it, never a body, a header or a secret,
-// so that a user can route it to a file of its own with Caddy's log
-// config (include webhooks.audit).
+// With the app's audit option (off by default), the logger webhooks.audit
+// writes one Info line per lifecycle step (received, attempt, delivered,
+// dead, retried, resolved, discarded, investigating, replayed, ignored,
+// erased; paused and resumed for an operator's pause, with its source,
+// destination, mode, reason, since, until and whether it ended by itself)
+// with the event's source, ids, type and the id of the ingress request
+// that accepted it, never a body, a header or a secret, so that a user can
+// route it to a file of its own with Caddy's log config (include
+// webhooks.audit).
 //
 // The events app gets webhook_dead, webhook_source_paused,
 // webhook_source_resumed, webhook_breaker_open, webhook_breaker_closed and
@@ -138,10 +139,14 @@ func (a *App) breakerChanged(upstream string, open bool) {
 	a.emit(name, map[string]any{"upstream": upstream})
 }
 
-// provisionAudit sets up the audit logger and the events app.
+// provisionAudit sets up the audit logger (only with the audit option:
+// without it every step's line is skipped before its fields are built)
+// and the events app.
 func (a *App) provisionAudit(ctx caddy.Context) error {
 	a.ctx = ctx
-	a.auditLog = ctx.Logger().Named("audit")
+	if a.Audit {
+		a.auditLog = ctx.Logger().Named("audit")
+	}
 	v, err := ctx.App("events")
 	if err != nil {
 		return err

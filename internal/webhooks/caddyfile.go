@@ -43,6 +43,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		retention 24h                       # how long delivered events stay queryable
 //		dlq_retention 168h                  # DLQ entries expire after this (0 = never)
 //		encryption_key {env.KEY} [{env.OLD_KEY}...]  # bodies and headers at rest: AES-256-GCM
+//		audit                               # the audit trail: logger webhooks.audit, a line per step
 //		alert <url> {                       # POSTs a JSON alert (Slack-compatible "text")
 //			dlq_threshold 1                 # new DLQ entries that trigger an alert
 //			error_rate <fraction> [<min_attempts>]   # failed share of a source's attempts (default min 20)
@@ -98,6 +99,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Alert = ac
+		case "audit":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.Audit = true
 		case "encryption_key":
 			keys := d.RemainingArgs()
 			if len(keys) == 0 {

@@ -78,6 +78,8 @@ func TestAppUnmarshalCaddyfile(t *testing.T) {
 
 		// encryption at rest: the keys as written (placeholders kept)
 		{name: "encryption_key", input: webhooksBlock("encryption_key {env.HOOKLINE_KEY}"), want: &App{EncryptionKeys: []string{"{env.HOOKLINE_KEY}"}}},
+		{name: "audit", input: webhooksBlock("audit"), want: &App{Audit: true}},
+		{name: "audit with an argument", input: webhooksBlock("audit on"), wantErr: "wrong argument count"},
 		{name: "encryption_key with older keys", input: webhooksBlock("encryption_key {env.NEW} {file./run/secrets/old}"),
 			want: &App{EncryptionKeys: []string{"{env.NEW}", "{file./run/secrets/old}"}}},
 		{name: "encryption_key no key", input: webhooksBlock("encryption_key"), wantErr: "encryption_key needs a key"},
