@@ -17,7 +17,7 @@ const MaxIDLen = 256
 // control character such as NUL, TAB, CR, LF or DEL, or a byte outside
 // ASCII, UTF-8 text included, or a leading or trailing space, which HTTP
 // would strip) is replaced by the lowercase hex SHA-256 of its bytes (64
-// bytes of printable text), as DESIGN.md says. "" stays "" (no id).
+// bytes of printable text), as docs/reference.md says. "" stays "" (no id).
 //
 // Two ids stay distinct after Normalize unless SHA-256 collides, the same
 // id always gives the same result, and Normalize(Normalize(id)) ==

@@ -1,5 +1,5 @@
 // Package routing decides which destinations of a webhook source take an
-// event (DESIGN.md "Destinations (fan-out) and routing"): a destination's
+// event (README.md, "Delivery": destinations): a destination's
 // events globs on the event type and its when conditions on the request.
 // It is free of Caddy: the webhook_ingress handler's JSON config compiles
 // into a Matcher per destination.

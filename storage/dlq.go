@@ -13,7 +13,7 @@ import (
 // DLQStatus is the operator-facing state of a DLQ entry.
 type DLQStatus string
 
-// The DLQ entry states of DESIGN.md.
+// The DLQ entry states (docs/admin-api.md).
 const (
 	DLQPending       DLQStatus = "pending"
 	DLQInvestigating DLQStatus = "investigating"

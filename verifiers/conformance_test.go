@@ -573,7 +573,7 @@ func (s *conformance) signatureTexts(t *testing.T, valid string) []struct {
 
 // testReplayWindow: the default tolerance, in both directions, a
 // difference exactly equal to it accepted (the gateway policy of
-// shared/SIGNATURES.md: stricter than the Stripe and Paddle SDKs, which
+// docs/signatures.md: stricter than the Stripe and Paddle SDKs, which
 // accept any timestamp in the future).
 func (s *conformance) testReplayWindow(t *testing.T, name string) {
 	keys := []string{s.keys[0]}

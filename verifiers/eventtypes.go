@@ -15,7 +15,7 @@ type TypeRule = dedupe.TypeRule
 // without an events filter take them.
 //
 // The defaults of every scheme are decided here, side by side, as
-// DESIGN.md lists them, and proven on the provider corpus
+// docs/reference.md lists them, and proven on the provider corpus
 // (testdata/providers: every sample gets the type its provider documents).
 type TypeDefaulter interface {
 	DefaultTypeFrom() []TypeRule

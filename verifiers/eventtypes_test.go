@@ -59,7 +59,7 @@ func TestDefaultTypeRulesValid(t *testing.T) {
 	}
 	for _, v := range []any{&HMAC{}, &None{}, &Twitter{}} {
 		if _, ok := v.(TypeDefaulter); ok {
-			t.Errorf("%T has default type rules; DESIGN.md gives it none", v)
+			t.Errorf("%T has default type rules; the docs give it none", v)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// GitLab signs nothing, so there is no official vector (shared/SIGNATURES.md;
+// GitLab signs nothing, so there is no official vector (docs/signatures.md;
 // gitlabhq doc/user/project/integrations/webhooks.md: "GitLab sends the
 // token in the X-Gitlab-Token HTTP header"). The token below is made up.
 const (

@@ -57,12 +57,12 @@ type Handshaker interface {
 // The codes of a refused handshake.
 const (
 	// handshakeErrorCode is the code of a refused handshake, the same as
-	// a signature mismatch (DESIGN.md: UNAUTHORIZED).
+	// a signature mismatch (docs/reference.md: 401 UNAUTHORIZED).
 	handshakeErrorCode = "UNAUTHORIZED"
 
 	// handshakeMalformedCode is the code of a handshake whose challenge
 	// is malformed: the documented code and status of a malformed
-	// signature input (DESIGN.md: 401 INVALID_SIGNATURE_FORMAT), since the
+	// signature input (docs/reference.md: 401 INVALID_SIGNATURE_FORMAT), since the
 	// challenge is what the scheme would sign.
 	handshakeMalformedCode = "INVALID_SIGNATURE_FORMAT"
 )

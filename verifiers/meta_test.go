@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Meta publishes no official test vector (shared/SIGNATURES.md). Its docs
+// Meta publishes no official test vector (docs/signatures.md). Its docs
 // say the signature is computed "using an escaped unicode version of the
 // payload, with lowercase hex digits". The vector below was computed
 // independently of this package (Python: hmac.new(b"meta-app-secret",

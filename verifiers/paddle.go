@@ -20,7 +20,7 @@ import (
 // are ignored. An element without "=", an empty value, or a repeated ts is
 // a malformed header.
 //
-// The timestamp check is the gateway policy of shared/SIGNATURES.md,
+// The timestamp check is the policy of docs/signatures.md,
 // stricter than Paddle's Node SDK (which checks only the age): ts is
 // refused when it is more than tolerance before or after the current time
 // (a difference exactly equal to the tolerance is accepted), so a

@@ -10,7 +10,7 @@ import (
 
 // The official vectors of PaddleHQ/paddle-node-sdk
 // src/__tests__/notifications/webhooks-validator.node.test.ts (@b8ee4b12,
-// shared/SIGNATURES.md): secret "VALID_SECRET", the clock at
+// docs/signatures.md): secret "VALID_SECRET", the clock at
 // new Date('11/01/2023') = 1698796800 (UTC), and
 //
 //	body '{"data": ["1", "2"]}', header

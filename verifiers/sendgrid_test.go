@@ -18,7 +18,7 @@ import (
 )
 
 // The official vectors of sendgrid/sendgrid-python
-// test/unit/test_eventwebhook.py (@76788e70, shared/SIGNATURES.md):
+// test/unit/test_eventwebhook.py (@76788e70, docs/signatures.md):
 // PUBLIC_KEY, SIGNATURE, TIMESTAMP and PAYLOAD (json.dumps of one
 // "dropped" event with sort_keys=True and separators=(',', ':'), plus the
 // trailing "\r\n"): valid. test_verify_bad_key (sgOtherKey), bad payload

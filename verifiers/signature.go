@@ -14,7 +14,7 @@ import (
 // This file holds the signature pieces every HMAC scheme shares, so that a
 // new scheme (stripe, slack, shopify, ...) only has to say which header it
 // reads and which bytes are signed. The gateway policy they implement is
-// in shared/SIGNATURES.md: signatures are compared as canonical text in
+// in docs/signatures.md: signatures are compared as canonical text in
 // constant time (lowercase hex; standard, padded base64).
 
 // Encoding is how a scheme writes a signature as text.

@@ -31,7 +31,7 @@ const (
 )
 
 // v1a (ed25519) vectors. The released reference libraries do not
-// implement v1a (SIGNATURES.md); these are:
+// implement v1a (docs/signatures.md); these are:
 //
 //   - stdEdPub / stdEdSig: TestAsymmetricWebhookSign of
 //     libraries/go/webhook_asymmetric_test.go in a version of the

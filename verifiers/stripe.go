@@ -29,7 +29,7 @@ import (
 // The header is parsed strictly, like stripe-go: an element without
 // exactly one '=' makes the whole header malformed, and so does a missing,
 // repeated or non-numeric t. The timestamp check is the gateway policy of
-// shared/SIGNATURES.md, stricter than the Stripe SDKs (which check only the
+// docs/signatures.md, stricter than the Stripe SDKs (which check only the
 // age): t must be within tolerance of the current time in either direction
 // (default 5m; a difference exactly equal to the tolerance is accepted), so
 // a timestamp too far in the future is refused too.

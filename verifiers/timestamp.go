@@ -7,7 +7,7 @@ import (
 )
 
 // This file holds the timestamp pieces of the schemes that sign one. The
-// gateway policy (shared/SIGNATURES.md): timestamps are integer Unix
+// gateway policy (docs/signatures.md): timestamps are integer Unix
 // seconds checked as |now - ts| <= tolerance.
 
 // ParseUnixSeconds reads a signed timestamp: 1 to 18 ASCII digits, the

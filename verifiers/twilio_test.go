@@ -21,7 +21,7 @@ import (
 
 // The official vectors of twilio/twilio-python
 // tests/unit/test_request_validator.py (@306691e7) and twilio/twilio-node
-// spec/validation.spec.js (@45d3d65a), shared/SIGNATURES.md. Auth Token
+// spec/validation.spec.js (@45d3d65a), docs/signatures.md. Auth Token
 // "12345", URL https://mycompany.com/myapp.php?foo=1&bar=2, and the
 // parameters CallSid=CA1234567890ABCDE, Caller=+14158675309, Digits=1234,
 // From=+14158675309, To=+18005551212:

@@ -1,6 +1,6 @@
 // Package drainbench is the backlog drain benchmark shared by the stores
 // tests: a backlog delivered by the real dispatcher to a local upstream,
-// against that upstream's own speed (DESIGN.md's drain target). It lives
+// against that upstream's own speed (the drain target of docs/reference.md). It lives
 // apart from storagetest, which the dispatcher's own tests import.
 package drainbench
 
@@ -40,7 +40,7 @@ var Latencies = []time.Duration{0, 2 * time.Millisecond}
 // time), then delivers it with Workers workers to a local upstream
 // answering after that latency, once per b.Loop. It reports the drain rate, the
 // upstream's own rate for the same requests at the same concurrency (its
-// ratio is DESIGN.md's drain target), the Go process's CPU per job and the
+// ratio is the drain target), the Go process's CPU per job and the
 // Go heap while the backlog waits and while it drains (neither may grow
 // with the backlog). around, if set, is called with the sub-benchmark
 // just before the drain starts (true) and once it is over (false), for a

@@ -14,8 +14,8 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// This file holds a source's destinations (DESIGN.md "Destinations
-// (fan-out) and routing"): their JSON config, its compilation into the
+// This file holds a source's destinations (README.md,
+// "Delivery": destinations): their JSON config, its compilation into the
 // routes the handler matches each event against, and the routing of one
 // event.
 

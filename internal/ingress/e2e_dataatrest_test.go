@@ -23,7 +23,7 @@ import (
 	"github.com/hookline/hookline/storage/storagetest"
 )
 
-// TestSecretHeadersNeverStoredCredentialsRedacted (DESIGN "Data at rest"):
+// TestSecretHeadersNeverStoredCredentialsRedacted (README.md, "Storage and durability"):
 // GitLab's X-Gitlab-Token, the configured secret itself, is dropped once
 // verified: never stored, forwarded or shown. Authorization and Cookie are
 // stored and forwarded, but the admin API (and so the CLI and the
@@ -181,7 +181,7 @@ http://localhost:%d {
 // from {env.HOOKLINE_E2E_KEY}.
 var e2eKey = base64.StdEncoding.EncodeToString([]byte("hookline-e2e-encryption-key-32by"))
 
-// TestEncryptionAtRest (DESIGN "Data at rest"): with encryption_key set, a
+// TestEncryptionAtRest (README.md, "Storage and durability"): with encryption_key set, a
 // marker in a body and in a header never appears in the store (the bbolt
 // file; every Redis value of every type), for queued, delivered (kept for
 // replay) and dead-lettered events alike, while the admin API shows them;
@@ -359,7 +359,7 @@ func redisValues(t *testing.T, addr, prefix string) [][]byte {
 	return out
 }
 
-// TestEncryptionKeyMissing (DESIGN "Data at rest"): a job sealed under a
+// TestEncryptionKeyMissing (README.md, "Storage and durability"): a job sealed under a
 // key the config no longer has is not lost and crashes nothing: it goes to
 // the DLQ with an error naming the missing key id, counted dead in the
 // stats, the admin API answers
@@ -425,7 +425,7 @@ func TestEncryptionKeyMissing(t *testing.T) {
 	}
 }
 
-// TestKeysNeverLogged (DESIGN "Data at rest", "Observability"): with every
+// TestKeysNeverLogged (README.md, "Storage and durability", "Logs"): with every
 // Caddy logger at DEBUG in one file and encryption_key holding a new key
 // and an older one, an event delivered, another dead-lettered, read and
 // retried through the admin API, a rekey run to done, and a job whose key

@@ -1,6 +1,6 @@
 package ingress
 
-// Edge protection before the body is read (DESIGN.md "Edge protection"):
+// Edge protection before the body is read (README.md, "Caddyfile": edge protection):
 // allow_ips, the client IPs a source takes webhooks from, and accept_rate,
 // how many requests a source takes per window. Both answer before a byte
 // of the body is read; schema.go checks the body once verified.

@@ -13,7 +13,7 @@ import (
 
 // TestEdgeProtection: allow_ips (behind trusted_proxies, with a
 // placeholder holding several ranges), accept_rate and schema answer with
-// their exact JSON, in DESIGN.md's order (allow_ips and accept_rate before
+// their exact JSON, in the documented order (allow_ips and accept_rate before
 // the body is read, so before its size; the signature before the schema),
 // never store what they refuse, and are counted.
 func TestEdgeProtection(t *testing.T) {
@@ -154,7 +154,7 @@ func TestEdgeProtection(t *testing.T) {
 	})
 }
 
-// TestEdgeOrderOfChecks (DESIGN.md "Edge protection": pause, then
+// TestEdgeOrderOfChecks (README.md, edge protection: pause, then
 // allow_ips, then accept_rate): a paused source answers 503 to a client
 // allow_ips refuses, and to an allowed client beyond accept_rate; requests
 // allow_ips refuses spend no accept_rate token, so an allowed client still

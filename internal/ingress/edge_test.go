@@ -130,7 +130,7 @@ func TestJSONPointer(t *testing.T) {
 }
 
 // BenchmarkSchemaValidate: a 1 KiB body against a schema of a dozen
-// rules (DESIGN.md target: under 50µs). "validate" is the schema's own
+// rules (target: under 50µs). "validate" is the schema's own
 // cost (the ingress decodes the body once, for the id and type rules too);
 // "decode+validate" adds that decoding.
 func BenchmarkSchemaValidate(b *testing.B) {

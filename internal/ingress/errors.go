@@ -8,7 +8,7 @@ import (
 	"github.com/hookline/hookline/internal/httpjson"
 )
 
-// Error codes of the ingress's JSON error bodies (DESIGN.md).
+// Error codes of the ingress's JSON error bodies (docs/reference.md, "Answers to the provider").
 const (
 	CodeMethodNotAllowed       = "METHOD_NOT_ALLOWED"
 	CodePayloadTooLarge        = "PAYLOAD_TOO_LARGE"

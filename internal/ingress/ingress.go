@@ -1,8 +1,8 @@
 // Package ingress is the webhook_ingress HTTP handler: one webhook source
 // at the edge. It verifies the signature on the raw bytes, finds the
 // event's id, deduplicates, stores the event durably through the webhooks
-// app and only then answers 202 (see DESIGN.md "What the provider gets
-// back"). Its end-to-end tests drive a real Caddy with every module.
+// app and only then answers 202 (see docs/reference.md, "Answers to
+// the provider"). Its end-to-end tests drive a real Caddy with every module.
 package ingress
 
 import (

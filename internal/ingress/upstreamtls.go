@@ -13,9 +13,8 @@ import (
 	"github.com/hookline/hookline/internal/delivery"
 )
 
-// This file holds the TLS options of an https upstream (DESIGN.md
-// "Destinations (fan-out) and routing": "the TLS options of the
-// upstream"), named as reverse_proxy's http transport names them.
+// This file holds the TLS options of an https upstream (README.md,
+// "Delivery": upstreams over TLS), named as reverse_proxy's http transport names them.
 
 // UpstreamTLS configures the connections to an https upstream. A
 // destination's field replaces the source's; the fields it leaves out are

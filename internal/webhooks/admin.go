@@ -51,7 +51,8 @@ var operatorAPI = operator.New(runningApp)
 
 // runningApp is the webhooks app of the running config, looked up for
 // every request: an admin router is provisioned with each config load,
-// before its apps and whether or not the load succeeds (CADDY.md).
+// before its apps and whether or not the load succeeds (Caddy's provisionContext starts
+// the admin server, with its routers, before it provisions the apps).
 func runningApp() (operator.App, error) {
 	v, err := caddy.ActiveContext().AppIfConfigured("webhooks")
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 
 // Metrics are package-level so that counters survive config reloads; each
 // config's registry gets them registered (Caddy gives every config a fresh
-// registry). Names are DESIGN.md's.
+// registry). The names are the documented ones (docs/reference.md, "Metrics"): dashboards and
+// alerting rules rely on them.
 var metrics = struct {
 	received          *prometheus.CounterVec
 	deliveries        *prometheus.CounterVec

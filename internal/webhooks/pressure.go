@@ -2,7 +2,7 @@ package webhooks
 
 import "sync/atomic"
 
-// Accepting comes first (DESIGN.md "Targets"): while many verified ingress
+// Accepting comes first (docs/reference.md, "Targets"): while many verified ingress
 // requests are in progress at once, the delivery workers hold fewer jobs under lease
 // (delivery.Config.Busy and Yield), so that accepting events gets the CPU
 // and delivery takes what ingest leaves. Deliveries go on at that smaller

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkEnqueueFanOut: ingest of events with 1 and 3 deliveries, fsynced
-// through shared commits (DESIGN.md: 3 destinations cost at most 1.3x one).
+// through shared commits (docs/reference.md: 3 destinations cost at most 1.3x one).
 //
 //	go test -run '^$' -bench EnqueueFanOut ./storage/embedded/
 func BenchmarkEnqueueFanOut(b *testing.B) {

@@ -14,7 +14,7 @@ import (
 // ordered is stored by the enqueue script as one record, beside its claim
 // and in the same atomic step: its deliveries, payload record and
 // deliveries index, written once, not as a job hash and a lane queue entry
-// per delivery (DESIGN.md: three destinations cost at most 1.3x one):
+// per delivery (the fan-out target of docs/reference.md: three destinations cost at most 1.3x one):
 //
 //	{hookline:7}:fan                zset event id -> due ms: the events still in that form
 //	{hookline:7}:fan:<event id>     the record (fanRecord): due, source, claim key, deliveries

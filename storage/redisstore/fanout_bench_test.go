@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkEnqueueFanOut: ingest of events with 1 and 3 deliveries, one
-// script per event, concurrent calls sharing round trips (DESIGN.md: 3
-// destinations cost at most 1.3x one).
+// script per event, concurrent calls sharing round trips (the fan-out
+// target of docs/reference.md: 3 destinations cost at most 1.3x one).
 //
 //	go test -run '^$' -bench EnqueueFanOut ./storage/redisstore/
 func BenchmarkEnqueueFanOut(b *testing.B) {

@@ -46,8 +46,8 @@ func BenchmarkEnqueue(b *testing.B, s storage.Store, deliveries int) {
 
 // BenchmarkEnqueueSealed runs BenchmarkEnqueue on a fresh store from open
 // (closed by its own cleanup) without ("clear") and with ("sealed")
-// encryption at rest, a storage.SealingStore over it: DESIGN.md's target
-// is sealed at least 0.9x the events/s of clear.
+// encryption at rest, a storage.SealingStore over it: the target
+// (docs/benchmarks.md) is sealed at least 0.9x the events/s of clear.
 func BenchmarkEnqueueSealed(b *testing.B, open func(b *testing.B) storage.Store) {
 	keys, err := storage.NewKeyring(TestKey(1))
 	if err != nil {
