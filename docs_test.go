@@ -8,6 +8,7 @@ package hookline_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -330,5 +331,61 @@ func TestNoOutsideReferences(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJSONFieldsDocumented: every JSON field of every hookline module's
+// config (the module structs and the hookline types they hold, walked by
+// reflection) is named in docs/reference.md, so the JSON reference cannot
+// fall behind the code.
+func TestJSONFieldsDocumented(t *testing.T) {
+	src, err := os.ReadFile("docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := string(src)
+	seen := map[reflect.Type]bool{}
+	var walk func(path string, typ reflect.Type)
+	walk = func(path string, typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Array || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct || seen[typ] || !strings.HasPrefix(typ.PkgPath(), "github.com/hookline/hookline") {
+			return
+		}
+		seen[typ] = true
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if f.Anonymous && name == "" {
+				walk(path, f.Type)
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if !strings.Contains(ref, "`"+name+"`") && !strings.Contains(ref, `"`+name+`"`) {
+				t.Errorf("docs/reference.md does not name the JSON field %s.%s (%s.%s)", path, name, typ.Name(), f.Name)
+			}
+			walk(path+"."+name, f.Type)
+		}
+	}
+	modules := 0
+	for _, id := range hooklineModules() {
+		info, err := caddy.GetModule(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walk(id, reflect.TypeOf(info.New()))
+		modules++
+	}
+	if modules < 8 || len(seen) < 10 {
+		t.Fatalf("walked %d modules and %d types: the walk is broken", modules, len(seen))
 	}
 }
