@@ -232,15 +232,29 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return parseTimeFilter("since", s, now)
 }
 
-// parseTimeFilter reads the time filter named name as parseSince does.
+// timeFilterHorizon bounds every time a request names: within this of now,
+// either way. Checked at parsing, before any arithmetic, so that windows,
+// steps and point counts computed from them never overflow (a time far
+// enough apart saturates time.Time.Sub), and a time such as year 1 is
+// refused instead of read as "not given" (the zero time).
+const timeFilterHorizon = 10 * 365 * 24 * time.Hour
+
+// parseTimeFilter reads the time filter named name as parseSince does; a
+// time further than timeFilterHorizon from now is a 400.
 func parseTimeFilter(name, s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		if t.Before(now.Add(-timeFilterHorizon)) || t.After(now.Add(timeFilterHorizon)) {
+			return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("%s: %q is more than %d years from now", name, s, timeFilterHorizon/(365*24*time.Hour)))
+		}
 		return t, nil
 	}
 	if d, err := caddy.ParseDuration(s); err == nil && d >= 0 {
+		if d > timeFilterHorizon {
+			return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("%s: %q is more than %d years ago", name, s, timeFilterHorizon/(365*24*time.Hour)))
+		}
 		return now.Add(-d), nil
 	}
 	return time.Time{}, newError(http.StatusBadRequest, fmt.Sprintf("%s: want an RFC 3339 time or a duration, got %q", name, s))
