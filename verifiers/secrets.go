@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 )
@@ -48,18 +49,29 @@ func resolveSetting(name, s string) (string, error) {
 	return v, nil
 }
 
-// decodeWhsec decodes the base64 of a whsec_ secret, padded or not: the
-// Python reference library appends "==" before decoding, so it accepts
-// both, while the Go one (StdEncoding) refuses unpadded secrets. Either
-// spelling must be canonical (no line breaks, no non-zero padding bits, no
-// URL alphabet), so a truncated or mistyped secret still fails
-// provisioning instead of silently giving another key.
+// decodeWhsec decodes the base64 of a whsec_ secret as the Python
+// reference library does (it appends "==" and decodes without validation):
+// padded, partly padded or not, and with non-zero bits in the last
+// character, which only a secret whose length is not a multiple of three
+// has (the official test secret MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS is one,
+// and Caddy refusing to start on it while the SDK accepts it helps no
+// one). What Python would accept only by silently dropping characters (a
+// line break, the URL alphabet, anything else outside standard base64)
+// gives another key than the one meant, so every signature would fail:
+// that is refused at provision instead, as is an impossible length.
 func decodeWhsec(s string) ([]byte, bool) {
-	if b, ok := decodeCanonicalBase64(s); ok {
-		return b, true
+	data := strings.TrimRight(s, "=")
+	if len(s)-len(data) > 2 || len(data)%4 == 1 {
+		return nil, false
 	}
-	b, err := base64.RawStdEncoding.Strict().DecodeString(s)
-	if err != nil || base64.RawStdEncoding.EncodeToString(b) != s {
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/') {
+			return nil, false
+		}
+	}
+	b, err := base64.RawStdEncoding.DecodeString(data) // not Strict: trailing bits are dropped, as Python does
+	if err != nil {
 		return nil, false
 	}
 	return b, true

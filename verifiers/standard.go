@@ -32,10 +32,10 @@ import (
 //
 // Each secret is routed by its prefix: "whsec_<base64>" (or the bare
 // base64, as the reference libraries accept) is an HMAC secret, decoded
-// before use; "whpk_<base64>" is a 32-byte ed25519 public key. Both must be
-// canonical standard base64, or provisioning fails; a whsec_ secret may
-// also leave out its '=' padding, as the Python reference library accepts
-// (the padded and unpadded spellings give the same key). A "whsk_"
+// before use as the Python reference library decodes it (padding optional,
+// non-zero trailing bits dropped: decodeWhsec); "whpk_<base64>" is a
+// 32-byte ed25519 public key in canonical standard base64. Anything else
+// fails provisioning. A "whsk_"
 // private key is refused: configure its public key instead. Several
 // secrets mean rotation: any one may match.
 //

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -163,9 +164,8 @@ func TestStandardProvision(t *testing.T) {
 		{name: "whpk_ and whsec_", cfg: Standard{TimestampedConfig: timestamped(0, stdEdPub, stdSecret)}},
 		{name: "URL-alphabet whsec_", cfg: Standard{TimestampedConfig: timestamped(0, urlAlphabet)}, wantErr: "standard base64"},
 		{name: "URL-alphabet whsec_, unpadded", cfg: Standard{TimestampedConfig: timestamped(0, strings.TrimRight(urlAlphabet, "="))}, wantErr: "standard base64"},
-		{name: "non-zero padding bits", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_AB==")}, wantErr: "standard base64"},
-		{name: "non-zero padding bits, unpadded", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_AB")}, wantErr: "standard base64"},
-		{name: "partial padding", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_AA=")}, wantErr: "standard base64"},
+		{name: "too much padding", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_AA===")}, wantErr: "standard base64"},
+		{name: "padding inside", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_AA==AAAA")}, wantErr: "standard base64"},
 		{name: "impossible length", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_MfKQ9")}, wantErr: "standard base64"},
 		{name: "line break inside", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_MfKQ9r8GKYqrTwjU\nPD8ILPZIo2LaLaSw")}, wantErr: "standard base64"},
 		{name: "not base64", cfg: Standard{TimestampedConfig: timestamped(0, "whsec_not base64!")}, wantErr: "standard base64"},
@@ -291,4 +291,33 @@ func FuzzStandardHeader(f *testing.F) {
 		}
 		t.Fatalf("accepted %q, which holds no valid signature", sig)
 	})
+}
+
+// TestStandardSecretDecodedAsPython: whsec_ secrets decode to the key the
+// Python reference library gets (base64.b64decode(secret + "==")), the
+// values below printed by CPython 3 for each spelling; among them the
+// official test secret without its last character (31 characters: its
+// last one carries non-zero bits), which Caddy refused at load while the
+// SDK accepts it. A signature under that key, computed here as the SDK
+// signs (HMAC-SHA256 of id.timestamp.body), verifies.
+func TestStandardSecretDecodedAsPython(t *testing.T) {
+	for _, tc := range []struct{ secret, python string }{
+		{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS", "31f290f6bf06298aab4f08d43c3f082cf648a362da2da4"},
+		{"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "31f290f6bf06298aab4f08d43c3f082cf648a362da2da4b0"},
+		{"AB", "00"},
+		{"AB==", "00"},
+		{"AA=", "00"},
+		{"AAB", "0000"},
+	} {
+		key, ok := decodeWhsec(tc.secret)
+		if !ok || hex.EncodeToString(key) != tc.python {
+			t.Errorf("decodeWhsec(%q) = %x, %v; Python gets %s", tc.secret, key, ok, tc.python)
+		}
+	}
+	const short = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS"
+	key, _ := hex.DecodeString("31f290f6bf06298aab4f08d43c3f082cf648a362da2da4")
+	sig := "v1," + base64.StdEncoding.EncodeToString(hmacOf(sha256.New, key, []byte(stdID+"."+stdTS+"."+stdPayload)))
+	s := provision(t, Standard{TimestampedConfig: timestamped(0, short)})
+	checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, sig)...), []byte(stdPayload), time.Unix(stdTSInt, 0)), nil)
+	checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, stdSig)...), []byte(stdPayload), time.Unix(stdTSInt, 0)), ErrMismatch)
 }
