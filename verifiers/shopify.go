@@ -17,10 +17,13 @@ import (
 // shopify-hmac-sha256, which is read when X-Shopify-Hmac-Sha256 is absent.
 //
 // Like Shopify's own library (shopify-api-js), a request with an empty body
-// or without a delivery id is refused as malformed (ErrFormat): Shopify
-// always signs a body and always sends X-Shopify-Webhook-Id, or for Events
-// shopify-event-id (X-Shopify-Event-Id is accepted too). Header names are
-// matched in any letter case.
+// or without its delivery id is refused as malformed (ErrFormat): Shopify
+// always signs a body, and a classic webhook (X-Shopify-Hmac-Sha256)
+// always carries X-Shopify-Webhook-Id, which the SDK requires (its
+// X-Shopify-Event-Id, shared by every subscription's webhook of one event,
+// does not stand in for it); an Event (shopify-hmac-sha256) carries
+// shopify-event-id (X-Shopify-Event-Id is accepted there too). Header
+// names are matched in any letter case.
 //
 // Several secrets mean rotation: after a client secret is rotated Shopify
 // may keep signing with the old one for up to an hour, so configure
@@ -45,9 +48,9 @@ const (
 	ShopifyEventsEventIDHeader = "shopify-event-id"
 )
 
-// shopifyIDHeaders are the headers of which at least one must carry the
-// delivery id.
-var shopifyIDHeaders = []string{ShopifyWebhookIDHeader, ShopifyEventIDHeader, ShopifyEventsEventIDHeader}
+// shopifyEventsIDHeaders are the headers of which an Event (shopify-*
+// headers) must carry one: its delivery id.
+var shopifyEventsIDHeaders = []string{ShopifyEventsEventIDHeader, ShopifyEventIDHeader}
 
 // CaddyModule returns the Caddy module information.
 func (Shopify) CaddyModule() caddy.ModuleInfo {
@@ -62,9 +65,9 @@ func (s *Shopify) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature over the raw body.
 func (s *Shopify) Verify(r *http.Request, body []byte, now time.Time) error {
-	sig := r.Header.Get(ShopifyHMACHeader)
+	sig, idHeaders := r.Header.Get(ShopifyHMACHeader), []string{ShopifyWebhookIDHeader}
 	if sig == "" {
-		sig = r.Header.Get(ShopifyEventsHMACHeader)
+		sig, idHeaders = r.Header.Get(ShopifyEventsHMACHeader), shopifyEventsIDHeaders
 	}
 	if sig == "" {
 		return errHeaderMissing(ShopifyHMACHeader)
@@ -72,16 +75,16 @@ func (s *Shopify) Verify(r *http.Request, body []byte, now time.Time) error {
 	if len(body) == 0 {
 		return fmt.Errorf("%w: empty body", ErrFormat)
 	}
-	if !hasShopifyID(r.Header) {
-		return fmt.Errorf("%w: header %s (or %s) missing", ErrFormat, ShopifyWebhookIDHeader, ShopifyEventsEventIDHeader)
+	if !hasHeader(r.Header, idHeaders) {
+		return fmt.Errorf("%w: header %s missing", ErrFormat, idHeaders[0])
 	}
 	return CheckHMAC(sha256.New, s.keys, EncodingBase64, []string{sig}, body)
 }
 
-// hasShopifyID reports whether h has a non-empty delivery id header.
+// hasHeader reports whether h has a non-empty value of one of names.
 // http.Header.Get matches the name in any letter case.
-func hasShopifyID(h http.Header) bool {
-	for _, name := range shopifyIDHeaders {
+func hasHeader(h http.Header, names []string) bool {
+	for _, name := range names {
 		if h.Get(name) != "" {
 			return true
 		}

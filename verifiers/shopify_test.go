@@ -38,7 +38,7 @@ func TestShopifyVerify(t *testing.T) {
 		{name: "official vector", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: shopifyBody},
 		{name: "official: hmac fake", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", "fake"}, body: shopifyBody, want: ErrFormat},
 		{name: "official: empty hmac", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", ""}, body: shopifyBody, want: ErrFormat},
-		{name: "events header shopify-hmac-sha256", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig}, body: shopifyBody},
+		{name: "events header shopify-hmac-sha256", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody},
 		{name: "both headers, X-Shopify wins", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "shopify-hmac-sha256", "AAAA"}, body: shopifyBody},
 		{name: "both headers, bad X-Shopify one", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", strings.Repeat("A", 43) + "=", "shopify-hmac-sha256", shopifySig}, body: shopifyBody, want: ErrMismatch},
 		{name: "secret with one letter changed", cfg: Shopify{SecretsConfig: keyed("test_secret_keY")}, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: shopifyBody, want: ErrMismatch},
@@ -61,8 +61,13 @@ func TestShopifyRequiresBodyAndID(t *testing.T) {
 		{name: "webhook id, lowercase name", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "x-shopify-webhook-id", shopifyID}, body: shopifyBody},
 		{name: "events: shopify-event-id", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody},
 		{name: "events: Shopify-Event-Id", cfg: one, headers: []string{"Shopify-Hmac-Sha256", shopifySig, "Shopify-Event-Id", shopifyID}, body: shopifyBody},
-		{name: "X-Shopify-Event-Id", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Event-Id", shopifyID}, body: shopifyBody},
-		{name: "X-Shopify-Hmac with shopify-event-id", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody},
+		{name: "events: X-Shopify-Event-Id", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "X-Shopify-Event-Id", shopifyID}, body: shopifyBody},
+		// a classic webhook needs its webhook id, as shopify-api-js does
+		// (MissingHeaders): the event id, which every subscription's
+		// webhook of one event shares, does not stand in for it
+		{name: "classic: X-Shopify-Event-Id only", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Event-Id", shopifyID}, body: shopifyBody, want: ErrFormat},
+		{name: "classic: shopify-event-id only", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody, want: ErrFormat},
+		{name: "events: X-Shopify-Webhook-Id only", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "X-Shopify-Webhook-Id", shopifyID}, body: shopifyBody, want: ErrFormat},
 		{name: "no id header", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig}, body: shopifyBody, want: ErrFormat},
 		{name: "events: no id header", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig}, body: shopifyBody, want: ErrFormat},
 		{name: "empty webhook id", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Webhook-Id", ""}, body: shopifyBody, want: ErrFormat},
