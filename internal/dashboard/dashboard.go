@@ -113,16 +113,21 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 	h.Set("Content-Security-Policy", dashboardCSP)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-	if i := strings.Index(r.URL.Path, "/api/"); i >= 0 {
-		return d.serveAPI(w, r, r.URL.Path[i+len("/api/"):])
+	// the API's path stays escaped until the operator API's router reads
+	// it: an id holding "/" travels as "%2F" (a WhatsApp id is base64)
+	if p := r.URL.EscapedPath(); strings.Contains(p, "/api/") {
+		return d.serveAPI(w, r, p[strings.Index(p, "/api/")+len("/api/"):])
 	}
 	return d.servePage(w, r)
 }
 
+// serveAPI serves the operator API at "/webhooks/" + rest, rest being the
+// escaped path after "/api/".
 func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string) error {
 	w.Header().Set("Cache-Control", "no-store")
-	apiPath := "/webhooks/" + rest
-	if rest == "" || path.Clean(apiPath) != apiPath {
+	rawPath := "/webhooks/" + rest
+	apiPath, err := url.PathUnescape(rawPath)
+	if rest == "" || err != nil || path.Clean(rawPath) != rawPath || path.Clean(apiPath) != apiPath {
 		return dashboardError(w, http.StatusNotFound, "no such API route")
 	}
 	switch r.Method {
@@ -142,7 +147,7 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 	// the operator API, as the admin endpoint serves it at apiPath: it
 	// answers every request itself, errors included
 	r2 := r.Clone(r.Context())
-	r2.URL.Path, r2.URL.RawPath = apiPath, ""
+	r2.URL.Path, r2.URL.RawPath = apiPath, rawPath
 	r2.RequestURI = r2.URL.RequestURI()
 	webhooks.OperatorAPI().ServeHTTP(w, r2)
 	return nil
