@@ -23,7 +23,7 @@ import (
 // keyed with the first configured secret. Since that answer is also the
 // signature of a POST whose body is the token, only short opaque tokens
 // are answered: one that could be an event body (JSON, a form, anything
-// with quotes, braces, '=', '&' or spaces, or over 256 bytes) gets 400
+// with quotes, braces, '=', '&' or spaces, or over 256 bytes) gets 401
 // with code INVALID_SIGNATURE_FORMAT instead.
 //
 // X sends no delivery id, and no payload field identifies one delivery, so
