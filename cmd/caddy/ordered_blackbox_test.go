@@ -18,7 +18,8 @@ import (
 
 // orderedUpstream is the user's app for the ordering tests: it fails 30%
 // of the requests at random (503, retried), never five in a row (five
-// consecutive failures would open the upstream's circuit breaker for 10s,
+// consecutive failures would open the upstream's circuit breaker, whose
+// trials come 2s apart,
 // tested on its own elsewhere, and only stretch the run), and records, for
 // every key, the events in the order they were first delivered
 // successfully and how many deliveries of one key were ever in flight at

@@ -10,9 +10,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// Breakers holds one circuit breaker per upstream host. The app keeps one
-// Breakers per store in a caddy.UsagePool, so that a reload neither closes
-// an open breaker nor lets two configs' dispatchers count failures apart.
+// Breakers holds one circuit breaker per destination: per upstream URL
+// (BreakerName), so that one failing path never holds another's
+// deliveries on the same host:port (everything behind one local reverse
+// proxy is the common case). While open, a breaker lets one trial through
+// every open period (DefaultBreakerOpen: 2 s), so a recovered upstream gets
+// its first delivery within that. The app keeps one Breakers per store in
+// a caddy.UsagePool, so that a reload neither closes an open breaker nor
+// lets two configs' dispatchers count failures apart.
 type Breakers struct {
 	failures uint32
 	open     time.Duration
@@ -20,6 +25,16 @@ type Breakers struct {
 
 	mu sync.Mutex
 	m  map[string]*gobreaker.CircuitBreaker[int]
+
+	// trials holds, for each open breaker, when it lets its next trial
+	// through (NextTrial); leased, for a half-open breaker whose trial job
+	// is leased but not yet tried, until when that holds its other jobs
+	// back (leaseTrial). Their own lock: trials is written from the
+	// breakers' state changes.
+	trialMu sync.Mutex
+	trials  map[string]time.Time
+	leased  map[string]time.Time
+	nLeased atomic.Int32 // len(leased), read without the lock by endTrial
 
 	onChange atomic.Pointer[func(upstream string, open bool)]
 }
@@ -42,24 +57,28 @@ func NewBreakers(failures uint32, open time.Duration, log *zap.Logger) *Breakers
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Breakers{failures: failures, open: open, log: log, m: make(map[string]*gobreaker.CircuitBreaker[int])}
+	return &Breakers{failures: failures, open: open, log: log, m: make(map[string]*gobreaker.CircuitBreaker[int]),
+		trials: make(map[string]time.Time), leased: make(map[string]time.Time)}
 }
 
 // Destruct implements caddy.Destructor (nothing to release).
 func (b *Breakers) Destruct() error { return nil }
 
-// breakerKey is the breaker's name for an upstream: its scheme and host,
-// never the path or the user info.
-func breakerKey(upstream string) string {
-	if u, err := url.Parse(upstream); err == nil {
-		return u.Scheme + "://" + u.Host
+// BreakerName is the name of an upstream URL's breaker, the one rule for
+// which deliveries share a breaker: the URL's scheme, host and path (a
+// destination), never its user info, query or fragment, which may hold
+// credentials and would reach logs, metrics and Caddy events with the name.
+func BreakerName(upstream string) string {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Host == "" {
+		return "(invalid upstream)"
 	}
-	return upstream
+	return u.Scheme + "://" + u.Host + u.EscapedPath()
 }
 
-// get returns the breaker of the upstream's host, made on first use.
+// get returns the upstream's breaker, made on first use.
 func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
-	key := breakerKey(upstream)
+	key := BreakerName(upstream)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cb, ok := b.m[key]
@@ -71,6 +90,13 @@ func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
 			Timeout:     b.open,
 			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
 			OnStateChange: func(name string, from, to gobreaker.State) {
+				b.trialMu.Lock()
+				if to == gobreaker.StateOpen {
+					b.trials[name] = time.Now().Add(b.open)
+				} else {
+					delete(b.trials, name)
+				}
+				b.trialMu.Unlock()
 				log.Warn("upstream circuit breaker", zap.String("upstream", name),
 					zap.String("from", from.String()), zap.String("to", to.String()))
 				if f := onChange.Load(); f != nil && to != gobreaker.StateHalfOpen {
@@ -89,7 +115,7 @@ func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
 // breaker for an upstream never tried.
 func (b *Breakers) holds(upstream string) (wait, trial bool) {
 	b.mu.Lock()
-	cb, ok := b.m[breakerKey(upstream)]
+	cb, ok := b.m[BreakerName(upstream)]
 	b.mu.Unlock()
 	if !ok {
 		return false, false
@@ -98,12 +124,78 @@ func (b *Breakers) holds(upstream string) (wait, trial bool) {
 	case gobreaker.StateOpen:
 		return true, false
 	case gobreaker.StateHalfOpen:
-		return cb.Counts().Requests > 0, true
+		if cb.Counts().Requests > 0 || b.trialLeased(BreakerName(upstream)) {
+			return true, false
+		}
+		return false, true
 	}
 	return false, false
 }
 
-// States reports each upstream host's breaker known so far (scheme://host)
+// leaseTrial records that the trial job of a half-open breaker was
+// leased: until it is tried (endTrial), or for one open period at most
+// (a trial job handed back untried must not hold the others for good), the
+// breaker's other jobs are held instead of leased one by one and handed
+// back (gobreaker lets one request through at a time, and a leased job
+// may wait for a worker before it gets there).
+func (b *Breakers) leaseTrial(name string) {
+	b.trialMu.Lock()
+	if _, ok := b.leased[name]; !ok {
+		b.nLeased.Add(1)
+	}
+	b.leased[name] = time.Now().Add(b.open)
+	b.trialMu.Unlock()
+}
+
+// endTrial ends what leaseTrial began, once the upstream's job is tried
+// or handed back: cheap when no trial is leased (every attempt calls it).
+func (b *Breakers) endTrial(upstream string) {
+	if b.nLeased.Load() == 0 {
+		return
+	}
+	name := BreakerName(upstream)
+	b.trialMu.Lock()
+	if _, ok := b.leased[name]; ok {
+		delete(b.leased, name)
+		b.nLeased.Add(-1)
+	}
+	b.trialMu.Unlock()
+}
+
+// trialLeased reports whether a trial job of the breaker is leased and not
+// yet tried (leaseTrial).
+func (b *Breakers) trialLeased(name string) bool {
+	b.trialMu.Lock()
+	defer b.trialMu.Unlock()
+	until, ok := b.leased[name]
+	return ok && time.Now().Before(until)
+}
+
+// NextTrial is the earliest time still to come at which an open breaker
+// lets a trial through (false when there is none): the lease loop, which
+// holds an open breaker's lanes, looks again then, so that a recovered
+// upstream's first delivery waits for no idle interval on top of the open
+// period. A time already past is not reported (the gate's next look finds
+// that breaker half-open; one no destination uses any more must not keep
+// the loop awake) and is forgotten.
+func (b *Breakers) NextTrial() (time.Time, bool) {
+	now := time.Now()
+	b.trialMu.Lock()
+	defer b.trialMu.Unlock()
+	var next time.Time
+	for name, t := range b.trials {
+		if !t.After(now) {
+			delete(b.trials, name)
+			continue
+		}
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// States reports each upstream's breaker known so far (by BreakerName)
 // and whether it is not closed: open, or half-open with deliveries held
 // but for one trial. Reading it moves an expired open breaker to
 // half-open, as a delivery would.

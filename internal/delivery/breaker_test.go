@@ -7,8 +7,9 @@ import (
 )
 
 // TestBreakersOnChange: the hook hears an upstream's breaker open after
-// the failures and close after a successful trial, named by scheme and
-// host only; half-open is not reported; a later OnChange replaces the hook.
+// the failures and close after a successful trial, named by BreakerName
+// (no user info, no query); half-open is not reported; a later OnChange
+// replaces the hook.
 func TestBreakersOnChange(t *testing.T) {
 	b := NewBreakers(2, 50*time.Millisecond, nil)
 	type change struct {
@@ -23,7 +24,7 @@ func TestBreakersOnChange(t *testing.T) {
 	for range 2 {
 		_, _ = b.get(up).Execute(fail)
 	}
-	want := change{"http://127.0.0.1:9", true}
+	want := change{"http://127.0.0.1:9/hooks", true}
 	select {
 	case c := <-got:
 		if c != want {
@@ -38,7 +39,7 @@ func TestBreakersOnChange(t *testing.T) {
 	}
 	select {
 	case c := <-got:
-		if c != (change{"http://127.0.0.1:9", false}) {
+		if c != (change{"http://127.0.0.1:9/hooks", false}) {
 			t.Fatalf("change %+v, want closed", c)
 		}
 	case <-time.After(2 * time.Second):
@@ -59,7 +60,7 @@ func TestBreakersStates(t *testing.T) {
 	if s := b.States(); len(s) != 0 {
 		t.Fatalf("states before any delivery: %v", s)
 	}
-	const up, name = "http://user:pw@127.0.0.1:9/hooks", "http://127.0.0.1:9"
+	const up, name = "http://user:pw@127.0.0.1:9/hooks?token=x", "http://127.0.0.1:9/hooks"
 	ok := func() (int, error) { return 1, nil }
 	fail := func() (int, error) { return 0, errors.New("transient") }
 	_, _ = b.get(up).Execute(ok)
@@ -81,5 +82,53 @@ func TestBreakersStates(t *testing.T) {
 	}
 	if s := b.States(); s[name] {
 		t.Fatalf("after the trial: %v, want closed", s)
+	}
+}
+
+// TestBreakerName: a breaker per destination: the URL's scheme, host and
+// path; never its user info, query or fragment (they may hold
+// credentials, and the name reaches logs, metrics and events).
+func TestBreakerName(t *testing.T) {
+	for _, tc := range []struct{ upstream, want string }{
+		{"http://127.0.0.1:9000/a", "http://127.0.0.1:9000/a"},
+		{"http://127.0.0.1:9000/b", "http://127.0.0.1:9000/b"},
+		{"https://user:secret@app.internal/hooks?token=s3cret#frag", "https://app.internal/hooks"},
+		{"http://127.0.0.1:9000", "http://127.0.0.1:9000"},
+		{"http://127.0.0.1:9000/a%2Fb", "http://127.0.0.1:9000/a%2Fb"},
+		{"::not a url", "(invalid upstream)"},
+	} {
+		if got := BreakerName(tc.upstream); got != tc.want {
+			t.Errorf("BreakerName(%q) = %q, want %q", tc.upstream, got, tc.want)
+		}
+	}
+	if BreakerName("http://h/a") == BreakerName("http://h/b") {
+		t.Error("two paths of one host share a breaker")
+	}
+}
+
+// TestBreakersNextTrial: an open breaker reports when its trial comes; a
+// time past is not reported (nothing keeps the lease loop awake for a
+// breaker no destination uses any more); none once it closes.
+func TestBreakersNextTrial(t *testing.T) {
+	const open = 80 * time.Millisecond
+	b := NewBreakers(1, open, nil)
+	if _, ok := b.NextTrial(); ok {
+		t.Fatal("a trial time before any breaker opened")
+	}
+	before := time.Now()
+	_, _ = b.get("http://h/a").Execute(func() (int, error) { return 0, errors.New("transient") })
+	next, ok := b.NextTrial()
+	if !ok || next.Before(before.Add(open)) || next.After(time.Now().Add(open)) {
+		t.Fatalf("NextTrial = %v, %v; want about %v from now", next, ok, open)
+	}
+	time.Sleep(open + 10*time.Millisecond)
+	if next, ok := b.NextTrial(); ok {
+		t.Fatalf("NextTrial = %v after it passed, want none", next)
+	}
+	if _, err := b.get("http://h/a").Execute(func() (int, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if next, ok := b.NextTrial(); ok {
+		t.Fatalf("NextTrial = %v with every breaker closed", next)
 	}
 }

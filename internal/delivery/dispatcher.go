@@ -93,8 +93,9 @@ type Config struct {
 	// Breakers are the upstreams' circuit breakers, shared across reloads
 	// (nil: a set of the dispatcher's own with the settings below).
 	Breakers *Breakers
-	// Breaker settings per upstream host: it opens after Failures
-	// consecutive transient failures and stays open for Open.
+	// Breaker settings per destination (its upstream URL): it opens after
+	// Failures consecutive transient failures; while open it lets one
+	// trial through every Open.
 	BreakerFailures uint32
 	BreakerOpen     time.Duration
 	// Busy, if set, reports that ingest is under load. While it does,
@@ -115,7 +116,7 @@ const (
 	DefaultIdle            = time.Second
 	DefaultTimeout         = 10 * time.Second
 	DefaultBreakerFailures = 5
-	DefaultBreakerOpen     = 10 * time.Second
+	DefaultBreakerOpen     = 2 * time.Second
 	// yieldRecheck is how often the lease loop looks again, while ingest
 	// is busy and Yield jobs are under lease, whether it may lease more.
 	yieldRecheck = 5 * time.Millisecond
@@ -169,6 +170,9 @@ type Dispatcher struct {
 	wg          sync.WaitGroup
 
 	breakers *Breakers
+	// trialLanes are, at the lease loop's latest gate, the lanes capped
+	// to one trial job, and their breakers' names (the loop's own)
+	trialLanes map[string]string
 }
 
 // New makes a Dispatcher; call Start to run it.
@@ -214,6 +218,8 @@ func New(cfg Config) *Dispatcher {
 		batch:    1,
 		loopDone: make(chan struct{}),
 		breakers: cfg.Breakers,
+
+		trialLanes: map[string]string{},
 	}
 	if d.breakers == nil {
 		d.breakers = NewBreakers(cfg.BreakerFailures, cfg.BreakerOpen, cfg.Logger)
@@ -412,6 +418,15 @@ func (d *Dispatcher) loop() {
 			jobs, err = d.cfg.Store.Lease(ctx, time.Now(), free, d.cfg.Lease, gate)
 		}
 		d.held.Add(int64(len(jobs)))
+		if len(d.trialLanes) > 0 {
+			// a half-open breaker's trial job: its other jobs are held
+			// until it is tried
+			for _, job := range jobs {
+				if name, ok := d.trialLanes[storage.LaneOf(&job.Event)]; ok {
+					d.breakers.leaseTrial(name)
+				}
+			}
+		}
 		for range free - len(jobs) {
 			d.slots <- struct{}{}
 		}
@@ -442,6 +457,11 @@ func (d *Dispatcher) loop() {
 		wait := d.cfg.Idle
 		if next, ok, err := d.cfg.Store.NextDue(ctx, gate); err == nil && ok {
 			wait = min(max(time.Until(next), 0), wait)
+		}
+		if next, ok := d.breakers.NextTrial(); ok {
+			// an open breaker's lanes are held: look again when it lets
+			// its trial through
+			wait = min(max(time.Until(next), time.Millisecond), wait)
 		}
 		if len(named) > 0 && wait == 0 {
 			// other jobs are due: the next round looks for them first
@@ -502,6 +522,7 @@ func (d *Dispatcher) gate() *storage.Gate {
 		return nil
 	}
 	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
+	clear(d.trialLanes)
 	for _, src := range d.cfg.Sources() {
 		held := d.cfg.Paused != nil && d.cfg.Paused(src, "")
 		if held {
@@ -543,6 +564,7 @@ func (d *Dispatcher) gateDestination(g *storage.Gate, src, dest string, held boo
 			continue
 		case trial:
 			g.Cap[lane] = 1 // one trial request: the rest would be handed back
+			d.trialLanes[lane] = BreakerName(t.URL)
 		case own:
 			g.Skip[lane], g.Cap[lane] = false, -1
 		}
@@ -665,6 +687,7 @@ func (d *Dispatcher) save(job *storage.Job, out storage.Outcome, rep Report) {
 // and decides the outcome.
 func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.Outcome, Report) {
 	rep := Report{Job: job, Upstream: t.URL}
+	defer d.breakers.endTrial(t.URL) // tried or handed back: no trial leased any more
 	// a prefetched job may have waited for a worker: if its lease could
 	// run out during the attempt, hand it back rather than risk another
 	// worker delivering it at the same time

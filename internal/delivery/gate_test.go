@@ -247,3 +247,106 @@ func TestGateDestinationPause(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerPerDestination: two sources behind one host:port (one local
+// reverse proxy), /a failing and /b healthy: once /a's breaker opens, /b's
+// deliveries go on at once, never held or handed back, and /a's trials
+// reach /a only. With one breaker per host, /b waited out /a's open period
+// again and again.
+func TestBreakerPerDestination(t *testing.T) {
+	const open = 5 * time.Second // far longer than /b may wait
+	st := newCountingStore(newStore(t))
+	up := newUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/a" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	})
+	targets := map[string]*Target{
+		"a": {URL: up.URL + "/a", Policy: fastPolicy(100)},
+		"b": {URL: up.URL + "/b", Policy: fastPolicy(100)},
+	}
+	reports := make(chan Report, 200)
+	for range 10 {
+		enqueue(t, st, storage.Event{Source: "a"})
+	}
+	d := startDispatcher(t, Config{Store: st, Workers: 2, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+		OnResult: reportsTo(reports), BreakerFailures: 2, BreakerOpen: open})
+	waitFor(t, 2*time.Second, "/a's breaker to open", func() bool { return d.breakers.States()[BreakerName(up.URL+"/a")] })
+	aRequests := up.count()
+	for i := range 20 {
+		enqueue(t, st, storage.Event{Source: "b"})
+		d.Notify()
+		start := time.Now()
+		for {
+			r := nextReport(t, reports, 2*time.Second)
+			if r.Job.Source != "b" {
+				continue
+			}
+			if r.Result != storage.Delivered {
+				t.Fatalf("b's delivery %d: %v", i, r.Result)
+			}
+			break
+		}
+		if took := time.Since(start); took > 500*time.Millisecond {
+			t.Fatalf("b's delivery %d took %v while /a's breaker was open: held by another destination's breaker", i, took)
+		}
+	}
+	if n := st.releases("b"); n != 0 {
+		t.Errorf("b's jobs were handed back %d times, want 0", n)
+	}
+	if open := d.breakers.States(); open[BreakerName(up.URL+"/b")] || !open[BreakerName(up.URL+"/a")] {
+		t.Errorf("breakers %v: want /a open and /b closed", open)
+	}
+	for _, r := range up.requests()[aRequests:] {
+		if r.path == "/a" {
+			t.Errorf("/a got a request while its breaker was open")
+		}
+	}
+}
+
+// TestFirstDeliveryAfterRecovery: with a backlog waiting behind an open
+// breaker (the default open period, 2 s), the first delivery reaches the
+// upstream within 2 s of its recovery: the breaker lets a trial through
+// every 2 s, and the lease loop looks again at that moment rather than at
+// its next idle tick.
+func TestFirstDeliveryAfterRecovery(t *testing.T) {
+	st := newStore(t)
+	var down atomic.Bool
+	down.Store(true)
+	var recovered atomic.Int64
+	firstOK := make(chan time.Time, 1)
+	up := newUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		select {
+		case firstOK <- time.Now():
+		default:
+		}
+	})
+	targets := map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(1000)}}
+	for range 200 {
+		enqueue(t, st, storage.Event{Source: "s"})
+	}
+	// the defaults a user gets: the breaker's, and a lease loop that idles
+	// a second between looks when nothing is due
+	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+		Idle: DefaultIdle, BreakerFailures: DefaultBreakerFailures})
+	waitFor(t, 3*time.Second, "the breaker to open", func() bool { return d.breakers.States()[BreakerName(up.URL)] })
+	// a few trials fail first; then the upstream recovers, at a point of
+	// the open period that is not a trial's
+	time.Sleep(2*DefaultBreakerOpen + 700*time.Millisecond)
+	down.Store(false)
+	recovered.Store(time.Now().UnixNano())
+	select {
+	case at := <-firstOK:
+		if late := at.Sub(time.Unix(0, recovered.Load())); late > 2*time.Second+300*time.Millisecond {
+			t.Errorf("first delivery %v after the upstream recovered, want within 2s", late)
+		} else {
+			t.Logf("first delivery %v after the upstream recovered", late)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery after the upstream recovered")
+	}
+}

@@ -249,7 +249,7 @@ func TestAuditResolvedDiscarded(t *testing.T) {
 // requests"): an upstream failing five times in a row opens its circuit
 // breaker, and once it recovers the breaker's trial closes it again; the
 // events app gets webhook_breaker_open and then webhook_breaker_closed,
-// naming the upstream by scheme and host. The event is delivered without
+// naming the destination by its upstream URL. The event is delivered without
 // spending attempts while the breaker was open (its audit trail: five
 // failed attempts, then the delivered one).
 func TestBreakerEvents(t *testing.T) {
@@ -269,7 +269,7 @@ func TestBreakerEvents(t *testing.T) {
 	if resp, m := post(t, "/hooks/flaky", []byte(`{"n":1}`), map[string]string{"Idempotency-Key": "flaky-1"}); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("%d %v", resp.StatusCode, m)
 	}
-	// five consecutive transient failures open the breaker (default: 5, open 10s)
+	// five consecutive transient failures open the breaker (default: 5; a trial every 2s)
 	for range 5 {
 		up.next(t, 5*time.Second)
 	}
@@ -286,7 +286,7 @@ func TestBreakerEvents(t *testing.T) {
 	waitFor(t, func() bool { names, _ := breakerEvents(); return len(names) > 0 })
 	fail.Store(false)
 
-	// the trial, once the breaker has been open 10s, delivers and closes it
+	// the trial, once the breaker has been open 2s, delivers and closes it
 	if r := up.next(t, 20*time.Second); r.Header.Get("X-Webhook-Attempt") != "6" {
 		t.Errorf("the trial is attempt %s, want 6 (no attempt spent while open)", r.Header.Get("X-Webhook-Attempt"))
 	}
@@ -302,8 +302,8 @@ func TestBreakerEvents(t *testing.T) {
 		t.Fatalf("breaker events %v, want %v", names, want)
 	}
 	for i, d := range data {
-		if d["upstream"] != up.URL { // http://127.0.0.1:port: no path
-			t.Errorf("%s: data %v, want upstream %s", names[i], d, up.URL)
+		if d["upstream"] != up.URL+"/in/flaky" { // the destination's URL: a breaker per destination
+			t.Errorf("%s: data %v, want upstream %s", names[i], d, up.URL+"/in/flaky")
 		}
 	}
 
@@ -324,5 +324,67 @@ func TestBreakerEvents(t *testing.T) {
 	})
 	if !slices.Equal(steps, want) {
 		t.Errorf("audit steps %v, want %v", steps, want)
+	}
+}
+
+// TestBreakerPerDestinationThroughCaddy: two sources behind one local
+// reverse proxy (one host:port, paths /in/a and /in/b); /in/a answers 500
+// until its breaker opens; /in/b's events keep being delivered at once
+// meanwhile, and only /in/a's breaker is open in the metrics.
+func TestBreakerPerDestinationThroughCaddy(t *testing.T) {
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		up.mu.Lock()
+		path := up.reqs[n-1].Path
+		up.mu.Unlock()
+		if path == "/in/a" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	startCaddyWith(t, up, "", "", fmt.Sprintf(`
+	webhook_ingress /hooks/a a {
+		verify none
+		forward_to %[1]s/in/a
+		id_from header Idempotency-Key
+		retry {
+			max_attempts 50
+			backoff 20ms 20ms jitter 0
+		}
+	}
+	webhook_ingress /hooks/b b {
+		verify none
+		forward_to %[1]s/in/b
+		id_from header Idempotency-Key
+	}`, up.URL))
+	if resp, m := post(t, "/hooks/a", []byte(`{}`), map[string]string{"Idempotency-Key": "a-1"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	for range 5 { // five consecutive failures open /in/a's breaker
+		up.next(t, 5*time.Second)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for i := range 10 {
+		sent := time.Now()
+		if resp, m := post(t, "/hooks/b", []byte(`{}`), map[string]string{"Idempotency-Key": fmt.Sprintf("b-%d", i)}); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%d %v", resp.StatusCode, m)
+		}
+		r := up.next(t, 5*time.Second)
+		for r.Path != "/in/b" { // /in/a's trial may come in between
+			r = up.next(t, 5*time.Second)
+		}
+		if took := r.At.Sub(sent); took > time.Second {
+			t.Fatalf("b's event %d reached its upstream %v after the 202, while a's breaker was open on the same host", i, took)
+		}
+	}
+	metrics := scrape(t)
+	for _, want := range []string{
+		fmt.Sprintf(`caddy_webhooks_breaker_open{upstream="%s/in/a"} 1`, up.URL),
+		fmt.Sprintf(`caddy_webhooks_breaker_open{upstream="%s/in/b"} 0`, up.URL),
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }

@@ -2,11 +2,11 @@ package webhooks
 
 import (
 	"context"
-	"net/url"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
@@ -121,7 +121,7 @@ func (a *App) Health(ctx context.Context) (map[string]operator.Health, error) {
 			targets = append(targets, t.URL)
 		}
 		for _, u := range targets {
-			if u != "" && open[upstreamHost(u)] {
+			if u != "" && open[delivery.BreakerName(u)] {
 				h := out[name]
 				h.BreakerOpen = true
 				out[name] = h
@@ -129,15 +129,6 @@ func (a *App) Health(ctx context.Context) (map[string]operator.Health, error) {
 		}
 	}
 	return out, nil
-}
-
-// upstreamHost is the name of an upstream's breaker (Breakers.States):
-// scheme://host.
-func upstreamHost(upstream string) string {
-	if u, err := url.Parse(upstream); err == nil {
-		return u.Scheme + "://" + u.Host
-	}
-	return upstream
 }
 
 // oldestQueuedAges is, by webhook source, how long the first due job of
