@@ -13,9 +13,25 @@ import (
 )
 
 // Seen is the L1 cache of (source, event id) pairs the store has claimed,
-// with the last status this process knows for them.
+// with the status the store would answer for them, each kept until its
+// claim ends (never beyond: a duplicate after the claim must reach the
+// store). It mirrors the store, so each change of what the store would
+// answer changes the entry the same way, or removes it (the store answers
+// then): an equivalence test holds the two together.
 type Seen struct {
-	c *ristretto.Cache[string, string]
+	c *ristretto.Cache[string, seenEntry]
+}
+
+// seenEntry is what the cache knows of one claimed event.
+type seenEntry struct {
+	status string
+	// single is true for an event known to have exactly one delivery:
+	// its delivery's result is the event's status. A fan-out event's
+	// status is the aggregate of its deliveries' (storage.AggregateStatus),
+	// which one delivery's result does not tell.
+	single bool
+	// until is when the claim ends, as the store set it.
+	until time.Time
 }
 
 // NewSeen makes a cache holding about maxEntries keys.
@@ -23,7 +39,7 @@ func NewSeen(maxEntries int64) (*Seen, error) {
 	if maxEntries <= 0 {
 		maxEntries = 100_000
 	}
-	c, err := ristretto.NewCache(&ristretto.Config[string, string]{
+	c, err := ristretto.NewCache(&ristretto.Config[string, seenEntry]{
 		NumCounters: maxEntries * 10,
 		MaxCost:     maxEntries,
 		BufferItems: 64,
@@ -43,28 +59,62 @@ func Key(source, eventID string) string { return storage.ClaimKey(source, eventI
 
 // Get returns the cached status of key, if seen.
 func (s *Seen) Get(key string) (status string, ok bool) {
-	return s.c.Get(key)
+	e, ok := s.c.Get(key)
+	return e.status, ok
 }
 
-// Add records key as seen with status until ttl passes.
-func (s *Seen) Add(key, status string, ttl time.Duration) {
-	if ttl <= 0 {
-		return
-	}
-	s.c.SetWithTTL(key, status, 1, ttl)
+// Add records key as claimed until until with status, the store's answer
+// for it. deliveries is how many deliveries the event has (0: not known,
+// as for a duplicate the store answered: then it is taken as a fan-out
+// event, whose entry a delivered result removes).
+func (s *Seen) Add(key, status string, deliveries int, until time.Time) {
+	s.set(key, seenEntry{status: status, single: deliveries == 1, until: until})
 }
 
-// Update changes the status of a key already cached, keeping it cached
-// for ttl; keys not cached stay uncached.
-func (s *Seen) Update(key, status string, ttl time.Duration) {
+// set caches e until its claim ends; an entry whose claim is over is
+// removed instead.
+func (s *Seen) set(key string, e seenEntry) {
+	ttl := time.Until(e.until)
 	if ttl <= 0 {
-		s.c.Del(key) // the window is over: the store answers from now on
+		s.c.Del(key)
 		return
 	}
-	if _, ok := s.c.Get(key); ok {
-		s.c.SetWithTTL(key, status, 1, ttl)
-	}
+	s.c.SetWithTTL(key, e, 1, ttl)
 }
+
+// Finished applies the result of one of the event's deliveries (status
+// delivered or dead) to a cached key, keeping the entry's own claim end:
+// an event of one delivery takes its status; for a fan-out event, dead
+// is the aggregate at once (any dead delivery makes the event dead), and
+// delivered says nothing of the others, so the entry is removed and the
+// store answers the next duplicate. A key not cached stays uncached.
+func (s *Seen) Finished(key, status string) {
+	e, ok := s.c.Get(key)
+	if !ok {
+		return
+	}
+	if !e.single && status != string(storage.StatusDead) {
+		s.c.Del(key)
+		return
+	}
+	e.status = status
+	s.set(key, e)
+}
+
+// Update sets the status of a key already cached, with the claim's end
+// the store reports (erasure); keys not cached stay uncached.
+func (s *Seen) Update(key, status string, until time.Time) {
+	e, ok := s.c.Get(key)
+	if !ok {
+		return
+	}
+	e.status, e.until = status, until
+	s.set(key, e)
+}
+
+// Forget removes key: the store's answer changed in a way the cache does
+// not follow (an operator's retry or replay queued the event again).
+func (s *Seen) Forget(key string) { s.c.Del(key) }
 
 // Wait blocks until pending writes are visible (tests).
 func (s *Seen) Wait() { s.c.Wait() }

@@ -479,7 +479,7 @@ func testKeysNeverLogged(t *testing.T, storageLine string) {
 	}`, name, secret, up.URL)
 	}
 	load := func(keys string) {
-		startCaddyWith(t, ok, global, storageLine+"\n\t\tencryption_key "+keys, extra.String())
+		startCaddyWith(t, ok, global, storageLine+"\n\t\taudit\n\t\tencryption_key "+keys, extra.String())
 	}
 	var forbidden []string // besides the keys
 	send := func(source, eventID string) {

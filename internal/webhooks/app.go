@@ -524,12 +524,18 @@ func (a *App) seenStatus(key string) (status string, ok bool) {
 	return status, ok
 }
 
-// rememberSeen records in the L1 cache that key was seen with status, for
-// ttl. Safe while Cleanup closes the cache (then it does nothing).
-func (a *App) rememberSeen(key, status string, ttl time.Duration) {
-	if ttl > 0 {
-		a.seen.use(func(s *dedupe.Seen) { s.Add(key, status, ttl) })
-	}
+// rememberSeen records in the L1 cache that key was claimed until until
+// with status, for an event of deliveries deliveries (0: not known).
+// Safe while Cleanup closes the cache (then it does nothing).
+func (a *App) rememberSeen(key, status string, deliveries int, until time.Time) {
+	a.seen.use(func(s *dedupe.Seen) { s.Add(key, status, deliveries, until) })
+}
+
+// forgetSeen removes an event from the L1 cache: the store's answer for
+// it changed in a way the cache does not follow (an operator's retry or
+// replay queued it again).
+func (a *App) forgetSeen(source, eventID string) {
+	a.seen.use(func(s *dedupe.Seen) { s.Forget(dedupe.Key(source, eventID)) })
 }
 
 // AcceptTimeout bounds the durable write of one accepted webhook.
@@ -585,13 +591,14 @@ func (a *App) Accept(ctx context.Context, source, eventID string, window time.Du
 	}
 	if !res.Duplicate {
 		if key != "" {
-			a.rememberSeen(key, string(storage.StatusQueued), time.Until(until))
+			a.rememberSeen(key, string(storage.StatusQueued), max(len(ev.Deliveries), 1), until)
 		}
 		return AcceptResult{Status: storage.StatusQueued, ID: res.ID}, nil
 	}
 	if key != "" {
-		// cache it only for what is left of the claim, never beyond
-		a.rememberSeen(key, string(res.Status), time.Until(res.DedupeUntil))
+		// cache it only for what is left of the claim, never beyond; how
+		// many deliveries the earlier event has is not known here
+		a.rememberSeen(key, string(res.Status), 0, res.DedupeUntil)
 	}
 	return AcceptResult{Duplicate: true, Status: res.Status, ID: res.ID}, nil
 }

@@ -143,16 +143,9 @@ func (a *App) onResult(r delivery.Report) {
 	default:
 		return
 	}
-	// the claim ends a dedupe window after the event was received; with
-	// the source gone from this config its window is unknown, and an entry
-	// must never outlive the claim: the store answers for it from now on
-	var ttl time.Duration
-	a.sourceMu.RLock()
-	if src, ok := a.sources[r.Job.Source]; ok {
-		ttl = time.Until(r.Job.ReceivedAt.Add(src.DedupeWindow))
-	}
-	a.sourceMu.RUnlock()
+	// the entry keeps the claim's end it was cached with (the window of
+	// the config that accepted the event, not the current one's)
 	a.seen.use(func(s *dedupe.Seen) {
-		s.Update(dedupe.Key(r.Job.Source, r.Job.EventID), string(status), ttl)
+		s.Finished(dedupe.Key(r.Job.Source, r.Job.EventID), string(status))
 	})
 }

@@ -28,6 +28,9 @@ func (a *App) RetryDead(ctx context.Context, id string) error {
 	if err := st.DLQRetry(ctx, id, time.Now()); err != nil {
 		return err
 	}
+	if e, err := st.DLQGet(ctx, id); err == nil {
+		a.forgetSeen(e.Source, e.EventID) // queued again: the store answers its duplicates
+	}
 	a.auditEntry(ctx, st, stepRetried, id)
 	a.Notify()
 	return nil
@@ -81,6 +84,7 @@ func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, d
 			continue
 		}
 		res.Retried = append(res.Retried, e.ID)
+		a.forgetSeen(e.Source, e.EventID)
 		a.audit(stepRetried, append(entryFields(&e), zap.Bool("bulk", true))...)
 		due = due.Add(a.redrivePace(e.Source, e.Destination))
 	}

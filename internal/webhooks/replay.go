@@ -44,6 +44,7 @@ func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRu
 			continue
 		}
 		res.Replayed = append(res.Replayed, ev)
+		a.forgetSeen(info.Source, info.EventID)
 		a.audit(stepReplayed, infoFields(info)...)
 		due = due.Add(a.redrivePace(info.Source, info.Destination))
 	}
