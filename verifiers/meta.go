@@ -173,8 +173,14 @@ func (Instagram) CaddyModule() caddy.ModuleInfo {
 	return moduleInfo[Instagram]("webhooks.verifiers.instagram")
 }
 
+// SecretQueryParams names hub.verify_token, the token Meta sends in the
+// query of its subscription handshake (configured here or not: it is in
+// the URI Caddy's access log records).
+func (*Meta) SecretQueryParams() []string { return []string{"hub.verify_token"} }
+
 // Interface guards
 var (
+	_ SecretQueryer     = (*Meta)(nil)
 	_ handshakingScheme = (*Meta)(nil)
 	_ handshakingScheme = (*Facebook)(nil)
 	_ handshakingScheme = (*WhatsApp)(nil)

@@ -176,8 +176,13 @@ func (m *MSGraph) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &m.Secrets, nil)
 }
 
+// RedactBody shows a notification batch with every clientState member's
+// value replaced by "[redacted]": it is the subscription's secret.
+func (*MSGraph) RedactBody(body []byte) []byte { return RedactJSONMembers(body, "clientState") }
+
 // Interface guards
 var (
+	_ BodyRedactor       = (*MSGraph)(nil)
 	_ scheme             = (*MSGraph)(nil)
 	_ HandshakerUnsigned = (*MSGraph)(nil)
 	_ TypeDefaulter      = (*MSGraph)(nil)

@@ -82,6 +82,25 @@ type SecretHeaderer interface {
 	SecretHeaders() []string
 }
 
+// SecretQueryer is implemented by schemes whose provider sends a secret in
+// the query string of a request it makes (Meta's hub.verify_token in its
+// subscription handshake). No handler can keep it out of Caddy's access
+// log, which records the URI before any handler runs: the log's own
+// filter must, and the webhooks app warns at load when a server logs
+// access for such a source without one.
+type SecretQueryer interface {
+	SecretQueryParams() []string
+}
+
+// BodyRedactor is implemented by schemes whose secret travels inside the
+// body (Microsoft Graph's clientState, a bearer token in every
+// notification): RedactBody returns the body as the admin API, the CLI and
+// the dashboard show it, each secret replaced by "[redacted]". The stored
+// and forwarded bytes are never changed: the upstream gets them exactly.
+type BodyRedactor interface {
+	RedactBody(body []byte) []byte
+}
+
 // scheme is what every keyed scheme of this package is: a Caddy module
 // that reads its Caddyfile syntax, provisions itself, verifies requests
 // and knows its default id rules. Its interface guards assert it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -568,5 +569,59 @@ func testKeysNeverLogged(t *testing.T, storageLine string) {
 			}
 			t.Errorf("the log holds %q: %s", s, text[start:end])
 		}
+	}
+}
+
+// TestGraphClientStateRedacted: Microsoft Graph's clientState, the
+// subscription's secret inside every notification, reaches the upstream in
+// the exact bytes it was sent, and is shown "[redacted]" by the admin API
+// (an entry, and nowhere in the DLQ list), so by the CLI and the
+// dashboard, which read it.
+func TestGraphClientStateRedacted(t *testing.T) {
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		up.mu.Lock()
+		path := up.reqs[n-1].Path
+		up.mu.Unlock()
+		if path == "/in/crm" {
+			w.WriteHeader(http.StatusUnprocessableEntity) // crm's delivery dead-letters at once
+		}
+	})
+	const secret = "graph-subscription-secret-e2e"
+	startCaddy(t, up, "", fmt.Sprintf(`
+	webhook_ingress /hooks/graph graph {
+		verify msgraph %[1]s
+		id_from json value.0.id
+		forward_to %[2]s/in/graph
+		destination crm %[2]s/in/crm
+	}`, secret, up.URL))
+	body := `{"value":[{"id":"n-1","subscriptionId":"sub","clientState":"` + secret + `","changeType":"created","resource":"Users/1"}]}`
+	if resp, m := post(t, "/hooks/graph", []byte(body), map[string]string{"Content-Type": "application/json"}); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	for range 2 { // both destinations get the exact bytes
+		if r := up.next(t, 5*time.Second); string(r.Body) != body {
+			t.Fatalf("%s got %q, want the exact bytes", r.Path, r.Body)
+		}
+	}
+	id := ""
+	waitFor(t, func() bool {
+		_, page := admin(t, "GET", "/webhooks/dlq?source=graph", "")
+		entries, _ := page["entries"].([]any)
+		if len(entries) == 0 {
+			return false
+		}
+		e := entries[0].(map[string]any)
+		id, _ = e["id"].(string)
+		listed, _ := json.Marshal(page)
+		if raw, _ := base64.StdEncoding.DecodeString(fmt.Sprint(e["payload"])); strings.Contains(string(listed)+string(raw), secret) {
+			t.Fatalf("the DLQ list shows the secret: %s", listed)
+		}
+		return true
+	})
+	code, e := admin(t, "GET", "/webhooks/dlq/"+id, "")
+	payload, _ := e["payload"].(string)
+	if code != http.StatusOK || strings.Contains(payload, secret) || !strings.Contains(payload, `"clientState":"[redacted]"`) || !strings.Contains(payload, `"resource":"Users/1"`) {
+		t.Fatalf("GET /webhooks/dlq/%s: %d, payload %q", id, code, payload)
 	}
 }

@@ -254,6 +254,15 @@ func checkedDefaults[R interface{ Validate() error }](rules []R) ([]R, error) {
 // routes compiled) as the webhooks app delivers for it.
 func (h *Ingress) source() *webhooks.Source {
 	src := &webhooks.Source{Name: h.Source, DedupeWindow: time.Duration(h.DedupeWindow)}
+	if r, ok := h.verifier.(verifiers.BodyRedactor); ok {
+		src.RedactBody = r.RedactBody
+	}
+	if q, ok := h.verifier.(verifiers.SecretQueryer); ok {
+		src.SecretQueryParams = q.SecretQueryParams()
+	}
+	if sh, ok := h.verifier.(verifiers.SecretHeaderer); ok {
+		src.SecretHeaders = sh.SecretHeaders()
+	}
 	for _, r := range h.routes {
 		if r.name == storage.DefaultDestination {
 			src.Target = r.target
@@ -266,6 +275,10 @@ func (h *Ingress) source() *webhooks.Source {
 	}
 	return src
 }
+
+// WebhookSource names the source this handler receives
+// (webhooks.WebhookSourcer: how the app finds the servers that serve it).
+func (h *Ingress) WebhookSource() string { return h.Source }
 
 // Cleanup releases the source's references on its shared guard and
 // accept limiter, and closes the idle connections of its upstreams' own
@@ -657,4 +670,5 @@ var (
 	_ caddy.CleanerUpper          = (*Ingress)(nil)
 	_ caddy.Validator             = (*Ingress)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Ingress)(nil)
+	_ webhooks.WebhookSourcer     = (*Ingress)(nil)
 )

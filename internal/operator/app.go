@@ -53,6 +53,10 @@ type App interface {
 	ListDead(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error)
 	// GetDead returns one DLQ entry with its payload.
 	GetDead(ctx context.Context, id string) (*storage.DLQEntry, error)
+	// RedactPayload returns a stored payload of source as the API shows
+	// it: with the secrets its scheme carries in the body (Microsoft
+	// Graph's clientState) replaced; payload itself is not modified.
+	RedactPayload(source string, payload []byte) []byte
 	// RetryDead re-enqueues the event of DLQ entry id, due now, with a
 	// fresh attempt budget.
 	RetryDead(ctx context.Context, id string) error

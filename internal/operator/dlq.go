@@ -59,7 +59,7 @@ func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 	}
 	shown := make([]storage.DLQEntry, len(page.Entries)) // a copy: never edit what the app returned
 	for i := range page.Entries {
-		shown[i] = redactEntry(page.Entries[i])
+		shown[i] = redactEntry(app, page.Entries[i])
 	}
 	page.Entries = shown
 	return answer(w, page)
@@ -79,16 +79,16 @@ func (h *Handler) getDead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return answer(w, viewEntry(e))
+	return answer(w, viewEntry(app, e))
 }
 
 // viewEntry is e as the API shows it; e is not modified.
-func viewEntry(e *storage.DLQEntry) EntryView {
-	v := EntryView{DLQEntry: redactEntry(*e), PayloadEncoding: "text"}
-	if utf8.Valid(e.Payload) {
-		v.Payload = string(e.Payload)
+func viewEntry(app App, e *storage.DLQEntry) EntryView {
+	v := EntryView{DLQEntry: redactEntry(app, *e), PayloadEncoding: "text"}
+	if utf8.Valid(v.DLQEntry.Payload) {
+		v.Payload = string(v.DLQEntry.Payload)
 	} else {
-		v.Payload = base64.StdEncoding.EncodeToString(e.Payload)
+		v.Payload = base64.StdEncoding.EncodeToString(v.DLQEntry.Payload)
 		v.PayloadEncoding = "base64"
 	}
 	return v

@@ -255,3 +255,5 @@ func (f *fakeApp) RekeyStatus(context.Context) (storage.RekeyProgress, error) {
 	defer f.mu.Unlock()
 	return f.rekey, f.err()
 }
+
+func (f *fakeApp) RedactPayload(_ string, payload []byte) []byte { return payload }

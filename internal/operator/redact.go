@@ -60,9 +60,14 @@ func RedactURL(u string) string {
 	return u[:start] + Redacted + u[start+at:]
 }
 
-// redactEntry returns a copy of e as the API shows it.
-func redactEntry(e storage.DLQEntry) storage.DLQEntry {
+// redactEntry returns a copy of e as the API shows it: credentials in its
+// headers and upstream URL, and the secrets its source's scheme carries in
+// the body (App.RedactPayload), replaced.
+func redactEntry(app App, e storage.DLQEntry) storage.DLQEntry {
 	e.Headers = RedactHeaders(e.Headers)
 	e.Upstream = RedactURL(e.Upstream)
+	if len(e.Payload) > 0 {
+		e.Payload = app.RedactPayload(e.Source, e.Payload)
+	}
 	return e
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"bytes"
 	"net/http"
 	"reflect"
 	"testing"
@@ -57,12 +58,26 @@ func TestRedactHeaders(t *testing.T) {
 		t.Fatal("nil headers")
 	}
 	// a DLQ entry as the API shows it, the stored one untouched
-	e := &storage.DLQEntry{ID: "x", Upstream: "https://u:p@h/x", Headers: orig.Clone(), Payload: []byte("{}")}
-	v := viewEntry(e)
-	if v.Upstream != "https://[redacted]@h/x" || v.Headers.Get("Authorization") != Redacted || v.Payload != "{}" {
+	e := &storage.DLQEntry{ID: "x", Source: "graph", Upstream: "https://u:p@h/x", Headers: orig.Clone(), Payload: []byte(`{"clientState":"s3cret"}`)}
+	v := viewEntry(redactingApp{}, e)
+	if v.Upstream != "https://[redacted]@h/x" || v.Headers.Get("Authorization") != Redacted || v.Payload != `{"clientState":"[redacted]"}` {
 		t.Fatalf("viewEntry: %+v", v)
 	}
-	if e.Upstream != "https://u:p@h/x" || e.Headers.Get("Authorization") != "Bearer secret" {
+	if e.Upstream != "https://u:p@h/x" || e.Headers.Get("Authorization") != "Bearer secret" || string(e.Payload) != `{"clientState":"s3cret"}` {
 		t.Fatalf("viewEntry modified the entry: %+v", e)
 	}
+	if listed := redactEntry(redactingApp{}, *e); string(listed.Payload) != `{"clientState":"[redacted]"}` {
+		t.Fatalf("a listed entry's payload: %s", listed.Payload)
+	}
+}
+
+// redactingApp is an App whose scheme carries "s3cret" in the body: what
+// the API shows goes through its RedactPayload.
+type redactingApp struct{ App }
+
+func (redactingApp) RedactPayload(source string, p []byte) []byte {
+	if source != "graph" {
+		return p
+	}
+	return bytes.ReplaceAll(p, []byte("s3cret"), []byte(Redacted))
 }

@@ -116,6 +116,15 @@ type Source struct {
 	Destinations map[string]delivery.Target
 	// DedupeWindow is how long an event ID stays claimed.
 	DedupeWindow time.Duration
+	// RedactBody, if set, is how the operator API shows a stored body of
+	// the source: its scheme's secrets in the body replaced
+	// (verifiers.BodyRedactor).
+	RedactBody func(body []byte) []byte
+	// SecretQueryParams and SecretHeaders name where the source's provider
+	// sends a secret in a request (verifiers.SecretQueryer,
+	// SecretHeaderer): Caddy's access log records them unless its filter
+	// deletes them (accesslog.go checks).
+	SecretQueryParams, SecretHeaders []string
 }
 
 // targetOf is the target of one of the source's destinations
@@ -313,6 +322,7 @@ func (a *App) Start() error {
 		return fmt.Errorf("opening webhook store: %v", err)
 	}
 	a.refreshPaused(time.Now()) // before the first request and the first lease
+	a.warnAccessLogSecrets()
 	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
 		Store:        st,

@@ -2,13 +2,16 @@ package webhooks
 
 import (
 	"context"
+	"sync"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/verifiers"
 )
 
 // The app's side of the operator API (internal/operator): what it reads
@@ -32,6 +35,39 @@ func (a *App) ListDead(ctx context.Context, f storage.DLQFilter) (storage.DLQPag
 	}
 	return st.DLQList(ctx, f)
 }
+
+// RedactPayload returns a stored payload of source as the operator API
+// shows it: through the source's RedactBody when its scheme carries a
+// secret in the body. A source no longer configured has no known scheme:
+// every scheme's body redaction applies, so that a secret is never shown
+// because its source was removed.
+func (a *App) RedactPayload(source string, payload []byte) []byte {
+	a.sourceMu.RLock()
+	src, ok := a.sources[source]
+	a.sourceMu.RUnlock()
+	if !ok {
+		for _, r := range bodyRedactors() {
+			payload = r.RedactBody(payload)
+		}
+		return payload
+	}
+	if src.RedactBody == nil {
+		return payload
+	}
+	return src.RedactBody(payload)
+}
+
+// bodyRedactors are the registered schemes that carry a secret in the
+// body (verifiers.BodyRedactor), looked up once.
+var bodyRedactors = sync.OnceValue(func() []verifiers.BodyRedactor {
+	var out []verifiers.BodyRedactor
+	for _, info := range caddy.GetModules("webhooks.verifiers") {
+		if r, ok := info.New().(verifiers.BodyRedactor); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+})
 
 // GetDead returns DLQ entry id with its payload, or storage.ErrDLQNotFound.
 func (a *App) GetDead(ctx context.Context, id string) (*storage.DLQEntry, error) {
