@@ -10,11 +10,14 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,7 +171,11 @@ func schemes(t *testing.T) []scheme {
 // TestEverySchemeThroughCaddy: for every verify scheme, a correctly signed
 // webhook is accepted and delivered byte-exact, the same webhook with one
 // body byte changed is refused with 401, and unsigned requests get 401
-// INVALID_SIGNATURE_FORMAT.
+// INVALID_SIGNATURE_FORMAT. Caddy runs with every logger at DEBUG in one
+// file and the site's access log in another, with the README's filter:
+// once every scheme's requests and handshakes went through, no byte Caddy
+// wrote and no answer of the admin API (so of the CLI and the dashboard,
+// which read it) holds a configured secret or a body (neverShown).
 func TestEverySchemeThroughCaddy(t *testing.T) {
 	up := newUpstream(t)
 	all := schemes(t)
@@ -176,7 +183,12 @@ func TestEverySchemeThroughCaddy(t *testing.T) {
 	for _, s := range all {
 		fmt.Fprintf(&sites, "\twebhook_ingress /hooks/%s %s {\n\t\t%s\n\t\tforward_to %s/in/%s\n\t}\n", s.name, s.name, s.verify, up.URL, s.name)
 	}
-	startCaddy(t, up, "", sites.String())
+	logDir := t.TempDir()
+	caddyLog, accessLog := filepath.Join(logDir, "caddy.log"), filepath.Join(logDir, "access.log")
+	global := fmt.Sprintf("log {\n\t\toutput file %s\n\t\tlevel DEBUG\n\t\tformat json\n\t}", caddyLog)
+	sites.WriteString(strings.Replace(readmeLogBlock(t), "log {", "log {\n\t\toutput file "+accessLog, 1))
+	startCaddyWith(t, up, global, defaultStorage(t)+"\n\t\taudit", sites.String())
+	defer neverShown(t, all, caddyLog, accessLog)
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			hdr, _ := s.sign(s.body)
@@ -310,4 +322,73 @@ func mustGet(t *testing.T, u string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// neverShown checks that no configured secret of the schemes and no body
+// they sent is in Caddy's logs (every logger at DEBUG, the access log) or
+// in an answer of the admin API: stats, metrics, the events list and each
+// event's lookup, the DLQ.
+func neverShown(t *testing.T, all []scheme, logs ...string) {
+	t.Helper()
+	if t.Failed() {
+		return
+	}
+	secrets := []string{stripeSecret, shopifySecret, slackSecret, metaSecret, metaToken, twilioToken, gitlabToken,
+		paddleSecret, xSecret, zoomSecret, graphState, base64.StdEncoding.EncodeToString(stdKey), string(stdKey)}
+	var bodies []string
+	for _, s := range all {
+		if len(s.body) > 16 { // long enough to be the body, not a word of it
+			escaped, _ := json.Marshal(s.body)
+			bodies = append(bodies, s.body, strings.Trim(string(escaped), `"`))
+		}
+	}
+	texts := map[string]string{}
+	for _, l := range logs {
+		raw, err := os.ReadFile(l)
+		if err != nil || len(raw) == 0 {
+			t.Fatalf("%s: %v (empty: the check would prove nothing)", l, err)
+		}
+		texts[filepath.Base(l)] = string(raw)
+	}
+	for _, p := range []string{"/webhooks/stats", "/webhooks/events?limit=500", "/webhooks/dlq?limit=500", "/metrics"} {
+		resp, err := http.Get(adminAddr + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		texts["GET "+p] = string(b)
+		if p == "/webhooks/events?limit=500" {
+			var page struct {
+				Items []struct {
+					Source  string `json:"source"`
+					EventID string `json:"event_id"`
+				} `json:"items"`
+			}
+			if err := json.Unmarshal(b, &page); err != nil || len(page.Items) < len(all) {
+				t.Fatalf("events list: %v, %d items", err, len(page.Items))
+			}
+			for _, it := range page.Items {
+				_, ev := admin(t, "GET", "/webhooks/events/"+url.PathEscape(it.Source)+"/"+url.PathEscape(it.EventID), "")
+				enc, _ := json.Marshal(ev)
+				texts["lookup "+it.Source+"/"+it.EventID] = string(enc)
+			}
+		}
+	}
+	if !strings.Contains(texts["caddy.log"], `"level":"debug"`) || !strings.Contains(texts["access.log"], "/hooks/gitlab") ||
+		!strings.Contains(texts["access.log"], "hub.mode=subscribe") {
+		t.Fatal("the logs lack the debug lines or the access entries: the check would prove nothing")
+	}
+	for where, text := range texts {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds the secret %q", where, s)
+			}
+		}
+		for _, b := range bodies {
+			if strings.Contains(text, b) {
+				t.Errorf("%s holds the body %q", where, b)
+			}
+		}
+	}
 }
