@@ -397,3 +397,86 @@ func waitUntil(t *testing.T, timeout time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestUserBuildListsDocumentedModules builds Caddy as a user's xcaddy does
+// (a fresh main module requiring stock Caddy and hookline, replaced by
+// this checkout, importing caddycmd, the standard modules and the module
+// root) and checks that its `caddy list-modules` lists every module of
+// docs/reference.md's table, and no hookline module the table lacks.
+func TestUserBuildListsDocumentedModules(t *testing.T) {
+	caddyBinary(t) // warms the build cache with the same packages
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"main.go": `package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/hookline/hookline"
+)
+
+func main() { caddycmd.Main() }
+`,
+		"go.mod": fmt.Sprintf(`module caddy
+
+go 1.26.0
+
+require (
+	github.com/caddyserver/caddy/v2 v2.11.9
+	github.com/hookline/hookline v0.0.0-00010101000000-000000000000
+)
+
+replace github.com/hookline/hookline => %s
+`, root),
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["go.sum"] = string(sum)
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := exec.Command("go", "build", "-o", "caddy", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building a user's Caddy: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "caddy"), "list-modules").Output()
+	if err != nil {
+		t.Fatalf("caddy list-modules: %v", err)
+	}
+	listed := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		listed[strings.TrimSpace(l)] = true
+	}
+	ref, err := os.ReadFile(filepath.Join(root, "docs", "reference.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(ref)[strings.Index(string(ref), "\n## Modules\n"):]
+	section = section[:strings.Index(section[1:], "\n## ")+1]
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\|\\s*`([a-z0-9_.]+)`\\s*\\|").FindAllStringSubmatch(section, -1) {
+		documented[m[1]] = true
+		if !listed[m[1]] {
+			t.Errorf("a user's build does not list %s (docs/reference.md names it)", m[1])
+		}
+	}
+	if len(documented) < 10 {
+		t.Fatalf("docs/reference.md's module table: %d rows", len(documented))
+	}
+	for id := range listed {
+		if (id == "webhooks" || strings.HasPrefix(id, "webhooks.") || strings.HasPrefix(id, "http.handlers.webhook_") || id == "admin.api.webhooks") && !documented[id] {
+			t.Errorf("a user's build lists %s, which docs/reference.md's table lacks", id)
+		}
+	}
+}

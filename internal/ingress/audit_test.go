@@ -333,10 +333,7 @@ func TestBreakerEvents(t *testing.T) {
 // meanwhile, and only /in/a's breaker is open in the metrics.
 func TestBreakerPerDestinationThroughCaddy(t *testing.T) {
 	up := newUpstream(t)
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		up.mu.Lock()
-		path := up.reqs[n-1].Path
-		up.mu.Unlock()
+	up.setRespondByPath(func(path string, w http.ResponseWriter) {
 		if path == "/in/a" {
 			w.WriteHeader(http.StatusInternalServerError)
 			return

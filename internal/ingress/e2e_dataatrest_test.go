@@ -579,10 +579,7 @@ func testKeysNeverLogged(t *testing.T, storageLine string) {
 // dashboard, which read it.
 func TestGraphClientStateRedacted(t *testing.T) {
 	up := newUpstream(t)
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		up.mu.Lock()
-		path := up.reqs[n-1].Path
-		up.mu.Unlock()
+	up.setRespondByPath(func(path string, w http.ResponseWriter) {
 		if path == "/in/crm" {
 			w.WriteHeader(http.StatusUnprocessableEntity) // crm's delivery dead-letters at once
 		}

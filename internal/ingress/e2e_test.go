@@ -85,6 +85,17 @@ func (u *upstream) handler() http.Handler {
 
 func (u *upstream) setRespond(f func(n int, w http.ResponseWriter)) { u.respond.Store(&f) }
 
+// setRespondByPath answers each request as f says for its path (one
+// upstream standing for several apps behind one reverse proxy).
+func (u *upstream) setRespondByPath(f func(path string, w http.ResponseWriter)) {
+	u.setRespond(func(n int, w http.ResponseWriter) {
+		u.mu.Lock()
+		path := u.reqs[n-1].Path
+		u.mu.Unlock()
+		f(path, w)
+	})
+}
+
 // failWith makes the upstream answer status while the returned switch is
 // on (it starts as failing says) and 200 once it is turned off: the
 // operator fixing the app.

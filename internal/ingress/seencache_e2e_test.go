@@ -19,10 +19,7 @@ import (
 func TestSeenCacheMirrorsStore(t *testing.T) {
 	up := newUpstream(t)
 	release := make(chan struct{})
-	up.setRespond(func(n int, w http.ResponseWriter) {
-		up.mu.Lock()
-		path := up.reqs[n-1].Path
-		up.mu.Unlock()
+	up.setRespondByPath(func(path string, w http.ResponseWriter) {
 		switch path {
 		case "/in/billing":
 			w.WriteHeader(http.StatusUnprocessableEntity) // permanent: dead at once
