@@ -5,6 +5,29 @@ import (
 	"time"
 )
 
+// StatsBatch is one AddStats write of a node's counter deltas, by source,
+// then counter name.
+type StatsBatch struct {
+	// ID names the batch: the store applies a batch of one ID once within
+	// StatsBatchMemory, so a writer that got no answer sends the same batch
+	// again under its ID and it counts once. "" is applied every time.
+	ID string
+	// At is when the deltas were counted: its minute and hour buckets get
+	// them.
+	At time.Time
+	// Counters are added to the all-time totals and to At's buckets.
+	Counters map[string]map[string]int64
+	// Window are added to At's buckets only: counters read over windows
+	// (the time series'), whose all-time sums nobody reads and whose
+	// names (error messages) would grow the all-time totals without end.
+	Window map[string]map[string]int64
+}
+
+// StatsBatchMemory is how long a store remembers the ID of a batch it
+// applied: far longer than a writer retries one (it retries every flush,
+// and gives the batch up past this).
+const StatsBatchMemory = time.Hour
+
 // StatsRetention is how long the minute buckets of AddStats are kept (the
 // all-time totals are kept forever).
 const StatsRetention = 48 * time.Hour

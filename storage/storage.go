@@ -277,10 +277,12 @@ type Operations interface {
 	// Pauses are the operators' pauses, shared by every node (pause.go).
 	Pauses
 
-	// AddStats adds counter deltas (by source, then counter name) to the
-	// all-time totals and to the minute and hour buckets of at, atomically:
-	// the deltas of every node sharing the store add up.
-	AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error
+	// AddStats adds a batch of counter deltas atomically: b.Counters to the
+	// all-time totals and to the minute and hour buckets of b.At, b.Window
+	// to those buckets only. The deltas of every node sharing the store add
+	// up; a batch whose ID the store applied within StatsBatchMemory is
+	// not applied again (a writer whose reply was lost sends it again).
+	AddStats(ctx context.Context, b StatsBatch) error
 	// Stats returns the counters summed over the minute buckets since
 	// since, and the all-time totals.
 	Stats(ctx context.Context, since time.Time) (recent, allTime map[string]map[string]int64, err error)

@@ -37,16 +37,17 @@ const DLQSizeGauge = gaugePrefix + "dlq_open"
 // list).
 func SeriesOnly(c map[string]int64) bool {
 	for name := range c {
-		if !seriesCounter(name) {
+		if !SeriesCounter(name) {
 			return false
 		}
 	}
 	return true
 }
 
-// seriesCounter reports whether name is one of the time series' counters
-// or gauges, kept apart from the plain ones.
-func seriesCounter(name string) bool {
+// SeriesCounter reports whether name is one of the time series' counters
+// or gauges, kept apart from the plain ones: read over windows only, never
+// as all-time totals (storage.StatsBatch.Window).
+func SeriesCounter(name string) bool {
 	for _, p := range []string{failureCounterPrefix, latencyCounterPrefix, attemptsCounterPrefix, errorCounterPrefix, gaugePrefix} {
 		if strings.HasPrefix(name, p) {
 			return true

@@ -72,6 +72,20 @@ func DestinationCounter(outcome, dest string) string {
 	return destinationCounterPrefix + outcome + ":" + dest
 }
 
+// BreakdownOf says which breakdown the counter name belongs to: "type"
+// and the event type for a counter by type, "destination" and its name
+// for one by destination; ok false for any other counter.
+func BreakdownOf(name string) (kind, value string, ok bool) {
+	for _, b := range []struct{ prefix, kind string }{{typeCounterPrefix, "type"}, {destinationCounterPrefix, "destination"}} {
+		if rest, found := strings.CutPrefix(name, b.prefix); found {
+			if _, v, found := strings.Cut(rest, ":"); found {
+				return b.kind, v, true
+			}
+		}
+	}
+	return "", "", false
+}
+
 // breakdown gathers a source's counters by event type and by destination,
 // over both windows (nil maps until one is counted).
 type breakdown struct {
@@ -94,7 +108,7 @@ func (b *breakdown) split(c map[string]int64, allTime bool) map[string]int64 {
 			b.addType(rest, n, allTime)
 		} else if rest, ok := strings.CutPrefix(name, destinationCounterPrefix); ok {
 			b.addDestination(rest, n, allTime)
-		} else if seriesCounter(name) {
+		} else if SeriesCounter(name) {
 			continue // the time series' (seriescounters.go)
 		} else {
 			plain[name] = n

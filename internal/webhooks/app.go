@@ -207,6 +207,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.shared = val.(*sharedStore)
+	a.stats.names = &a.shared.names
 	// one L1 cache per store: what one store has seen says nothing about another
 	a.seenKey = "seen|" + a.poolKey
 	seen, _, err := seenPool.LoadOrNew(a.seenKey, func() (caddy.Destructor, error) {
@@ -323,6 +324,9 @@ func (a *App) Start() error {
 	}
 	a.refreshPaused(time.Now()) // before the first request and the first lease
 	a.warnAccessLogSecrets()
+	if _, all, err := st.Stats(context.Background(), time.Now()); err == nil {
+		a.stats.names.seed(all) // once per store: the names stored keep their places
+	}
 	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
 		Store:        st,

@@ -118,7 +118,7 @@ func TestStatsDestinationsBounded(t *testing.T) {
 	b.addDestination("src", "dead", "d0", 1)
 	b.addDestination("other-src", "dead", "d999", 1)
 	b.addType("src", "accepted", "t0", 1) // the types' bound is their own
-	d := b.take()
+	d := takeCounters(&b)
 	for _, tc := range []struct {
 		source, counter string
 		want            int64

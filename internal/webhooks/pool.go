@@ -15,6 +15,9 @@ import (
 // outlives config reloads: the old and new app instances hold it together.
 type sharedStore struct {
 	backend backends.Backend
+	// names are the stats' names counted apart (stats.go): like the
+	// store, they outlive a reload
+	names   statsNames
 	mu      sync.Mutex
 	store   atomic.Pointer[storageBox]
 	closed  bool // destructed: never reopen (a late caller gets ErrUnavailable)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/internal/operator"
@@ -16,27 +17,44 @@ import (
 const statsFlushEvery = 2 * time.Second
 
 // statsBuffer gathers counter deltas in memory between flushes, so that
-// counting costs the request path no store round trip.
+// counting costs the request path no store round trip. A flush writes
+// them as one storage.StatsBatch with an ID of its own; a batch whose
+// write failed is kept and written again under the same ID (the store
+// applies an ID once: a write that took effect but lost its answer does
+// not count twice), before the deltas counted since.
 type statsBuffer struct {
 	mu     sync.Mutex
 	deltas map[string]map[string]int64
-	// the names counted apart, by breakdown (event type, destination) and
-	// source
-	names map[breakdownOf]map[string]bool
+	// pending is the batch whose write failed, nil when none
+	pending *storage.StatsBatch
+	// names are the names counted apart, shared by every app instance of
+	// the store (they outlive a reload) and seeded from the store's
+	// all-time totals (they outlive a restart)
+	names *statsNames
 }
 
-// breakdownOf is one source's breakdown of a kind: "type" or "destination".
+// statsNames are the names counted apart by breakdown (event type,
+// destination, error message) and source: at most a bound each, the rest
+// counted as otherType, so that a provider sending ever new types cannot
+// grow the stats without end, across reloads and restarts too.
+type statsNames struct {
+	mu     sync.Mutex
+	names  map[breakdownOf]map[string]bool
+	seeded bool
+}
+
+// breakdownOf is one source's breakdown of a kind: "type", "destination"
+// or "error".
 type breakdownOf struct{ kind, source string }
 
-// maxTypesPerSource bounds the event types counted apart for one source
-// (by this process); the types past it are counted as otherType, so that
-// a provider sending ever new types cannot grow the stats without end.
+// maxTypesPerSource bounds the event types counted apart for one source;
+// the types past it are counted as otherType.
 const maxTypesPerSource = 256
 
 // maxDestinationsPerSource bounds the destinations counted apart for one
-// source (by this process), as maxTypesPerSource does the types. A
-// source's destinations are its config's, but reloads may rename them
-// while deliveries to the old names are still queued.
+// source, as maxTypesPerSource does the types. A source's destinations
+// are its config's, but reloads may rename them while deliveries to the
+// old names are still queued.
 const maxDestinationsPerSource = 256
 
 // otherType is the type the types past maxTypesPerSource are counted as,
@@ -61,23 +79,71 @@ func (b *statsBuffer) addDestination(source, outcome, dest string, n int64) {
 // fewer than bound names are counted apart (or it already is), else
 // otherType.
 func (b *statsBuffer) bounded(of breakdownOf, name string, bound int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	seen := b.names[of]
+	if b.names == nil {
+		b.names = new(statsNames)
+	}
+	return b.names.bounded(of, name, bound)
+}
+
+func (n *statsNames) bounded(of breakdownOf, name string, bound int) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.admit(of, name, bound) {
+		return name
+	}
+	return otherType
+}
+
+// admit counts name apart in breakdown of unless bound names are already;
+// it reports whether name is counted apart. The caller holds mu.
+func (n *statsNames) admit(of breakdownOf, name string, bound int) bool {
+	seen := n.names[of]
 	if seen == nil {
-		if b.names == nil {
-			b.names = map[breakdownOf]map[string]bool{}
+		if n.names == nil {
+			n.names = map[breakdownOf]map[string]bool{}
 		}
 		seen = map[string]bool{}
-		b.names[of] = seen
+		n.names[of] = seen
 	}
 	if !seen[name] {
 		if len(seen) >= bound {
-			return otherType
+			return false
 		}
 		seen[name] = true
 	}
-	return name
+	return true
+}
+
+// seed admits the types and destinations the store's all-time totals
+// already count apart (once per store in this process), so that a restart
+// does not let another bound's worth of new names in: what is stored
+// keeps its place, new names take what is left.
+func (n *statsNames) seed(allTime map[string]map[string]int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seeded {
+		return
+	}
+	n.seeded = true
+	for source, counters := range allTime {
+		for name := range counters {
+			kind, value, ok := operator.BreakdownOf(name)
+			if !ok || value == otherType {
+				continue
+			}
+			// every stored name is admitted, even past the bound (an
+			// earlier version stored them): it is counted in the store
+			// already; new names find the bound reached sooner
+			of := breakdownOf{kind, source}
+			if n.names == nil {
+				n.names = map[breakdownOf]map[string]bool{}
+			}
+			if n.names[of] == nil {
+				n.names[of] = map[string]bool{}
+			}
+			n.names[of][value] = true
+		}
+	}
 }
 
 func (b *statsBuffer) add(source, name string, n int64) {
@@ -94,21 +160,51 @@ func (b *statsBuffer) add(source, name string, n int64) {
 	m[name] += n
 }
 
-func (b *statsBuffer) take() map[string]map[string]int64 {
+// next is the batch to write: the pending one, else a new one of the
+// deltas counted since the last (false when there are none), its time
+// series' counters apart (operator.SeriesCounter: they go to the windows'
+// buckets only).
+func (b *statsBuffer) next(now time.Time) (storage.StatsBatch, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	d := b.deltas
-	b.deltas = nil
-	return d
-}
-
-// putBack returns deltas whose write failed, to be written with the next flush.
-func (b *statsBuffer) putBack(d map[string]map[string]int64) {
-	for source, m := range d {
+	if b.pending != nil {
+		return *b.pending, true
+	}
+	if len(b.deltas) == 0 {
+		return storage.StatsBatch{}, false
+	}
+	batch := storage.StatsBatch{ID: newBatchID(), At: now, Counters: map[string]map[string]int64{}, Window: map[string]map[string]int64{}}
+	for source, m := range b.deltas {
 		for name, n := range m {
-			b.add(source, name, n)
+			into := batch.Counters
+			if operator.SeriesCounter(name) {
+				into = batch.Window
+			}
+			if into[source] == nil {
+				into[source] = map[string]int64{}
+			}
+			into[source][name] = n
 		}
 	}
+	b.deltas = nil
+	b.pending = &batch
+	return batch, true
+}
+
+// written ends the pending batch: written, or given up.
+func (b *statsBuffer) written() {
+	b.mu.Lock()
+	b.pending = nil
+	b.mu.Unlock()
+}
+
+// newBatchID names a stats batch (time-ordered, unique).
+func newBatchID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return ""
+	}
+	return id.String()
 }
 
 // Count adds n to a source's counter (received outcomes, delivery results).
@@ -135,20 +231,30 @@ func (a *App) countDestination(source, outcome, dest string) {
 	}
 }
 
-// flushStats writes the buffered deltas to the store; dead says whether
-// they counted a delivery moved to the DLQ.
+// flushStats writes the pending batch, then the deltas counted since, to
+// the store; dead says whether they counted a delivery moved to the DLQ.
+// A batch whose write fails stays pending for the next flush, under its
+// ID, unless it is older than the store remembers IDs for
+// (storage.StatsBatchMemory, with a margin): then it is given up, its
+// counts lost, rather than risk counting them twice.
 func (a *App) flushStats(ctx context.Context, st storage.Operations) (dead bool) {
-	d := a.stats.take()
-	if len(d) == 0 {
-		return false
-	}
-	for _, m := range d {
-		dead = dead || m["dead"] > 0
-	}
-	if err := st.AddStats(ctx, time.Now(), d); err != nil {
-		a.stats.putBack(d)
-		if ctx.Err() == nil {
-			a.log.Warn("writing stats to the store; will retry", zap.Error(err))
+	for range 2 { // the pending batch, then the new deltas
+		batch, ok := a.stats.next(time.Now())
+		if !ok {
+			return dead
+		}
+		if err := st.AddStats(ctx, batch); err != nil {
+			if time.Since(batch.At) > storage.StatsBatchMemory-5*time.Minute {
+				a.stats.written()
+				a.log.Error("stats batch given up: the store failed its write for an hour", zap.Error(err))
+			} else if ctx.Err() == nil {
+				a.log.Warn("writing stats to the store; will retry", zap.Error(err))
+			}
+			return dead
+		}
+		a.stats.written()
+		for _, m := range batch.Counters {
+			dead = dead || m["dead"] > 0
 		}
 	}
 	return dead

@@ -45,21 +45,38 @@ func addCounter(b *bolt.Bucket, k []byte, d int64) error {
 }
 
 // AddStats implements storage.Store: the all-time totals, the minute and
-// the hour bucket in one transaction.
-func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
-	minute, hour := storage.StatsMinute(at), storage.StatsHour(at)
+// the hour bucket in one transaction, with the batch's ID when it has one
+// (a batch applied already is not applied again).
+func (s *Store) AddStats(ctx context.Context, batch storage.StatsBatch) error {
+	minute, hour := storage.StatsMinute(batch.At), storage.StatsHour(batch.At)
 	return s.update(ctx, func(tx *bolt.Tx) error {
+		if batch.ID != "" {
+			ids := tx.Bucket(bStatsID)
+			if ids.Get([]byte(batch.ID)) != nil {
+				return nil // applied: its writer got no answer and sent it again
+			}
+			if err := ids.Put([]byte(batch.ID), int64Value(time.Now().UnixNano())); err != nil {
+				return err
+			}
+		}
 		b, h := tx.Bucket(bStats), tx.Bucket(bStatsH)
-		for source, m := range deltas {
-			for name, d := range m {
-				if err := addCounter(b, statsKey(0, source, name), d); err != nil {
-					return err
-				}
-				if err := addCounter(b, statsKey(minute, source, name), d); err != nil {
-					return err
-				}
-				if err := addCounter(h, statsKey(hour, source, name), d); err != nil {
-					return err
+		for _, part := range []struct {
+			deltas  map[string]map[string]int64
+			allTime bool
+		}{{batch.Counters, true}, {batch.Window, false}} {
+			for source, m := range part.deltas {
+				for name, d := range m {
+					if part.allTime {
+						if err := addCounter(b, statsKey(0, source, name), d); err != nil {
+							return err
+						}
+					}
+					if err := addCounter(b, statsKey(minute, source, name), d); err != nil {
+						return err
+					}
+					if err := addCounter(h, statsKey(hour, source, name), d); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -149,14 +166,38 @@ func (s *Store) StatsBuckets(ctx context.Context, res storage.StatsResolution, f
 }
 
 // sweepStats deletes the minute and hour buckets past their retention at
-// now (never the all-time totals), at most max keys.
+// now (never the all-time totals) and the batch IDs older than
+// storage.StatsBatchMemory, at most max keys.
 func sweepStats(tx *bolt.Tx, now time.Time, max int) (int, error) {
 	n, err := sweepStatsBucket(tx.Bucket(bStats), storage.StatsMinute(now.Add(-storage.StatsRetention)), max)
 	if err != nil || n >= max {
 		return n, err
 	}
 	m, err := sweepStatsBucket(tx.Bucket(bStatsH), storage.StatsHour(now.Add(-storage.StatsHourRetention)), max-n)
-	return n + m, err
+	if err != nil || n+m >= max {
+		return n + m, err
+	}
+	k, err := sweepStatsIDs(tx.Bucket(bStatsID), now.Add(-storage.StatsBatchMemory).UnixNano(), max-n-m)
+	return n + m + k, err
+}
+
+// sweepStatsIDs deletes the batch IDs applied before cutoff (Unix ns), at
+// most max. The bucket holds one ID per flush of the last hour (a flush
+// every 2 s: about 1,800), so the scan stays small.
+func sweepStatsIDs(b *bolt.Bucket, cutoff int64, max int) (int, error) {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(keys) < max; k, v = c.Next() {
+		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < cutoff {
+			keys = append(keys, bytes.Clone(k))
+		}
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 // sweepStatsBucket deletes the keys of b's buckets 1 to end-1, at most max.

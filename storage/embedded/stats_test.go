@@ -14,7 +14,7 @@ func TestStatsRetention(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "hookline.db"))
 	ctx := t.Context()
 	at := time.Now().Truncate(time.Hour).Add(30 * time.Minute)
-	if err := s.AddStats(ctx, at, map[string]map[string]int64{"stripe": {"accepted": 3}}); err != nil {
+	if err := s.AddStats(ctx, storage.StatsBatch{At: at, Counters: map[string]map[string]int64{"stripe": {"accepted": 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	buckets := func(res storage.StatsResolution) int {
@@ -42,5 +42,44 @@ func TestStatsRetention(t *testing.T) {
 	}
 	if _, all, err := s.Stats(ctx, at); err != nil || all["stripe"]["accepted"] != 3 {
 		t.Errorf("all-time totals after the sweeps: %v %v", all, err)
+	}
+}
+
+// TestStatsBatchIDsForgotten: Cleanup forgets the IDs of batches applied
+// more than storage.StatsBatchMemory ago (the bucket holds the last hour's
+// only): a batch sent again within the memory is applied once, one sent
+// again after it counts again.
+func TestStatsBatchIDsForgotten(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "hookline.db"))
+	ctx := t.Context()
+	batch := storage.StatsBatch{ID: "b-1", At: time.Now(), Counters: map[string]map[string]int64{"stripe": {"accepted": 1}}}
+	add := func() {
+		t.Helper()
+		if err := s.AddStats(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := func() int64 {
+		t.Helper()
+		_, all, err := s.Stats(ctx, time.Now().Add(-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all["stripe"]["accepted"]
+	}
+	add()
+	if _, err := s.Cleanup(ctx, time.Now().Add(storage.StatsBatchMemory-time.Minute), 365*24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	add()
+	if n := total(); n != 1 {
+		t.Fatalf("within the memory: counted %d, want 1", n)
+	}
+	if _, err := s.Cleanup(ctx, time.Now().Add(storage.StatsBatchMemory+time.Minute), 365*24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	add()
+	if n := total(); n != 2 {
+		t.Fatalf("after the memory: counted %d, want 2 (the ID forgotten)", n)
 	}
 }

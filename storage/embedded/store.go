@@ -39,9 +39,10 @@ var (
 	bPaused   = []byte("paused")   // source -> nil
 	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
 	bStatsH   = []byte("statsh")   // hour|source\x00name -> count
+	bStatsID  = []byte("statsids") // applied storage.StatsBatch ID -> applied at (Unix ns), for StatsBatchMemory
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bStatsH, bDeliveries, bChains, bWaiting, bErased, bScrub}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bStatsH, bStatsID, bDeliveries, bChains, bWaiting, bErased, bScrub}
 
 // record is an event as stored in bEvents.
 type record struct {

@@ -43,9 +43,9 @@ import (
 //	removeEntry    gone)
 //	migrateLanes   retried: guarded by its marker key
 //
-// AddStats' counter increments are sent at most once as well (a second
-// MULTI/EXEC would count twice). Scripts not listed in retryable are sent
-// at most once.
+// statsScript (AddStats) is sent at most once as well: a batch without an
+// ID would count twice. Scripts not listed in retryable are sent at most
+// once.
 var retryable = map[*redis.Script]bool{
 	enqueueScript:      true,
 	fanEnqueueScript:   true,
@@ -120,9 +120,4 @@ func (s *Store) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 		cmd = evalSha(ctx, s.c, sc, keys, args)
 	}
 	return cmd.Result()
-}
-
-// hincrByOnce queues HINCRBY, sent at most once.
-func hincrByOnce(ctx context.Context, pipe redis.Pipeliner, key, field string, d int64) {
-	_ = pipe.Process(ctx, onceCmd{redis.NewCmd(ctx, "hincrby", key, field, d)})
 }

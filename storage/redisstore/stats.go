@@ -31,25 +31,68 @@ func (s *Store) statsBucketKey(res storage.StatsResolution, i int64) string {
 	return s.statsKey(i)
 }
 
+// statsBatchKey marks a storage.StatsBatch applied, for
+// StatsBatchMemory.
+func (s *Store) statsBatchKey(id string) string {
+	return "{" + s.opts.Prefix + ":meta}:stats:batch:" + id
+}
+
 // AddStats implements storage.Store: the all-time, minute and hour hashes
-// in one MULTI/EXEC (every key in the meta slot), HINCRBY each.
-func (s *Store) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
-	minute, hour := storage.StatsMinute(at), storage.StatsHour(at)
-	_, err := s.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		for source, m := range deltas {
-			for name, d := range m {
-				field := storage.StatsField(source, name)
-				hincrByOnce(ctx, pipe, s.statsKey(0), field, d) // a replayed MULTI would count twice
-				hincrByOnce(ctx, pipe, s.statsKey(minute), field, d)
-				hincrByOnce(ctx, pipe, s.statsHourKey(hour), field, d)
-			}
+// in one script (every key in the meta slot), HINCRBY each, after marking
+// the batch's ID applied (a batch marked already is not applied again).
+// Sent at most once: without an ID a second run would count twice.
+func (s *Store) AddStats(ctx context.Context, b storage.StatsBatch) error {
+	minute, hour := storage.StatsMinute(b.At), storage.StatsHour(b.At)
+	marker, memory := s.statsBatchKey("-"), int64(0)
+	if b.ID != "" {
+		marker, memory = s.statsBatchKey(b.ID), int64(storage.StatsBatchMemory/time.Second)
+	}
+	args := []any{memory, int64(storage.StatsRetention / time.Second), int64(storage.StatsHourRetention / time.Second), 0}
+	for source, m := range b.Counters {
+		for name, d := range m {
+			args = append(args, storage.StatsField(source, name), d)
 		}
-		pipe.Expire(ctx, s.statsKey(minute), storage.StatsRetention)
-		pipe.Expire(ctx, s.statsHourKey(hour), storage.StatsHourRetention)
+	}
+	args[3] = (len(args) - 4) / 2
+	for source, m := range b.Window {
+		for name, d := range m {
+			args = append(args, storage.StatsField(source, name), d)
+		}
+	}
+	if len(args) == 4 {
 		return nil
-	})
+	}
+	_, err := s.eval(ctx, statsScript, []string{marker, s.statsKey(0), s.statsKey(minute), s.statsHourKey(hour)}, args...)
 	return unavailable(err)
 }
+
+// statsScript adds a batch of counters.
+// KEYS: batch marker, all-time hash, minute hash, hour hash.
+// ARGV: marker lifetime in seconds (0: no marker), minute and hour hash
+// lifetimes, the number n of all-time counters, then field, delta pairs:
+// the first n go to all three hashes, the rest to the minute and hour ones.
+// Returns 0 when the batch was applied already, else 1.
+var statsScript = redis.NewScript(`
+if ARGV[1] ~= '0' then
+	if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+		return 0
+	end
+end
+local n = tonumber(ARGV[4])
+local i = 5
+while i < #ARGV do
+	redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+	redis.call('HINCRBY', KEYS[4], ARGV[i], ARGV[i + 1])
+	if n > 0 then
+		redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+		n = n - 1
+	end
+	i = i + 2
+end
+redis.call('EXPIRE', KEYS[3], ARGV[2])
+redis.call('EXPIRE', KEYS[4], ARGV[3])
+return 1
+`)
 
 // SetStatsGauges implements storage.Store (HSET: setting twice is
 // harmless, so a retried MULTI is too).

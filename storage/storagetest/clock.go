@@ -80,7 +80,7 @@ func RunClock(t *testing.T, open func(t *testing.T, now func() time.Time) storag
 	if e, err := s.DLQGet(ctx, ev.ID); err != nil || e.Status != storage.DLQRetried || !e.UpdatedAt.Equal(t0.Add(3*time.Minute)) {
 		t.Errorf("retried entry %+v %v, want updated at %v", e, err, t0.Add(3*time.Minute))
 	}
-	if err := s.AddStats(ctx, t0, map[string]map[string]int64{"stripe": {"accepted": 2}}); err != nil {
+	if err := s.AddStats(ctx, storage.StatsBatch{At: t0, Counters: map[string]map[string]int64{"stripe": {"accepted": 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if recent, _, err := s.Stats(ctx, t0.Add(-time.Minute)); err != nil || recent["stripe"]["accepted"] != 2 {

@@ -91,7 +91,7 @@ func testEraseOne(t *testing.T, f Factory) {
 	other := newEvent(t, "stripe", "evt_keep")
 	mustEnqueue(t, s, ev, until)
 	mustEnqueue(t, s, other, until)
-	if err := s.AddStats(t.Context(), time.Now(), map[string]map[string]int64{"stripe": {"accepted": 2}}); err != nil {
+	if err := s.AddStats(t.Context(), storage.StatsBatch{At: time.Now(), Counters: map[string]map[string]int64{"stripe": {"accepted": 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	_, statsBefore, err := s.Stats(t.Context(), time.Now().Add(-time.Hour))

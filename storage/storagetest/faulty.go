@@ -408,8 +408,8 @@ func (f *Faulty) ExpirePause(ctx context.Context, p storage.Pause) (bool, error)
 }
 
 // AddStats implements storage.Store.
-func (f *Faulty) AddStats(ctx context.Context, at time.Time, deltas map[string]map[string]int64) error {
-	return call0(f, ctx, MethodAddStats, func() error { return f.inner.AddStats(ctx, at, deltas) })
+func (f *Faulty) AddStats(ctx context.Context, b storage.StatsBatch) error {
+	return call0(f, ctx, MethodAddStats, func() error { return f.inner.AddStats(ctx, b) })
 }
 
 // Stats implements storage.Store.

@@ -180,7 +180,7 @@ func TestFaultyFaults(t *testing.T) {
 				return f.Replay(ctx, &storage.EventInfo{ID: "x", EventID: "x", Source: "stripe"}, time.Now())
 			},
 			storagetest.MethodAddStats: func() error {
-				return f.AddStats(ctx, time.Now(), map[string]map[string]int64{"stripe": {"n": 1}})
+				return f.AddStats(ctx, storage.StatsBatch{At: time.Now(), Counters: map[string]map[string]int64{"stripe": {"n": 1}}})
 			},
 			storagetest.MethodStats: func() error { _, _, err := f.Stats(ctx, time.Now()); return err },
 			storagetest.MethodStatsBuckets: func() error {

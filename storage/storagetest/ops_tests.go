@@ -197,7 +197,7 @@ func testStats(t *testing.T, f Factory) {
 		{now.Add(-10 * time.Minute), map[string]map[string]int64{"stripe": {"accepted": 2}, "github": {"unauthorized": 3}}},
 		{now, map[string]map[string]int64{"stripe": {"accepted": 1, "delivered": 3}}},
 	} {
-		if err := s.AddStats(ctx, step.at, step.d); err != nil {
+		if err := s.AddStats(ctx, storage.StatsBatch{At: step.at, Counters: step.d}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -47,7 +47,7 @@ func testStatsBuckets(t *testing.T, f Factory) {
 		{now, counters{"stripe": {"accepted": 1, "delivered": 3}}},
 	}
 	for _, step := range steps {
-		if err := s.AddStats(ctx, step.at, step.d); err != nil {
+		if err := s.AddStats(ctx, storage.StatsBatch{At: step.at, Counters: step.d}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +145,7 @@ func testStatsGauges(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AddStats(ctx, now, counters{"stripe": {"accepted": 2}}); err != nil {
+	if err := s.AddStats(ctx, storage.StatsBatch{At: now, Counters: counters{"stripe": {"accepted": 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetStatsGauges(ctx, now, nil); err != nil {
@@ -198,7 +198,7 @@ func testStatsNodes(t *testing.T, f Factory) {
 		go func() {
 			defer wg.Done()
 			for range writes {
-				errs <- node.AddStats(ctx, at, counters{"stripe": {"accepted": 1, "attempts": 2}, "github": {"accepted": 1}})
+				errs <- node.AddStats(ctx, storage.StatsBatch{At: at, Counters: counters{"stripe": {"accepted": 1, "attempts": 2}, "github": {"accepted": 1}}})
 			}
 		}()
 	}
@@ -269,5 +269,49 @@ func testQueueHeads(t *testing.T, f Factory) {
 	}
 	if _, ok := heads["github"]; ok || len(heads) != 1 {
 		t.Errorf("QueueHeads after github's delivery = %v, want stripe's only", heads)
+	}
+}
+
+// testStatsBatch: a batch sent again under its ID (its writer got no
+// answer) counts once, a batch without an ID counts each time, and a
+// batch's Window counters go to the minute and hour buckets only, never
+// to the all-time totals.
+func testStatsBatch(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	now := time.Now().Truncate(time.Minute).Add(10 * time.Second)
+	batch := storage.StatsBatch{ID: "batch-1", At: now, Counters: counters{"stripe": {"accepted": 2}}, Window: counters{"stripe": {"lat:3": 5}}}
+	for range 3 {
+		if err := s.AddStats(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddStats(ctx, storage.StatsBatch{ID: "batch-2", At: now, Counters: counters{"stripe": {"accepted": 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.AddStats(ctx, storage.StatsBatch{At: now, Counters: counters{"github": {"accepted": 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddStats(ctx, storage.StatsBatch{ID: "empty", At: now}); err != nil {
+		t.Errorf("an empty batch: %v", err)
+	}
+	_, all, err := s.Stats(ctx, now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (counters{"stripe": {"accepted": 3}, "github": {"accepted": 2}}); !reflect.DeepEqual(all, want) {
+		t.Errorf("all-time totals = %v, want %v (batch-1 once, the window's counter left out)", all, want)
+	}
+	for _, res := range []storage.StatsResolution{storage.StatsByMinute, storage.StatsByHour} {
+		bs, err := s.StatsBuckets(ctx, res, now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil || len(bs) == 0 {
+			t.Fatalf("%s buckets: %v %v", res, bs, err)
+		}
+		last := bs[len(bs)-1].Counters
+		if last["stripe"]["accepted"] != 3 || last["stripe"]["lat:3"] != 5 || last["github"]["accepted"] != 2 {
+			t.Errorf("%s bucket of now = %v, want accepted 3 and lat:3 5 for stripe, 2 for github", res, last)
+		}
 	}
 }

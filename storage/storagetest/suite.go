@@ -106,6 +106,7 @@ func Run(t *testing.T, f Factory) {
 		{"StatsBuckets", testStatsBuckets},
 		{"StatsGauges", testStatsGauges},
 		{"StatsNodes", testStatsNodes},
+		{"StatsBatch", testStatsBatch},
 		{"QueueHeads", testQueueHeads},
 		{"DLQCounts", testDLQCounts},
 		{"QueueBySource", testQueueBySource},
