@@ -17,10 +17,10 @@ type sharedStore struct {
 	backend backends.Backend
 	// names are the stats' names counted apart (stats.go): like the
 	// store, they outlive a reload
-	names   statsNames
-	mu      sync.Mutex
-	store   atomic.Pointer[storageBox]
-	closed  bool // destructed: never reopen (a late caller gets ErrUnavailable)
+	names  statsNames
+	mu     sync.Mutex
+	store  atomic.Pointer[storageBox]
+	closed bool // destructed: never reopen (a late caller gets ErrUnavailable)
 }
 
 type storageBox struct{ s storage.Store }
