@@ -5,6 +5,7 @@
 package dedupe
 
 import (
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -20,6 +21,10 @@ import (
 // then): an equivalence test holds the two together.
 type Seen struct {
 	c *ristretto.Cache[string, seenEntry]
+	// mu orders the read-modify-writes (Finished, Update, Forget): a
+	// delivery's result must not overwrite an operator's retry or erasure
+	// that came in between. Get and Add, the request path's, take no lock.
+	mu sync.Mutex
 }
 
 // seenEntry is what the cache knows of one claimed event.
@@ -89,8 +94,14 @@ func (s *Seen) set(key string, e seenEntry) {
 // delivered says nothing of the others, so the entry is removed and the
 // store answers the next duplicate. A key not cached stays uncached.
 func (s *Seen) Finished(key, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e, ok := s.c.Get(key)
 	if !ok {
+		// not cached, or its Add not applied yet (ristretto applies writes
+		// in order, asynchronously): removing it keeps a late Add's
+		// "queued" from outliving the delivery
+		s.c.Del(key)
 		return
 	}
 	if !e.single && status != string(storage.StatusDead) {
@@ -104,6 +115,8 @@ func (s *Seen) Finished(key, status string) {
 // Update sets the status of a key already cached, with the claim's end
 // the store reports (erasure); keys not cached stay uncached.
 func (s *Seen) Update(key, status string, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e, ok := s.c.Get(key)
 	if !ok {
 		return
@@ -114,7 +127,11 @@ func (s *Seen) Update(key, status string, until time.Time) {
 
 // Forget removes key: the store's answer changed in a way the cache does
 // not follow (an operator's retry or replay queued the event again).
-func (s *Seen) Forget(key string) { s.c.Del(key) }
+func (s *Seen) Forget(key string) {
+	s.mu.Lock()
+	s.c.Del(key)
+	s.mu.Unlock()
+}
 
 // Wait blocks until pending writes are visible (tests).
 func (s *Seen) Wait() { s.c.Wait() }

@@ -422,18 +422,28 @@ import (
 
 func main() { caddycmd.Main() }
 `,
-		"go.mod": fmt.Sprintf(`module caddy
+	}
+	// the Go and Caddy versions of this checkout's go.mod
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	caddyVersion := regexp.MustCompile(`(?m)^\s*github.com/caddyserver/caddy/v2 (\S+)$`).FindSubmatch(mod)
+	if goVersion == nil || caddyVersion == nil {
+		t.Fatalf("go.mod: no go or caddy version")
+	}
+	files["go.mod"] = fmt.Sprintf(`module caddy
 
-go 1.26.0
+go %s
 
 require (
-	github.com/caddyserver/caddy/v2 v2.11.9
+	github.com/caddyserver/caddy/v2 %s
 	github.com/hookline/hookline v0.0.0-00010101000000-000000000000
 )
 
 replace github.com/hookline/hookline => %s
-`, root),
-	}
+`, goVersion[1], caddyVersion[1], root)
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)

@@ -126,8 +126,8 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhtt
 func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string) error {
 	w.Header().Set("Cache-Control", "no-store")
 	rawPath := "/webhooks/" + rest
-	apiPath, err := url.PathUnescape(rawPath)
-	if rest == "" || err != nil || path.Clean(rawPath) != rawPath || path.Clean(apiPath) != apiPath {
+	apiPath, ok := apiRoutePath(rawPath)
+	if rest == "" || !ok {
 		return dashboardError(w, http.StatusNotFound, "no such API route")
 	}
 	switch r.Method {
@@ -151,6 +151,22 @@ func (d *Dashboard) serveAPI(w http.ResponseWriter, r *http.Request, rest string
 	r2.RequestURI = r2.URL.RequestURI()
 	webhooks.OperatorAPI().ServeHTTP(w, r2)
 	return nil
+}
+
+// apiRoutePath is the decoded path of an API request whose escaped path
+// is rawPath, and whether it may be served: no segment is empty, "." or
+// "..", escaped or not, so that no path leaves /webhooks/; an escaped "/"
+// inside a segment (an id such as WhatsApp's base64 "a//b") is part of it.
+func apiRoutePath(rawPath string) (string, bool) {
+	segments := strings.Split(strings.TrimPrefix(rawPath, "/"), "/")
+	for _, seg := range segments {
+		dec, err := url.PathUnescape(seg)
+		if err != nil || seg == "" || dec == "." || dec == ".." {
+			return "", false
+		}
+	}
+	p, err := url.PathUnescape(rawPath)
+	return p, err == nil
 }
 
 func (d *Dashboard) servePage(w http.ResponseWriter, r *http.Request) error {

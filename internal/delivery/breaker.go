@@ -1,6 +1,8 @@
 package delivery
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -65,15 +67,23 @@ func NewBreakers(failures uint32, open time.Duration, log *zap.Logger) *Breakers
 func (b *Breakers) Destruct() error { return nil }
 
 // BreakerName is the name of an upstream URL's breaker, the one rule for
-// which deliveries share a breaker: the URL's scheme, host and path (a
-// destination), never its user info, query or fragment, which may hold
-// credentials and would reach logs, metrics and Caddy events with the name.
+// which deliveries share a breaker: one per scheme, host and path (a
+// destination). The name is the scheme and host, then "#" and the first 8
+// hex digits of the path's SHA-256 when there is a path: it reaches logs,
+// metrics and Caddy events, and a path may hold a token (a chat service's
+// incoming-webhook URL), as user info, query and fragment may (never part
+// of it).
 func BreakerName(upstream string) string {
 	u, err := url.Parse(upstream)
 	if err != nil || u.Host == "" {
 		return "(invalid upstream)"
 	}
-	return u.Scheme + "://" + u.Host + u.EscapedPath()
+	name := u.Scheme + "://" + u.Host
+	if p := u.EscapedPath(); p != "" && p != "/" {
+		sum := sha256.Sum256([]byte(p))
+		name += "#" + hex.EncodeToString(sum[:4])
+	}
+	return name
 }
 
 // get returns the upstream's breaker, made on first use.
@@ -148,18 +158,29 @@ func (b *Breakers) leaseTrial(name string) {
 }
 
 // endTrial ends what leaseTrial began, once the upstream's job is tried
-// or handed back: cheap when no trial is leased (every attempt calls it).
-func (b *Breakers) endTrial(upstream string) {
+// or handed back, and reports whether a trial was leased: cheap when none
+// is (every attempt calls it).
+func (b *Breakers) endTrial(upstream string) bool {
 	if b.nLeased.Load() == 0 {
-		return
+		return false
 	}
 	name := BreakerName(upstream)
 	b.trialMu.Lock()
-	if _, ok := b.leased[name]; ok {
-		delete(b.leased, name)
-		b.nLeased.Add(-1)
+	defer b.trialMu.Unlock()
+	if _, ok := b.leased[name]; !ok {
+		return false
 	}
-	b.trialMu.Unlock()
+	delete(b.leased, name)
+	b.nLeased.Add(-1)
+	return true
+}
+
+// closed reports whether the upstream's breaker is closed (or not made).
+func (b *Breakers) closed(upstream string) bool {
+	b.mu.Lock()
+	cb, ok := b.m[BreakerName(upstream)]
+	b.mu.Unlock()
+	return !ok || cb.State() == gobreaker.StateClosed
 }
 
 // trialLeased reports whether a trial job of the breaker is leased and not

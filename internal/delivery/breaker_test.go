@@ -1,7 +1,10 @@
 package delivery
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,11 +23,12 @@ func TestBreakersOnChange(t *testing.T) {
 	b.OnChange(func(string, bool) { t.Error("the replaced hook was called") })
 	b.OnChange(func(u string, open bool) { got <- change{u, open} })
 	const up = "http://user:pw@127.0.0.1:9/hooks?x=1"
+	name := BreakerName(up)
 	fail := func() (int, error) { return 0, errors.New("transient") }
 	for range 2 {
 		_, _ = b.get(up).Execute(fail)
 	}
-	want := change{"http://127.0.0.1:9/hooks", true}
+	want := change{name, true}
 	select {
 	case c := <-got:
 		if c != want {
@@ -39,7 +43,7 @@ func TestBreakersOnChange(t *testing.T) {
 	}
 	select {
 	case c := <-got:
-		if c != (change{"http://127.0.0.1:9/hooks", false}) {
+		if c != (change{name, false}) {
 			t.Fatalf("change %+v, want closed", c)
 		}
 	case <-time.After(2 * time.Second):
@@ -60,7 +64,8 @@ func TestBreakersStates(t *testing.T) {
 	if s := b.States(); len(s) != 0 {
 		t.Fatalf("states before any delivery: %v", s)
 	}
-	const up, name = "http://user:pw@127.0.0.1:9/hooks?token=x", "http://127.0.0.1:9/hooks"
+	const up = "http://user:pw@127.0.0.1:9/hooks?token=x"
+	name := BreakerName(up)
 	ok := func() (int, error) { return 1, nil }
 	fail := func() (int, error) { return 0, errors.New("transient") }
 	_, _ = b.get(up).Execute(ok)
@@ -85,16 +90,16 @@ func TestBreakersStates(t *testing.T) {
 	}
 }
 
-// TestBreakerName: a breaker per destination: the URL's scheme, host and
-// path; never its user info, query or fragment (they may hold
-// credentials, and the name reaches logs, metrics and events).
+// TestBreakerName: a breaker per destination (scheme, host and path),
+// named by its scheme and host and a hash of its path: never the path
+// itself, its user info, query or fragment (they may hold credentials,
+// and the name reaches logs, metrics and events).
 func TestBreakerName(t *testing.T) {
 	for _, tc := range []struct{ upstream, want string }{
-		{"http://127.0.0.1:9000/a", "http://127.0.0.1:9000/a"},
-		{"http://127.0.0.1:9000/b", "http://127.0.0.1:9000/b"},
-		{"https://user:secret@app.internal/hooks?token=s3cret#frag", "https://app.internal/hooks"},
+		{"http://127.0.0.1:9000/a", "http://127.0.0.1:9000#" + pathHash("/a")},
+		{"https://user:secret@app.internal/hooks?token=s3cret#frag", "https://app.internal#" + pathHash("/hooks")},
 		{"http://127.0.0.1:9000", "http://127.0.0.1:9000"},
-		{"http://127.0.0.1:9000/a%2Fb", "http://127.0.0.1:9000/a%2Fb"},
+		{"http://127.0.0.1:9000/", "http://127.0.0.1:9000"},
 		{"::not a url", "(invalid upstream)"},
 	} {
 		if got := BreakerName(tc.upstream); got != tc.want {
@@ -104,6 +109,15 @@ func TestBreakerName(t *testing.T) {
 	if BreakerName("http://h/a") == BreakerName("http://h/b") {
 		t.Error("two paths of one host share a breaker")
 	}
+	const token = "T0000/B0000/XXXXXXXXXXXXXXXX"
+	if name := BreakerName("https://hooks.example.com/services/" + token); strings.Contains(name, "services") || strings.Contains(name, "XXXX") {
+		t.Errorf("the name shows the path: %s", name)
+	}
+}
+
+func pathHash(p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return hex.EncodeToString(sum[:4])
 }
 
 // TestBreakersNextTrial: an open breaker reports when its trial comes; a

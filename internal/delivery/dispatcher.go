@@ -687,7 +687,14 @@ func (d *Dispatcher) save(job *storage.Job, out storage.Outcome, rep Report) {
 // and decides the outcome.
 func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.Outcome, Report) {
 	rep := Report{Job: job, Upstream: t.URL}
-	defer d.breakers.endTrial(t.URL) // tried or handed back: no trial leased any more
+	defer func() {
+		// tried or handed back: no trial leased any more; a trial that
+		// closed its breaker lets the backlog behind it go now, not at the
+		// lease loop's next idle tick
+		if d.breakers.endTrial(t.URL) && d.breakers.closed(t.URL) {
+			d.Notify()
+		}
+	}()
 	// a prefetched job may have waited for a worker: if its lease could
 	// run out during the attempt, hand it back rather than risk another
 	// worker delivering it at the same time

@@ -254,7 +254,7 @@ func TestGateDestinationPause(t *testing.T) {
 // reach /a only. With one breaker per host, /b waited out /a's open period
 // again and again.
 func TestBreakerPerDestination(t *testing.T) {
-	const open = 5 * time.Second // far longer than /b may wait
+	const open = time.Minute // far longer than the test: no trial reaches /a
 	st := newCountingStore(newStore(t))
 	up := newUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/a" {
@@ -308,15 +308,18 @@ func TestBreakerPerDestination(t *testing.T) {
 // breaker (the default open period, 2 s), the first delivery reaches the
 // upstream within 2 s of its recovery: the breaker lets a trial through
 // every 2 s, and the lease loop looks again at that moment rather than at
-// its next idle tick.
+// its next idle tick. The upstream recovers 1 s after a failed trial, so
+// the next trial is due 1 s later; it must come then (the old 10 s period,
+// or a loop waking at its idle tick, comes later than the bound).
 func TestFirstDeliveryAfterRecovery(t *testing.T) {
 	st := newStore(t)
 	var down atomic.Bool
 	down.Store(true)
-	var recovered atomic.Int64
+	failed := make(chan time.Time, 1000)
 	firstOK := make(chan time.Time, 1)
 	up := newUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		if down.Load() {
+			failed <- time.Now()
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -334,17 +337,26 @@ func TestFirstDeliveryAfterRecovery(t *testing.T) {
 	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
 		Idle: DefaultIdle, BreakerFailures: DefaultBreakerFailures})
 	waitFor(t, 3*time.Second, "the breaker to open", func() bool { return d.breakers.States()[BreakerName(up.URL)] })
-	// a few trials fail first; then the upstream recovers, at a point of
-	// the open period that is not a trial's
-	time.Sleep(2*DefaultBreakerOpen + 700*time.Millisecond)
+	// wait for a trial (a request once the breaker is open), then recover
+	// halfway to the next one
+	for len(failed) > 0 {
+		<-failed
+	}
+	var trial time.Time
+	select {
+	case trial = <-failed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no trial while the breaker was open")
+	}
+	time.Sleep(time.Until(trial.Add(DefaultBreakerOpen / 2)))
 	down.Store(false)
-	recovered.Store(time.Now().UnixNano())
+	recovered := time.Now()
 	select {
 	case at := <-firstOK:
-		if late := at.Sub(time.Unix(0, recovered.Load())); late > 2*time.Second+300*time.Millisecond {
+		late := at.Sub(recovered)
+		t.Logf("first delivery %v after the upstream recovered (the trial after it was due in %v)", late, time.Until(trial.Add(DefaultBreakerOpen))+late)
+		if late > 2*time.Second {
 			t.Errorf("first delivery %v after the upstream recovered, want within 2s", late)
-		} else {
-			t.Logf("first delivery %v after the upstream recovered", late)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no delivery after the upstream recovered")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/delivery"
 )
 
 // logLines reads the JSON lines of a log file (none when it is missing).
@@ -249,7 +251,7 @@ func TestAuditResolvedDiscarded(t *testing.T) {
 // requests"): an upstream failing five times in a row opens its circuit
 // breaker, and once it recovers the breaker's trial closes it again; the
 // events app gets webhook_breaker_open and then webhook_breaker_closed,
-// naming the destination by its upstream URL. The event is delivered without
+// naming the destination's breaker (delivery.BreakerName). The event is delivered without
 // spending attempts while the breaker was open (its audit trail: five
 // failed attempts, then the delivered one).
 func TestBreakerEvents(t *testing.T) {
@@ -302,8 +304,8 @@ func TestBreakerEvents(t *testing.T) {
 		t.Fatalf("breaker events %v, want %v", names, want)
 	}
 	for i, d := range data {
-		if d["upstream"] != up.URL+"/in/flaky" { // the destination's URL: a breaker per destination
-			t.Errorf("%s: data %v, want upstream %s", names[i], d, up.URL+"/in/flaky")
+		if want := delivery.BreakerName(up.URL + "/in/flaky"); d["upstream"] != want { // a breaker per destination
+			t.Errorf("%s: data %v, want upstream %s", names[i], d, want)
 		}
 	}
 
@@ -377,8 +379,8 @@ func TestBreakerPerDestinationThroughCaddy(t *testing.T) {
 	}
 	metrics := scrape(t)
 	for _, want := range []string{
-		fmt.Sprintf(`caddy_webhooks_breaker_open{upstream="%s/in/a"} 1`, up.URL),
-		fmt.Sprintf(`caddy_webhooks_breaker_open{upstream="%s/in/b"} 0`, up.URL),
+		fmt.Sprintf(`caddy_webhooks_breaker_open{upstream="%s"} 1`, delivery.BreakerName(up.URL+"/in/a")),
+		fmt.Sprintf(`caddy_webhooks_breaker_open{upstream="%s"} 0`, delivery.BreakerName(up.URL+"/in/b")),
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

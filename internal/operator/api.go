@@ -86,6 +86,9 @@ func recoverRoute(w http.ResponseWriter, r *http.Request) {
 	if v == nil {
 		return
 	}
+	if v == http.ErrAbortHandler {
+		panic(v) // the handler aborts the response on purpose
+	}
 	logger().Error("operator route panicked", zap.String("method", r.Method), zap.String("path", r.URL.Path),
 		zap.String("panic", fmt.Sprint(v)), zap.Stack("stack"))
 	fail(w, r, errInternal)

@@ -243,6 +243,8 @@ func TestSeriesStepRounded(t *testing.T) {
 		{"from=72h&step=30m", 3600, "30m0s", "hour"}, // minutes are kept 48h
 		{"from=72h&step=1h", 3600, "", "hour"},
 		{"from=7d&step=1m", 3600, "1m0s", "hour"},
+		{"from=72h&to=48h", 3600, "", "hour"}, // no step: the default is whole hours past the minute counters
+		{"from=49h", 3600, "", "hour"},
 	} {
 		var s operator.SeriesAnswer
 		if code := get(t, api, "/webhooks/stats/series?"+tc.query, &s); code != 200 {

@@ -98,7 +98,8 @@ func parseRange(q url.Values, now time.Time, withStep bool) (statsRange, error) 
 	} else {
 		r.step = seriesSteps[len(seriesSteps)-1]
 		for _, st := range seriesSteps {
-			if points(r.from, r.to, st) <= seriesTargetPoints {
+			// a window older than the minute counters takes whole hours
+			if (minutesKept || st%time.Hour == 0) && points(r.from, r.to, st) <= seriesTargetPoints {
 				r.step = st
 				break
 			}

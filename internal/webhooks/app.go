@@ -324,9 +324,11 @@ func (a *App) Start() error {
 	}
 	a.refreshPaused(time.Now()) // before the first request and the first lease
 	a.warnAccessLogSecrets()
-	if _, all, err := st.Stats(context.Background(), time.Now()); err == nil {
+	seedCtx, cancelSeed := context.WithTimeout(context.Background(), 5*time.Second)
+	if _, all, err := st.Stats(seedCtx, time.Now()); err == nil {
 		a.stats.names.seed(all) // once per store: the names stored keep their places
 	}
+	cancelSeed()
 	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
 		Store:        st,

@@ -101,7 +101,7 @@ var storeUpDesc = prometheus.NewDesc("caddy_webhooks_store_up",
 	"Whether this node reached the webhook store at scrape time (1) or not (0).", nil, nil)
 
 var breakerOpenDesc = prometheus.NewDesc("caddy_webhooks_breaker_open",
-	"Whether this node's circuit breaker of a destination's upstream URL (scheme, host and path) holds deliveries: 1 open or half-open, 0 closed.",
+	"Whether this node's circuit breaker of a destination (scheme://host#<hash of the path>) holds deliveries: 1 open or half-open, 0 closed.",
 	[]string{"upstream"}, nil)
 
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -25,10 +25,13 @@ func (a *App) RetryDead(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// the entry's event, read first: its source and id do not change, and
+	// the cache must forget it whatever a read after the retry would do
+	e, getErr := st.DLQGet(ctx, id)
 	if err := st.DLQRetry(ctx, id, time.Now()); err != nil {
 		return err
 	}
-	if e, err := st.DLQGet(ctx, id); err == nil {
+	if getErr == nil {
 		a.forgetSeen(e.Source, e.EventID) // queued again: the store answers its duplicates
 	}
 	a.auditEntry(ctx, st, stepRetried, id)

@@ -41,6 +41,11 @@ type statsNames struct {
 	mu     sync.Mutex
 	names  map[breakdownOf]map[string]bool
 	seeded bool
+	// errorsSince is when the error messages counted apart were last
+	// forgotten: they are counted in the windows only (48 h), so their
+	// bound is renewed as often, lest a process's first messages hold it
+	// for good
+	errorsSince time.Time
 }
 
 // breakdownOf is one source's breakdown of a kind: "type", "destination"
@@ -88,10 +93,32 @@ func (b *statsBuffer) bounded(of breakdownOf, name string, bound int) string {
 func (n *statsNames) bounded(of breakdownOf, name string, bound int) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if of.kind == "error" {
+		n.renewErrors(time.Now())
+	}
 	if n.admit(of, name, bound) {
 		return name
 	}
 	return otherType
+}
+
+// renewErrors forgets the error messages counted apart once they are older
+// than the windows that count them (storage.StatsRetention). The caller
+// holds mu.
+func (n *statsNames) renewErrors(now time.Time) {
+	if n.errorsSince.IsZero() {
+		n.errorsSince = now
+		return
+	}
+	if now.Sub(n.errorsSince) < storage.StatsRetention {
+		return
+	}
+	for of := range n.names {
+		if of.kind == "error" {
+			delete(n.names, of)
+		}
+	}
+	n.errorsSince = now
 }
 
 // admit counts name apart in breakdown of unless bound names are already;

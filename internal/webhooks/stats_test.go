@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -127,5 +128,28 @@ func TestStatsNamesOutliveReloadAndRestart(t *testing.T) {
 	fresh.seed(map[string]map[string]int64{"src": {operator.TypeCounter("accepted", "late"): 1}})
 	if got := fresh.bounded(breakdownOf{"type", "src"}, "late", maxTypesPerSource); got != otherType {
 		t.Error("a second seed admitted names: seeding is once per store")
+	}
+}
+
+// TestStatsErrorNamesRenewed: error messages are counted in the windows
+// only, so their bound is renewed once the windows have forgotten them:
+// a process's first 32 messages do not hold it for good.
+func TestStatsErrorNamesRenewed(t *testing.T) {
+	var n statsNames
+	of := breakdownOf{"error", "src"}
+	for i := range maxErrorsPerSource {
+		n.bounded(of, fmt.Sprintf("e%d", i), maxErrorsPerSource)
+	}
+	if got := n.bounded(of, "new", maxErrorsPerSource); got != otherType {
+		t.Fatalf("past the bound: %q, want %s", got, otherType)
+	}
+	n.mu.Lock()
+	n.errorsSince = time.Now().Add(-storage.StatsRetention - time.Minute)
+	n.mu.Unlock()
+	if got := n.bounded(of, "new", maxErrorsPerSource); got != "new" {
+		t.Fatalf("after the windows forgot them: %q, want the message counted apart", got)
+	}
+	if got := n.bounded(breakdownOf{"type", "src"}, "t", maxTypesPerSource); got != "t" {
+		t.Fatalf("types: %q", got)
 	}
 }
