@@ -124,8 +124,9 @@ func (b *Breakers) get(upstream string) *gobreaker.CircuitBreaker[int] {
 // whether at most one may go (half-open, trial not started). It makes no
 // breaker for an upstream never tried.
 func (b *Breakers) holds(upstream string) (wait, trial bool) {
+	name := BreakerName(upstream)
 	b.mu.Lock()
-	cb, ok := b.m[BreakerName(upstream)]
+	cb, ok := b.m[name]
 	b.mu.Unlock()
 	if !ok {
 		return false, false
@@ -134,7 +135,7 @@ func (b *Breakers) holds(upstream string) (wait, trial bool) {
 	case gobreaker.StateOpen:
 		return true, false
 	case gobreaker.StateHalfOpen:
-		if cb.Counts().Requests > 0 || b.trialLeased(BreakerName(upstream)) {
+		if cb.Counts().Requests > 0 || b.trialLeased(name) {
 			return true, false
 		}
 		return false, true

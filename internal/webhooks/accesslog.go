@@ -52,17 +52,14 @@ func (f secretField) String() string {
 func secretFields(src *Source) []secretField {
 	var out []secretField
 	for _, h := range src.SecretHeaders {
-		out = append(out, secretField{field: "request>headers>" + canonicalHeader(h)})
+		// the header as Caddy's access log writes it: Go's canonical form
+		out = append(out, secretField{field: "request>headers>" + http.CanonicalHeaderKey(h)})
 	}
 	for _, p := range src.SecretQueryParams {
 		out = append(out, secretField{field: "request>uri", param: p})
 	}
 	return out
 }
-
-// canonicalHeader is a header name as Caddy's access log writes it (Go's
-// canonical form: X-Gitlab-Token).
-func canonicalHeader(name string) string { return http.CanonicalHeaderKey(name) }
 
 // warnAccessLogSecrets logs a warning for each source whose provider's
 // secret the access log of a server serving it would record.

@@ -324,11 +324,13 @@ func (a *App) Start() error {
 	}
 	a.refreshPaused(time.Now()) // before the first request and the first lease
 	a.warnAccessLogSecrets()
-	seedCtx, cancelSeed := context.WithTimeout(context.Background(), 5*time.Second)
-	if _, all, err := st.Stats(seedCtx, time.Now()); err == nil {
-		a.stats.names.seed(all) // once per store: the names stored keep their places
+	if a.stats.names.needsSeed() { // once per store, not at every reload
+		seedCtx, cancelSeed := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, all, err := st.Stats(seedCtx, time.Now()); err == nil {
+			a.stats.names.seed(all) // the names stored keep their places
+		}
+		cancelSeed()
 	}
-	cancelSeed()
 	a.breakers.OnChange(a.breakerChanged)
 	d := delivery.New(delivery.Config{
 		Store:        st,

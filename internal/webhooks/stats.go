@@ -141,6 +141,13 @@ func (n *statsNames) admit(of breakdownOf, name string, bound int) bool {
 	return true
 }
 
+// needsSeed reports whether seed has not run yet for this store.
+func (n *statsNames) needsSeed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.seeded
+}
+
 // seed admits the types and destinations the store's all-time totals
 // already count apart (once per store in this process), so that a restart
 // does not let another bound's worth of new names in: what is stored
