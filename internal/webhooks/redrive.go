@@ -32,7 +32,7 @@ func (a *App) RetryDead(ctx context.Context, id string) error {
 		return err
 	}
 	if getErr == nil {
-		a.forgetSeen(e.Source, e.EventID) // queued again: the store answers its duplicates
+		a.forgetSeen(e.Source, e.EventID)       // queued again: the store answers its duplicates
 		a.audit(stepRetried, entryFields(e)...) // the entry read once serves the audit line too
 	} else {
 		a.auditEntry(ctx, st, stepRetried, id)
