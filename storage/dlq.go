@@ -120,8 +120,11 @@ func (f DLQFilter) Matches(e *DLQEntry) bool {
 
 // DLQPage is one page of a listing, newest first.
 type DLQPage struct {
-	Entries    []DLQEntry `json:"entries"`
-	NextCursor string     `json:"next_cursor,omitempty"`
+	Entries []DLQEntry `json:"entries"`
+	// NextCursor continues the listing ("": nothing older is left). A
+	// page may hold fewer entries than its limit and still have one: the
+	// backend stopped after ScanBudget index entries examined.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // Limits of a listing.

@@ -29,6 +29,18 @@ type ReplayFilter struct {
 	Since time.Time // delivered at or after
 	Until time.Time // delivered at or before
 	Limit int       // 0 means ReplayDefaultLimit; at most ReplayMaxLimit
+	// Cursor continues a listing (ReplayPage.NextCursor; "": from Since).
+	Cursor string
+}
+
+// ReplayPage is one page of ListDelivered, oldest delivery first.
+type ReplayPage struct {
+	// Events are the delivered events listed.
+	Events []EventInfo
+	// NextCursor continues the listing ("": nothing later is left). A
+	// page may hold fewer events than its limit and still have one: the
+	// backend stopped after ScanBudget index entries examined.
+	NextCursor string
 }
 
 // EffectiveLimit clamps the filter's limit to [1, ReplayMaxLimit].

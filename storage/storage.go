@@ -237,7 +237,10 @@ type Queue interface {
 
 // DeadLetters is the operator's side of the dead letter queue.
 type DeadLetters interface {
-	// DLQList lists entries, newest first, with their Waiting counts.
+	// DLQList lists entries, newest first, with their Waiting counts,
+	// at most f.EffectiveLimit() of them, examining at most
+	// f.ScanBudget() index entries (listindex.go). A cursor not made by
+	// DLQList is ErrInvalidCursor.
 	DLQList(ctx context.Context, f DLQFilter) (DLQPage, error)
 	// DLQGet returns one entry with its payload and Waiting count, or
 	// ErrDLQNotFound.
@@ -306,8 +309,10 @@ type Operations interface {
 type Replays interface {
 	// ListDelivered lists up to f.EffectiveLimit() delivered events
 	// matching f (ReplayFilter.Matches), oldest delivery first (ties,
-	// within the backend's time resolution, by id).
-	ListDelivered(ctx context.Context, f ReplayFilter) ([]EventInfo, error)
+	// within the backend's time resolution, by id), after f.Cursor,
+	// examining at most f.ScanBudget() index entries. A cursor not made
+	// by ListDelivered is ErrInvalidCursor.
+	ListDelivered(ctx context.Context, f ReplayFilter) (ReplayPage, error)
 	// Replay atomically re-enqueues the delivered event ev (as listed by
 	// ListDelivered: its ID, EventID and Source are read) due at due, as
 	// ReplayJob says: queued in its source's replay lane with a fresh

@@ -341,8 +341,15 @@ func TestBulkRetry(t *testing.T) {
 		t.Errorf("dry run: %+v, limit %d", res, f.limit)
 	}
 	decode(t, serve(t, api, "POST", "/webhooks/dlq/retry", ""), &res)
-	if f.filter != (storage.DLQFilter{Status: storage.DLQPending}) || f.limit != 100 {
+	if f.filter != (storage.DLQFilter{Status: storage.DLQPending, Limit: 100}) || f.limit != 100 {
 		t.Errorf("empty body: filter %+v limit %d", f.filter, f.limit)
+	}
+	// a page that stopped early says where to go on, and a cursor is passed
+	f.redrive.NextCursor = "c1"
+	res = operator.BulkRetryAnswer{}
+	decode(t, serve(t, api, "POST", "/webhooks/dlq/retry", `{"cursor":"c0","dry_run":true}`), &res)
+	if f.filter.Cursor != "c0" || res.NextCursor != "c1" {
+		t.Errorf("cursor: filter %+v, answer %+v", f.filter, res)
 	}
 }
 
@@ -395,6 +402,14 @@ func TestReplay(t *testing.T) {
 	if f.replayFilter != (storage.ReplayFilter{}) || f.dryRun || res.Spread != "1.5s" || res.DryRun {
 		t.Errorf("empty body: filter %+v dry %v answer %+v", f.replayFilter, f.dryRun, res)
 	}
+	// a page that stopped early says where to go on, and a cursor is passed
+	f.replay.NextCursor = "c1"
+	res = operator.ReplayAnswer{}
+	decode(t, serve(t, api, "POST", "/webhooks/events/replay", `{"cursor":"c0"}`), &res)
+	if f.replayFilter.Cursor != "c0" || res.NextCursor != "c1" {
+		t.Errorf("cursor: filter %+v, answer %+v", f.replayFilter, res)
+	}
+	f.replay.NextCursor = ""
 	// any destination's deliveries: the app's filter as given
 	for _, dest := range []string{"default", "billing", "crm.eu-1_b"} {
 		decode(t, serve(t, api, "POST", "/webhooks/events/replay", `{"destination":"`+dest+`","dry_run":true}`), &res)

@@ -60,14 +60,15 @@ type App interface {
 	// RetryDead re-enqueues the event of DLQ entry id, due now, with a
 	// fresh attempt budget.
 	RetryDead(ctx context.Context, id string) error
-	// RedriveDead re-enqueues up to limit DLQ entries matching f, paced,
-	// skipping events delivered meanwhile; dryRun changes nothing. Its
-	// error is a failure to list the entries.
-	RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (Redrive, error)
-	// ReplayDelivered re-enqueues the delivered events matching f (at
-	// most f.EffectiveLimit()) in their sources' replay lanes, paced as a
-	// bulk retry; dryRun changes nothing. Its error is a failure to list
-	// the events.
+	// RedriveDead re-enqueues the DLQ entries matching f (one page of
+	// them: at most f.EffectiveLimit(), after f.Cursor), paced, skipping
+	// events delivered meanwhile; dryRun changes nothing. Its error is a
+	// failure to list the entries.
+	RedriveDead(ctx context.Context, f storage.DLQFilter, dryRun bool) (Redrive, error)
+	// ReplayDelivered re-enqueues the delivered events matching f (one
+	// page of them: at most f.EffectiveLimit(), after f.Cursor) in their
+	// sources' replay lanes, paced as a bulk retry; dryRun changes
+	// nothing. Its error is a failure to list the events.
 	ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRun bool) (Replay, error)
 	// SetDeadStatus moves DLQ entry id to investigating, resolved or
 	// discarded, with the operator's note, resolution or reason.
@@ -120,6 +121,9 @@ type Redrive struct {
 	Failed map[string]error
 	// Spread is how long the re-enqueued events are spread over.
 	Spread time.Duration
+	// NextCursor goes on with the entries the page did not reach ("":
+	// none is left).
+	NextCursor string
 }
 
 // Replay is what a replay of delivered events did (or, dry, would do).
@@ -133,6 +137,9 @@ type Replay struct {
 	Failed map[string]error
 	// Spread is how long the re-enqueued events are spread over.
 	Spread time.Duration
+	// NextCursor goes on with the events the page did not reach ("":
+	// none is left).
+	NextCursor string
 }
 
 // Health is one source's delivery health now, as App.Health reads it.

@@ -144,7 +144,8 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if req.Status == "" {
 		req.Status = string(storage.DLQPending)
 	}
-	f := storage.DLQFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Status: storage.DLQStatus(req.Status)}
+	f := storage.DLQFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Status: storage.DLQStatus(req.Status),
+		Limit: req.Limit, Cursor: req.Cursor}
 	if err := checkDestination(f.Destination); err != nil {
 		return err
 	}
@@ -154,18 +155,18 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if f.Since, err = parseSince(req.Since, time.Now()); err != nil {
 		return err
 	}
-	limit := req.Limit
-	if limit == 0 {
-		limit = defaultBulkLimit
+	if f.Limit == 0 {
+		f.Limit = defaultBulkLimit
 	}
-	if !validLimit(limit) {
+	if !validLimit(f.Limit) {
 		return errLimit
 	}
-	rd, err := app.RedriveDead(r.Context(), f, limit, req.DryRun)
+	rd, err := app.RedriveDead(r.Context(), f, req.DryRun)
 	if err != nil {
 		return err
 	}
-	res := BulkRetryAnswer{DryRun: req.DryRun, Matched: rd.Matched, Retried: rd.Retried, SkippedDelivered: rd.SkippedDelivered}
+	res := BulkRetryAnswer{DryRun: req.DryRun, Matched: rd.Matched, Retried: rd.Retried, SkippedDelivered: rd.SkippedDelivered,
+		NextCursor: rd.NextCursor}
 	res.Failed, res.Spread = bulkOutcome(rd.Failed, req.DryRun, len(rd.Retried), rd.Spread)
 	return answer(w, res)
 }

@@ -203,8 +203,8 @@ func (f *fakeApp) RetryDead(ctx context.Context, id string) error {
 	return f.SetDeadStatus(ctx, id, storage.DLQRetried, "")
 }
 
-func (f *fakeApp) RedriveDead(_ context.Context, flt storage.DLQFilter, limit int, dryRun bool) (operator.Redrive, error) {
-	f.filter, f.limit, f.dryRun = flt, limit, dryRun
+func (f *fakeApp) RedriveDead(_ context.Context, flt storage.DLQFilter, dryRun bool) (operator.Redrive, error) {
+	f.filter, f.limit, f.dryRun = flt, flt.Limit, dryRun
 	return f.redrive, f.err()
 }
 

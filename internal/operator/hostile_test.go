@@ -77,7 +77,7 @@ func TestHostileParameters(t *testing.T) {
 	}
 	// the bodies of the POST routes, each field hostile
 	for _, path := range []string{"/webhooks/dlq/retry", "/webhooks/events/replay", "/webhooks/sources/gen/pause", "/webhooks/rekey"} {
-		for _, field := range []string{"source", "destination", "type", "status", "since", "until", "limit", "dry_run", "for", "reason", "accept", "batch", "pause"} {
+		for _, field := range []string{"source", "destination", "type", "status", "since", "until", "limit", "cursor", "dry_run", "for", "reason", "accept", "batch", "pause"} {
 			for _, v := range hostileValues {
 				for _, body := range []string{`{"` + field + `":` + jsonString(v) + `}`, `{"` + field + `":` + numberOrString(v) + `}`} {
 					w := httptest.NewRecorder()

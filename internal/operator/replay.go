@@ -24,7 +24,8 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := time.Now()
-	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, ID: req.ID, Limit: req.Limit}
+	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, ID: req.ID, Limit: req.Limit,
+		Cursor: req.Cursor}
 	if f.Since, err = parseTimeFilter("since", req.Since, now); err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res := ReplayAnswer{DryRun: req.DryRun, Matched: rp.Matched, Replayed: rp.Replayed}
+	res := ReplayAnswer{DryRun: req.DryRun, Matched: rp.Matched, Replayed: rp.Replayed, NextCursor: rp.NextCursor}
 	if res.Replayed == nil {
 		res.Replayed = []ReplayedEvent{}
 	}

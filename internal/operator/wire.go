@@ -212,6 +212,8 @@ type BulkRetryRequest struct {
 	Since string `json:"since"`
 	// Limit is how many entries at most (default 100, at most 1000).
 	Limit int `json:"limit"`
+	// Cursor goes on where an earlier answer's next_cursor left off.
+	Cursor string `json:"cursor,omitempty"`
 	// DryRun changes nothing and says what would be re-enqueued.
 	DryRun bool `json:"dry_run"`
 }
@@ -230,6 +232,11 @@ type BulkRetryAnswer struct {
 	Failed map[string]string `json:"failed,omitempty"`
 	// Spread is how long the re-enqueued events are spread over.
 	Spread string `json:"spread,omitempty"`
+	// NextCursor, when present, goes on with the entries this request did
+	// not reach: it stopped at its limit or at its scan budget (20 index
+	// entries per entry of limit), so a narrow filter over a large DLQ
+	// answers in bounded time.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // ReplayRequest is the body of POST /webhooks/events/replay; every field
@@ -251,6 +258,8 @@ type ReplayRequest struct {
 	Until string `json:"until,omitempty"`
 	// Limit is how many events at most (default 100, at most 1000).
 	Limit int `json:"limit,omitempty"`
+	// Cursor goes on where an earlier answer's next_cursor left off.
+	Cursor string `json:"cursor,omitempty"`
 	// DryRun changes nothing and names the events that would be replayed.
 	DryRun bool `json:"dry_run"`
 }
@@ -283,6 +292,10 @@ type ReplayAnswer struct {
 	Failed map[string]string `json:"failed,omitempty"`
 	// Spread is how long the re-enqueued events are spread over.
 	Spread string `json:"spread,omitempty"`
+	// NextCursor, when present, goes on with the events this request did
+	// not reach: it stopped at its limit or at its scan budget (20 index
+	// entries per event of limit).
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // EraseAnswer answers DELETE /webhooks/events/{source}/{event_id}.

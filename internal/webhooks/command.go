@@ -36,7 +36,7 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq list [--source S] [--destination D] [--type T] [--status pending] [--since 24h] [--until 1h] [--limit 50] [--cursor C]
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
-  caddy webhooks dlq retry --source S [--destination D] [--type T] [--status pending] [--since 24h] [--limit 100] [--dry-run]
+  caddy webhooks dlq retry --source S [--destination D] [--type T] [--status pending] [--since 24h] [--limit 100] [--cursor C] [--dry-run]
   caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (pending entries, --limit a call)
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
@@ -48,7 +48,7 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks erase <source> <event_id>
                                      (GDPR: removes the event, its deliveries, DLQ entries and stored body;
                                       its id stays claimed, so a resend is still answered as a duplicate)
-  caddy webhooks replay [--source S] [--destination D] [--type T] [--since 24h] [--until 1h] [--limit 100] [--dry-run]
+  caddy webhooks replay [--source S] [--destination D] [--type T] [--since 24h] [--until 1h] [--limit 100] [--cursor C] [--dry-run]
                                      (re-sends delivered events, oldest first, paced, in their own lane)
   caddy webhooks rekey [--wait] [--status] [--batch N] [--pause 50ms]
                                      (re-encrypts every stored record under the first encryption_key, in the
@@ -413,6 +413,7 @@ func retryFlags(fs *pflag.FlagSet) {
 	fs.String("status", "", "Bulk: entries in this status (default pending)")
 	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
 	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
+	fs.String("cursor", "", "Bulk: go on where the previous call stopped (the cursor it printed)")
 	fs.Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
 	fs.Bool("all", false, "Bulk: allow a retry with no filter: up to --limit entries in the status (default pending, 100 a call; run again for more)")
 }
@@ -426,7 +427,7 @@ var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--sour
 // nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
 func bulkRetryFromFlags(fl caddycmd.Flags) (operator.BulkRetryRequest, error) {
 	req := operator.BulkRetryRequest{Source: fl.String("source"), Destination: fl.String("destination"), Type: fl.String("type"),
-		Status: fl.String("status"), Since: fl.String("since"), Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+		Status: fl.String("status"), Since: fl.String("since"), Limit: fl.Int("limit"), Cursor: fl.String("cursor"), DryRun: fl.Bool("dry-run")}
 	if req.Source == "" && req.Destination == "" && req.Type == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
 		return req, errRetryNoFilter
 	}
@@ -457,18 +458,22 @@ func cmdDLQRetry(fl caddycmd.Flags) (int, error) {
 		for _, id := range res.Retried {
 			fmt.Fprintln(w, "  "+id)
 		}
-		printFailedAndSpread(w, res.Failed, res.Spread)
+		printFailedAndSpread(w, res.Failed, res.Spread, res.NextCursor)
 	})
 }
 
 // printFailedAndSpread ends the table of a bulk action: what failed and
-// why, and how long the re-enqueued events are spread over.
-func printFailedAndSpread(w io.Writer, failed map[string]string, spread string) {
+// why, how long the re-enqueued events are spread over, and the cursor
+// that goes on where the call stopped.
+func printFailedAndSpread(w io.Writer, failed map[string]string, spread, next string) {
 	for id, msg := range failed {
 		fmt.Fprintf(w, "  failed %s: %s\n", id, msg)
 	}
 	if spread != "" {
 		fmt.Fprintf(w, "spread over %s\n", spread)
+	}
+	if next != "" {
+		fmt.Fprintf(w, "\nmore: --cursor %s\n", next)
 	}
 }
 
@@ -480,13 +485,14 @@ func replayFlags(fs *pflag.FlagSet) {
 	fs.String("since", "", "Events delivered since (RFC 3339 or 24h)")
 	fs.String("until", "", "Events delivered until (RFC 3339 or 1h: that long ago)")
 	fs.Int("limit", 0, "At most this many (default 100, at most 1000)")
+	fs.String("cursor", "", "Go on where the previous call stopped (the cursor it printed)")
 	fs.Bool("dry-run", false, "Only name the events that would be replayed")
 }
 
 // replayFromFlags builds the replay request of the flags.
 func replayFromFlags(fl caddycmd.Flags) operator.ReplayRequest {
 	return operator.ReplayRequest{Source: fl.String("source"), Destination: fl.String("destination"), Type: fl.String("type"),
-		Since: fl.String("since"), Until: fl.String("until"), Limit: fl.Int("limit"), DryRun: fl.Bool("dry-run")}
+		Since: fl.String("since"), Until: fl.String("until"), Limit: fl.Int("limit"), Cursor: fl.String("cursor"), DryRun: fl.Bool("dry-run")}
 }
 
 // cmdReplay re-sends delivered events matching the flags.
@@ -505,7 +511,7 @@ func cmdReplay(fl caddycmd.Flags) (int, error) {
 		for _, ev := range res.Replayed {
 			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", ev.ID, ev.Source, orDash(ev.Destination), ev.EventID, orDash(ev.Type))
 		}
-		printFailedAndSpread(w, res.Failed, res.Spread)
+		printFailedAndSpread(w, res.Failed, res.Spread, res.NextCursor)
 	})
 }
 

@@ -84,6 +84,7 @@ func TestDLQRetryNeedsIDFilterOrAll(t *testing.T) {
 		{[]string{"--dry-run"}, `"dry_run":true`},
 		{[]string{"--destination", "billing"}, `"destination":"billing"`},
 		{[]string{"--source", "stripe", "--destination", "default"}, `"source":"stripe","destination":"default"`},
+		{[]string{"--all", "--cursor", "c1"}, `"cursor":"c1"`},
 	} {
 		mu.Lock()
 		bodies = nil
@@ -120,6 +121,7 @@ func TestReplayCommand(t *testing.T) {
 		{[]string{"--type", "charge.succeeded"}, operator.ReplayRequest{Type: "charge.succeeded"}},
 		{[]string{"--since", "24h", "--until", "2026-01-02T03:04:05Z"}, operator.ReplayRequest{Since: "24h", Until: "2026-01-02T03:04:05Z"}},
 		{[]string{"--limit", "7"}, operator.ReplayRequest{Limit: 7}},
+		{[]string{"--cursor", "c1"}, operator.ReplayRequest{Cursor: "c1"}},
 		{[]string{"--dry-run"}, operator.ReplayRequest{DryRun: true}},
 		{[]string{"--destination", "billing"}, operator.ReplayRequest{Destination: "billing"}},
 		{[]string{"--destination", "default", "--source", "s"}, operator.ReplayRequest{Source: "s", Destination: "default"}},

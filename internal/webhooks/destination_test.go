@@ -152,8 +152,8 @@ func TestRedriveByDestination(t *testing.T) {
 			app, st := shopWithThreeDestinations(t)
 			jobs := finishAll(t, app, st, func(string) storage.Result { return storage.Dead })
 
-			f := storage.DLQFilter{Source: "shop", Destination: tc.dest, Status: storage.DLQPending}
-			dry, err := app.RedriveDead(t.Context(), f, 100, true)
+			f := storage.DLQFilter{Source: "shop", Destination: tc.dest, Status: storage.DLQPending, Limit: 100}
+			dry, err := app.RedriveDead(t.Context(), f, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +166,7 @@ func TestRedriveByDestination(t *testing.T) {
 			if dry.Matched != len(tc.want) || !slices.Equal(got, want) {
 				t.Fatalf("dry run: %+v, want %v", dry, want)
 			}
-			res, err := app.RedriveDead(t.Context(), f, 100, false)
+			res, err := app.RedriveDead(t.Context(), f, false)
 			if err != nil || len(res.Retried) != len(tc.want) || len(res.Failed) != 0 {
 				t.Fatalf("redrive: %+v %v", res, err)
 			}
@@ -259,8 +259,8 @@ func TestReplayByDestination(t *testing.T) {
 				t.Errorf("replayed %v, want %v", got, tc.want)
 			}
 			left, err := st.ListDelivered(t.Context(), storage.ReplayFilter{})
-			if err != nil || len(left) != 3-len(tc.want) {
-				t.Errorf("%d deliveries left delivered (%v), want %d", len(left), err, 3-len(tc.want))
+			if err != nil || len(left.Events) != 3-len(tc.want) {
+				t.Errorf("%d deliveries left delivered (%v), want %d", len(left.Events), err, 3-len(tc.want))
 			}
 		})
 	}

@@ -41,33 +41,26 @@ func (a *App) RetryDead(ctx context.Context, id string) error {
 	return nil
 }
 
-// RedriveDead re-enqueues up to limit DLQ entries matching f (f.Limit and
-// f.Cursor are its own), skipping events delivered meanwhile (the
+// RedriveDead re-enqueues the DLQ entries matching f (one page of
+// DLQList: at most f.EffectiveLimit(), after f.Cursor, its work bounded by
+// the page's scan budget), skipping events delivered meanwhile (the
 // provider resent them and they went through), with due times spaced at
 // each source's delivery rate (redrivePace), and wakes the workers once
-// when any was re-enqueued. dryRun changes nothing and says what would be
+// when any was re-enqueued. The answer's NextCursor goes on where the
+// page stopped. dryRun changes nothing and says what would be
 // re-enqueued. The error is a failure to list the entries.
-func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, limit int, dryRun bool) (operator.Redrive, error) {
+func (a *App) RedriveDead(ctx context.Context, f storage.DLQFilter, dryRun bool) (operator.Redrive, error) {
 	res := operator.Redrive{Retried: []string{}, SkippedDelivered: []string{}}
 	st, err := a.Store()
 	if err != nil {
 		return res, err
 	}
-	f.Cursor = ""
-	var entries []storage.DLQEntry
-	for len(entries) < limit {
-		f.Limit = min(limit-len(entries), storage.DLQMaxLimit)
-		page, err := st.DLQList(ctx, f)
-		if err != nil {
-			return res, err
-		}
-		entries = append(entries, page.Entries...)
-		if page.NextCursor == "" {
-			break
-		}
-		f.Cursor = page.NextCursor
+	page, err := st.DLQList(ctx, f)
+	if err != nil {
+		return res, err
 	}
-	res.Matched = len(entries)
+	entries := page.Entries
+	res.Matched, res.NextCursor = len(entries), page.NextCursor
 	due := time.Now()
 	for _, e := range entries {
 		// delivered meanwhile (the provider resent it and it went through)?

@@ -8,8 +8,9 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// ReplayDelivered re-enqueues the delivered events matching f (at most
-// f.EffectiveLimit(), oldest delivery first) in their sources' replay
+// ReplayDelivered re-enqueues the delivered events matching f (one page
+// of ListDelivered: at most f.EffectiveLimit(), oldest delivery first,
+// after f.Cursor; NextCursor goes on) in their sources' replay
 // lanes, with due times spaced at each source's delivery rate as a bulk
 // retry's are (redrivePace), writes a "replayed" audit line for each, and
 // wakes the workers once when any was re-enqueued. dryRun changes nothing
@@ -22,11 +23,12 @@ func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRu
 	if err != nil {
 		return res, err
 	}
-	infos, err := st.ListDelivered(ctx, f)
+	page, err := st.ListDelivered(ctx, f)
 	if err != nil {
 		return res, err
 	}
-	res.Matched = len(infos)
+	infos := page.Events
+	res.Matched, res.NextCursor = len(infos), page.NextCursor
 	due := time.Now()
 	for i := range infos {
 		info := &infos[i]

@@ -115,7 +115,8 @@ func TestReplayDeliveredFailures(t *testing.T) {
 	if err := st.Finish(t.Context(), jobs[0], storage.Outcome{Result: storage.Delivered}); err != nil {
 		t.Fatal(err)
 	}
-	infos, _ := st.ListDelivered(t.Context(), storage.ReplayFilter{})
+	page, _ := st.ListDelivered(t.Context(), storage.ReplayFilter{})
+	infos := page.Events
 	if len(infos) != 1 {
 		t.Fatalf("listed %v", infos)
 	}

@@ -1,8 +1,8 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -12,31 +12,48 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// DLQList implements storage.Store.
+// DLQList implements storage.Store: it walks the DLQ index (bDLQIdx, by
+// creation time) backwards from the cursor or f.Until, filtering on the
+// index values (storage.IndexEntry) and reading only the entries it
+// answers with, at most f.ScanBudget() index entries a page.
 func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error) {
 	page := storage.DLQPage{Entries: []storage.DLQEntry{}}
-	limit := f.EffectiveLimit()
-	var start []byte
-	if f.Cursor != "" {
-		var err error
-		start, err = base64.RawURLEncoding.DecodeString(f.Cursor)
-		if err != nil || len(start) < 8 {
-			return page, storage.ErrInvalidCursor
+	limit, budget := f.EffectiveLimit(), f.ScanBudget()
+	after, ok, err := storage.ParseListCursor(f.Cursor)
+	if err != nil {
+		return page, err
+	}
+	var start []byte // the walk begins before this key (nil: at the end)
+	if ok {
+		start = timeKey(time.Unix(0, after.At), []byte(after.ID))
+	}
+	if !f.Until.IsZero() {
+		if f.Until.Before(time.Unix(0, 0)) {
+			return page, nil
+		}
+		if k := timeKey(f.Until.Add(1), nil); start == nil || bytes.Compare(k, start) < 0 {
+			start = k
 		}
 	}
-	err := s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bDLQIdx).Cursor()
-		var k []byte
-		if start == nil {
-			k, _ = c.Last()
-		} else if k, _ = c.Seek(start); k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		for ; k != nil; k, _ = c.Prev() {
-			if !f.Since.IsZero() && timeAt(k).Before(f.Since) {
+		examined := 0
+		for k, v := lastBefore(c, start); k != nil; k, v = c.Prev() {
+			if len(k) < 8 {
+				continue
+			}
+			at := timeAt(k)
+			if !f.Since.IsZero() && at.Before(f.Since) {
 				break
+			}
+			if len(page.Entries) == limit || examined == budget {
+				prev, _ := c.Next() // the last key examined
+				page.NextCursor = storage.ListCursor(storage.ListPosition{At: timeAt(prev).UnixNano(), ID: string(prev[8:])})
+				break
+			}
+			examined++
+			if ix, ok := storage.DecodeIndexEntry(v); ok && !f.MatchesIndex(ix, at) {
+				continue
 			}
 			e, err := getEntry(tx, string(k[8:]))
 			if err != nil {
@@ -45,11 +62,6 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 			if e == nil || !f.Matches(e) {
 				continue
 			}
-			if len(page.Entries) == limit {
-				last := page.Entries[limit-1]
-				page.NextCursor = base64.RawURLEncoding.EncodeToString(timeKey(last.CreatedAt, []byte(last.ID)))
-				break
-			}
 			e.Payload, e.Headers = nil, nil
 			fillWaiting(tx, e)
 			page.Entries = append(page.Entries, *e)
@@ -57,6 +69,18 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 		return nil
 	})
 	return page, err
+}
+
+// lastBefore positions c on the last key before start (the last key when
+// start is nil).
+func lastBefore(c *bolt.Cursor, start []byte) (k, v []byte) {
+	if start == nil {
+		return c.Last()
+	}
+	if k, _ = c.Seek(start); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
 }
 
 // DLQGet implements storage.Store.
@@ -162,10 +186,7 @@ func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
 			return err
 		}
 	}
-	if err := putEntry(tx, e); err != nil {
-		return err
-	}
-	return tx.Bucket(bDLQIdx).Put(timeKey(now, []byte(e.ID)), nil)
+	return putEntry(tx, e)
 }
 
 func getEntry(tx *bolt.Tx, id string) (*storage.DLQEntry, error) {
@@ -195,6 +216,11 @@ func putEntry(tx *bolt.Tx, e *storage.DLQEntry) error {
 		return err
 	}
 	if err := count(tx, cntDLQ, dlqCounterName(e.Source, e.Status), 1); err != nil {
+		return err
+	}
+	// the index key's value is what a listing filters on; e.CreatedAt
+	// is the time deadLetter indexed it at
+	if err := tx.Bucket(bDLQIdx).Put(timeKey(e.CreatedAt, []byte(e.ID)), storage.DLQIndexOf(e).Encode()); err != nil {
 		return err
 	}
 	open := tx.Bucket(bDLQOpen)

@@ -270,7 +270,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 }
 
 // finishRecord stores a delivered or dead event and indexes it for
-// retention. A delivered event keeps its payload (a replay re-sends it); a
+// retention and replay (the index value is what ListDelivered filters on). A delivered event keeps its payload (a replay re-sends it); a
 // dead one's is dropped (its DLQ entry keeps it). A payload record its
 // event's deliveries share stays until the event's last record goes.
 func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
@@ -281,5 +281,5 @@ func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
 	if err := putRecord(tx, rec); err != nil {
 		return err
 	}
-	return tx.Bucket(bDone).Put(timeKey(now, []byte(rec.ID)), nil)
+	return tx.Bucket(bDone).Put(timeKey(now, []byte(rec.ID)), storage.FinishedIndexOf(&rec.Event, rec.Status).Encode())
 }

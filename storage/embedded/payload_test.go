@@ -97,7 +97,8 @@ func TestLegacyFanOutRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	infos, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
+	page, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
+	infos := page.Events
 	if err != nil || len(infos) != 2 {
 		t.Fatalf("ListDelivered = %+v, %v", infos, err)
 	}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -10,17 +11,30 @@ import (
 )
 
 // ListDelivered implements storage.Store: it walks the finished index
-// (bDone, by finish time) from f.Since to f.Until.
-func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]storage.EventInfo, error) {
-	limit := f.EffectiveLimit()
-	out := []storage.EventInfo{}
-	err := s.view(func(tx *bolt.Tx) error {
+// (bDone, by finish time) from the cursor or f.Since to f.Until, filtering
+// on the index values (storage.IndexEntry) and reading only the records it
+// answers with, at most f.ScanBudget() index entries a page.
+func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (storage.ReplayPage, error) {
+	page := storage.ReplayPage{Events: []storage.EventInfo{}}
+	limit, budget := f.EffectiveLimit(), f.ScanBudget()
+	after, ok, err := storage.ParseListCursor(f.Cursor)
+	if err != nil {
+		return page, err
+	}
+	err = s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bDone).Cursor()
-		k, _ := c.First()
-		if !f.Since.IsZero() {
-			k, _ = c.Seek(timeKey(f.Since, nil))
+		k, v := c.First()
+		switch {
+		case ok:
+			from := timeKey(time.Unix(0, after.At), []byte(after.ID))
+			if k, v = c.Seek(from); k != nil && bytes.Equal(k, from) {
+				k, v = c.Next()
+			}
+		case !f.Since.IsZero() && f.Since.After(time.Unix(0, 0)):
+			k, v = c.Seek(timeKey(f.Since, nil))
 		}
-		for ; k != nil && len(out) < limit; k, _ = c.Next() {
+		examined := 0
+		for ; k != nil; k, v = c.Next() {
 			if len(k) < 8 {
 				continue
 			}
@@ -28,15 +42,24 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]st
 			if !f.Until.IsZero() && fin.After(f.Until) {
 				break
 			}
+			if len(page.Events) == limit || examined == budget {
+				prev, _ := c.Prev() // the last key examined
+				page.NextCursor = storage.ListCursor(storage.ListPosition{At: timeAt(prev).UnixNano(), ID: string(prev[8:])})
+				break
+			}
+			examined++
+			if ix, ok := storage.DecodeIndexEntry(v); ok && !f.MatchesIndex(string(k[8:]), ix, fin) {
+				continue
+			}
 			rec, err := getRecord(tx, k[8:])
 			if err != nil || rec == nil || !f.Matches(&rec.Event, rec.Status, rec.FinishedAt) {
 				continue // an unreadable record is not replayed
 			}
-			out = append(out, *storage.NewEventInfo(&rec.Event, rec.Attempts, rec.Status, time.Time{}, rec.FinishedAt))
+			page.Events = append(page.Events, *storage.NewEventInfo(&rec.Event, rec.Attempts, rec.Status, time.Time{}, rec.FinishedAt))
 		}
 		return nil
 	})
-	return out, err
+	return page, err
 }
 
 // Replay implements storage.Store: one transaction checks the event is

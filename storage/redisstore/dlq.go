@@ -2,14 +2,10 @@ package redisstore
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,114 +13,69 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// DLQList implements storage.Store: each partition yields its newest
-// matching entries below the cursor, and the pages are merged.
+// DLQList implements storage.Store: the DLQ index of every partition is
+// walked newest first from the cursor or f.Until (walkIndex), filtering on
+// the entries' small fields (src, dst, ty, st); only the entries on the
+// page are read in full.
 func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error) {
 	page := storage.DLQPage{Entries: []storage.DLQEntry{}}
-	limit := f.EffectiveLimit()
-	curMS, curID := int64(math.MaxInt64), ""
-	if f.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		msPart, idPart, ok := strings.Cut(string(raw), ":")
-		if err != nil || !ok {
-			return page, storage.ErrInvalidCursor
-		}
-		if curMS, err = strconv.ParseInt(msPart, 10, 64); err != nil {
-			return page, storage.ErrInvalidCursor
-		}
-		curID = idPart
+	after, hasAfter, err := storage.ParseListCursor(f.Cursor)
+	if err != nil {
+		return page, err
 	}
-	minMS := "-inf"
+	untimed := f // the scores bound the time, the entry read in full decides
+	untimed.Since, untimed.Until = time.Time{}, time.Time{}
+	w := indexWalk{index: "dlqidx", desc: true, lo: math.MinInt64, hi: math.MaxInt64, after: after, hasAfter: hasAfter,
+		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.dlqEntry, fields: []string{"src", "st", "dst", "ty"},
+		match: func(_ string, _ int64, v []any) bool {
+			switch {
+			case v[1] == nil:
+				return false // removed meanwhile
+			case v[3] == nil:
+				return true // written before the fields existed: read in full
+			}
+			return untimed.MatchesIndex(storage.IndexEntry{Source: str(v[0]), Status: str(v[1]), Destination: str(v[2]), Type: str(v[3])}, time.Time{})
+		}}
+	if untimed == (storage.DLQFilter{Limit: f.Limit, Cursor: f.Cursor}) {
+		w.fields, w.match = nil, func(string, int64, []any) bool { return true } // every entry matches: no field to read
+	}
 	if !f.Since.IsZero() {
-		minMS = strconv.FormatInt(ms(f.Since), 10)
+		w.lo = ms(f.Since)
 	}
-	type item struct {
-		at   int64
-		e    storage.DLQEntry
-		part partition
+	if !f.Until.IsZero() {
+		w.hi = ms(f.Until)
 	}
-	var all []item
-	for _, p := range s.parts {
-		var got []item
-		maxScore := strconv.FormatInt(curMS, 10)
-		if curMS == math.MaxInt64 {
-			maxScore = "+inf"
-		}
-		offset := int64(0)
-		for len(got) < limit {
-			zs, err := s.c.ZRevRangeByScoreWithScores(ctx, p.key("dlqidx"), &redis.ZRangeBy{
-				Max: maxScore, Min: minMS, Offset: offset, Count: dlqPageScan}).Result()
-			if err != nil {
-				return page, unavailable(err)
-			}
-			if len(zs) == 0 {
-				break
-			}
-			offset += int64(len(zs))
-			cmds := make([]*redis.StringCmd, len(zs))
-			_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-				for i, z := range zs {
-					cmds[i] = pipe.HGet(ctx, p.dlqEntry(z.Member.(string)), "json")
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return page, unavailable(err)
-			}
-			for i, z := range zs {
-				at, id := int64(z.Score), z.Member.(string)
-				if at == curMS && id >= curID {
-					continue // at or before the cursor
-				}
-				v, err := cmds[i].Result()
-				if err != nil {
-					continue // removed meanwhile
-				}
-				var e storage.DLQEntry
-				if json.Unmarshal([]byte(v), &e) != nil || !f.Matches(&e) {
-					continue
-				}
-				e.Payload, e.Headers = nil, nil
-				got = append(got, item{at, e, p})
-			}
-			if len(zs) < dlqPageScan {
-				break
-			}
-		}
-		all = append(all, got...)
+	hits, next, more, err := s.walkIndex(ctx, w)
+	if err != nil {
+		return page, err
 	}
-	slices.SortFunc(all, func(a, b item) int {
-		if a.at != b.at {
-			return cmpInt(b.at, a.at)
+	cmds := make([]*redis.StringCmd, len(hits))
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, h := range hits {
+			cmds[i] = pipe.HGet(ctx, h.p.dlqEntry(h.pos.ID), "json")
 		}
-		return strings.Compare(b.e.ID, a.e.ID)
+		return nil
 	})
-	for i, it := range all {
-		if i == limit {
-			last := all[limit-1]
-			page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.at, 10) + ":" + last.e.ID))
-			break
-		}
-		page.Entries = append(page.Entries, it.e)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return page, unavailable(err)
 	}
-	if err := s.fillWaiting(ctx, page.Entries, func(i int) partition { return all[i].part }); err != nil {
+	var parts []partition
+	for i, h := range hits {
+		var e storage.DLQEntry
+		if json.Unmarshal([]byte(cmds[i].Val()), &e) != nil || !f.Matches(&e) {
+			continue // removed meanwhile, or not a match once read in full
+		}
+		e.Payload, e.Headers = nil, nil
+		page.Entries = append(page.Entries, e)
+		parts = append(parts, h.p)
+	}
+	if more {
+		page.NextCursor = storage.ListCursor(next)
+	}
+	if err := s.fillWaiting(ctx, page.Entries, func(i int) partition { return parts[i] }); err != nil {
 		return storage.DLQPage{Entries: []storage.DLQEntry{}}, err
 	}
 	return page, nil
-}
-
-// dlqPageScan bounds how many index entries one partition reads per round
-// while filling a page.
-const dlqPageScan = 200
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // DLQGet implements storage.Store.

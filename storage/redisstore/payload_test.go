@@ -141,7 +141,8 @@ func TestLegacyFanOutRecords(t *testing.T) {
 		}
 	}
 	deliverAll(7)
-	infos, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
+	page, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
+	infos := page.Events
 	if err != nil || len(infos) != 2 {
 		t.Fatalf("ListDelivered = %+v, %v", infos, err)
 	}

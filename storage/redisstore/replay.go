@@ -1,11 +1,10 @@
 package redisstore
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
+	"math"
 	"strconv"
 	"time"
 
@@ -14,115 +13,73 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// listBatch is how many finished events ListDelivered reads per round trip.
-const listBatch = 200
-
-// ListDelivered implements storage.Store: each partition's done index (by
-// finish time) is walked from f.Since to f.Until, its events read in
-// batches; the partitions' matches are merged, oldest delivery first
-// (events delivered within the same millisecond by id).
-func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) ([]storage.EventInfo, error) {
-	limit := f.EffectiveLimit()
-	lo, hi := "-inf", "+inf"
+// ListDelivered implements storage.Store: the done index (by finish time)
+// of every partition is walked oldest first from the cursor or f.Since to
+// f.Until (walkIndex), filtering on the events' small fields (st, src,
+// dst, ty); only the events on the page are read in full.
+func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (storage.ReplayPage, error) {
+	page := storage.ReplayPage{Events: []storage.EventInfo{}}
+	after, hasAfter, err := storage.ParseListCursor(f.Cursor)
+	if err != nil {
+		return page, err
+	}
+	untimed := f // the scores bound the time (to the millisecond), the event read in full decides the rest
+	untimed.Since, untimed.Until = time.Time{}, time.Time{}
+	w := indexWalk{index: "done", lo: math.MinInt64, hi: math.MaxInt64, after: after, hasAfter: hasAfter,
+		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.ev, fields: []string{"st", "src", "dst", "ty"},
+		match: func(id string, _ int64, v []any) bool {
+			switch {
+			case v[0] == nil:
+				return false // removed meanwhile
+			case v[1] == nil || v[3] == nil:
+				return str(v[0]) == string(storage.StatusDelivered) // finished before the fields existed: read in full
+			}
+			return untimed.MatchesIndex(id, storage.IndexEntry{Status: str(v[0]), Source: str(v[1]), Destination: str(v[2]), Type: str(v[3])}, time.Time{})
+		}}
 	if !f.Since.IsZero() {
-		lo = strconv.FormatInt(ms(f.Since), 10)
+		w.lo = ms(f.Since)
 	}
 	if !f.Until.IsZero() {
-		hi = strconv.FormatInt(ms(f.Until), 10)
+		w.hi = ms(f.Until)
 	}
-	out := []storage.EventInfo{}
-	for _, p := range s.parts {
-		found := 0
-		for offset := int64(0); found < limit; offset += listBatch {
-			ids, err := s.c.ZRangeByScore(ctx, p.key("done"), &redis.ZRangeBy{Min: lo, Max: hi, Offset: offset, Count: listBatch}).Result()
-			if err != nil {
-				return nil, unavailable(err)
-			}
-			infos, err := s.readDelivered(ctx, p, ids, f)
-			if err != nil {
-				return nil, err
-			}
-			infos = infos[:min(len(infos), limit-found)]
-			out = append(out, infos...)
-			found += len(infos)
-			if len(ids) < listBatch {
-				break
-			}
-		}
+	hits, next, more, err := s.walkIndex(ctx, w)
+	if err != nil {
+		return page, err
 	}
-	// the order of each partition's done index: by finish time (ms), then id
-	slices.SortFunc(out, func(a, b storage.EventInfo) int {
-		return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.ID, b.ID))
-	})
-	return out[:min(len(out), limit)], nil
-}
-
-// readDelivered reads the events ids of partition p that f matches, in
-// the order of ids: first the fields the filter needs but the type, then
-// the event and attempts of the delivered ones of the source (only those
-// carry a payload worth reading).
-func (s *Store) readDelivered(ctx context.Context, p partition, ids []string, f storage.ReplayFilter) ([]storage.EventInfo, error) {
-	heads := make([]*redis.SliceCmd, len(ids))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, id := range ids {
-			heads[i] = pipe.HMGet(ctx, p.ev(id), "st", "src", "fin")
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
-	}
-	type head struct {
-		id  string
-		st  storage.Status
-		fin time.Time
-	}
-	var wanted []head
-	for i, cmd := range heads {
-		v := cmd.Val()
-		if len(v) != 3 {
-			continue
-		}
-		str := func(i int) string { s, _ := v[i].(string); return s }
-		finMS, _ := strconv.ParseInt(str(2), 10, 64)
-		h := head{id: ids[i], st: storage.Status(str(0)), fin: fromMS(finMS)}
-		// the type, the destination (and a source not in the hash) are
-		// checked once the event is read
-		src := cmp.Or(str(1), f.Source)
-		if f.Matches(&storage.Event{ID: h.id, Source: src, Type: f.Type, Destination: f.Destination}, h.st, h.fin) {
-			wanted = append(wanted, h)
-		}
-	}
-	bodies := make([]*redis.SliceCmd, len(wanted))
+	cmds := make([]*redis.SliceCmd, len(hits))
 	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, h := range wanted {
-			bodies[i] = pipe.HMGet(ctx, p.ev(h.id), "ev", "att")
+		for i, h := range hits {
+			cmds[i] = pipe.HMGet(ctx, h.p.ev(h.pos.ID), "st", "fin", "ev", "att")
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+		return page, unavailable(err)
 	}
-	var out []storage.EventInfo
-	for i, cmd := range bodies {
+	for _, cmd := range cmds {
 		v := cmd.Val()
-		if len(v) != 2 {
+		if len(v) != 4 {
 			continue
 		}
-		str := func(i int) string { s, _ := v[i].(string); return s }
+		st := storage.Status(str(v[0]))
+		finMS, _ := strconv.ParseInt(str(v[1]), 10, 64)
+		fin := fromMS(finMS)
 		var ev storage.Event
 		var attempts []storage.Attempt
-		if json.Unmarshal([]byte(str(0)), &ev) != nil {
-			continue // an unreadable event is not replayed
+		if json.Unmarshal([]byte(str(v[2])), &ev) != nil {
+			continue // removed meanwhile, or unreadable: not replayed
 		}
-		if a := str(1); a != "" && json.Unmarshal([]byte(a), &attempts) != nil {
+		if a := str(v[3]); a != "" && json.Unmarshal([]byte(a), &attempts) != nil {
 			continue
 		}
-		if h := wanted[i]; f.Matches(&ev, h.st, h.fin) {
-			out = append(out, *storage.NewEventInfo(&ev, attempts, h.st, time.Time{}, h.fin))
+		if untimed.Matches(&ev, st, fin) { // fin has the scores' resolution, which decided the time
+			page.Events = append(page.Events, *storage.NewEventInfo(&ev, attempts, st, time.Time{}, fin))
 		}
 	}
-	return out, nil
+	if more {
+		page.NextCursor = storage.ListCursor(next)
+	}
+	return page, nil
 }
 
 // Replay implements storage.Store. The event is read, turned into its

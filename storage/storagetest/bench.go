@@ -151,3 +151,94 @@ func CountsBenchSize() int {
 	}
 	return 100_000
 }
+
+// LoadFinished stores n events of source "src<i%4>" and type "type<i%8>",
+// each with a payload of size bytes (32 writers), and finishes each with
+// result (Dead: n DLQ entries; Delivered: n events to replay), for the
+// listing benchmarks and the tests of what a listing reads.
+func LoadFinished(tb testing.TB, s storage.Store, n, size int, result storage.Result) {
+	ctx := tb.Context()
+	body := make([]byte, size)
+	for i := range body {
+		body[i] = 'a' + byte(i%26)
+	}
+	var seq atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := seq.Add(1)
+				if i > int64(n) {
+					return
+				}
+				ev := &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
+					Source: fmt.Sprintf("src%d", i%4), Type: fmt.Sprintf("type%d", i%8), Upstream: "http://127.0.0.1:1/",
+					Body: body, ReceivedAt: time.Now()}
+				if _, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for done := 0; done < n; {
+		jobs, err := s.Lease(ctx, time.Now(), min(1000, n-done), time.Minute, nil)
+		if err != nil || len(jobs) == 0 {
+			tb.Fatalf("Lease: %d jobs, %v", len(jobs), err)
+		}
+		var fwg sync.WaitGroup
+		for _, j := range jobs {
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				if err := s.Finish(ctx, j, storage.Outcome{Result: result, Error: "bench"}); err != nil {
+					tb.Error(err)
+				}
+			}()
+		}
+		fwg.Wait()
+		done += len(jobs)
+	}
+}
+
+// BenchmarkDLQList times one page (limit 50) of the DLQ list of a store
+// holding n dead entries of 4 KiB (LoadFinished): every entry ("all"), the
+// dashboard's default filter that every entry passes ("pending"), one
+// matching a quarter ("source"), and one matching nothing ("nomatch"),
+// the page that examines its whole scan budget. Load it once per run:
+//
+//	go test -run '^$' -bench DLQList -benchmem ./storage/redisstore/ ./storage/embedded/
+func BenchmarkDLQList(b *testing.B, s storage.Store, n int) {
+	LoadFinished(b, s, n, 4096, storage.Dead)
+	b.ResetTimer()
+	for _, bc := range []struct {
+		name string
+		f    storage.DLQFilter
+	}{
+		{"all", storage.DLQFilter{}},
+		{"pending", storage.DLQFilter{Status: storage.DLQPending}},
+		{"source", storage.DLQFilter{Source: "src1"}},
+		{"nomatch", storage.DLQFilter{Type: "nothing"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.DLQList(b.Context(), bc.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// DLQListBenchSize is the number of entries BenchmarkDLQList loads: the
+// environment's HOOKLINE_BENCH_EVENTS, 20,000 without it.
+func DLQListBenchSize() int {
+	if n, err := strconv.Atoi(os.Getenv("HOOKLINE_BENCH_EVENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 20_000
+}

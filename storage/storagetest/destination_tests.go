@@ -200,7 +200,8 @@ func testFanOutReplay(t *testing.T, f Factory) {
 	if got := listDelivered(t, s, storage.ReplayFilter{}); !sameSet(got, deliveryIDs(ev)) {
 		t.Errorf("ListDelivered = %v, want every delivery %v", got, deliveryIDs(ev))
 	}
-	infos, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Destination: "billing"})
+	page, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Destination: "billing"})
+	infos := page.Events
 	if err != nil || len(infos) != 1 || infos[0].ID != storage.DeliveryID(ev.ID, "billing") || infos[0].Destination != "billing" {
 		t.Fatalf("ListDelivered(destination billing) = %+v, %v", infos, err)
 	}

@@ -67,8 +67,8 @@ func wantNothingLeft(t testing.TB, s storage.Store) {
 	if c, err := s.DLQCounts(t.Context()); err != nil || len(c) != 0 {
 		t.Errorf("DLQCounts after Erase = %v, %v; want none", c, err)
 	}
-	if l, err := s.ListDelivered(t.Context(), storage.ReplayFilter{}); err != nil || len(l) != 0 {
-		t.Errorf("ListDelivered after Erase = %d, %v; want none", len(l), err)
+	if l, err := s.ListDelivered(t.Context(), storage.ReplayFilter{}); err != nil || len(l.Events) != 0 {
+		t.Errorf("ListDelivered after Erase = %d, %v; want none", len(l.Events), err)
 	}
 	q, err := s.QueueBySource(t.Context())
 	if err != nil {

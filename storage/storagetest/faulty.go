@@ -367,8 +367,8 @@ func (f *Faulty) DLQSetStatus(ctx context.Context, id string, status storage.DLQ
 }
 
 // ListDelivered implements storage.Store.
-func (f *Faulty) ListDelivered(ctx context.Context, filter storage.ReplayFilter) ([]storage.EventInfo, error) {
-	return call(f, ctx, MethodListDelivered, func() ([]storage.EventInfo, error) { return f.inner.ListDelivered(ctx, filter) })
+func (f *Faulty) ListDelivered(ctx context.Context, filter storage.ReplayFilter) (storage.ReplayPage, error) {
+	return call(f, ctx, MethodListDelivered, func() (storage.ReplayPage, error) { return f.inner.ListDelivered(ctx, filter) })
 }
 
 // ListEvents implements storage.Store.

@@ -270,7 +270,8 @@ func testOrderedFanOut(t *testing.T, f Factory) {
 	// head in flight: the replay goes at once, and leaves the chain alone
 	third := orderedEvent(t, "shop", "K", false)
 	mustEnqueue(t, s, third, time.Now().Add(time.Hour))
-	infos, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Source: "shop", Destination: "default"})
+	page, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Source: "shop", Destination: "default"})
+	infos := page.Events
 	if err != nil || len(infos) != 1 || infos[0].ID != evs[0].ID {
 		t.Fatalf("ListDelivered = %+v, %v", infos, err)
 	}
@@ -487,7 +488,8 @@ func testOrderedLookup(t *testing.T, f Factory) {
 			}
 		}
 	}
-	infos, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Source: "shop"})
+	page, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Source: "shop"})
+	infos := page.Events
 	if err != nil || len(infos) != n/2 {
 		t.Fatalf("ListDelivered = %d, %v; want %d", len(infos), err, n/2)
 	}

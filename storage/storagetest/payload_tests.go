@@ -197,7 +197,8 @@ func testPayloadReplay(t *testing.T, f Factory) {
 	}
 	replay := func(what string) *storage.Job {
 		t.Helper()
-		infos, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Destination: "billing"})
+		page, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Destination: "billing"})
+		infos := page.Events
 		if err != nil || len(infos) != 1 || infos[0].ID != billing {
 			t.Fatalf("ListDelivered(destination billing) = %+v, %v", infos, err)
 		}

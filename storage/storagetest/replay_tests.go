@@ -25,18 +25,30 @@ func deliver(t *testing.T, s storage.Store, ev *storage.Event, attempts int) {
 	}
 }
 
+// listDelivered is the ids ListDelivered lists under f, page after page
+// until f's limit is reached or no cursor is left.
 func listDelivered(t *testing.T, s storage.Store, f storage.ReplayFilter) []string {
 	t.Helper()
-	infos, err := s.ListDelivered(t.Context(), f)
-	if err != nil {
-		t.Fatalf("ListDelivered(%+v): %v", f, err)
-	}
-	ids := make([]string, len(infos))
-	for i, info := range infos {
-		if info.Status != storage.StatusDelivered {
-			t.Errorf("ListDelivered listed %s as %s", info.ID, info.Status)
+	ids := []string{}
+	for limit, pages := f.EffectiveLimit(), 0; len(ids) < limit; pages++ {
+		if pages == 1000 {
+			t.Fatalf("ListDelivered(%+v): no end after %d pages", f, pages)
 		}
-		ids[i] = info.ID
+		page, err := s.ListDelivered(t.Context(), f)
+		if err != nil {
+			t.Fatalf("ListDelivered(%+v): %v", f, err)
+		}
+		for _, info := range page.Events {
+			if info.Status != storage.StatusDelivered {
+				t.Errorf("ListDelivered listed %s as %s", info.ID, info.Status)
+			}
+			ids = append(ids, info.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+		f.Limit = limit - len(ids)
 	}
 	return ids
 }

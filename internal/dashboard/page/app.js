@@ -210,8 +210,11 @@
 			tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter") openEntry(e.id); });
 			rows.append(tr);
 		}
-		$("dlq-empty").hidden = entries.length > 0;
 		nextCursor = page.next_cursor || "";
+		// a page stops after examining 20 entries per entry of its limit:
+		// an empty one with a cursor has not reached the end
+		$("dlq-empty").textContent = nextCursor ? "No match among the entries examined: Next page looks further back." : "No entries.";
+		$("dlq-empty").hidden = entries.length > 0;
 		$("next-page").disabled = !nextCursor;
 		$("first-page").disabled = !cursor;
 	}
@@ -322,7 +325,8 @@
 		const skipped = (res.skipped_delivered || []).length;
 		$("bulk-summary").textContent = "Matched " + res.matched + " " + req.status + " entr" + (res.matched === 1 ? "y" : "ies") +
 			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") + (req.type ? " of type " + req.type : "") + ": " + n + " would be re-enqueued" +
-			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + ".";
+			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + "." +
+			(res.next_cursor ? " The search stopped before the end of the DLQ: more may match; run it again after this one." : "");
 		const list = $("bulk-list");
 		list.replaceChildren();
 		for (const id of res.retried || []) list.append(el("li", { "class": "mono" }, id));

@@ -61,8 +61,9 @@
 			tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter") showEvent(info); });
 			rows.append(tr);
 		}
-		$("evs-empty").hidden = items.length > 0;
 		nextCursor = page.next_cursor || "";
+		$("evs-empty").textContent = nextCursor ? "No match among the events examined: Next page looks further back." : "No events.";
+		$("evs-empty").hidden = items.length > 0;
 		$("evs-next").disabled = !nextCursor;
 		$("evs-first").disabled = !cursor;
 	}
@@ -92,7 +93,8 @@
 		const replayed = Array.isArray(res.replayed) ? res.replayed : [];
 		$("evs-replay-summary").textContent = "Matched " + res.matched + " delivered event" + (res.matched === 1 ? "" : "s") +
 			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") +
-			(req.type ? " of type " + req.type : "") + ": " + replayed.length + " would be sent again.";
+			(req.type ? " of type " + req.type : "") + ": " + replayed.length + " would be sent again." +
+			(res.next_cursor ? " The search stopped before the end: more may match; run it again after this one." : "");
 		fillReplayList($("evs-replay-list"), replayed);
 		$("evs-replay-confirm").disabled = replayed.length === 0;
 		$("evs-replay-panel").hidden = false;

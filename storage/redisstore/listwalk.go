@@ -1,0 +1,241 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The walk DLQList and ListDelivered share over each partition's time
+// index (a sorted set scored by milliseconds): it examines members from a
+// position on, reading a few small fields of each member's hash (never
+// the JSON with the payload), at most a budget of them, and merges the
+// partitions' matches into one order. A partition that stopped early
+// (its share of the budget spent, or a page of matches found) bounds
+// what the page can say: only members at or before the least advanced
+// stop were examined in every partition, so the page ends there and its
+// cursor goes on from there. Nothing is listed twice or skipped when
+// members arrive meanwhile (they arrive at the newest end), and a cursor
+// is a position, not an offset.
+
+// listChunk is how many members of one partition a round reads.
+const listChunk = 200
+
+// indexWalk is one page's walk.
+type indexWalk struct {
+	index string // the sorted set of each partition: "dlqidx" or "done"
+	desc  bool   // newest first
+	// lo and hi bound the scores, inclusive.
+	lo, hi int64
+	// after is the cursor (ok: given): members at or before it are not
+	// examined.
+	after    storage.ListPosition
+	hasAfter bool
+	limit    int // matches wanted
+	budget   int // members examined at most, over all partitions
+	// hash is the hash of a member, fields the fields read of it (none:
+	// match gets nil values).
+	hash   func(p partition, id string) string
+	fields []string
+	// match reports whether the member may be on the page (its fields in
+	// vals, nil where absent). It may say yes when the fields cannot tell
+	// (a member written before they existed): the caller decides on the
+	// member read in full.
+	match func(id string, at int64, vals []any) bool
+}
+
+// indexHit is one member the walk matched.
+type indexHit struct {
+	p   partition
+	pos storage.ListPosition
+}
+
+// partWalk is the walk's state in one partition.
+type partWalk struct {
+	p partition
+	// last is the last member examined (or the cursor): the next are
+	// beyond it.
+	last    storage.ListPosition
+	hasLast bool
+	// bound is the score the next read starts at (inclusive) and ties
+	// how many members at that score were read already (its offset).
+	bound   int64
+	ties    int64
+	scanned int
+	hits    []indexHit
+	done    bool // nothing is left in the range
+	stopped bool // stopped with members left: its budget or limit
+}
+
+// beyond reports whether a is past b in the walk's order.
+func (w *indexWalk) beyond(a, b storage.ListPosition) bool {
+	if w.desc {
+		return a.Compare(b) < 0
+	}
+	return a.Compare(b) > 0
+}
+
+// walkIndex walks w over every partition: the hits of the page in the
+// walk's order (at most w.limit), and the position the next page goes on
+// after (more false: the range is exhausted).
+func (s *Store) walkIndex(ctx context.Context, w indexWalk) (hits []indexHit, next storage.ListPosition, more bool, err error) {
+	if w.lo > w.hi {
+		return nil, next, false, nil
+	}
+	perPart := max(w.limit, (w.budget+len(s.parts)-1)/len(s.parts))
+	walks := make([]*partWalk, len(s.parts))
+	for i, p := range s.parts {
+		pw := &partWalk{p: p, last: w.after, hasLast: w.hasAfter, bound: w.hi}
+		if !w.desc {
+			pw.bound = w.lo
+		}
+		if w.hasAfter {
+			if w.desc {
+				pw.bound = min(pw.bound, w.after.At)
+			} else {
+				pw.bound = max(pw.bound, w.after.At)
+			}
+		}
+		walks[i] = pw
+	}
+	for {
+		var active []*partWalk
+		for _, pw := range walks {
+			if !pw.done && !pw.stopped {
+				active = append(active, pw)
+			}
+		}
+		if len(active) == 0 {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, next, false, err
+		}
+		if err := s.walkRound(ctx, &w, active, perPart); err != nil {
+			return nil, next, false, err
+		}
+	}
+	// the page ends at the least advanced stop: every partition examined
+	// everything up to it
+	var end storage.ListPosition
+	bounded := false
+	for _, pw := range walks {
+		if pw.stopped && (!bounded || w.beyond(end, pw.last)) {
+			end, bounded = pw.last, true
+		}
+	}
+	for _, pw := range walks {
+		for _, h := range pw.hits {
+			if !bounded || !w.beyond(h.pos, end) {
+				hits = append(hits, h)
+			}
+		}
+	}
+	slices.SortFunc(hits, func(a, b indexHit) int {
+		if w.desc {
+			return b.pos.Compare(a.pos)
+		}
+		return a.pos.Compare(b.pos)
+	})
+	if len(hits) > w.limit {
+		hits = hits[:w.limit]
+		return hits, hits[w.limit-1].pos, true, nil
+	}
+	return hits, end, bounded, nil
+}
+
+// walkRound reads the next chunk of every active partition (one pipeline
+// for the ranges, one for the fields) and examines it.
+func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk, perPart int) error {
+	ranges := make([]*redis.ZSliceCmd, len(active))
+	counts := make([]int, len(active))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, pw := range active {
+			counts[i] = min(listChunk, perPart-pw.scanned)
+			by := &redis.ZRangeBy{Offset: pw.ties, Count: int64(counts[i])}
+			if w.desc {
+				by.Max, by.Min = scoreArg(pw.bound), scoreArg(w.lo)
+				ranges[i] = pipe.ZRevRangeByScoreWithScores(ctx, pw.p.key(w.index), by)
+			} else {
+				by.Min, by.Max = scoreArg(pw.bound), scoreArg(w.hi)
+				ranges[i] = pipe.ZRangeByScoreWithScores(ctx, pw.p.key(w.index), by)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	fields := make([][]*redis.SliceCmd, len(active))
+	if len(w.fields) > 0 {
+		_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, pw := range active {
+				for _, z := range ranges[i].Val() {
+					fields[i] = append(fields[i], pipe.HMGet(ctx, w.hash(pw.p, z.Member.(string)), w.fields...))
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return unavailable(err)
+		}
+	}
+	for i, pw := range active {
+		zs := ranges[i].Val()
+		for j, z := range zs {
+			pos := storage.ListPosition{At: int64(z.Score), ID: z.Member.(string)}
+			if pos.At == pw.bound {
+				pw.ties++
+			} else {
+				pw.bound, pw.ties = pos.At, 1
+			}
+			if pw.hasLast && !w.beyond(pos, pw.last) {
+				continue // at or before the cursor, or read again after a change
+			}
+			pw.scanned++
+			pw.last, pw.hasLast = pos, true
+			var vals []any
+			if fields[i] != nil {
+				vals = fields[i][j].Val()
+			}
+			if w.match(pos.ID, pos.At, vals) {
+				pw.hits = append(pw.hits, indexHit{pw.p, pos})
+				if len(pw.hits) == w.limit {
+					pw.stopped = true
+					break
+				}
+			}
+			if pw.scanned == perPart {
+				pw.stopped = true
+				break
+			}
+		}
+		if !pw.stopped && len(zs) < counts[i] {
+			pw.done = true
+		}
+	}
+	return nil
+}
+
+// scoreArg is a score bound as ZRANGEBYSCORE takes it.
+func scoreArg(v int64) string {
+	switch v {
+	case math.MinInt64:
+		return "-inf"
+	case math.MaxInt64:
+		return "+inf"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// str is a field HMGET read ("" when absent).
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
