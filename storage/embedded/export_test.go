@@ -216,3 +216,29 @@ func (s *Store) SetTypeForTest(id, typ string) error {
 		return putRecord(tx, rec)
 	})
 }
+
+// RewriteWithoutIndexValues empties the values of the DLQ and finished
+// indexes of the file at path, as versions before index values wrote them
+// (tests of the listings' fallback).
+func RewriteWithoutIndexValues(path string) error {
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bDLQIdx, bDone} {
+			b := tx.Bucket(name)
+			var keys [][]byte
+			if err := b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil }); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := b.Put(k, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

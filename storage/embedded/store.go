@@ -31,9 +31,9 @@ var (
 	bInFlight = []byte("inflight") // id -> lease end|lane: jobs leased by earlier versions (requeueLeased)
 	bClaims   = []byte("claims")   // source\x00event_id -> expires|id, while the claim holds or a record of the event exists (claims.go)
 	bClaimExp = []byte("claimexp") // expires|claim key -> nil
-	bDone     = []byte("done")     // finished|id -> nil: delivered and dead events
+	bDone     = []byte("done")     // finished|id -> storage.IndexEntry (empty before index values): delivered and dead events
 	bDLQ      = []byte("dlq")      // id -> storage.DLQEntry
-	bDLQIdx   = []byte("dlqidx")   // created|id -> nil
+	bDLQIdx   = []byte("dlqidx")   // created|id -> storage.IndexEntry (empty before index values)
 	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
 	bIDs      = []byte("ids")      // earlier versions' (source, event id) index, folded into bClaims at Open (claims.go)
 	bPaused   = []byte("paused")   // source -> nil

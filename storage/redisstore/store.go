@@ -16,8 +16,8 @@
 //	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes
 //	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup)
 //	{hookline:7}:inflight                      set of leased ids
-//	{hookline:7}:done                          zset id -> finished ms (retention)
-//	{hookline:7}:dlq:<id>                      hash: entry JSON, status, created ms
+//	{hookline:7}:done                          zset id -> finished ms (retention, replay listing: the ev hash's src, dst, ty, st)
+//	{hookline:7}:dlq:<id>                      hash: entry JSON, status, created ms, src, dst, ty (listing filters)
 //	{hookline:7}:dlqidx                        zset id -> created ms
 //	{hookline:7}:dlqopen                       set of pending/investigating ids
 //	{hookline:7}:chain:<chain>                 list of the ids of an ordered chain (order.go)

@@ -242,3 +242,53 @@ func DLQListBenchSize() int {
 	}
 	return 20_000
 }
+
+// ListingsOf is what DLQList and ListDelivered list, page after page
+// (limit 7), under a set of filters over what LoadFinished stores, by the
+// filter's name ("dlq all", "replay source", ...): the same store must
+// list the same before and after its index loses what it keeps of each
+// entry (written by an earlier version), only slower.
+func ListingsOf(tb testing.TB, s storage.Store) map[string][]string {
+	tb.Helper()
+	out := map[string][]string{}
+	for name, f := range map[string]storage.DLQFilter{"all": {}, "source": {Source: "src1"}, "type": {Type: "type3"},
+		"pending": {Status: storage.DLQPending}, "resolved": {Status: storage.DLQResolved},
+		"destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
+		f.Limit = 7
+		for pages := 0; ; pages++ {
+			if pages > 10000 {
+				tb.Fatalf("dlq %s: no end", name)
+			}
+			p, err := s.DLQList(tb.Context(), f)
+			if err != nil {
+				tb.Fatalf("dlq %s: %v", name, err)
+			}
+			for _, e := range p.Entries {
+				out["dlq "+name] = append(out["dlq "+name], e.ID)
+			}
+			if f.Cursor = p.NextCursor; f.Cursor == "" {
+				break
+			}
+		}
+	}
+	for name, f := range map[string]storage.ReplayFilter{"all": {}, "source": {Source: "src1"}, "type": {Type: "type3"},
+		"destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
+		f.Limit = 7
+		for pages := 0; ; pages++ {
+			if pages > 10000 {
+				tb.Fatalf("replay %s: no end", name)
+			}
+			p, err := s.ListDelivered(tb.Context(), f)
+			if err != nil {
+				tb.Fatalf("replay %s: %v", name, err)
+			}
+			for _, e := range p.Events {
+				out["replay "+name] = append(out["replay "+name], e.ID)
+			}
+			if f.Cursor = p.NextCursor; f.Cursor == "" {
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package enginespike
+
+import "os"
+
+// fdatasync is fsync where Linux's fdatasync is not available.
+func fdatasync(f *os.File) error { return f.Sync() }

@@ -1,0 +1,59 @@
+package redisstore_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/redisstore"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// TestListingsWithoutIndexFields: entries and finished events written
+// before their hashes kept the listing's fields (dst, ty; src on the
+// oldest) list the same (each read in full).
+func TestListingsWithoutIndexFields(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	st := redisstore.New(redis.NewClient(&redis.Options{Addr: srv.Addr}), redisstore.Options{Prefix: prefix})
+	defer st.Close()
+	storagetest.LoadFinished(t, st, 120, 64, storage.Dead)
+	storagetest.LoadFinished(t, st, 120, 64, storage.Delivered)
+	want := storagetest.ListingsOf(t, st)
+
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	n := 0
+	for _, pattern := range []string{"{" + prefix + ":*}:dlq:*", "{" + prefix + ":*}:ev:*"} {
+		iter := c.Scan(t.Context(), 0, pattern, 500).Iterator()
+		for iter.Next(t.Context()) {
+			fields := []string{"dst", "ty"}
+			if n%2 == 0 {
+				fields = append(fields, "src")
+			}
+			if err := c.HDel(t.Context(), iter.Val(), fields...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 240 {
+		t.Fatalf("stripped the fields of %d hashes, want 240", n)
+	}
+	got := storagetest.ListingsOf(t, st)
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if !slices.Equal(got[name], want[name]) {
+			t.Errorf("%s: %d listed without the fields, %d with", name, len(got[name]), len(want[name]))
+		}
+	}
+	if len(want["dlq all"]) != 120 || len(want["replay all"]) != 120 || len(want["dlq source"]) != 30 {
+		t.Errorf("the model lists %d dead, %d delivered, %d of src1; want 120, 120, 30", len(want["dlq all"]), len(want["replay all"]), len(want["dlq source"]))
+	}
+}
