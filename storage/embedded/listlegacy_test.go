@@ -1,9 +1,7 @@
 package embedded_test
 
 import (
-	"maps"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -32,13 +30,5 @@ func TestListingsWithoutIndexValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	got := storagetest.ListingsOf(t, st)
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if !slices.Equal(got[name], want[name]) {
-			t.Errorf("%s: %d listed without index values, %d with", name, len(got[name]), len(want[name]))
-		}
-	}
-	if len(want["dlq all"]) != 120 || len(want["replay all"]) != 120 || len(want["dlq source"]) != 30 {
-		t.Errorf("the model lists %d dead, %d delivered, %d of src1; want 120, 120, 30", len(want["dlq all"]), len(want["replay all"]), len(want["dlq source"]))
-	}
+	storagetest.SameListings(t, want, storagetest.ListingsOf(t, st), 120, 120)
 }

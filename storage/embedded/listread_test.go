@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -16,34 +15,22 @@ import (
 // of 50) and decodes none of the 4 KiB entries behind them: what it
 // allocates is a small part of what the entries hold.
 func TestListsReadTheIndexOnly(t *testing.T) {
-	for _, tc := range []struct {
-		result storage.Result
-		list   func(s storage.Store) error
-	}{
-		{storage.Dead, func(s storage.Store) error {
-			_, err := s.DLQList(t.Context(), storage.DLQFilter{Type: "nothing", Limit: 50})
-			return err
-		}},
-		{storage.Delivered, func(s storage.Store) error {
-			_, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Type: "nothing", Limit: 50})
-			return err
-		}},
-	} {
+	for _, tc := range storagetest.NothingPages {
 		st, err := embedded.Open(filepath.Join(t.TempDir(), "hookline.db"), embedded.Options{Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		const n, size = 1000, 4096
-		storagetest.LoadFinished(t, st, n, size, tc.result)
+		storagetest.LoadFinished(t, st, n, size, tc.Result)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		if err := tc.list(st); err != nil {
+		if err := tc.List(t, st); err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
 		if got := after.TotalAlloc - before.TotalAlloc; got > n*size/8 {
 			t.Errorf("result %d: a page matching nothing allocated %d KiB over %d entries of %d KiB: it read the entries, not the index",
-				tc.result, got>>10, n, size>>10)
+				tc.Result, got>>10, n, size>>10)
 		}
 		st.Close()
 	}

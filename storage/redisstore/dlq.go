@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,33 +18,17 @@ import (
 // page are read in full.
 func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error) {
 	page := storage.DLQPage{Entries: []storage.DLQEntry{}}
-	after, hasAfter, err := storage.ParseListCursor(f.Cursor)
-	if err != nil {
-		return page, err
-	}
 	untimed := f // the scores bound the time, the entry read in full decides
 	untimed.Since, untimed.Until = time.Time{}, time.Time{}
-	w := indexWalk{index: "dlqidx", desc: true, lo: math.MinInt64, hi: math.MaxInt64, after: after, hasAfter: hasAfter,
-		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.dlqEntry, fields: []string{"src", "st", "dst", "ty"},
-		match: func(_ string, _ int64, v []any) bool {
-			switch {
-			case v[1] == nil:
-				return false // removed meanwhile
-			case v[3] == nil:
-				return true // written before the fields existed: read in full
-			}
-			return untimed.MatchesIndex(storage.IndexEntry{Source: str(v[0]), Status: str(v[1]), Destination: str(v[2]), Type: str(v[3])}, time.Time{})
+	w := indexWalk{index: "dlqidx", desc: true, since: f.Since, until: f.Until, cursor: f.Cursor,
+		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.dlqEntry,
+		match: func(_ string, ix storage.IndexEntry, present, complete bool) bool {
+			return present && (!complete || untimed.MatchesIndex(ix, time.Time{}))
 		}}
 	if untimed == (storage.DLQFilter{Limit: f.Limit, Cursor: f.Cursor}) {
-		w.fields, w.match = nil, func(string, int64, []any) bool { return true } // every entry matches: no field to read
+		w.match = nil // every entry matches: no field to read
 	}
-	if !f.Since.IsZero() {
-		w.lo = ms(f.Since)
-	}
-	if !f.Until.IsZero() {
-		w.hi = ms(f.Until)
-	}
-	hits, next, more, err := s.walkIndex(ctx, w)
+	hits, next, err := s.walkIndex(ctx, w)
 	if err != nil {
 		return page, err
 	}
@@ -69,9 +52,7 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 		page.Entries = append(page.Entries, e)
 		parts = append(parts, h.p)
 	}
-	if more {
-		page.NextCursor = storage.ListCursor(next)
-	}
+	page.NextCursor = next
 	if err := s.fillWaiting(ctx, page.Entries, func(i int) partition { return parts[i] }); err != nil {
 		return storage.DLQPage{Entries: []storage.DLQEntry{}}, err
 	}

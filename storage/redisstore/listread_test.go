@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/redistest"
-	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/redisstore"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -21,29 +20,17 @@ func TestListsReadTheIndexOnly(t *testing.T) {
 	srv := redistest.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
-	for _, tc := range []struct {
-		result storage.Result
-		list   func(s storage.Store) error
-	}{
-		{storage.Dead, func(s storage.Store) error {
-			_, err := s.DLQList(t.Context(), storage.DLQFilter{Type: "nothing", Limit: 50})
-			return err
-		}},
-		{storage.Delivered, func(s storage.Store) error {
-			_, err := s.ListDelivered(t.Context(), storage.ReplayFilter{Type: "nothing", Limit: 50})
-			return err
-		}},
-	} {
+	for _, tc := range storagetest.NothingPages {
 		st := redisstore.New(redis.NewClient(&redis.Options{Addr: srv.Addr}), redisstore.Options{Prefix: redistest.Prefix()})
 		const n, size = 1000, 4096
-		storagetest.LoadFinished(t, st, n, size, tc.result)
+		storagetest.LoadFinished(t, st, n, size, tc.Result)
 		before := netOutput(t, c)
-		if err := tc.list(st); err != nil {
+		if err := tc.List(t, st); err != nil {
 			t.Fatal(err)
 		}
 		if got := netOutput(t, c) - before; got > n*size/8 {
 			t.Errorf("result %d: a page matching nothing made Redis send %d KiB over %d entries of %d KiB: it read the entries, not their fields",
-				tc.result, got>>10, n, size>>10)
+				tc.Result, got>>10, n, size>>10)
 		}
 		st.Close()
 	}

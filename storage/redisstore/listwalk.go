@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -31,23 +32,36 @@ const listChunk = 200
 type indexWalk struct {
 	index string // the sorted set of each partition: "dlqidx" or "done"
 	desc  bool   // newest first
-	// lo and hi bound the scores, inclusive.
-	lo, hi int64
-	// after is the cursor (ok: given): members at or before it are not
-	// examined.
-	after    storage.ListPosition
-	hasAfter bool
-	limit    int // matches wanted
-	budget   int // members examined at most, over all partitions
-	// hash is the hash of a member, fields the fields read of it (none:
-	// match gets nil values).
-	hash   func(p partition, id string) string
-	fields []string
-	// match reports whether the member may be on the page (its fields in
-	// vals, nil where absent). It may say yes when the fields cannot tell
-	// (a member written before they existed): the caller decides on the
-	// member read in full.
-	match func(id string, at int64, vals []any) bool
+	// since and until bound the scores, inclusive, to the millisecond
+	// (zero: unbounded).
+	since, until time.Time
+	// cursor is where an earlier page stopped (storage.ListCursor; "":
+	// from the start): members at or before it are not examined.
+	cursor string
+	limit  int // matches wanted
+	budget int // members examined at most, over all partitions
+	// hash is the hash of a member.
+	hash func(p partition, id string) string
+	// match reports whether the member may be on the page from what its
+	// hash keeps of it (indexEntry). It may say yes when the fields cannot
+	// tell (a member written before they existed): the caller decides on
+	// the member read in full. Nil: every member matches, no field is read.
+	match func(id string, ix storage.IndexEntry, present, complete bool) bool
+}
+
+// indexFields are the hash fields a listing reads of each member: what a
+// DLQ entry's hash and a finished job's keep of storage.IndexEntry.
+var indexFields = []string{"src", "dst", "ty", "st"}
+
+// indexEntry reads indexFields' values: present false when the member is
+// gone (no status), complete false when it was written before the fields
+// existed (the caller reads it in full).
+func indexEntry(v []any) (ix storage.IndexEntry, present, complete bool) {
+	if len(v) != len(indexFields) || v[3] == nil {
+		return ix, false, false
+	}
+	ix = storage.IndexEntry{Source: str(v[0]), Destination: str(v[1]), Type: str(v[2]), Status: str(v[3])}
+	return ix, true, v[0] != nil && v[2] != nil
 }
 
 // indexHit is one member the walk matched.
@@ -82,24 +96,35 @@ func (w *indexWalk) beyond(a, b storage.ListPosition) bool {
 }
 
 // walkIndex walks w over every partition: the hits of the page in the
-// walk's order (at most w.limit), and the position the next page goes on
-// after (more false: the range is exhausted).
-func (s *Store) walkIndex(ctx context.Context, w indexWalk) (hits []indexHit, next storage.ListPosition, more bool, err error) {
-	if w.lo > w.hi {
-		return nil, next, false, nil
+// walk's order (at most w.limit), and the cursor the next page goes on
+// from ("": the range is exhausted), or storage.ErrInvalidCursor.
+func (s *Store) walkIndex(ctx context.Context, w indexWalk) (hits []indexHit, next string, err error) {
+	after, hasAfter, err := storage.ParseListCursor(w.cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !w.since.IsZero() {
+		lo = ms(w.since)
+	}
+	if !w.until.IsZero() {
+		hi = ms(w.until)
+	}
+	if lo > hi {
+		return nil, "", nil
 	}
 	perPart := max(w.limit, (w.budget+len(s.parts)-1)/len(s.parts))
 	walks := make([]*partWalk, len(s.parts))
 	for i, p := range s.parts {
-		pw := &partWalk{p: p, last: w.after, hasLast: w.hasAfter, bound: w.hi}
+		pw := &partWalk{p: p, last: after, hasLast: hasAfter, bound: hi}
 		if !w.desc {
-			pw.bound = w.lo
+			pw.bound = lo
 		}
-		if w.hasAfter {
+		if hasAfter {
 			if w.desc {
-				pw.bound = min(pw.bound, w.after.At)
+				pw.bound = min(pw.bound, after.At)
 			} else {
-				pw.bound = max(pw.bound, w.after.At)
+				pw.bound = max(pw.bound, after.At)
 			}
 		}
 		walks[i] = pw
@@ -115,10 +140,10 @@ func (s *Store) walkIndex(ctx context.Context, w indexWalk) (hits []indexHit, ne
 			break
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, next, false, err
+			return nil, "", err
 		}
-		if err := s.walkRound(ctx, &w, active, perPart); err != nil {
-			return nil, next, false, err
+		if err := s.walkRound(ctx, &w, active, perPart, lo, hi); err != nil {
+			return nil, "", err
 		}
 	}
 	// the page ends at the least advanced stop: every partition examined
@@ -143,16 +168,19 @@ func (s *Store) walkIndex(ctx context.Context, w indexWalk) (hits []indexHit, ne
 		}
 		return a.pos.Compare(b.pos)
 	})
-	if len(hits) > w.limit {
+	switch {
+	case len(hits) > w.limit:
 		hits = hits[:w.limit]
-		return hits, hits[w.limit-1].pos, true, nil
+		return hits, storage.ListCursor(hits[w.limit-1].pos), nil
+	case bounded:
+		return hits, storage.ListCursor(end), nil
 	}
-	return hits, end, bounded, nil
+	return hits, "", nil
 }
 
 // walkRound reads the next chunk of every active partition (one pipeline
 // for the ranges, one for the fields) and examines it.
-func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk, perPart int) error {
+func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk, perPart int, lo, hi int64) error {
 	ranges := make([]*redis.ZSliceCmd, len(active))
 	counts := make([]int, len(active))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -160,10 +188,10 @@ func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk,
 			counts[i] = min(listChunk, perPart-pw.scanned)
 			by := &redis.ZRangeBy{Offset: pw.ties, Count: int64(counts[i])}
 			if w.desc {
-				by.Max, by.Min = scoreArg(pw.bound), scoreArg(w.lo)
+				by.Max, by.Min = scoreArg(pw.bound), scoreArg(lo)
 				ranges[i] = pipe.ZRevRangeByScoreWithScores(ctx, pw.p.key(w.index), by)
 			} else {
-				by.Min, by.Max = scoreArg(pw.bound), scoreArg(w.hi)
+				by.Min, by.Max = scoreArg(pw.bound), scoreArg(hi)
 				ranges[i] = pipe.ZRangeByScoreWithScores(ctx, pw.p.key(w.index), by)
 			}
 		}
@@ -173,11 +201,11 @@ func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk,
 		return unavailable(err)
 	}
 	fields := make([][]*redis.SliceCmd, len(active))
-	if len(w.fields) > 0 {
+	if w.match != nil {
 		_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for i, pw := range active {
 				for _, z := range ranges[i].Val() {
-					fields[i] = append(fields[i], pipe.HMGet(ctx, w.hash(pw.p, z.Member.(string)), w.fields...))
+					fields[i] = append(fields[i], pipe.HMGet(ctx, w.hash(pw.p, z.Member.(string)), indexFields...))
 				}
 			}
 			return nil
@@ -200,11 +228,12 @@ func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk,
 			}
 			pw.scanned++
 			pw.last, pw.hasLast = pos, true
-			var vals []any
-			if fields[i] != nil {
-				vals = fields[i][j].Val()
+			ok := w.match == nil
+			if !ok {
+				ix, present, complete := indexEntry(fields[i][j].Val())
+				ok = w.match(pos.ID, ix, present, complete)
 			}
-			if w.match(pos.ID, pos.At, vals) {
+			if ok {
 				pw.hits = append(pw.hits, indexHit{pw.p, pos})
 				if len(pw.hits) == w.limit {
 					pw.stopped = true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"strconv"
 	"time"
 
@@ -19,30 +18,16 @@ import (
 // dst, ty); only the events on the page are read in full.
 func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (storage.ReplayPage, error) {
 	page := storage.ReplayPage{Events: []storage.EventInfo{}}
-	after, hasAfter, err := storage.ParseListCursor(f.Cursor)
-	if err != nil {
-		return page, err
-	}
 	untimed := f // the scores bound the time (to the millisecond), the event read in full decides the rest
 	untimed.Since, untimed.Until = time.Time{}, time.Time{}
-	w := indexWalk{index: "done", lo: math.MinInt64, hi: math.MaxInt64, after: after, hasAfter: hasAfter,
-		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.ev, fields: []string{"st", "src", "dst", "ty"},
-		match: func(id string, _ int64, v []any) bool {
-			switch {
-			case v[0] == nil:
-				return false // removed meanwhile
-			case v[1] == nil || v[3] == nil:
-				return str(v[0]) == string(storage.StatusDelivered) // finished before the fields existed: read in full
+	hits, next, err := s.walkIndex(ctx, indexWalk{index: "done", since: f.Since, until: f.Until, cursor: f.Cursor,
+		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.ev,
+		match: func(id string, ix storage.IndexEntry, present, complete bool) bool {
+			if !complete { // finished before the fields existed: read in full
+				return present && ix.Status == string(storage.StatusDelivered)
 			}
-			return untimed.MatchesIndex(id, storage.IndexEntry{Status: str(v[0]), Source: str(v[1]), Destination: str(v[2]), Type: str(v[3])}, time.Time{})
-		}}
-	if !f.Since.IsZero() {
-		w.lo = ms(f.Since)
-	}
-	if !f.Until.IsZero() {
-		w.hi = ms(f.Until)
-	}
-	hits, next, more, err := s.walkIndex(ctx, w)
+			return untimed.MatchesIndex(id, ix, time.Time{})
+		}})
 	if err != nil {
 		return page, err
 	}
@@ -76,9 +61,7 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 			page.Events = append(page.Events, *storage.NewEventInfo(&ev, attempts, st, time.Time{}, fin))
 		}
 	}
-	if more {
-		page.NextCursor = storage.ListCursor(next)
-	}
+	page.NextCursor = next
 	return page, nil
 }
 

@@ -152,58 +152,6 @@ func CountsBenchSize() int {
 	return 100_000
 }
 
-// LoadFinished stores n events of source "src<i%4>" and type "type<i%8>",
-// each with a payload of size bytes (32 writers), and finishes each with
-// result (Dead: n DLQ entries; Delivered: n events to replay), for the
-// listing benchmarks and the tests of what a listing reads.
-func LoadFinished(tb testing.TB, s storage.Store, n, size int, result storage.Result) {
-	ctx := tb.Context()
-	body := make([]byte, size)
-	for i := range body {
-		body[i] = 'a' + byte(i%26)
-	}
-	var seq atomic.Int64
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := seq.Add(1)
-				if i > int64(n) {
-					return
-				}
-				ev := &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
-					Source: fmt.Sprintf("src%d", i%4), Type: fmt.Sprintf("type%d", i%8), Upstream: "http://127.0.0.1:1/",
-					Body: body, ReceivedAt: time.Now()}
-				if _, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil {
-					tb.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for done := 0; done < n; {
-		jobs, err := s.Lease(ctx, time.Now(), min(1000, n-done), time.Minute, nil)
-		if err != nil || len(jobs) == 0 {
-			tb.Fatalf("Lease: %d jobs, %v", len(jobs), err)
-		}
-		var fwg sync.WaitGroup
-		for _, j := range jobs {
-			fwg.Add(1)
-			go func() {
-				defer fwg.Done()
-				if err := s.Finish(ctx, j, storage.Outcome{Result: result, Error: "bench"}); err != nil {
-					tb.Error(err)
-				}
-			}()
-		}
-		fwg.Wait()
-		done += len(jobs)
-	}
-}
-
 // BenchmarkDLQList times one page (limit 50) of the DLQ list of a store
 // holding n dead entries of 4 KiB (LoadFinished): every entry ("all"), the
 // dashboard's default filter that every entry passes ("pending"), one
@@ -241,54 +189,4 @@ func DLQListBenchSize() int {
 		return n
 	}
 	return 20_000
-}
-
-// ListingsOf is what DLQList and ListDelivered list, page after page
-// (limit 7), under a set of filters over what LoadFinished stores, by the
-// filter's name ("dlq all", "replay source", ...): the same store must
-// list the same before and after its index loses what it keeps of each
-// entry (written by an earlier version), only slower.
-func ListingsOf(tb testing.TB, s storage.Store) map[string][]string {
-	tb.Helper()
-	out := map[string][]string{}
-	for name, f := range map[string]storage.DLQFilter{"all": {}, "source": {Source: "src1"}, "type": {Type: "type3"},
-		"pending": {Status: storage.DLQPending}, "resolved": {Status: storage.DLQResolved},
-		"destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
-		f.Limit = 7
-		for pages := 0; ; pages++ {
-			if pages > 10000 {
-				tb.Fatalf("dlq %s: no end", name)
-			}
-			p, err := s.DLQList(tb.Context(), f)
-			if err != nil {
-				tb.Fatalf("dlq %s: %v", name, err)
-			}
-			for _, e := range p.Entries {
-				out["dlq "+name] = append(out["dlq "+name], e.ID)
-			}
-			if f.Cursor = p.NextCursor; f.Cursor == "" {
-				break
-			}
-		}
-	}
-	for name, f := range map[string]storage.ReplayFilter{"all": {}, "source": {Source: "src1"}, "type": {Type: "type3"},
-		"destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
-		f.Limit = 7
-		for pages := 0; ; pages++ {
-			if pages > 10000 {
-				tb.Fatalf("replay %s: no end", name)
-			}
-			p, err := s.ListDelivered(tb.Context(), f)
-			if err != nil {
-				tb.Fatalf("replay %s: %v", name, err)
-			}
-			for _, e := range p.Events {
-				out["replay "+name] = append(out["replay "+name], e.ID)
-			}
-			if f.Cursor = p.NextCursor; f.Cursor == "" {
-				break
-			}
-		}
-	}
-	return out
 }
