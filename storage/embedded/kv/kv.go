@@ -1,0 +1,443 @@
+// Package kv gives the embedded store bbolt's model of its data over
+// Pebble, the log-structured engine chosen by measurement
+// (docs/benchmarks.md): named buckets of sorted keys (nested too), cursors,
+// read transactions on a consistent snapshot, and one write transaction at
+// a time that commits all of its writes, synced, or none. The store's
+// rules are written against this model; what differs under it is the
+// engine's: writes go to a log and sorted tables, deleted keys leave
+// tombstones until a compaction drops them, and space comes back to the
+// file system.
+//
+// Layout: a bucket has a path (its parent's, then 0x02, its name and a 0
+// byte); its own keys are stored after its path and 0x01, so that they
+// sort apart from its sub-buckets' (after 0x02); a bucket exists while its
+// marker key does, and its sequence has a key of its own. Names hold no 0
+// byte.
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Errors, as bbolt names them.
+var (
+	ErrBucketNotFound = errors.New("kv: bucket not found")
+	ErrBucketExists   = errors.New("kv: bucket already exists")
+	ErrBucketName     = errors.New("kv: bucket name required (without a 0 byte)")
+	ErrKeyRequired    = errors.New("kv: key required")
+	ErrTxNotWritable  = errors.New("kv: tx not writable")
+)
+
+// Options tune the engine.
+type Options struct {
+	// BlockCache is the size of the block cache in bytes (default 64
+	// MiB: a lease's reads stay in memory).
+	BlockCache int64
+	// MemTable is the size of a memtable in bytes (default 4 MiB; each
+	// write-ahead log file is preallocated to about this size).
+	MemTable uint64
+}
+
+// DB is an open store directory.
+type DB struct {
+	db  *pebble.DB
+	wmu sync.Mutex // one write transaction at a time
+}
+
+// Open opens (creating it if needed) the store in directory dir.
+func Open(dir string, o Options) (*DB, error) {
+	if o.BlockCache <= 0 {
+		o.BlockCache = 64 << 20
+	}
+	cache := pebble.NewCache(o.BlockCache)
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: quiet{}})
+	if err != nil {
+		return nil, err
+	}
+	return &DB{db: db}, nil
+}
+
+// Close closes the store.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Engine is the Pebble database under the store (flushes, compactions,
+// metrics).
+func (d *DB) Engine() *pebble.DB { return d.db }
+
+// reader is what a transaction reads through: a snapshot, or the write
+// transaction's indexed batch (its own writes over the database).
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+// View runs fn in a read transaction on a snapshot.
+func (d *DB) View(fn func(*Tx) error) error {
+	snap := d.db.NewSnapshot()
+	tx := &Tx{r: snap}
+	defer func() {
+		tx.close()
+		snap.Close()
+	}()
+	return fn(tx)
+}
+
+// Update runs fn in the write transaction and commits its writes synced
+// if it returns nil; an error (or a panic, which goes on) discards them.
+func (d *DB) Update(fn func(*Tx) error) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	b := d.db.NewIndexedBatch()
+	tx := &Tx{r: b, w: b}
+	committed := false
+	defer func() {
+		tx.close()
+		if !committed {
+			b.Close()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	tx.close() // iterators must be closed before the batch commits
+	committed = true
+	defer b.Close()
+	return b.Commit(pebble.Sync)
+}
+
+// Tx is a transaction: read-only (View) or the write transaction
+// (Update). Values and keys it returns are copies, valid after it ends.
+type Tx struct {
+	r     reader
+	w     *pebble.Batch // nil: read-only
+	iters []*pebble.Iterator
+}
+
+// close closes the iterators the transaction's cursors opened.
+func (tx *Tx) close() {
+	for _, it := range tx.iters {
+		_ = it.Close()
+	}
+	tx.iters = nil
+}
+
+// Writable reports whether tx may write.
+func (tx *Tx) Writable() bool { return tx.w != nil }
+
+// root is the bucket of the top-level buckets (it holds no keys of its
+// own).
+func (tx *Tx) root() *Bucket { return &Bucket{tx: tx} }
+
+// Bucket is the top-level bucket name, nil when it does not exist.
+func (tx *Tx) Bucket(name []byte) *Bucket { return tx.root().Bucket(name) }
+
+// CreateBucket creates the top-level bucket name (ErrBucketExists when
+// it exists).
+func (tx *Tx) CreateBucket(name []byte) (*Bucket, error) { return tx.root().CreateBucket(name) }
+
+// CreateBucketIfNotExists is the top-level bucket name, created if needed.
+func (tx *Tx) CreateBucketIfNotExists(name []byte) (*Bucket, error) {
+	return tx.root().CreateBucketIfNotExists(name)
+}
+
+// DeleteBucket deletes the top-level bucket name and all it holds.
+func (tx *Tx) DeleteBucket(name []byte) error { return tx.root().DeleteBucket(name) }
+
+// get reads key (nil when absent; a present empty value is non-nil).
+func (tx *Tx) get(key []byte) ([]byte, error) {
+	v, closer, err := tx.r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, closer.Close()
+}
+
+// iter opens an iterator over [lo, hi), closed with the transaction.
+func (tx *Tx) iter(lo, hi []byte) *pebble.Iterator {
+	it, err := tx.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		panic(fmt.Sprintf("kv: opening an iterator: %v", err)) // only on a closed DB
+	}
+	tx.iters = append(tx.iters, it)
+	return it
+}
+
+// Marker and sequence keys of the bucket at path p (the path of its
+// parent, then its name and a 0 byte): they sort before every bucket's
+// data, as names never start with a 0 byte.
+func markerKey(p []byte) []byte { return append([]byte("\x00b\x00"), p...) }
+func seqKey(p []byte) []byte    { return append([]byte("\x00s\x00"), p...) }
+
+// end is the first key after every key starting with prefix.
+func end(prefix []byte) []byte {
+	e := bytes.Clone(prefix)
+	for i := len(e) - 1; i >= 0; i-- {
+		if e[i] < 0xff {
+			e[i]++
+			return e[:i+1]
+		}
+	}
+	return nil // every key
+}
+
+// Bucket is a bucket of a transaction.
+type Bucket struct {
+	tx   *Tx
+	path []byte // the prefix of its keys ("" for the root)
+	// FillPercent is bbolt's page split fill; kept so that the store's
+	// code reads the same, and ignored (sorted tables have no pages to
+	// split).
+	FillPercent float64
+}
+
+// child is the path of sub-bucket name.
+func (b *Bucket) child(name []byte) ([]byte, error) {
+	if len(name) == 0 || bytes.IndexByte(name, 0) >= 0 {
+		return nil, ErrBucketName
+	}
+	p := append(append(bytes.Clone(b.path), 2), name...)
+	return append(p, 0), nil
+}
+
+// key is the engine's key of the bucket's own key k.
+func (b *Bucket) key(k []byte) []byte {
+	return append(append(append(make([]byte, 0, len(b.path)+1+len(k)), b.path...), 1), k...)
+}
+
+func (b *Bucket) exists(p []byte) bool {
+	v, err := b.tx.get(markerKey(p))
+	return err == nil && v != nil
+}
+
+// Bucket is the sub-bucket name, nil when it does not exist.
+func (b *Bucket) Bucket(name []byte) *Bucket {
+	p, err := b.child(name)
+	if err != nil || !b.exists(p) {
+		return nil
+	}
+	return &Bucket{tx: b.tx, path: p}
+}
+
+// CreateBucket creates the sub-bucket name (ErrBucketExists when it
+// exists).
+func (b *Bucket) CreateBucket(name []byte) (*Bucket, error) {
+	if !b.tx.Writable() {
+		return nil, ErrTxNotWritable
+	}
+	p, err := b.child(name)
+	if err != nil {
+		return nil, err
+	}
+	if b.exists(p) {
+		return nil, ErrBucketExists
+	}
+	if err := b.tx.w.Set(markerKey(p), nil, nil); err != nil {
+		return nil, err
+	}
+	return &Bucket{tx: b.tx, path: p}, nil
+}
+
+// CreateBucketIfNotExists is the sub-bucket name, created if needed.
+func (b *Bucket) CreateBucketIfNotExists(name []byte) (*Bucket, error) {
+	if c := b.Bucket(name); c != nil {
+		return c, nil
+	}
+	return b.CreateBucket(name)
+}
+
+// DeleteBucket deletes the sub-bucket name, its keys, its sub-buckets
+// and their sequences.
+func (b *Bucket) DeleteBucket(name []byte) error {
+	if !b.tx.Writable() {
+		return ErrTxNotWritable
+	}
+	p, err := b.child(name)
+	if err != nil {
+		return err
+	}
+	if !b.exists(p) {
+		return ErrBucketNotFound
+	}
+	for _, prefix := range [][]byte{p, markerKey(p), seqKey(p)} {
+		if err := b.tx.w.DeleteRange(prefix, end(prefix), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get is the value of key (nil when absent).
+func (b *Bucket) Get(key []byte) []byte {
+	v, err := b.tx.get(b.key(key))
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// Put sets key to value.
+func (b *Bucket) Put(key, value []byte) error {
+	if !b.tx.Writable() {
+		return ErrTxNotWritable
+	}
+	if len(key) == 0 {
+		return ErrKeyRequired
+	}
+	return b.tx.w.Set(b.key(key), value, nil)
+}
+
+// Delete deletes key (nothing when absent).
+func (b *Bucket) Delete(key []byte) error {
+	if !b.tx.Writable() {
+		return ErrTxNotWritable
+	}
+	return b.tx.w.Delete(b.key(key), nil)
+}
+
+// NextSequence increments and returns the bucket's sequence.
+func (b *Bucket) NextSequence() (uint64, error) {
+	if !b.tx.Writable() {
+		return 0, ErrTxNotWritable
+	}
+	var n uint64
+	v, err := b.tx.get(seqKey(b.path))
+	if err != nil {
+		return 0, err
+	}
+	if len(v) == 8 {
+		n = binary.BigEndian.Uint64(v)
+	}
+	n++
+	return n, b.tx.w.Set(seqKey(b.path), binary.BigEndian.AppendUint64(nil, n), nil)
+}
+
+// Sequence is the bucket's sequence (0 before any NextSequence).
+func (b *Bucket) Sequence() uint64 {
+	v, err := b.tx.get(seqKey(b.path))
+	if err != nil || len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// ForEach calls fn with each key and value of the bucket in order (its
+// sub-buckets' keys are not its own), stopping at fn's first error.
+func (b *Bucket) ForEach(fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForEachBucket calls fn with the name of each sub-bucket in order,
+// stopping at fn's first error. (A bbolt cursor lists sub-buckets among
+// the keys, with a nil value; here a cursor walks the keys alone.)
+func (b *Bucket) ForEachBucket(fn func(name []byte) error) error {
+	prefix := markerKey(append(bytes.Clone(b.path), 2))
+	it := b.tx.iter(prefix, end(prefix))
+	for ok := it.First(); ok; ok = it.Next() {
+		rest := it.Key()[len(prefix):]
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 || i != len(rest)-1 {
+			continue // a deeper bucket's marker
+		}
+		if err := fn(bytes.Clone(rest[:i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeyN counts the bucket's own keys (bbolt's Stats().KeyN).
+func (b *Bucket) KeyN() int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// Cursor walks the bucket's own keys in order.
+func (b *Bucket) Cursor() *Cursor {
+	lo := b.key(nil)
+	hi := append(bytes.Clone(b.path), 2)
+	return &Cursor{b: b, it: b.tx.iter(lo, hi), skip: len(lo)}
+}
+
+// Cursor is a position among a bucket's own keys (not its sub-buckets':
+// ForEachBucket lists those). Keys and values it returns are copies. It sees the writes its transaction made before it was
+// opened (not those after: a cursor walking while its bucket changes
+// walks what was there when it began, except through Delete).
+type Cursor struct {
+	b    *Bucket
+	it   *pebble.Iterator
+	skip int // the length of the prefix of the bucket's keys
+}
+
+// at is the current key and value (nil, nil past either end).
+func (c *Cursor) at(valid bool) ([]byte, []byte) {
+	if !valid {
+		return nil, nil
+	}
+	v, err := c.it.ValueAndErr()
+	if err != nil {
+		return nil, nil
+	}
+	return bytes.Clone(c.it.Key()[c.skip:]), append(make([]byte, 0, len(v)), v...)
+}
+
+// First moves to the first key.
+func (c *Cursor) First() ([]byte, []byte) { return c.at(c.it.First()) }
+
+// Last moves to the last key.
+func (c *Cursor) Last() ([]byte, []byte) { return c.at(c.it.Last()) }
+
+// Next moves to the next key.
+func (c *Cursor) Next() ([]byte, []byte) { return c.at(c.it.Next()) }
+
+// Prev moves to the previous key.
+func (c *Cursor) Prev() ([]byte, []byte) { return c.at(c.it.Prev()) }
+
+// Seek moves to the first key at or after seek.
+func (c *Cursor) Seek(seek []byte) ([]byte, []byte) { return c.at(c.it.SeekGE(c.b.key(seek))) }
+
+// Delete deletes the key the cursor is on (the cursor stays there: Next
+// and Prev move on from it).
+func (c *Cursor) Delete() error {
+	if !c.b.tx.Writable() {
+		return ErrTxNotWritable
+	}
+	if !c.it.Valid() {
+		return nil
+	}
+	return c.b.tx.w.Delete(slices.Clone(c.it.Key()), nil)
+}
+
+// quiet is a pebble.Logger without Pebble's informational lines.
+type quiet struct{}
+
+func (quiet) Infof(string, ...any) {}
+func (quiet) Errorf(format string, args ...any) {
+	pebble.DefaultLogger.Errorf(format, args...)
+}
+func (quiet) Fatalf(format string, args ...any) {
+	pebble.DefaultLogger.Fatalf(format, args...)
+}

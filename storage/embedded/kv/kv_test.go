@@ -1,0 +1,373 @@
+package kv_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/storage/embedded/kv"
+)
+
+func open(t *testing.T) *kv.DB {
+	t.Helper()
+	db, err := kv.Open(filepath.Join(t.TempDir(), "kv"), kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// walk is every key and value of a bucket, forwards, then backwards from
+// the last, as "k=v" strings.
+type walker interface {
+	First() ([]byte, []byte)
+	Last() ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Prev() ([]byte, []byte)
+	Seek([]byte) ([]byte, []byte)
+}
+
+func walk(c walker, bucket func(k []byte) bool) (fwd, back []string, seek string) {
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if !bucket(k) {
+			fwd = append(fwd, fmt.Sprintf("%q=%q", k, v))
+		}
+	}
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if !bucket(k) {
+			back = append(back, fmt.Sprintf("%q=%q", k, v))
+		}
+	}
+	k, v := c.Seek([]byte("a\x00"))
+	for k != nil && bucket(k) {
+		k, v = c.Next()
+	}
+	return fwd, back, fmt.Sprintf("%q=%q", k, v)
+}
+
+// TestSameAsBbolt runs the same random operations on bbolt and on kv (keys
+// with 0 bytes, empty values, nested buckets, sequences, deletes through
+// cursors, a write transaction that fails and one that panics) and
+// compares every read: the store's code may rely on bbolt's answers.
+func TestSameAsBbolt(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { sameAsBbolt(t, seed) })
+	}
+}
+
+func sameAsBbolt(t *testing.T, seed uint64) {
+	bdb, err := bolt.Open(filepath.Join(t.TempDir(), "bolt.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	kdb := open(t)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	keys := [][]byte{[]byte("a"), []byte("a\x00"), []byte("a\x00b"), []byte("a\x01"), []byte("b"), {0}, {0xff, 0xff}, []byte("zz"), []byte("m\x02n")}
+	names := [][]byte{[]byte("events"), []byte("queue"), []byte("q")}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		for _, n := range names[:2] {
+			if _, err := tx.CreateBucket(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kdb.Update(func(tx *kv.Tx) error {
+		for _, n := range names[:2] {
+			if _, err := tx.CreateBucket(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fail := errors.New("rolled back")
+	for round := range 600 {
+		op := rng.IntN(10)
+		name := names[rng.IntN(len(names))]
+		key := keys[rng.IntN(len(keys))]
+		val := []byte(fmt.Sprintf("v%d", round))
+		if rng.IntN(5) == 0 {
+			val = nil
+		}
+		sub := []byte(fmt.Sprintf("chain%d", rng.IntN(3)))
+		failing := rng.IntN(8) == 0
+		var bres, kres string
+		berr := bdb.Update(func(tx *bolt.Tx) error {
+			bres = boltOp(tx, op, name, sub, key, val)
+			if failing {
+				return fail
+			}
+			return nil
+		})
+		kerr := kdb.Update(func(tx *kv.Tx) error {
+			kres = kvOp(tx, op, name, sub, key, val)
+			if failing {
+				return fail
+			}
+			return nil
+		})
+		if bres != kres || (berr == nil) != (kerr == nil) {
+			t.Fatalf("round %d, op %d on %s/%s %q=%q (failing %v): bbolt %q %v, kv %q %v", round, op, name, sub, key, val, failing, bres, berr, kres, kerr)
+		}
+		// everything reads the same in a read transaction
+		var bview, kview string
+		_ = bdb.View(func(tx *bolt.Tx) error { bview = boltDump(tx, names); return nil })
+		_ = kdb.View(func(tx *kv.Tx) error { kview = kvDump(tx, names); return nil })
+		if bview != kview {
+			t.Fatalf("round %d, op %d: the stores differ\nbbolt %s\nkv    %s", round, op, bview, kview)
+		}
+	}
+}
+
+func boltOp(tx *bolt.Tx, op int, name, sub, key, val []byte) string {
+	b := tx.Bucket(name)
+	switch op {
+	case 0, 1, 2:
+		if b == nil {
+			return "no bucket"
+		}
+		return fmt.Sprint(b.Put(key, val))
+	case 3:
+		if b == nil {
+			return "no bucket"
+		}
+		return fmt.Sprint(b.Delete(key))
+	case 4:
+		_, err := tx.CreateBucketIfNotExists(name)
+		return fmt.Sprint(err == nil)
+	case 5:
+		return fmt.Sprint(tx.DeleteBucket(name) == nil)
+	case 6:
+		if b == nil {
+			return "no bucket"
+		}
+		c, err := b.CreateBucketIfNotExists(sub)
+		if err != nil {
+			return err.Error()
+		}
+		n, err := c.NextSequence()
+		return fmt.Sprint(n, err, c.Put(key, val))
+	case 7:
+		if b == nil {
+			return "no bucket"
+		}
+		return fmt.Sprint(b.DeleteBucket(sub) == nil)
+	case 8: // delete through a cursor every other key from a seek
+		if b == nil {
+			return "no bucket"
+		}
+		c := b.Cursor()
+		var out []string
+		i := 0
+		for k, _ := c.Seek(key); k != nil; k, _ = c.Next() {
+			if b.Bucket(k) != nil {
+				continue // kv's cursors walk keys alone
+			}
+			if i%2 == 0 {
+				out = append(out, string(k))
+				if err := c.Delete(); err != nil {
+					return err.Error()
+				}
+			}
+			i++
+		}
+		return fmt.Sprint(out)
+	default: // reads of the write transaction: its own writes
+		if b == nil {
+			return "no bucket"
+		}
+		v := b.Get(key)
+		return fmt.Sprintf("%q %v", v, v != nil)
+	}
+}
+
+func kvOp(tx *kv.Tx, op int, name, sub, key, val []byte) string {
+	b := tx.Bucket(name)
+	switch op {
+	case 0, 1, 2:
+		if b == nil {
+			return "no bucket"
+		}
+		return fmt.Sprint(b.Put(key, val))
+	case 3:
+		if b == nil {
+			return "no bucket"
+		}
+		return fmt.Sprint(b.Delete(key))
+	case 4:
+		_, err := tx.CreateBucketIfNotExists(name)
+		return fmt.Sprint(err == nil)
+	case 5:
+		return fmt.Sprint(tx.DeleteBucket(name) == nil)
+	case 6:
+		if b == nil {
+			return "no bucket"
+		}
+		c, err := b.CreateBucketIfNotExists(sub)
+		if err != nil {
+			return err.Error()
+		}
+		n, err := c.NextSequence()
+		return fmt.Sprint(n, err, c.Put(key, val))
+	case 7:
+		if b == nil {
+			return "no bucket"
+		}
+		return fmt.Sprint(b.DeleteBucket(sub) == nil)
+	case 8:
+		if b == nil {
+			return "no bucket"
+		}
+		c := b.Cursor()
+		var out []string
+		i := 0
+		for k, _ := c.Seek(key); k != nil; k, _ = c.Next() {
+			if i%2 == 0 {
+				out = append(out, string(k))
+				if err := c.Delete(); err != nil {
+					return err.Error()
+				}
+			}
+			i++
+		}
+		return fmt.Sprint(out)
+	default:
+		if b == nil {
+			return "no bucket"
+		}
+		v := b.Get(key)
+		return fmt.Sprintf("%q %v", v, v != nil)
+	}
+}
+
+// boltDump is every bucket's keys (both ways), sub-buckets' keys and
+// sequences, and a seek from each key.
+func boltDump(tx *bolt.Tx, names [][]byte) string {
+	var out bytes.Buffer
+	for _, n := range names {
+		b := tx.Bucket(n)
+		if b == nil {
+			fmt.Fprintf(&out, "%s: none; ", n)
+			continue
+		}
+		// bbolt's cursors list sub-buckets among the keys (nil value):
+		// kv lists them apart (ForEachBucket)
+		var keys, buckets []string
+		_ = b.ForEach(func(k, v []byte) error {
+			if b.Bucket(k) != nil {
+				buckets = append(buckets, string(k))
+			} else {
+				keys = append(keys, fmt.Sprintf("%q=%q", k, v))
+			}
+			return nil
+		})
+		fwd, back, seek := walk(b.Cursor(), func(k []byte) bool { return b.Bucket(k) != nil })
+		fmt.Fprintf(&out, "%s: %v buckets %v; %v %v %s; ", n, keys, buckets, fwd, back, seek)
+		for i := range 3 {
+			sub := []byte(fmt.Sprintf("chain%d", i))
+			if c := b.Bucket(sub); c != nil {
+				f, back, _ := walk(c.Cursor(), func([]byte) bool { return false })
+				fmt.Fprintf(&out, "%s/%s: %v %v seq %d keys %d; ", n, sub, f, back, c.Sequence(), c.Stats().KeyN)
+			}
+		}
+	}
+	return out.String()
+}
+
+func kvDump(tx *kv.Tx, names [][]byte) string {
+	var out bytes.Buffer
+	for _, n := range names {
+		b := tx.Bucket(n)
+		if b == nil {
+			fmt.Fprintf(&out, "%s: none; ", n)
+			continue
+		}
+		var keys, buckets []string
+		_ = b.ForEach(func(k, v []byte) error {
+			keys = append(keys, fmt.Sprintf("%q=%q", k, v))
+			return nil
+		})
+		_ = b.ForEachBucket(func(name []byte) error {
+			buckets = append(buckets, string(name))
+			return nil
+		})
+		fwd, back, seek := walk(b.Cursor(), func([]byte) bool { return false })
+		fmt.Fprintf(&out, "%s: %v buckets %v; %v %v %s; ", n, keys, buckets, fwd, back, seek)
+		for i := range 3 {
+			sub := []byte(fmt.Sprintf("chain%d", i))
+			if c := b.Bucket(sub); c != nil {
+				f, back, _ := walk(c.Cursor(), func([]byte) bool { return false })
+				fmt.Fprintf(&out, "%s/%s: %v %v seq %d keys %d; ", n, sub, f, back, c.Sequence(), c.KeyN())
+			}
+		}
+	}
+	return out.String()
+}
+
+// TestPanicDiscards: a write transaction that panics commits nothing, and
+// the next one runs.
+func TestPanicDiscards(t *testing.T) {
+	db := open(t)
+	func() {
+		defer func() { _ = recover() }()
+		_ = db.Update(func(tx *kv.Tx) error {
+			b, _ := tx.CreateBucket([]byte("b"))
+			_ = b.Put([]byte("k"), []byte("v"))
+			panic("boom")
+		})
+	}()
+	if err := db.View(func(tx *kv.Tx) error {
+		if tx.Bucket([]byte("b")) != nil {
+			return errors.New("the panicking transaction's bucket is there")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *kv.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadOnly: a read transaction refuses writes, and sees a snapshot.
+func TestReadOnly(t *testing.T) {
+	db := open(t)
+	if err := db.Update(func(tx *kv.Tx) error {
+		b, err := tx.CreateBucket([]byte("b"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("1"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := db.View(func(tx *kv.Tx) error {
+		b := tx.Bucket([]byte("b"))
+		if err := b.Put([]byte("k"), nil); !errors.Is(err, kv.ErrTxNotWritable) {
+			t.Errorf("Put in a read transaction: %v", err)
+		}
+		// a write committed meanwhile is not seen
+		if err := db.Update(func(tx *kv.Tx) error { return tx.Bucket([]byte("b")).Put([]byte("k"), []byte("2")) }); err != nil {
+			return err
+		}
+		if v := b.Get([]byte("k")); !slices.Equal(v, []byte("1")) {
+			t.Errorf("the snapshot reads %q, want 1", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
