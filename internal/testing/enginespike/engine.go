@@ -13,8 +13,10 @@
 // The engines: bbolt as the embedded store uses it today (one write
 // transaction per group of concurrent writers, fsynced), a journal (an
 // append-only file fdatasync'd per group, the queue in memory: the
-// ceiling of any synced store), and Pebble (v2: synced batches, whose
-// commit pipeline groups concurrent syncs). Its benchmarks are in
+// ceiling of any synced store), Pebble (v2: synced batches, whose commit
+// pipeline groups concurrent syncs), and Pebble through storage/embedded/kv
+// (the bucket layer the store's code would keep), leasing from a
+// remembered position or, as the store does today, from the index's start. Its benchmarks are in
 // enginespike_test.go; docs/benchmarks.md has the numbers that chose the
 // engine.
 package enginespike
@@ -69,6 +71,8 @@ var Openers = []Opener{
 	{"journal", func(dir string) (Engine, error) { return OpenJournal(filepath.Join(dir, "journal")) }},
 	{"pebble", func(dir string) (Engine, error) { return OpenPebble(filepath.Join(dir, "pebble"), 0) }},
 	{"pebble-64m", func(dir string) (Engine, error) { return OpenPebble(filepath.Join(dir, "pebble"), 64<<20) }},
+	{"kv", func(dir string) (Engine, error) { return OpenKV(filepath.Join(dir, "kv"), false) }},
+	{"kv-scan", func(dir string) (Engine, error) { return OpenKV(filepath.Join(dir, "kv"), true) }},
 }
 
 // Size is what the files under dir take on disk (allocated blocks, so a

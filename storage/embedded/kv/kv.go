@@ -93,7 +93,16 @@ func (d *DB) View(fn func(*Tx) error) error {
 
 // Update runs fn in the write transaction and commits its writes synced
 // if it returns nil; an error (or a panic, which goes on) discards them.
-func (d *DB) Update(fn func(*Tx) error) error {
+func (d *DB) Update(fn func(*Tx) error) error { return d.update(fn, pebble.Sync) }
+
+// UpdateUnsynced is Update without waiting for the sync: the writes are
+// visible at once and durable with the next synced commit (or the
+// engine's own log flush); a crash before then loses them, all together.
+// For writes at-least-once allows to lose (a delivery's outcome: lost, it
+// is delivered again).
+func (d *DB) UpdateUnsynced(fn func(*Tx) error) error { return d.update(fn, pebble.NoSync) }
+
+func (d *DB) update(fn func(*Tx) error, sync *pebble.WriteOptions) error {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	b := d.db.NewIndexedBatch()
@@ -111,7 +120,7 @@ func (d *DB) Update(fn func(*Tx) error) error {
 	tx.close() // iterators must be closed before the batch commits
 	committed = true
 	defer b.Close()
-	return b.Commit(pebble.Sync)
+	return b.Commit(sync)
 }
 
 // Tx is a transaction: read-only (View) or the write transaction

@@ -371,3 +371,36 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnsynced: an unsynced write is visible at once and kept by a clean
+// close.
+func TestUnsynced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "kv")
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *kv.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.UpdateUnsynced(func(tx *kv.Tx) error { return tx.Bucket([]byte("b")).Put([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	read := func(db *kv.DB) (v []byte) {
+		_ = db.View(func(tx *kv.Tx) error { v = tx.Bucket([]byte("b")).Get([]byte("k")); return nil })
+		return v
+	}
+	if v := read(db); string(v) != "v" {
+		t.Fatalf("an unsynced write reads %q", v)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = kv.Open(dir, kv.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v := read(db); string(v) != "v" {
+		t.Fatalf("after a clean close, an unsynced write reads %q", v)
+	}
+}
