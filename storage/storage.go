@@ -173,7 +173,7 @@ type Counts struct {
 	Dead     int `json:"dead"` // DLQ entries in pending or investigating state
 }
 
-// Store is implemented by every storage backend: the seven roles below,
+// Store is implemented by every storage backend: the eight roles below,
 // each of which a caller can depend on alone (the delivery engine needs
 // only Queue). All methods are safe for concurrent use by several
 // goroutines and, for shared backends, by several processes. Methods that
