@@ -17,6 +17,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,7 +60,8 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(o.BlockCache)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: quiet{}})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: quiet{},
+		Cleaner: deleter{}})
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +70,22 @@ func Open(dir string, o Options) (*DB, error) {
 
 // Close closes the store.
 func (d *DB) Close() error { return d.db.Close() }
+
+// deleter is Pebble's default cleaner (an obsolete file is removed) that
+// also keeps Pebble from recycling write-ahead logs: a recycled log keeps
+// an old log's bytes (an erased event's, say) until they are written over,
+// and obsolete logs wait on disk to be recycled. Pebble recycles no log
+// when its cleaner needs the files' contents, which ArchiveCleaner says
+// (an unexported marker, promoted from the nested field); Clean is
+// DeleteCleaner's, one level up.
+type deleter struct {
+	pebble.DeleteCleaner
+	archiving
+}
+
+type archiving struct{ pebble.ArchiveCleaner }
+
+func (deleter) String() string { return "delete, no log recycling" }
 
 // Engine is the Pebble database under the store (flushes, compactions,
 // metrics).
@@ -103,6 +121,12 @@ func (d *DB) Update(fn func(*Tx) error) error { return d.update(fn, pebble.Sync)
 func (d *DB) UpdateUnsynced(fn func(*Tx) error) error { return d.update(fn, pebble.NoSync) }
 
 func (d *DB) update(fn func(*Tx) error, sync *pebble.WriteOptions) error {
+	_, err := d.updateTx(fn, sync)
+	return err
+}
+
+// updateTx is update, answering the transaction (what it deleted).
+func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error) {
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	b := d.db.NewIndexedBatch()
@@ -115,12 +139,36 @@ func (d *DB) update(fn func(*Tx) error, sync *pebble.WriteOptions) error {
 		}
 	}()
 	if err := fn(tx); err != nil {
-		return err
+		return nil, err
 	}
 	tx.close() // iterators must be closed before the batch commits
 	committed = true
 	defer b.Close()
-	return b.Commit(sync)
+	return tx, b.Commit(sync)
+}
+
+// Erase is Update for a transaction that erases data for good: once it
+// has committed, the bytes of every key it deleted (and of the values they
+// held) are gone from the store's files: the memtable is flushed, so that
+// the write-ahead log holding them is removed (logs are never recycled:
+// noReuse), and the key ranges deleted are compacted through every level,
+// so that no table still holds an older value. It returns once the tables
+// that held them are deleted. Its cost is that of the flush and of
+// rewriting the tables those ranges touch, not of the whole store.
+func (d *DB) Erase(fn func(*Tx) error) error {
+	tx, err := d.updateTx(fn, pebble.Sync)
+	if err != nil {
+		return err
+	}
+	if err := d.db.Flush(); err != nil {
+		return err
+	}
+	for _, r := range tx.erased {
+		if err := d.db.Compact(context.Background(), r[0], r[1], false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Tx is a transaction: read-only (View) or the write transaction
@@ -129,6 +177,20 @@ type Tx struct {
 	r     reader
 	w     *pebble.Batch // nil: read-only
 	iters []*pebble.Iterator
+	// erased are the key ranges [start, end) the transaction deleted, for
+	// Erase.
+	erased [][2][]byte
+}
+
+// deleted records the key range [start, end) as deleted by tx.
+func (tx *Tx) deleted(start, end []byte) {
+	tx.erased = append(tx.erased, [2][]byte{bytes.Clone(start), bytes.Clone(end)})
+}
+
+// deleteKey deletes one engine key.
+func (tx *Tx) deleteKey(k []byte) error {
+	tx.deleted(k, append(bytes.Clone(k), 0))
+	return tx.w.Delete(k, nil)
 }
 
 // close closes the iterators the transaction's cursors opened.
@@ -282,6 +344,7 @@ func (b *Bucket) DeleteBucket(name []byte) error {
 		return ErrBucketNotFound
 	}
 	for _, prefix := range [][]byte{p, markerKey(p), seqKey(p)} {
+		b.tx.deleted(prefix, end(prefix))
 		if err := b.tx.w.DeleteRange(prefix, end(prefix), nil); err != nil {
 			return err
 		}
@@ -314,7 +377,7 @@ func (b *Bucket) Delete(key []byte) error {
 	if !b.tx.Writable() {
 		return ErrTxNotWritable
 	}
-	return b.tx.w.Delete(b.key(key), nil)
+	return b.tx.deleteKey(b.key(key))
 }
 
 // NextSequence increments and returns the bucket's sequence.
@@ -437,7 +500,7 @@ func (c *Cursor) Delete() error {
 	if !c.it.Valid() {
 		return nil
 	}
-	return c.b.tx.w.Delete(slices.Clone(c.it.Key()), nil)
+	return c.b.tx.deleteKey(slices.Clone(c.it.Key()))
 }
 
 // quiet is a pebble.Logger without Pebble's informational lines.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -402,5 +403,115 @@ func TestUnsynced(t *testing.T) {
 	defer db.Close()
 	if v := read(db); string(v) != "v" {
 		t.Fatalf("after a clean close, an unsynced write reads %q", v)
+	}
+}
+
+// filesHolding names the files under dir that contain b.
+func filesHolding(t *testing.T, dir string, b []byte) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, b) {
+			out = append(out, filepath.Base(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestEraseLeavesNoBytes: after Erase, the deleted value's bytes are in
+// no file of the store (write-ahead logs, flushed and compacted tables),
+// wherever they were: in the memtable and its log, in a table of the
+// last level under newer tables; no old log waits on disk to be recycled. A plain Update
+// deleting the same key leaves them on disk: the control that shows the
+// test can see them.
+func TestEraseLeavesNoBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		where func(t *testing.T, db *kv.DB) // moves the secret after it is written (nil: erased at once)
+		erase bool
+	}{
+		{"in the memtable and its log", func(*testing.T, *kv.DB) {}, true},
+		{"in the log, erased at once", nil, true},
+		{"in a compacted table", func(t *testing.T, db *kv.DB) {
+			if err := db.Engine().Compact(t.Context(), []byte{0}, []byte{0xff}, false); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"control: deleted, not erased", func(t *testing.T, db *kv.DB) {
+			if err := db.Engine().Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "kv")
+			db, err := kv.Open(dir, kv.Options{MemTable: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			secret := []byte(fmt.Sprintf("SECRET-%016x", rand.Uint64()))
+			filler := bytes.Repeat([]byte("f"), 1024)
+			put := func(from, to int) {
+				if err := db.Update(func(tx *kv.Tx) error {
+					b, err := tx.CreateBucketIfNotExists([]byte("events"))
+					if err != nil {
+						return err
+					}
+					for i := from; i < to; i++ {
+						if err := b.Put([]byte(fmt.Sprintf("k%06d", i)), filler); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			put(0, 3000) // several memtables: logs flushed and (without noReuse) recycled
+			if err := db.Update(func(tx *kv.Tx) error {
+				return tx.Bucket([]byte("events")).Put([]byte("victim"), append(bytes.Clone(secret), filler...))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.where != nil {
+				tc.where(t, db)
+				put(3000, 3500)
+			}
+			if got := filesHolding(t, dir, secret); len(got) == 0 {
+				t.Fatal("the secret is in no file before it is deleted: the test cannot see it")
+			}
+			del := func(tx *kv.Tx) error { return tx.Bucket([]byte("events")).Delete([]byte("victim")) }
+			if tc.erase {
+				err = db.Erase(del)
+			} else {
+				err = db.Update(del)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(3500, 3510) // a few later writes: none writes over an old log
+			got := filesHolding(t, dir, secret)
+			if tc.erase && len(got) > 0 {
+				t.Errorf("after Erase the secret is still in %v", got)
+			}
+			if !tc.erase && len(got) == 0 {
+				t.Error("after a plain delete the secret is in no file: the control sees nothing")
+			}
+		})
 	}
 }
