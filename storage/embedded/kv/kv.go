@@ -8,11 +8,11 @@
 // tombstones until a compaction drops them, and space comes back to the
 // file system.
 //
-// Layout: a bucket has a path (its parent's, then 0x02, its name and a 0
-// byte); its own keys are stored after its path and 0x01, so that they
-// sort apart from its sub-buckets' (after 0x02); a bucket exists while its
-// marker key does, and its sequence has a key of its own. Names hold no 0
-// byte.
+// Layout: a bucket has a path (its parent's, then 0x02, its name escaped
+// so that it holds no 0 byte, and a 0 byte); its own keys are stored after
+// its path and 0x01, so that they sort apart from its sub-buckets' (after
+// 0x02); a bucket exists while its marker key does, and its sequence has a
+// key of its own.
 package kv
 
 import (
@@ -32,7 +32,7 @@ import (
 var (
 	ErrBucketNotFound = errors.New("kv: bucket not found")
 	ErrBucketExists   = errors.New("kv: bucket already exists")
-	ErrBucketName     = errors.New("kv: bucket name required (without a 0 byte)")
+	ErrBucketName     = errors.New("kv: bucket name required")
 	ErrKeyRequired    = errors.New("kv: key required")
 	ErrTxNotWritable  = errors.New("kv: tx not writable")
 )
@@ -223,6 +223,11 @@ func (tx *Tx) CreateBucketIfNotExists(name []byte) (*Bucket, error) {
 // DeleteBucket deletes the top-level bucket name and all it holds.
 func (tx *Tx) DeleteBucket(name []byte) error { return tx.root().DeleteBucket(name) }
 
+// ForEach calls fn with each top-level bucket in order of name.
+func (tx *Tx) ForEach(fn func(name []byte, b *Bucket) error) error {
+	return tx.root().ForEachBucket(func(name []byte) error { return fn(name, tx.Bucket(name)) })
+}
+
 // get reads key (nil when absent; a present empty value is non-nil).
 func (tx *Tx) get(key []byte) ([]byte, error) {
 	v, closer, err := tx.r.Get(key)
@@ -275,13 +280,43 @@ type Bucket struct {
 	FillPercent float64
 }
 
-// child is the path of sub-bucket name.
+// child is the path of sub-bucket name: the name escaped (escapeName),
+// so that the 0 byte ending it ends it alone.
 func (b *Bucket) child(name []byte) ([]byte, error) {
-	if len(name) == 0 || bytes.IndexByte(name, 0) >= 0 {
+	if len(name) == 0 {
 		return nil, ErrBucketName
 	}
-	p := append(append(bytes.Clone(b.path), 2), name...)
-	return append(p, 0), nil
+	p := append(bytes.Clone(b.path), 2)
+	return append(escapeName(p, name), 0), nil
+}
+
+// escapeName appends name to p with its 0 and 1 bytes escaped (0 as 1 1,
+// 1 as 1 2): an escaped name holds no 0 byte, and escaped names sort as
+// the names do.
+func escapeName(p, name []byte) []byte {
+	for _, c := range name {
+		switch c {
+		case 0, 1:
+			p = append(p, 1, c+1)
+		default:
+			p = append(p, c)
+		}
+	}
+	return p
+}
+
+// unescapeName is escapeName's inverse.
+func unescapeName(e []byte) []byte {
+	out := make([]byte, 0, len(e))
+	for i := 0; i < len(e); i++ {
+		if e[i] == 1 && i+1 < len(e) {
+			i++
+			out = append(out, e[i]-1)
+			continue
+		}
+		out = append(out, e[i])
+	}
+	return out
 }
 
 // key is the engine's key of the bucket's own key k.
@@ -418,6 +453,14 @@ func (b *Bucket) ForEach(fn func(k, v []byte) error) error {
 	return nil
 }
 
+// SetSequence sets the bucket's sequence.
+func (b *Bucket) SetSequence(n uint64) error {
+	if !b.tx.Writable() {
+		return ErrTxNotWritable
+	}
+	return b.tx.w.Set(seqKey(b.path), binary.BigEndian.AppendUint64(nil, n), nil)
+}
+
 // ForEachBucket calls fn with the name of each sub-bucket in order,
 // stopping at fn's first error. (A bbolt cursor lists sub-buckets among
 // the keys, with a nil value; here a cursor walks the keys alone.)
@@ -430,7 +473,7 @@ func (b *Bucket) ForEachBucket(fn func(name []byte) error) error {
 		if i < 0 || i != len(rest)-1 {
 			continue // a deeper bucket's marker
 		}
-		if err := fn(bytes.Clone(rest[:i])); err != nil {
+		if err := fn(unescapeName(rest[:i])); err != nil {
 			return err
 		}
 	}

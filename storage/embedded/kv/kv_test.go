@@ -35,6 +35,11 @@ type walker interface {
 	Seek([]byte) ([]byte, []byte)
 }
 
+// subNames are the sub-bucket names of TestSameAsBbolt: 0 and 1 bytes
+// in names (an order chain's name holds a 0 byte), names prefixes of
+// others.
+var subNames = [][]byte{[]byte("chain0"), []byte("ch\x00in"), []byte("ch\x01\x02"), []byte("ch"), []byte("ch\x00")}
+
 func walk(c walker, bucket func(k []byte) bool) (fwd, back []string, seek string) {
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if !bucket(k) {
@@ -102,7 +107,7 @@ func sameAsBbolt(t *testing.T, seed uint64) {
 		if rng.IntN(5) == 0 {
 			val = nil
 		}
-		sub := []byte(fmt.Sprintf("chain%d", rng.IntN(3)))
+		sub := subNames[rng.IntN(len(subNames))]
 		failing := rng.IntN(8) == 0
 		var bres, kres string
 		berr := bdb.Update(func(tx *bolt.Tx) error {
@@ -276,11 +281,10 @@ func boltDump(tx *bolt.Tx, names [][]byte) string {
 		})
 		fwd, back, seek := walk(b.Cursor(), func(k []byte) bool { return b.Bucket(k) != nil })
 		fmt.Fprintf(&out, "%s: %v buckets %v; %v %v %s; ", n, keys, buckets, fwd, back, seek)
-		for i := range 3 {
-			sub := []byte(fmt.Sprintf("chain%d", i))
+		for _, sub := range subNames {
 			if c := b.Bucket(sub); c != nil {
 				f, back, _ := walk(c.Cursor(), func([]byte) bool { return false })
-				fmt.Fprintf(&out, "%s/%s: %v %v seq %d keys %d; ", n, sub, f, back, c.Sequence(), c.Stats().KeyN)
+				fmt.Fprintf(&out, "%s/%q: %v %v seq %d keys %d; ", n, sub, f, back, c.Sequence(), c.Stats().KeyN)
 			}
 		}
 	}
@@ -306,11 +310,10 @@ func kvDump(tx *kv.Tx, names [][]byte) string {
 		})
 		fwd, back, seek := walk(b.Cursor(), func([]byte) bool { return false })
 		fmt.Fprintf(&out, "%s: %v buckets %v; %v %v %s; ", n, keys, buckets, fwd, back, seek)
-		for i := range 3 {
-			sub := []byte(fmt.Sprintf("chain%d", i))
+		for _, sub := range subNames {
 			if c := b.Bucket(sub); c != nil {
 				f, back, _ := walk(c.Cursor(), func([]byte) bool { return false })
-				fmt.Fprintf(&out, "%s/%s: %v %v seq %d keys %d; ", n, sub, f, back, c.Sequence(), c.KeyN())
+				fmt.Fprintf(&out, "%s/%q: %v %v seq %d keys %d; ", n, sub, f, back, c.Sequence(), c.KeyN())
 			}
 		}
 	}
