@@ -7,6 +7,8 @@ package storage
 // functions below; the backends only persist.
 
 import (
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -64,6 +66,29 @@ func (f ReplayFilter) Matches(ev *Event, st Status, finished time.Time) bool {
 	return (f.Source == "" || ev.Source == f.Source) && (f.Type == "" || ev.Type == f.Type) &&
 		(f.ID == "" || EventIDOfDelivery(ev.ID) == f.ID) &&
 		(f.Destination == "" || DestinationOf(ev) == DestinationOf(&Event{Destination: f.Destination}))
+}
+
+// ReplayCursor is the cursor a replay answers with: the listing's next
+// cursor ("": none, and then none) and until, the end of the walk that the
+// replay's first page fixed. Replayed events are delivered again at the
+// newest end of the listing: a walk with no end would meet them again on
+// a later page and replay them twice.
+func ReplayCursor(next string, until time.Time) string {
+	if next == "" {
+		return ""
+	}
+	return next + "~" + strconv.FormatInt(until.UnixNano(), 10)
+}
+
+// ParseReplayCursor reads a ReplayCursor back: the listing's cursor and
+// the walk's end, or ErrInvalidCursor.
+func ParseReplayCursor(cursor string) (next string, until time.Time, err error) {
+	next, ns, ok := strings.Cut(cursor, "~")
+	n, perr := strconv.ParseInt(ns, 10, 64)
+	if !ok || perr != nil || next == "" {
+		return "", time.Time{}, ErrInvalidCursor
+	}
+	return next, time.Unix(0, n), nil
 }
 
 // ErrNotDelivered is Replay's refusal of an event that is not delivered

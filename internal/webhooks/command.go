@@ -37,7 +37,7 @@ Talks to the webhooks routes of a running Caddy's admin API.
   caddy webhooks dlq show <id>
   caddy webhooks dlq retry <id>
   caddy webhooks dlq retry --source S [--destination D] [--type T] [--status pending] [--since 24h] [--limit 100] [--cursor C] [--dry-run]
-  caddy webhooks dlq retry --all [--limit 100] [--dry-run]    (pending entries, --limit a call)
+  caddy webhooks dlq retry --all [--limit 100] [--cursor C] [--dry-run]    (pending entries, --limit a call)
   caddy webhooks dlq resolve <id> [--resolution "replayed by hand"]
   caddy webhooks dlq discard <id> [--reason "test event"]
   caddy webhooks pause <source>      (its ingress answers 503, deliveries wait)
@@ -415,7 +415,7 @@ func retryFlags(fs *pflag.FlagSet) {
 	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
 	fs.String("cursor", "", "Bulk: go on where the previous call stopped (the cursor it printed)")
 	fs.Bool("dry-run", false, "Bulk: only show what would be re-enqueued")
-	fs.Bool("all", false, "Bulk: allow a retry with no filter: up to --limit entries in the status (default pending, 100 a call; run again for more)")
+	fs.Bool("all", false, "Bulk: allow a retry with no filter: up to --limit entries in the status (default pending, 100 a call; for more, run again with the --cursor it printed)")
 }
 
 // errRetryNoFilter refuses a bulk retry that names nothing to select by.

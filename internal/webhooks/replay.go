@@ -23,12 +23,25 @@ func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRu
 	if err != nil {
 		return res, err
 	}
+	// the walk ends where the first page fixed it (ReplayCursor): what
+	// this replay re-enqueues comes back delivered at the newest end
+	if f.Cursor != "" {
+		var until time.Time
+		if f.Cursor, until, err = storage.ParseReplayCursor(f.Cursor); err != nil {
+			return res, err
+		}
+		if f.Until.IsZero() || until.Before(f.Until) {
+			f.Until = until
+		}
+	} else if f.Until.IsZero() {
+		f.Until = time.Now()
+	}
 	page, err := st.ListDelivered(ctx, f)
 	if err != nil {
 		return res, err
 	}
 	infos := page.Events
-	res.Matched, res.NextCursor = len(infos), page.NextCursor
+	res.Matched, res.NextCursor = len(infos), storage.ReplayCursor(page.NextCursor, f.Until)
 	due := time.Now()
 	for i := range infos {
 		info := &infos[i]

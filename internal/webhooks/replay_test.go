@@ -142,3 +142,75 @@ func storagetestEvent(source, eventID, typ string) *storage.Event {
 	return &storage.Event{ID: id, EventID: eventID, Dedupe: true, Source: source, Type: typ, RequestID: "req-" + id,
 		Upstream: "http://127.0.0.1:1/", Body: []byte(`{}`), ReceivedAt: time.Now()}
 }
+
+// TestReplayPagesReplayEachOnce: a replay that goes on page after page
+// (next_cursor) re-enqueues each delivered event once, even when the
+// events of its earlier pages are delivered again meanwhile (they come
+// back at the newest end of the listing, past the end its first page
+// fixed); a cursor not made by a replay is refused.
+func TestReplayPagesReplayEachOnce(t *testing.T) {
+	app, err := provisionApp(t, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Cleanup()
+	if err := app.RegisterSource(&Source{Name: "s", Target: delivery.Target{URL: "http://127.0.0.1:1/"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := app.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliverDue := func() int {
+		jobs, err := st.Lease(t.Context(), time.Now().Add(time.Hour), 100, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if err := st.Finish(t.Context(), j, storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return len(jobs)
+	}
+	const n = 12
+	for i := range n {
+		if _, err := st.Enqueue(t.Context(), storagetestEvent("s", "e"+string(rune('a'+i)), "t"), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := deliverDue(); got != n {
+		t.Fatalf("delivered %d of %d", got, n)
+	}
+	time.Sleep(2 * time.Millisecond) // the first page's end is after every first delivery
+	seen := map[string]int{}
+	f := storage.ReplayFilter{Source: "s", Limit: 5}
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("no end")
+		}
+		res, err := app.ReplayDelivered(t.Context(), f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range res.Replayed {
+			seen[ev.ID]++
+		}
+		deliverDue() // the replayed events are delivered again before the next page
+		if res.NextCursor == "" {
+			break
+		}
+		f.Cursor = res.NextCursor
+	}
+	if len(seen) != n {
+		t.Errorf("replayed %d distinct events, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("event %s replayed %d times", id, k)
+		}
+	}
+	if _, err := app.ReplayDelivered(t.Context(), storage.ReplayFilter{Cursor: "not-a-replay-cursor"}, true); !errors.Is(err, storage.ErrInvalidCursor) {
+		t.Errorf("a cursor not made by a replay: %v, want ErrInvalidCursor", err)
+	}
+}

@@ -38,6 +38,7 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 	err = s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bDLQIdx).Cursor()
 		examined := 0
+		var last []byte // the last key examined
 		for k, v := lastBefore(c, start); k != nil; k, v = c.Prev() {
 			if len(k) < 8 {
 				continue
@@ -47,11 +48,10 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 				break
 			}
 			if len(page.Entries) == limit || examined == budget {
-				prev, _ := c.Next() // the last key examined
-				page.NextCursor = storage.ListCursor(storage.ListPosition{At: timeAt(prev).UnixNano(), ID: string(prev[8:])})
+				page.NextCursor = storage.ListCursor(storage.ListPosition{At: timeAt(last).UnixNano(), ID: string(last[8:])})
 				break
 			}
-			examined++
+			examined, last = examined+1, k
 			if ix, ok := storage.DecodeIndexEntry(v); ok && !f.MatchesIndex(ix, at) {
 				continue
 			}

@@ -34,6 +34,7 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 			k, v = c.Seek(timeKey(f.Since, nil))
 		}
 		examined := 0
+		var last []byte // the last key examined
 		for ; k != nil; k, v = c.Next() {
 			if len(k) < 8 {
 				continue
@@ -43,11 +44,10 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 				break
 			}
 			if len(page.Events) == limit || examined == budget {
-				prev, _ := c.Prev() // the last key examined
-				page.NextCursor = storage.ListCursor(storage.ListPosition{At: timeAt(prev).UnixNano(), ID: string(prev[8:])})
+				page.NextCursor = storage.ListCursor(storage.ListPosition{At: timeAt(last).UnixNano(), ID: string(last[8:])})
 				break
 			}
-			examined++
+			examined, last = examined+1, k
 			if ix, ok := storage.DecodeIndexEntry(v); ok && !f.MatchesIndex(string(k[8:]), ix, fin) {
 				continue
 			}

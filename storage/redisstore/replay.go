@@ -20,7 +20,14 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 	page := storage.ReplayPage{Events: []storage.EventInfo{}}
 	untimed := f // the scores bound the time (to the millisecond), the event read in full decides the rest
 	untimed.Since, untimed.Until = time.Time{}, time.Time{}
-	hits, next, err := s.walkIndex(ctx, indexWalk{index: "done", since: f.Since, until: f.Until, cursor: f.Cursor,
+	// a finish time is kept to the millisecond: since within a millisecond
+	// starts at the next one (as the finish time read back, truncated, is
+	// before it), until within one ends with it
+	since := f.Since
+	if t := since.Truncate(time.Millisecond); !t.Equal(since) {
+		since = t.Add(time.Millisecond)
+	}
+	hits, next, err := s.walkIndex(ctx, indexWalk{index: "done", since: since, until: f.Until, cursor: f.Cursor,
 		limit: f.EffectiveLimit(), budget: f.ScanBudget(), hash: partition.ev,
 		match: func(id string, ix storage.IndexEntry, present, complete bool) bool {
 			if !complete { // finished before the fields existed: read in full

@@ -304,6 +304,7 @@
 	// ---- bulk retry ----
 
 	let bulkRequest = null;
+	let bulkNext = ""; // where the last dry run stopped, when it stopped early
 
 	function bulkBody(dryRun) {
 		const f = filters();
@@ -316,8 +317,13 @@
 		return body;
 	}
 
-	async function bulkDryRun() {
+	// bulkDryRun says what a bulk retry of the filters would re-enqueue,
+	// from cursor on (a dry run stops after 20 entries examined per entry of
+	// its limit; "Look further" goes on from where it stopped, and the
+	// confirmation re-enqueues the page shown).
+	async function bulkDryRun(cursor) {
 		const req = bulkBody(true);
+		if (typeof cursor === "string" && cursor) req.cursor = cursor;
 		const res = await guard("Bulk retry (dry run)", () => api("POST", "dlq/retry", req));
 		if (!res) return;
 		bulkRequest = Object.assign({}, req, { dry_run: false });
@@ -326,7 +332,9 @@
 		$("bulk-summary").textContent = "Matched " + res.matched + " " + req.status + " entr" + (res.matched === 1 ? "y" : "ies") +
 			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") + (req.type ? " of type " + req.type : "") + ": " + n + " would be re-enqueued" +
 			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + "." +
-			(res.next_cursor ? " The search stopped before the end of the DLQ: more may match; run it again after this one." : "");
+			(res.next_cursor ? " The search stopped before the end of the DLQ: more may match further back (Look further)." : "");
+		bulkNext = res.next_cursor || "";
+		$("bulk-further").hidden = !bulkNext;
 		const list = $("bulk-list");
 		list.replaceChildren();
 		for (const id of res.retried || []) list.append(el("li", { "class": "mono" }, id));
@@ -434,6 +442,7 @@
 		$("ev-erase").addEventListener("click", eraseEvent);
 		$("bulk-retry-btn").addEventListener("click", bulkDryRun);
 		$("bulk-confirm").addEventListener("click", bulkConfirm);
+		$("bulk-further").addEventListener("click", () => bulkDryRun(bulkNext));
 		$("bulk-cancel").addEventListener("click", () => { bulkRequest = null; $("bulk-panel").hidden = true; });
 		$("btn-retry").addEventListener("click", retryCurrent);
 		$("btn-resolve").addEventListener("click", () => withText("resolve", "resolution", "Resolution (what was done):", "Resolved"));

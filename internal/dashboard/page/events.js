@@ -76,6 +76,7 @@
 	// ---- bulk replay of the delivered events the filters select ----
 
 	let bulkReplay = null;
+	let replayNext = ""; // where the last dry run stopped, when it stopped early
 
 	function replayBody(f, dryRun) {
 		const body = { dry_run: dryRun };
@@ -84,9 +85,14 @@
 		return body;
 	}
 
-	async function bulkReplayDryRun() {
+	// bulkReplayDryRun names what a replay of the filters would re-send,
+	// from cursor on (a dry run stops after 20 deliveries examined per one
+	// of its limit; "Look further" goes on from where it stopped, and the
+	// confirmation replays the page shown).
+	async function bulkReplayDryRun(cursor) {
 		const h = window.hookline;
 		const req = replayBody(filters(), true);
+		if (typeof cursor === "string" && cursor) req.cursor = cursor;
 		const res = await h.guard("Replay (dry run)", () => h.api("POST", "events/replay", req));
 		if (!res) return;
 		bulkReplay = Object.assign({}, req, { dry_run: false });
@@ -94,7 +100,9 @@
 		$("evs-replay-summary").textContent = "Matched " + res.matched + " delivered event" + (res.matched === 1 ? "" : "s") +
 			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") +
 			(req.type ? " of type " + req.type : "") + ": " + replayed.length + " would be sent again." +
-			(res.next_cursor ? " The search stopped before the end: more may match; run it again after this one." : "");
+			(res.next_cursor ? " The search stopped before the end: more may match further on (Look further)." : "");
+		replayNext = res.next_cursor || "";
+		$("evs-replay-further").hidden = !replayNext;
 		fillReplayList($("evs-replay-list"), replayed);
 		$("evs-replay-confirm").disabled = replayed.length === 0;
 		$("evs-replay-panel").hidden = false;
@@ -225,13 +233,22 @@
 	async function replayDryRun(d) {
 		const h = window.hookline;
 		if (!shown) return;
+		// the millisecond the delivery finished in (the API's times are
+		// finer than a Date's): a listing starts there, and pages on while a
+		// busy millisecond hides it
 		const fin = new Date(d.finished_at || shown.finished_at || shown.received_at).getTime();
 		const req = { source: shown.source, destination: h.destName(d.destination), id: shown.id,
-			since: new Date(fin - 1000).toISOString(), until: new Date(fin + 1000).toISOString(), limit: 10, dry_run: true };
+			since: new Date(fin).toISOString(), until: new Date(fin + 1).toISOString(), limit: 10, dry_run: true };
 		if (shown.event_type) req.type = shown.event_type;
-		const res = await h.guard("Replay (dry run)", () => h.api("POST", "events/replay", req));
-		if (!res) return;
-		const replayed = Array.isArray(res.replayed) ? res.replayed : [];
+		let res = null;
+		let replayed = [];
+		for (let page = 0; page < 20; page++) {
+			res = await h.guard("Replay (dry run)", () => h.api("POST", "events/replay", req));
+			if (!res) return;
+			replayed = Array.isArray(res.replayed) ? res.replayed : [];
+			if (replayed.length || !res.next_cursor) break;
+			req.cursor = res.next_cursor;
+		}
 		replayRequest = Object.assign({}, req, { dry_run: false });
 		$("evp-replay-summary").textContent = replayed.length ?
 			"Would send " + shown.event_id + " to " + h.destName(d.destination) + " again:" :
@@ -271,6 +288,7 @@
 		$("evs-first").addEventListener("click", searchFromStart);
 		$("evs-replay-btn").addEventListener("click", bulkReplayDryRun);
 		$("evs-replay-confirm").addEventListener("click", bulkReplayConfirm);
+		$("evs-replay-further").addEventListener("click", () => bulkReplayDryRun(replayNext));
 		$("evs-replay-cancel").addEventListener("click", () => { bulkReplay = null; $("evs-replay-panel").hidden = true; });
 		$("evp-refresh").addEventListener("click", reloadEvent);
 		$("evp-erase").addEventListener("click", eraseShown);

@@ -59,6 +59,12 @@ type Engine interface {
 	Close() error
 }
 
+// Settler is an engine with background work after writes (a
+// log-structured engine's flushes and compactions): Settle waits for it.
+type Settler interface {
+	Settle() error
+}
+
 // Opener opens an engine in an empty directory.
 type Opener struct {
 	Name string

@@ -180,8 +180,14 @@ func (e *KV) Expire() error {
 
 // Reclaim implements Engine: a manual compaction of the whole key space.
 func (e *KV) Reclaim() error {
-	return e.db.Engine().Compact(context.Background(), []byte{0}, []byte{0xff}, true)
+	if err := e.db.Engine().Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+		return err
+	}
+	return kv.FilesDeleted(context.Background(), e.db.Engine(), true) // deleted in the background after the compaction
 }
+
+// Settle implements Settler.
+func (e *KV) Settle() error { return kv.Settled(context.Background(), e.db.Engine()) }
 
 // Close implements Engine.
 func (e *KV) Close() error {

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/hookline/hookline/internal/groupcommit"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // Pebble is Pebble v2 with the queue's pattern: a job's record and due
@@ -161,8 +162,14 @@ func (p *Pebble) Expire() error {
 // Reclaim implements Engine: a manual compaction of the whole key space,
 // which drops the deleted records and their tombstones.
 func (p *Pebble) Reclaim() error {
-	return p.db.Compact(context.Background(), []byte("\x00"), []byte("\xff"), true)
+	if err := p.db.Compact(context.Background(), []byte("\x00"), []byte("\xff"), true); err != nil {
+		return err
+	}
+	return kv.FilesDeleted(context.Background(), p.db, false) // deleted in the background after the compaction
 }
+
+// Settle implements Settler.
+func (p *Pebble) Settle() error { return kv.Settled(context.Background(), p.db) }
 
 // Close implements Engine.
 func (p *Pebble) Close() error {

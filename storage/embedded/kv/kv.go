@@ -24,6 +24,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -51,6 +52,10 @@ type Options struct {
 type DB struct {
 	db  *pebble.DB
 	wmu sync.Mutex // one write transaction at a time
+	// readers is held (read) by each View for its whole run, and (write)
+	// by Erase while it scrubs: a snapshot older than an erasure would
+	// keep the erased values alive through its compaction.
+	readers sync.RWMutex
 }
 
 // Open opens (creating it if needed) the store in directory dir.
@@ -98,15 +103,21 @@ type reader interface {
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }
 
-// View runs fn in a read transaction on a snapshot.
+// View runs fn in a read transaction on a snapshot. A read error (the
+// engine's, never "not found") is its error when fn returns nil.
 func (d *DB) View(fn func(*Tx) error) error {
+	d.readers.RLock()
+	defer d.readers.RUnlock()
 	snap := d.db.NewSnapshot()
 	tx := &Tx{r: snap}
 	defer func() {
 		tx.close()
 		snap.Close()
 	}()
-	return fn(tx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.err
 }
 
 // Update runs fn in the write transaction and commits its writes synced
@@ -141,6 +152,9 @@ func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error
 	if err := fn(tx); err != nil {
 		return nil, err
 	}
+	if tx.err != nil {
+		return nil, tx.err // a read failed: what fn decided on it is not committed
+	}
 	tx.close() // iterators must be closed before the batch commits
 	committed = true
 	defer b.Close()
@@ -148,27 +162,72 @@ func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error
 }
 
 // Erase is Update for a transaction that erases data for good: once it
-// has committed, the bytes of every key it deleted (and of the values they
-// held) are gone from the store's files: the memtable is flushed, so that
-// the write-ahead log holding them is removed (logs are never recycled:
-// noReuse), and the key ranges deleted are compacted through every level,
-// so that no table still holds an older value. It returns once the tables
-// that held them are deleted. Its cost is that of the flush and of
-// rewriting the tables those ranges touch, not of the whole store.
-func (d *DB) Erase(fn func(*Tx) error) error {
+// returns, the values of every key it deleted are in no file of the
+// store. It waits for the read transactions open at its commit to end (a
+// snapshot keeps what it sees alive) and holds new ones off meanwhile,
+// flushes the memtable, so that the write-ahead log holding them is
+// obsolete (logs are never recycled: deleter), compacts the key ranges
+// deleted through every level, so that no table holds an older value, and
+// waits for Pebble to delete the obsolete files (FilesDeleted). Its cost is
+// that of the flush and of rewriting the tables those ranges touch, not of
+// the whole store. A deleted key itself may stay named in the manifest, as
+// a table's first or last key, until the manifest is rewritten.
+func (d *DB) Erase(ctx context.Context, fn func(*Tx) error) error {
 	tx, err := d.updateTx(fn, pebble.Sync)
 	if err != nil {
 		return err
 	}
+	d.readers.Lock()
+	defer d.readers.Unlock()
 	if err := d.db.Flush(); err != nil {
 		return err
 	}
 	for _, r := range tx.erased {
-		if err := d.db.Compact(context.Background(), r[0], r[1], false); err != nil {
+		if err := d.db.Compact(ctx, r[0], r[1], false); err != nil {
 			return err
 		}
 	}
-	return nil
+	return FilesDeleted(ctx, d.db, true)
+}
+
+// Settled waits until Pebble has run no flush or compaction for 100 ms
+// (the background work a burst of writes leaves), or ctx ends: for
+// measurements that must not share the machine with it.
+func Settled(ctx context.Context, db *pebble.DB) error {
+	quiet := 0
+	for {
+		if m := db.Metrics(); m.Compact.NumInProgress == 0 && m.Flush.NumInProgress == 0 {
+			if quiet++; quiet == 10 {
+				return nil
+			}
+		} else {
+			quiet = 0
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kv: waiting for compactions: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// FilesDeleted waits until Pebble has deleted every table it no longer
+// needs (obsolete and zombie tables: deleted in the background once a
+// compaction is over), and with logs every obsolete write-ahead log too
+// (only for a DB that does not recycle them, as a store Open made: a
+// recycling one keeps some), or ctx ends.
+func FilesDeleted(ctx context.Context, db *pebble.DB, logs bool) error {
+	for {
+		m := db.Metrics()
+		if m.Table.ObsoleteCount == 0 && m.Table.ZombieCount == 0 && (!logs || m.WAL.ObsoleteFiles == 0) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kv: waiting for obsolete files to be deleted: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // Tx is a transaction: read-only (View) or the write transaction
@@ -177,6 +236,10 @@ type Tx struct {
 	r     reader
 	w     *pebble.Batch // nil: read-only
 	iters []*pebble.Iterator
+	// err is the first read error: a Get or a cursor then answers as if
+	// nothing were there, and the transaction fails with it (bbolt's reads
+	// cannot fail; Pebble's can).
+	err error
 	// erased are the key ranges [start, end) the transaction deleted, for
 	// Erase.
 	erased [][2][]byte
@@ -228,6 +291,13 @@ func (tx *Tx) ForEach(fn func(name []byte, b *Bucket) error) error {
 	return tx.root().ForEachBucket(func(name []byte) error { return fn(name, tx.Bucket(name)) })
 }
 
+// failed records a read error (the first one counts).
+func (tx *Tx) failed(err error) {
+	if err != nil && tx.err == nil {
+		tx.err = fmt.Errorf("kv: reading: %w", err)
+	}
+}
+
 // get reads key (nil when absent; a present empty value is non-nil).
 func (tx *Tx) get(key []byte) ([]byte, error) {
 	v, closer, err := tx.r.Get(key)
@@ -235,6 +305,7 @@ func (tx *Tx) get(key []byte) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
+		tx.failed(err)
 		return nil, err
 	}
 	out := make([]byte, len(v))
@@ -242,13 +313,12 @@ func (tx *Tx) get(key []byte) ([]byte, error) {
 	return out, closer.Close()
 }
 
-// iter opens an iterator over [lo, hi), closed with the transaction.
-func (tx *Tx) iter(lo, hi []byte) *pebble.Iterator {
+// newIter opens an iterator over [lo, hi) that the caller closes.
+func (tx *Tx) newIter(lo, hi []byte) *pebble.Iterator {
 	it, err := tx.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		panic(fmt.Sprintf("kv: opening an iterator: %v", err)) // only on a closed DB
 	}
-	tx.iters = append(tx.iters, it)
 	return it
 }
 
@@ -444,13 +514,14 @@ func (b *Bucket) Sequence() uint64 {
 // ForEach calls fn with each key and value of the bucket in order (its
 // sub-buckets' keys are not its own), stopping at fn's first error.
 func (b *Bucket) ForEach(fn func(k, v []byte) error) error {
-	c := b.Cursor()
+	c := b.cursor()
+	defer c.close()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if err := fn(k, v); err != nil {
 			return err
 		}
 	}
-	return nil
+	return b.tx.err
 }
 
 // SetSequence sets the bucket's sequence.
@@ -466,7 +537,8 @@ func (b *Bucket) SetSequence(n uint64) error {
 // the keys, with a nil value; here a cursor walks the keys alone.)
 func (b *Bucket) ForEachBucket(fn func(name []byte) error) error {
 	prefix := markerKey(append(bytes.Clone(b.path), 2))
-	it := b.tx.iter(prefix, end(prefix))
+	it := b.tx.newIter(prefix, end(prefix))
+	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		rest := it.Key()[len(prefix):]
 		i := bytes.IndexByte(rest, 0)
@@ -477,25 +549,38 @@ func (b *Bucket) ForEachBucket(fn func(name []byte) error) error {
 			return err
 		}
 	}
-	return nil
+	b.tx.failed(it.Error())
+	return b.tx.err
 }
 
 // KeyN counts the bucket's own keys (bbolt's Stats().KeyN).
 func (b *Bucket) KeyN() int {
 	n := 0
-	c := b.Cursor()
+	c := b.cursor()
+	defer c.close()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		n++
 	}
 	return n
 }
 
-// Cursor walks the bucket's own keys in order.
+// Cursor walks the bucket's own keys in order; its iterator is closed
+// with the transaction.
 func (b *Bucket) Cursor() *Cursor {
+	c := b.cursor()
+	b.tx.iters = append(b.tx.iters, c.it)
+	return c
+}
+
+// cursor is a Cursor whose iterator the caller closes (close).
+func (b *Bucket) cursor() *Cursor {
 	lo := b.key(nil)
 	hi := append(bytes.Clone(b.path), 2)
-	return &Cursor{b: b, it: b.tx.iter(lo, hi), skip: len(lo)}
+	return &Cursor{b: b, it: b.tx.newIter(lo, hi), skip: len(lo)}
 }
+
+// close closes a cursor made by cursor.
+func (c *Cursor) close() { _ = c.it.Close() }
 
 // Cursor is a position among a bucket's own keys (not its sub-buckets':
 // ForEachBucket lists those). Keys and values it returns are copies. It sees the writes its transaction made before it was
@@ -507,13 +592,16 @@ type Cursor struct {
 	skip int // the length of the prefix of the bucket's keys
 }
 
-// at is the current key and value (nil, nil past either end).
+// at is the current key and value (nil, nil past either end, or on a
+// read error, which fails the transaction).
 func (c *Cursor) at(valid bool) ([]byte, []byte) {
 	if !valid {
+		c.b.tx.failed(c.it.Error())
 		return nil, nil
 	}
 	v, err := c.it.ValueAndErr()
 	if err != nil {
+		c.b.tx.failed(err)
 		return nil, nil
 	}
 	return bytes.Clone(c.it.Key()[c.skip:]), append(make([]byte, 0, len(v)), v...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -36,7 +37,7 @@ func MigrateFromBolt(from, dir string, o Options) (MigrateStats, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return st, err
 	}
-	src, err := bolt.Open(from, 0o600, &bolt.Options{ReadOnly: true})
+	src, err := bolt.Open(from, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second}) // held by a running store: refused
 	if err != nil {
 		return st, fmt.Errorf("kv: opening %s: %w", from, err)
 	}
