@@ -79,27 +79,10 @@ func BenchmarkEnqueueSealed(b *testing.B, open func(b *testing.B) storage.Store)
 func BenchmarkCounts(b *testing.B, s storage.Store, n int) {
 	ctx := b.Context()
 	body := make([]byte, 1024)
-	var seq atomic.Int64
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := seq.Add(1)
-				if i > int64(n) {
-					return
-				}
-				ev := &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
-					Source: fmt.Sprintf("src%d", i%4), Upstream: "http://127.0.0.1:1/", Body: body, ReceivedAt: time.Now()}
-				if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	enqueueMany(b, s, n, time.Hour, func(i int64) *storage.Event {
+		return &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
+			Source: fmt.Sprintf("src%d", i%4), Upstream: "http://127.0.0.1:1/", Body: body, ReceivedAt: time.Now()}
+	})
 	now := time.Now()
 	for done := 0; done < n/5; {
 		jobs, err := s.Lease(ctx, now, min(1000, n/5-done), time.Minute, nil)
@@ -189,4 +172,29 @@ func DLQListBenchSize() int {
 		return n
 	}
 	return 20_000
+}
+
+// enqueueMany enqueues n events (event(i) for i from 1 to n), due dueIn
+// from each enqueue, 32 at a time: a store loaded as concurrent requests
+// load it, for the benchmarks and the tests of what a listing reads.
+func enqueueMany(tb testing.TB, s storage.Store, n int, dueIn time.Duration, event func(i int64) *storage.Event) {
+	var seq atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := seq.Add(1)
+				if i > int64(n) {
+					return
+				}
+				if _, err := s.Enqueue(tb.Context(), event(i), time.Now().Add(dueIn)); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,28 +27,11 @@ func LoadFinished(tb testing.TB, s storage.Store, n, size int, result storage.Re
 	for i := range body {
 		body[i] = 'a' + byte(i%26)
 	}
-	var seq atomic.Int64
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := seq.Add(1)
-				if i > int64(n) {
-					return
-				}
-				ev := &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
-					Source: fmt.Sprintf("src%d", i%4), Type: fmt.Sprintf("type%d", i%8), Upstream: "http://127.0.0.1:1/",
-					Body: body, ReceivedAt: time.Now()}
-				if _, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil {
-					tb.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	enqueueMany(tb, s, n, -time.Second, func(i int64) *storage.Event {
+		return &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
+			Source: fmt.Sprintf("src%d", i%4), Type: fmt.Sprintf("type%d", i%8), Upstream: "http://127.0.0.1:1/",
+			Body: body, ReceivedAt: time.Now()}
+	})
 	for done := 0; done < n; {
 		jobs, err := s.Lease(ctx, time.Now(), min(1000, n-done), time.Minute, nil)
 		if err != nil || len(jobs) == 0 {

@@ -32,7 +32,7 @@ type Pebble struct {
 func OpenPebble(dir string, memtable uint64) (*Pebble, error) {
 	cache := pebble.NewCache(64 << 20) // blocks read by leases stay cached (the default is 8 MiB)
 	defer cache.Unref()                // the DB holds its own reference
-	db, err := pebble.Open(dir, &pebble.Options{MemTableSize: memtable, Cache: cache, Logger: quiet{}})
+	db, err := pebble.Open(dir, &pebble.Options{MemTableSize: memtable, Cache: cache, Logger: kv.Quiet{}})
 	if err != nil {
 		return nil, err
 	}
@@ -175,16 +175,4 @@ func (p *Pebble) Settle() error { return kv.Settled(context.Background(), p.db) 
 func (p *Pebble) Close() error {
 	p.finishes.Close()
 	return p.db.Close()
-}
-
-// quiet is a pebble.Logger that keeps Pebble's informational lines out of
-// the benchmark's output (errors and fatal ones still show).
-type quiet struct{}
-
-func (quiet) Infof(string, ...any) {}
-func (quiet) Errorf(format string, args ...any) {
-	pebble.DefaultLogger.Errorf(format, args...)
-}
-func (quiet) Fatalf(format string, args ...any) {
-	pebble.DefaultLogger.Fatalf(format, args...)
 }

@@ -65,7 +65,7 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(o.BlockCache)
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: quiet{},
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: Quiet{},
 		Cleaner: deleter{}})
 	if err != nil {
 		return nil, err
@@ -634,13 +634,19 @@ func (c *Cursor) Delete() error {
 	return c.b.tx.deleteKey(slices.Clone(c.it.Key()))
 }
 
-// quiet is a pebble.Logger without Pebble's informational lines.
-type quiet struct{}
+// Quiet is a pebble.Logger without Pebble's informational lines (errors
+// and fatal ones still go to Pebble's default logger).
+type Quiet struct{}
 
-func (quiet) Infof(string, ...any) {}
-func (quiet) Errorf(format string, args ...any) {
+// Infof implements pebble.Logger: dropped.
+func (Quiet) Infof(string, ...any) {}
+
+// Errorf implements pebble.Logger.
+func (Quiet) Errorf(format string, args ...any) {
 	pebble.DefaultLogger.Errorf(format, args...)
 }
-func (quiet) Fatalf(format string, args ...any) {
+
+// Fatalf implements pebble.Logger.
+func (Quiet) Fatalf(format string, args ...any) {
 	pebble.DefaultLogger.Fatalf(format, args...)
 }
