@@ -109,7 +109,7 @@ func TestSecretHeadersNeverStoredCredentialsRedacted(t *testing.T) {
 		t.Errorf("event lookup: %d %v", code, ev)
 	}
 	// nowhere in the store file (no encryption_key: stored in clear)
-	db, err := os.ReadFile(dbPath)
+	db, err := storagetest.ReadFiles(dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,8 +183,8 @@ http://localhost:%d {
 var e2eKey = base64.StdEncoding.EncodeToString([]byte("hookline-e2e-encryption-key-32by"))
 
 // TestEncryptionAtRest (README.md, "Storage and durability"): with encryption_key set, a
-// marker in a body and in a header never appears in the store (the bbolt
-// file; every Redis value of every type), for queued, delivered (kept for
+// marker in a body and in a header never appears in the store (the embedded
+// store's files; every Redis value of every type), for queued, delivered (kept for
 // replay) and dead-lettered events alike, while the admin API shows them;
 // without a key it does appear (so the check can fail). GET
 // /webhooks/stats says whether encryption is on and never shows the key,
@@ -211,7 +211,7 @@ func TestEncryptionAtRest(t *testing.T) {
 			}
 			raw := func() [][]byte {
 				if !tc.redis {
-					db, err := os.ReadFile(dbPath)
+					db, err := storagetest.ReadFiles(dbPath)
 					if err != nil {
 						t.Fatal(err)
 					}

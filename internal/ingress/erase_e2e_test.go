@@ -114,11 +114,11 @@ func TestErase(t *testing.T) {
 	}
 }
 
-// fileHolds reports whether the file at path holds the marker's body and
-// header forms (storagetest.MarkerForms).
+// fileHolds reports whether the store's files at path hold the marker's
+// body and header forms (storagetest.MarkerForms).
 func fileHolds(t *testing.T, path, marker string) (body, header bool) {
 	t.Helper()
-	raw, err := os.ReadFile(path)
+	raw, err := storagetest.ReadFiles(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -26,7 +26,7 @@ func (s *Store) ListEvents(ctx context.Context, f storage.EventFilter) (storage.
 	}
 	limit, budget := f.EffectiveLimit(), f.ScanBudget()
 	now := s.now()
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *kv.Tx) error {
 		recs := newBackwards(tx.Bucket(bEvents).Cursor(), after)
 		dlq := newBackwards(tx.Bucket(bDLQ).Cursor(), after)
 		examined, last := 0, ""
@@ -59,7 +59,7 @@ func (s *Store) ListEvents(ctx context.Context, f storage.EventFilter) (storage.
 
 // browseInfo is what Lookup reports of event id, whatever its source (nil:
 // nothing readable is left of it).
-func browseInfo(tx *bolt.Tx, l *leases, id string, now time.Time) *storage.EventInfo {
+func browseInfo(tx *kv.Tx, l *leases, id string, now time.Time) *storage.EventInfo {
 	destinations := destinationsOf(tx, id)
 	source, ok := sourceOf(tx, id, destinations)
 	if !ok {
@@ -76,7 +76,7 @@ func browseInfo(tx *bolt.Tx, l *leases, id string, now time.Time) *storage.Event
 
 // sourceOf is the source of event id, from the first of its deliveries
 // that has a readable record or DLQ entry.
-func sourceOf(tx *bolt.Tx, id string, destinations []string) (string, bool) {
+func sourceOf(tx *kv.Tx, id string, destinations []string) (string, bool) {
 	if destinations == nil {
 		destinations = []string{storage.DefaultDestination}
 	}
@@ -96,13 +96,13 @@ func sourceOf(tx *bolt.Tx, id string, destinations []string) (string, bool) {
 // its last key, or from the last one below the event after, event by
 // event.
 type backwards struct {
-	c     *bolt.Cursor
+	c     *kv.Cursor
 	after string
 	// id is the event of the current key ("": the walk is over).
 	id string
 }
 
-func newBackwards(c *bolt.Cursor, after string) *backwards {
+func newBackwards(c *kv.Cursor, after string) *backwards {
 	b := &backwards{c: c, after: after}
 	var k []byte
 	if after == "" {

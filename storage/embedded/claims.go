@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // Claims. A deduplicated event's claim is one key in bClaims:
@@ -27,7 +27,7 @@ import (
 
 // recordsLeft reports whether a record of event id is still stored: its
 // default delivery's, its payload record or one of its other deliveries'.
-func recordsLeft(tx *bolt.Tx, id string) bool {
+func recordsLeft(tx *kv.Tx, id string) bool {
 	events := tx.Bucket(bEvents)
 	return events.Get([]byte(id)) != nil || events.Get(payloadKey(id)) != nil ||
 		otherDelivery(tx, id, destinationsOf(tx, id), "")
@@ -39,7 +39,7 @@ func recordsLeft(tx *bolt.Tx, id string) bool {
 // a record of its event is still stored, its expiry becomes 0 (the id is
 // free for a new event; releaseClaim removes the key with the last
 // record).
-func claimExpired(tx *bolt.Tx, ck, exp []byte) error {
+func claimExpired(tx *kv.Tx, ck, exp []byte) error {
 	claims := tx.Bucket(bClaims)
 	v := claims.Get(ck)
 	if len(v) < 8 || !bytes.Equal(v[:8], exp) {
@@ -58,7 +58,7 @@ func ended(id []byte) []byte { return append(make([]byte, 8, 8+len(id)), id...) 
 // releaseClaim is called once the last record of event id is gone: its
 // claim ck goes too if it has expired (one that holds stays until the
 // claims sweep) and is still the event's (not a later event's).
-func releaseClaim(tx *bolt.Tx, ck []byte, id string, now time.Time) error {
+func releaseClaim(tx *kv.Tx, ck []byte, id string, now time.Time) error {
 	claims := tx.Bucket(bClaims)
 	v := claims.Get(ck)
 	if len(v) < 8 || string(v[8:]) != id || timeAt(v).After(now) {
@@ -71,7 +71,7 @@ func releaseClaim(tx *bolt.Tx, ck []byte, id string, now time.Time) error {
 // claims (see above): an id whose claim had expired and been swept gets a
 // claim that has expired (expiry 0), kept for its records as a new one
 // would be; then the index is emptied. Once done it costs one read.
-func foldIDs(tx *bolt.Tx) error {
+func foldIDs(tx *kv.Tx) error {
 	ids := tx.Bucket(bIDs)
 	if k, _ := ids.Cursor().First(); k == nil {
 		return nil

@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -21,7 +21,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			return total, err
 		}
 		var n int
-		err := s.update(ctx, func(tx *bolt.Tx) error {
+		err := s.update(ctx, func(tx *kv.Tx) error {
 			n = 0
 			var err error
 			var m int
@@ -90,14 +90,14 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 		}
 		if n < cleanupChunk {
 			// an erasure whose scrub failed is scrubbed now
-			return total, s.scrubIfMarked()
+			return total, s.scrubIfMarked(ctx)
 		}
 	}
 }
 
 // sweep deletes up to max index keys older than before from bucket b,
 // calling del for each first.
-func sweep(tx *bolt.Tx, b []byte, before time.Time, max int, del func(k []byte) error) (int, error) {
+func sweep(tx *kv.Tx, b []byte, before time.Time, max int, del func(k []byte) error) (int, error) {
 	bkt := tx.Bucket(b)
 	var keys [][]byte
 	c := bkt.Cursor()

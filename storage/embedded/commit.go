@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/internal/groupcommit"
 	"github.com/hookline/hookline/storage"
@@ -29,7 +29,7 @@ const maxLinger = 500 * time.Microsecond
 // caller has stopped waiting (see abandon; a write abandoned before its
 // commit began is never run at all: groupcommit drops it).
 type op struct {
-	fn func(*bolt.Tx) error
+	fn func(*kv.Tx) error
 
 	mu   sync.Mutex // held while fn runs, so that abandon waits for it
 	gone bool       // the caller stopped waiting: fn must not run again
@@ -37,7 +37,7 @@ type op struct {
 
 // run runs fn in tx, unless the caller has gone. A panic in fn is fn's
 // error: the transaction is rolled back and only this write fails.
-func (o *op) run(tx *bolt.Tx) (err error) {
+func (o *op) run(tx *kv.Tx) (err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.gone {
@@ -69,14 +69,14 @@ type call = groupcommit.Call[*op, error]
 // request never waits for a timer, and under load one fsync covers
 // hundreds of events.
 type committer struct {
-	db *bolt.DB
+	db *kv.DB
 	b  *groupcommit.Batcher[*op, error]
 	// beforeCommit (Options.BeforeCommit) runs after a batch's writes,
 	// before its transaction commits; nil in production.
 	beforeCommit func(writes int) error
 }
 
-func newCommitter(db *bolt.DB, beforeCommit func(int) error) *committer {
+func newCommitter(db *kv.DB, beforeCommit func(int) error) *committer {
 	c := &committer{db: db, beforeCommit: beforeCommit}
 	c.b = groupcommit.New(c.commit, groupcommit.Options[*op]{
 		MaxBatch: maxGroup,
@@ -98,7 +98,7 @@ func unavailableCtx(ctx context.Context) error {
 // update runs fn in a durable write transaction shared with other writers.
 // It returns when the transaction is committed, or when ctx ends: a stalled
 // disk never holds a caller beyond its deadline.
-func (c *committer) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (c *committer) update(ctx context.Context, fn func(*kv.Tx) error) error {
 	// the write's outcome is the answer; err is the batcher's own: ctx's
 	// error, errClosed or a panic
 	outcome, err := c.b.Do(ctx, &op{fn: fn})
@@ -136,20 +136,19 @@ func (c *committer) commit(batch []*call) {
 func (c *committer) try(batch []*call) (failed int, ferr, err error) {
 	failed = -1
 	defer func() {
-		// a panic outside the writes (in bbolt, in the test hook): the
-		// transaction was rolled back by bbolt; fail the whole batch
+		// a panic outside the writes (in the engine, in the test hook):
+		// the transaction was discarded; fail the whole batch
 		if r := recover(); r != nil {
 			failed, err = -1, storage.Recovered(r)
 		}
 	}()
-	err = c.db.Update(func(tx *bolt.Tx) error {
+	err = c.db.Update(func(tx *kv.Tx) error {
 		for i, w := range batch {
 			if err := w.Req.run(tx); err != nil {
 				failed, ferr = i, err
 				return err
 			}
 		}
-		packAppends(tx)
 		if c.beforeCommit != nil {
 			return c.beforeCommit(len(batch))
 		}
@@ -159,23 +158,3 @@ func (c *committer) try(batch []*call) (failed int, ferr, err error) {
 }
 
 func (c *committer) close() { c.b.Close() }
-
-// appendBuckets are the buckets whose keys mostly grow (time-ordered ids
-// and due keys): a page split there leaves the old page full, since the
-// next keys go to the new one. bbolt splits at half a page by default,
-// which suits random keys (claims) but writes twice the pages here.
-var appendBuckets = [][]byte{bEvents, bClaimExp, bQueue, bDone}
-
-// appendFill is the fill of a split page of appendBuckets.
-const appendFill = 0.9
-
-// packAppends sets the split fill of the append buckets of tx before it
-// commits (a Bucket of a write transaction is cached, and spilled with
-// the fill it has at commit).
-func packAppends(tx *bolt.Tx) {
-	for _, name := range appendBuckets {
-		if b := tx.Bucket(name); b != nil {
-			b.FillPercent = appendFill
-		}
-	}
-}

@@ -3,12 +3,12 @@ package embedded
 import (
 	"context"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // UpdateForTest runs fn as one write of the group commit, as the Store's
 // own methods do.
-func (s *Store) UpdateForTest(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) UpdateForTest(ctx context.Context, fn func(*kv.Tx) error) error {
 	return s.update(ctx, fn)
 }
 
@@ -18,7 +18,7 @@ func (s *Store) QueuedWrites() int { return s.c.b.Queued() }
 // PutRawRecordForTest overwrites the stored record of event id with raw
 // bytes (a corrupted or undecodable record).
 func (s *Store) PutRawRecordForTest(id string, raw []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx *kv.Tx) error {
 		return tx.Bucket(bEvents).Put([]byte(id), raw)
 	})
 }

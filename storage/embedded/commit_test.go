@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
@@ -166,7 +166,7 @@ func TestFailingWriteFailsAlone(t *testing.T) {
 			for i := range n {
 				wg.Go(func() {
 					if i == n/2 {
-						errs[i] = s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
+						errs[i] = s.UpdateForTest(ctx, func(tx *kv.Tx) error {
 							// its writes must be rolled back
 							if err := tx.Bucket([]byte("paused")).Put([]byte("ghost"), nil); err != nil {
 								return err

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -65,7 +65,7 @@ func dlqCounterName(source string, st storage.DLQStatus) string {
 }
 
 // count adds d to the counter of kind for name, deleting it at zero.
-func count(tx *bolt.Tx, kind byte, name string, d int64) error {
+func count(tx *kv.Tx, kind byte, name string, d int64) error {
 	b := tx.Bucket(bCounts)
 	k := counterKey(kind, name)
 	var n int64
@@ -84,16 +84,13 @@ func laneOfDueKey(k []byte) string {
 	return string(lane)
 }
 
-// hasKey reports whether b holds k. Get cannot tell: it answers nil for
-// a key whose value is empty (bQueue's, bInFlight's of earlier versions)
-// once a write of the transaction has loaded its page.
-func hasKey(b *bolt.Bucket, k []byte) bool {
-	got, _ := b.Cursor().Seek(k)
-	return bytes.Equal(got, k)
+// hasKey reports whether b holds k (an empty value is not nil).
+func hasKey(b *kv.Bucket, k []byte) bool {
+	return b.Get(k) != nil
 }
 
 // queuePut adds key k (dueKey) to bQueue.
-func queuePut(tx *bolt.Tx, k []byte) error {
+func queuePut(tx *kv.Tx, k []byte) error {
 	b := tx.Bucket(bQueue)
 	if hasKey(b, k) {
 		return nil
@@ -101,11 +98,12 @@ func queuePut(tx *bolt.Tx, k []byte) error {
 	if err := b.Put(k, nil); err != nil {
 		return err
 	}
+	lowerFloor(tx, k)
 	return count(tx, cntQueue, laneOfDueKey(k), 1)
 }
 
 // queueDelete removes key k (dueKey) from bQueue.
-func queueDelete(tx *bolt.Tx, k []byte) error {
+func queueDelete(tx *kv.Tx, k []byte) error {
 	b := tx.Bucket(bQueue)
 	if !hasKey(b, k) {
 		return nil
@@ -117,7 +115,7 @@ func queueDelete(tx *bolt.Tx, k []byte) error {
 }
 
 // waitingPut records chained job id of lane waiting behind its head.
-func waitingPut(tx *bolt.Tx, id []byte, lane string) error {
+func waitingPut(tx *kv.Tx, id []byte, lane string) error {
 	b := tx.Bucket(bWaiting)
 	if old := b.Get(id); old != nil {
 		if err := count(tx, cntWaiting, string(old), -1); err != nil {
@@ -132,7 +130,7 @@ func waitingPut(tx *bolt.Tx, id []byte, lane string) error {
 
 // waitingDelete removes chained job id from the waiting ones, returning
 // its lane ("" if it was not waiting).
-func waitingDelete(tx *bolt.Tx, id []byte) (string, error) {
+func waitingDelete(tx *kv.Tx, id []byte) (string, error) {
 	b := tx.Bucket(bWaiting)
 	old := b.Get(id)
 	if old == nil {
@@ -164,7 +162,7 @@ func entryCounted(v []byte) (name string, ok bool) {
 
 // deleteEntry removes DLQ entry id (bDLQ and bDLQOpen; its bDLQIdx key is
 // the caller's).
-func deleteEntry(tx *bolt.Tx, id []byte) error {
+func deleteEntry(tx *kv.Tx, id []byte) error {
 	b := tx.Bucket(bDLQ)
 	if name, ok := entryCounted(b.Get(id)); ok {
 		if err := count(tx, cntDLQ, name, -1); err != nil {
@@ -179,7 +177,7 @@ func deleteEntry(tx *bolt.Tx, id []byte) error {
 
 // buildCounts (re)builds the counters from the indexes when they are not
 // this version's: a store written by an earlier version.
-func buildCounts(tx *bolt.Tx) error {
+func buildCounts(tx *kv.Tx) error {
 	b, err := tx.CreateBucketIfNotExists(bCounts)
 	if err != nil {
 		return err
@@ -209,7 +207,7 @@ func buildCounts(tx *bolt.Tx) error {
 
 // countIndexes counts what the counters hold by reading the indexes and
 // the DLQ entries (O(jobs + entries)): by kind, then name.
-func countIndexes(tx *bolt.Tx) (map[byte]map[string]int64, error) {
+func countIndexes(tx *kv.Tx) (map[byte]map[string]int64, error) {
 	out := map[byte]map[string]int64{cntQueue: {}, cntWaiting: {}, cntDLQ: {}}
 	err := tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
 		if lane, _, _, ok := splitDueKey(k); ok {
@@ -237,7 +235,7 @@ func countIndexes(tx *bolt.Tx) (map[byte]map[string]int64, error) {
 }
 
 // readCounts reads every counter: by kind, then name.
-func readCounts(tx *bolt.Tx) map[byte]map[string]int64 {
+func readCounts(tx *kv.Tx) map[byte]map[string]int64 {
 	out := map[byte]map[string]int64{cntQueue: {}, cntWaiting: {}, cntDLQ: {}}
 	_ = tx.Bucket(bCounts).ForEach(func(k, v []byte) error {
 		if len(k) < 2 || k[1] != 0 || len(v) != 8 || out[k[0]] == nil {
@@ -305,7 +303,7 @@ func (s *Store) counted() (map[string]storage.Counts, map[string]map[storage.DLQ
 		byLane map[string]storage.Counts
 		dlq    map[string]map[storage.DLQStatus]int
 	)
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		c := readCounts(tx)
 		queue := tx.Bucket(bQueue)
 		leased := s.leases.byLane(now, func(lane string, due time.Time, id string) bool {
@@ -343,7 +341,7 @@ func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[str
 	now := s.now()
 	byLane := map[string]storage.Counts{}
 	dlq := map[string]map[storage.DLQStatus]int{}
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		err := tx.Bucket(bWaiting).ForEach(func(_, lane []byte) error {
 			n := byLane[string(lane)]
 			n.Queued++
@@ -388,17 +386,21 @@ func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[str
 	return byLane, dlq, err
 }
 
-// ResetCounters deletes the counters of the store file at path (not
-// open), so that the next Open rebuilds them from the indexes: for a
-// store an earlier version wrote to after this one had built them (a
-// downgrade, then an upgrade), whose counters missed those writes.
+// ResetCounters deletes the counters of the store at path (not open), so
+// that the next Open rebuilds them from the indexes: for a store an
+// earlier version wrote to after this one had built them (a downgrade,
+// then an upgrade), whose counters missed those writes. A bbolt file of
+// an earlier version is moved to the new engine first.
 func ResetCounters(path string) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err := migrateFile(path, Options{}); err != nil {
+		return fmt.Errorf("%w: moving %s to the new engine: %v", storage.ErrUnavailable, path, err)
+	}
+	db, err := kv.Open(path, kv.Options{LockTimeout: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *kv.Tx) error {
 		if tx.Bucket(bCounts) == nil {
 			return nil
 		}

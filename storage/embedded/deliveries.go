@@ -1,7 +1,7 @@
 package embedded
 
 import (
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -33,7 +33,7 @@ var bDeliveries = []byte("deliveries")
 func payloadKey(id string) []byte { return []byte(id + "\x00") }
 
 // putPayload writes event id's payload record, if it has one.
-func putPayload(tx *bolt.Tx, id string, payload []byte) error {
+func putPayload(tx *kv.Tx, id string, payload []byte) error {
 	if payload == nil {
 		return nil
 	}
@@ -42,7 +42,7 @@ func putPayload(tx *bolt.Tx, id string, payload []byte) error {
 
 // joinPayload gives ev, a stored job, the body and headers of its event's
 // payload record if it is marked as sharing it (storage.JoinPayload).
-func joinPayload(tx *bolt.Tx, ev *storage.Event) error {
+func joinPayload(tx *kv.Tx, ev *storage.Event) error {
 	if !ev.SharedPayload {
 		return nil
 	}
@@ -50,12 +50,12 @@ func joinPayload(tx *bolt.Tx, ev *storage.Event) error {
 }
 
 // destinationsOf reads event id's deliveries index (nil: none).
-func destinationsOf(tx *bolt.Tx, id string) []string {
+func destinationsOf(tx *kv.Tx, id string) []string {
 	return storage.DecodeDestinations(string(tx.Bucket(bDeliveries).Get([]byte(id))))
 }
 
 // putDeliveries writes event id's deliveries index, if it has one.
-func putDeliveries(tx *bolt.Tx, id string, destinations []string) error {
+func putDeliveries(tx *kv.Tx, id string, destinations []string) error {
 	if destinations == nil {
 		return nil
 	}
@@ -65,7 +65,7 @@ func putDeliveries(tx *bolt.Tx, id string, destinations []string) error {
 // otherDelivery reports whether a record of a delivery of event ev (to
 // one of destinations, its deliveries index) other than delivery except
 // is stored.
-func otherDelivery(tx *bolt.Tx, ev string, destinations []string, except string) bool {
+func otherDelivery(tx *kv.Tx, ev string, destinations []string, except string) bool {
 	events := tx.Bucket(bEvents)
 	for _, d := range destinations {
 		if other := storage.DeliveryID(ev, d); other != except && events.Get([]byte(other)) != nil {
@@ -79,7 +79,7 @@ func otherDelivery(tx *bolt.Tx, ev string, destinations []string, except string)
 // its event without any record, and removes the event's deliveries index
 // and payload record if so. An event without an index has only this
 // delivery (and a payload record unless an earlier version stored it).
-func lastDelivery(tx *bolt.Tx, id string) (bool, error) {
+func lastDelivery(tx *kv.Tx, id string) (bool, error) {
 	ev := storage.EventIDOfDelivery(id)
 	ds := destinationsOf(tx, ev)
 	if otherDelivery(tx, ev, ds, id) {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -35,7 +35,7 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 			start = k
 		}
 	}
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *kv.Tx) error {
 		c := tx.Bucket(bDLQIdx).Cursor()
 		examined := 0
 		var last []byte // the last key examined
@@ -73,7 +73,7 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 
 // lastBefore positions c on the last key before start (the last key when
 // start is nil).
-func lastBefore(c *bolt.Cursor, start []byte) (k, v []byte) {
+func lastBefore(c *kv.Cursor, start []byte) (k, v []byte) {
 	if start == nil {
 		return c.Last()
 	}
@@ -86,7 +86,7 @@ func lastBefore(c *bolt.Cursor, start []byte) (k, v []byte) {
 // DLQGet implements storage.Store.
 func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error) {
 	var e *storage.DLQEntry
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		var err error
 		if e, err = getEntry(tx, id); e != nil {
 			fillWaiting(tx, e)
@@ -102,7 +102,7 @@ func (s *Store) DLQGet(ctx context.Context, id string) (*storage.DLQEntry, error
 // DLQRetry implements storage.Store.
 func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	now := s.now()
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		e, err := getEntry(tx, id)
 		if err != nil {
 			return err
@@ -149,7 +149,7 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 	if err := storage.CheckDLQSettable(status); err != nil {
 		return err
 	}
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		e, err := getEntry(tx, id)
 		if err != nil {
 			return err
@@ -173,7 +173,7 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 // its last attempt), replacing an earlier one. The entry keeps its own
 // copy of the payload, joined from the event's payload record for a job
 // sharing it (an entry without one if that record is missing).
-func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
+func deadLetter(tx *kv.Tx, rec *record, reason string, now time.Time) error {
 	old, err := getEntry(tx, rec.ID)
 	if err != nil {
 		return err
@@ -189,7 +189,7 @@ func deadLetter(tx *bolt.Tx, rec *record, reason string, now time.Time) error {
 	return putEntry(tx, e)
 }
 
-func getEntry(tx *bolt.Tx, id string) (*storage.DLQEntry, error) {
+func getEntry(tx *kv.Tx, id string) (*storage.DLQEntry, error) {
 	v := tx.Bucket(bDLQ).Get([]byte(id))
 	if v == nil {
 		return nil, nil
@@ -201,7 +201,7 @@ func getEntry(tx *bolt.Tx, id string) (*storage.DLQEntry, error) {
 	return e, nil
 }
 
-func putEntry(tx *bolt.Tx, e *storage.DLQEntry) error {
+func putEntry(tx *kv.Tx, e *storage.DLQEntry) error {
 	v, err := json.Marshal(e)
 	if err != nil {
 		return err

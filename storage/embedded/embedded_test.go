@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -98,7 +98,7 @@ func conformance() storagetest.Factory {
 		},
 		Legacy: func(t *testing.T, s storage.Store, source string) {
 			// earlier versions kept a paused source as a key with no value
-			err := s.(*testStore).UpdateForTest(t.Context(), func(tx *bolt.Tx) error {
+			err := s.(*testStore).UpdateForTest(t.Context(), func(tx *kv.Tx) error {
 				return tx.Bucket([]byte("paused")).Put([]byte(source), nil)
 			})
 			if err != nil {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -37,7 +37,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	}
 	due := storage.NamedDue(jobs, now, 0) // for LeaseNamed, named outside the committer too
 	var res storage.EnqueueResult
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *kv.Tx) error {
 		if ev.Dedupe {
 			claims := tx.Bucket(bClaims)
 			ck := claimKey(ev.Source, ev.EventID)

@@ -5,15 +5,15 @@ import (
 	"context"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
 
 // Erasure (storage.Eraser). One shared transaction removes the event's
 // records, DLQ entries and indexes, writes its tombstone and marks the
-// file as needing a scrub; the scrub (scrub.go) then overwrites the pages
-// bbolt freed, where the erased bytes still are, before Erase returns.
+// event's keys as needing a scrub; the scrub (scrub.go) then rewrites the
+// engine's files where the erased bytes still are, before Erase returns.
 //
 //	erased / event id -> claim expiry (8 bytes, Unix nanoseconds): the
 //	                     tombstone of an erased event whose claim is kept
@@ -28,7 +28,7 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 	}
 	var res storage.EraseResult
 	var removed []string
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *kv.Tx) error {
 		var err error
 		res, removed, err = eraseEvent(tx, source, eventID, now)
 		return err
@@ -41,8 +41,8 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 	for _, id := range removed {
 		s.leases.forget(id)
 	}
-	// the bytes of the records removed are still in the pages bbolt freed
-	if err := s.scrub(); err != nil {
+	// the bytes of the records removed are still in the engine's files
+	if err := s.scrub(ctx); err != nil {
 		return storage.EraseResult{}, err
 	}
 	return res, nil
@@ -52,7 +52,7 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 // finds it: by its claim (kept while a record of the event exists; records
 // past retention may still have DLQ entries), else eventID itself (an
 // event without a provider id is named by its internal id).
-func eventOf(tx *bolt.Tx, source, eventID string) string {
+func eventOf(tx *kv.Tx, source, eventID string) string {
 	if v := tx.Bucket(bClaims).Get(claimKey(source, eventID)); len(v) >= 8 {
 		return string(v[8:])
 	}
@@ -73,7 +73,7 @@ type erasing struct {
 // and returns the ids of the deliveries removed. It reads everything
 // first: an event of another source, or of which nothing is stored, is
 // ErrNotFound, and nothing is written.
-func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.EraseResult, []string, error) {
+func eraseEvent(tx *kv.Tx, source, eventID string, now time.Time) (storage.EraseResult, []string, error) {
 	id := eventOf(tx, source, eventID)
 	destinations := destinationsOf(tx, id)
 	if destinations == nil {
@@ -148,13 +148,13 @@ func eraseEvent(tx *bolt.Tx, source, eventID string, now time.Time) (storage.Era
 	for i, e := range ds {
 		removed[i] = e.id
 	}
-	return res, removed, markScrub(tx)
+	return res, removed, markScrub(tx, eventSpans(id)...)
 }
 
 // eraseChained takes delivery e out of the ordered chain it is in, if
 // any (storage.ErasesFromChain): its head is popped and the next job goes
 // at now; a waiting job is removed from its place.
-func eraseChained(tx *bolt.Tx, e *erasing, now time.Time) error {
+func eraseChained(tx *kv.Tx, e *erasing, now time.Time) error {
 	var names []string
 	switch {
 	case e.rec != nil:
@@ -198,13 +198,10 @@ func eraseChained(tx *bolt.Tx, e *erasing, now time.Time) error {
 }
 
 // chainsHolding lists the chains that hold job id (walking every chain).
-func chainsHolding(tx *bolt.Tx, id string) []string {
+func chainsHolding(tx *kv.Tx, id string) []string {
 	var out []string
 	chains := tx.Bucket(bChains)
-	_ = chains.ForEach(func(name, v []byte) error {
-		if v != nil {
-			return nil // not a chain's bucket
-		}
+	_ = chains.ForEachBucket(func(name []byte) error {
 		return chains.Bucket(name).ForEach(func(_, job []byte) error {
 			if string(job) == id {
 				out = append(out, string(name))
@@ -218,7 +215,7 @@ func chainsHolding(tx *bolt.Tx, id string) []string {
 // eraseRecord removes the job record of delivery e and its index keys.
 // An undecodable record's due and finished keys cannot be named: they are
 // looked for (a rare path, reading those indexes).
-func eraseRecord(tx *bolt.Tx, e *erasing) error {
+func eraseRecord(tx *kv.Tx, e *erasing) error {
 	id := []byte(e.id)
 	switch {
 	case e.rec != nil:
@@ -246,7 +243,7 @@ func eraseRecord(tx *bolt.Tx, e *erasing) error {
 }
 
 // eraseEntry removes the DLQ entry of delivery e, if it has one.
-func eraseEntry(tx *bolt.Tx, e *erasing) (bool, error) {
+func eraseEntry(tx *kv.Tx, e *erasing) (bool, error) {
 	id := []byte(e.id)
 	switch {
 	case e.entry != nil:
@@ -273,13 +270,13 @@ func timeKeyID(k []byte) []byte {
 
 // deleteKeysOf deletes the keys of index b whose id (as idOf reads it) is
 // id, walking the whole index.
-func deleteKeysOf(b *bolt.Bucket, id []byte, idOf func(k []byte) []byte) error {
+func deleteKeysOf(b *kv.Bucket, id []byte, idOf func(k []byte) []byte) error {
 	return eachKeyOf(b, id, idOf, b.Delete)
 }
 
 // eachKeyOf calls del with every key of b whose id (idOf) is id, once
 // the walk is over (del may delete it).
-func eachKeyOf(b *bolt.Bucket, id []byte, idOf func(k []byte) []byte, del func(k []byte) error) error {
+func eachKeyOf(b *kv.Bucket, id []byte, idOf func(k []byte) []byte, del func(k []byte) error) error {
 	var keys [][]byte
 	_ = b.ForEach(func(k, _ []byte) error {
 		if bytes.Equal(idOf(k), id) {
@@ -296,14 +293,14 @@ func eachKeyOf(b *bolt.Bucket, id []byte, idOf func(k []byte) []byte, del func(k
 }
 
 // erased reports whether event id was erased while its claim lasts.
-func erased(tx *bolt.Tx, id string, now time.Time) bool {
+func erased(tx *kv.Tx, id string, now time.Time) bool {
 	v := tx.Bucket(bErased).Get([]byte(id))
 	return len(v) >= 8 && timeAt(v).After(now)
 }
 
 // sweepErased removes the tombstones whose claim has expired, up to max.
 // Erasures are rare: the bucket is small and read whole.
-func sweepErased(tx *bolt.Tx, now time.Time, max int) (int, error) {
+func sweepErased(tx *kv.Tx, now time.Time, max int) (int, error) {
 	b := tx.Bucket(bErased)
 	var gone [][]byte
 	_ = b.ForEach(func(k, v []byte) error {

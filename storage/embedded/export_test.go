@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -14,12 +14,12 @@ import (
 // RewriteAsLegacyDue turns the lane queue of the file at path back into the
 // single due index of earlier versions (tests of the upgrade).
 func RewriteAsLegacyDue(path string) error {
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := kv.Open(path, kv.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *kv.Tx) error {
 		old, err := tx.CreateBucket(bLegacyDue)
 		if err != nil {
 			return err
@@ -38,34 +38,49 @@ func RewriteAsLegacyDue(path string) error {
 	})
 }
 
-// CheckForTest runs bbolt's consistency check of the whole file.
+// CheckForTest checks the engine's levels (every table read, its
+// checksums verified, its keys in order) and reads every bucket.
 func (s *Store) CheckForTest() error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		var first error
-		for err := range tx.Check() {
-			if first == nil {
-				first = err
-			}
-		}
-		return first
-	})
+	if err := s.db.Engine().CheckLevels(nil); err != nil {
+		return err
+	}
+	_, err := s.Dump()
+	return err
 }
 
-// ScrubbedPages is how many pages the scrubs of erasures overwrote.
-func (s *Store) ScrubbedPages() int64 { return s.scrubbed.Load() }
+// FloorsForTest is the lanes the store remembers, with their floors.
+func (s *Store) FloorsForTest() map[string][]byte {
+	out := map[string][]byte{}
+	for _, lf := range s.floors.list() {
+		out[lf.lane] = lf.floor
+	}
+	return out
+}
 
 // Dump returns every key and value of every bucket (storagetest.Factory.Dump).
 func (s *Store) Dump() ([][]byte, error) {
 	var out [][]byte
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			return b.ForEach(func(k, v []byte) error {
-				out = append(out, bytes.Clone(k), bytes.Clone(v))
-				return nil
-			})
+	err := s.db.View(func(tx *kv.Tx) error {
+		return tx.ForEach(func(name []byte, b *kv.Bucket) error {
+			return dumpBucket(b, &out)
 		})
 	})
 	return out, err
+}
+
+// dumpBucket appends the keys and values of b and of its sub-buckets to
+// out.
+func dumpBucket(b *kv.Bucket, out *[][]byte) error {
+	if err := b.ForEach(func(k, v []byte) error {
+		*out = append(*out, bytes.Clone(k), bytes.Clone(v))
+		return nil
+	}); err != nil {
+		return err
+	}
+	return b.ForEachBucket(func(name []byte) error {
+		*out = append(*out, bytes.Clone(name), nil)
+		return dumpBucket(b.Bucket(name), out)
+	})
 }
 
 // RewriteWithoutCounters makes the file at path what an earlier version
@@ -74,12 +89,12 @@ func RewriteWithoutCounters(path string) error {
 	if err := ResetCounters(path); err != nil {
 		return err
 	}
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := kv.Open(path, kv.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *kv.Tx) error {
 		var ids [][]byte
 		_ = tx.Bucket(bInFlight).ForEach(func(k, _ []byte) error {
 			ids = append(ids, bytes.Clone(k))
@@ -97,7 +112,7 @@ func RewriteWithoutCounters(path string) error {
 // LeasesForTest lists the leased jobs: bInFlight's value, then the job's due keys.
 func (s *Store) LeasesForTest() []string {
 	var out []string
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	_ = s.db.View(func(tx *kv.Tx) error {
 		return tx.Bucket(bInFlight).ForEach(func(k, v []byte) error {
 			line := string(k) + " " + fmt.Sprint(v)
 			_ = tx.Bucket(bQueue).ForEach(func(qk, _ []byte) error {
@@ -119,12 +134,12 @@ func (s *Store) LeasesForTest() []string {
 // flight with its token, its due key at the lease's end, and a bInFlight
 // key (tests of the upgrade).
 func RewriteAsLegacyLease(path, id, token string, until time.Time) error {
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := kv.Open(path, kv.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *kv.Tx) error {
 		rec, err := getRecord(tx, []byte(id))
 		if err != nil {
 			return err
@@ -150,8 +165,8 @@ func RewriteAsLegacyLease(path, id, token string, until time.Time) error {
 
 // LegacyLeasesLeft counts the keys of bInFlight.
 func (s *Store) LegacyLeasesLeft() (n int, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bInFlight).Stats().KeyN
+	err = s.db.View(func(tx *kv.Tx) error {
+		n = tx.Bucket(bInFlight).KeyN()
 		return nil
 	})
 	return n, err
@@ -162,12 +177,12 @@ func (s *Store) LegacyLeasesLeft() (n int, err error) {
 // for every event with a record. Claims listed in swept are deleted, as
 // the claims sweep of those versions did once they expired.
 func RewriteAsLegacyIDs(path string, swept ...string) error {
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := kv.Open(path, kv.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *kv.Tx) error {
 		claims, ids := tx.Bucket(bClaims), tx.Bucket(bIDs)
 		err := claims.ForEach(func(ck, v []byte) error {
 			if !recordsLeft(tx, string(v[8:])) {
@@ -191,14 +206,14 @@ func RewriteAsLegacyIDs(path string, swept ...string) error {
 // left in bIDs.
 func (s *Store) Claims() (claims map[string]time.Time, legacy int, err error) {
 	claims = map[string]time.Time{}
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *kv.Tx) error {
 		if err := tx.Bucket(bClaims).ForEach(func(ck, v []byte) error {
 			claims[string(ck)] = timeAt(v)
 			return nil
 		}); err != nil {
 			return err
 		}
-		legacy = tx.Bucket(bIDs).Stats().KeyN
+		legacy = tx.Bucket(bIDs).KeyN()
 		return nil
 	})
 	return claims, legacy, err
@@ -207,7 +222,7 @@ func (s *Store) Claims() (claims map[string]time.Time, legacy int, err error) {
 // SetTypeForTest rewrites the stored record of job id with event type typ,
 // as a change by someone else than the job's lease holder would.
 func (s *Store) SetTypeForTest(id, typ string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.db.Update(func(tx *kv.Tx) error {
 		rec, err := getRecord(tx, []byte(id))
 		if err != nil || rec == nil {
 			return fmt.Errorf("record %s: %v", id, err)
@@ -221,12 +236,12 @@ func (s *Store) SetTypeForTest(id, typ string) error {
 // indexes of the file at path, as versions before index values wrote them
 // (tests of the listings' fallback).
 func RewriteWithoutIndexValues(path string) error {
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := kv.Open(path, kv.Options{})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *kv.Tx) error {
 		for _, name := range [][]byte{bDLQIdx, bDone} {
 			b := tx.Bucket(name)
 			var keys [][]byte

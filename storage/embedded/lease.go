@@ -6,24 +6,21 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
 
-// Lease implements storage.Store. A lease writes nothing to the file: it
+// Lease implements storage.Store. A lease writes nothing to the store: it
 // is kept in memory (leases.go), so leasing costs two read transactions
 // and no commit. The pace of a lane (storage.PaceOf) is kept in memory
-// too: one process at a time uses the file.
+// too: one process at a time uses the store.
 func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	if want, err := storage.LeaseWanted(ctx, n); !want {
 		return nil, err
 	}
-	var cands []storage.Candidate
-	if err := s.view(func(tx *bolt.Tx) error {
-		cands = candidates(tx, now, n, gate, s.leased(now))
-		return nil
-	}); err != nil || len(cands) == 0 {
+	cands, err := s.candidates(now, n, gate, s.leased(now))
+	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
 	// take the pace's slots for what would be leased; a slot taken for a
@@ -70,7 +67,7 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 	// key, and is not handed out again
 	var jobs []*storage.Job
 	var broken []taken // unreadable, or an orphan index key: fixed in a write
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		queue := tx.Bucket(bQueue)
 		for _, c := range took {
 			id := []byte(c.ID)
@@ -105,7 +102,7 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 		jobs = nil
 	}
 	if len(broken) > 0 {
-		if ferr := s.update(ctx, func(tx *bolt.Tx) error {
+		if ferr := s.update(ctx, func(tx *kv.Tx) error {
 			for _, c := range broken {
 				if err := s.dropBroken(tx, c.Candidate); err != nil {
 					return err
@@ -126,7 +123,7 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 // caller) that a lease could not hand out: an index key with no record is
 // deleted; an unreadable record (or payload) goes to the DLQ, not back at
 // every lease (poison).
-func (s *Store) dropBroken(tx *bolt.Tx, c storage.Candidate) error {
+func (s *Store) dropBroken(tx *kv.Tx, c storage.Candidate) error {
 	id, k := []byte(c.ID), dueKey(c.Lane, c.Due, []byte(c.ID))
 	if !hasKey(tx.Bucket(bQueue), k) {
 		return nil // settled meanwhile
@@ -158,26 +155,24 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	now := s.now()
 	t, ok := s.leases.firstEnd(now)
 	leased := s.leased(now)
-	err := s.view(func(tx *bolt.Tx) error {
-		return laneHeads(tx, func(c *bolt.Cursor, laneB []byte, k []byte) error {
-			lane := string(laneB)
-			if gate.Skipped(lane) {
-				return nil
-			}
-			if k = firstFree(c, laneB, k, leased); k == nil {
-				return nil
-			}
-			_, due, _, _ := splitDueKey(k)
-			if r, paced := gate.RateOf(lane); paced {
-				if next := s.pace.Next(storage.PaceOf(lane), r); next.After(due) {
-					due = next
-				}
-			}
-			if !ok || due.Before(t) {
-				t, ok = due, true
-			}
+	err := s.walkLanes(func(c *kv.Cursor, laneB []byte, k []byte) error {
+		lane := string(laneB)
+		if gate.Skipped(lane) {
 			return nil
-		})
+		}
+		if k = firstFree(c, laneB, k, leased); k == nil {
+			return nil
+		}
+		_, due, _, _ := splitDueKey(k)
+		if r, paced := gate.RateOf(lane); paced {
+			if next := s.pace.Next(storage.PaceOf(lane), r); next.After(due) {
+				due = next
+			}
+		}
+		if !ok || due.Before(t) {
+			t, ok = due, true
+		}
+		return nil
 	})
 	return t, ok, err
 }
@@ -190,20 +185,18 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 	now := s.now()
 	leased := s.leased(now)
 	out := map[string]time.Time{}
-	err := s.view(func(tx *bolt.Tx) error {
-		return laneHeads(tx, func(c *bolt.Cursor, lane []byte, k []byte) error {
-			first := k
-			if k = firstFree(c, lane, k, leased); k == nil {
-				_, _, id, _ := splitDueKey(first)
-				if until, ok := s.leases.until(string(id), now); ok {
-					out[string(lane)] = until
-				}
-				return nil
+	err := s.walkLanes(func(c *kv.Cursor, lane []byte, k []byte) error {
+		first := k
+		if k = firstFree(c, lane, k, leased); k == nil {
+			_, _, id, _ := splitDueKey(first)
+			if until, ok := s.leases.until(string(id), now); ok {
+				out[string(lane)] = until
 			}
-			_, due, _, _ := splitDueKey(k)
-			out[string(lane)] = due
 			return nil
-		})
+		}
+		_, due, _, _ := splitDueKey(k)
+		out[string(lane)] = due
+		return nil
 	})
 	return out, err
 }
@@ -213,7 +206,7 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 // failed commit keeps it, and the job is leased again when it runs out.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := s.now()
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *kv.Tx) error {
 		id := []byte(job.ID)
 		read, ok := s.leases.held(job.ID, job.Lease)
 		if !ok {
@@ -273,7 +266,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 // retention and replay (the index value is what ListDelivered filters on). A delivered event keeps its payload (a replay re-sends it); a
 // dead one's is dropped (its DLQ entry keeps it). A payload record its
 // event's deliveries share stays until the event's last record goes.
-func finishRecord(tx *bolt.Tx, rec *record, now time.Time) error {
+func finishRecord(tx *kv.Tx, rec *record, now time.Time) error {
 	if rec.Status == storage.StatusDead {
 		rec.Body, rec.Headers, rec.Sealed = nil, nil, nil
 	}

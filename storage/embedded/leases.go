@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -61,7 +61,7 @@ type leasedRecord struct {
 // current is the job's record (id) as stored in tx: a copy of the one read
 // at lease when the stored bytes are still those, else decoded again
 // (nil: none).
-func (r *leasedRecord) current(tx *bolt.Tx, id []byte) (*record, error) {
+func (r *leasedRecord) current(tx *kv.Tx, id []byte) (*record, error) {
 	if r != nil {
 		if v := tx.Bucket(bEvents).Get(id); v != nil && bytes.Equal(v, r.raw) {
 			rec := r.rec
@@ -231,7 +231,7 @@ func (l *leases) status(id string, stored storage.Status, now time.Time) storage
 // when their leases end, as that version would have leased them again.
 // Their due keys stay (at their leases' ends): the queue's counters do
 // not change.
-func requeueLeased(tx *bolt.Tx) error {
+func requeueLeased(tx *kv.Tx) error {
 	b := tx.Bucket(bInFlight)
 	var ids [][]byte
 	if err := b.ForEach(func(k, _ []byte) error {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -14,7 +14,7 @@ import (
 func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
 	now := s.now()
 	var info *storage.EventInfo
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		id := []byte(eventOf(tx, source, eventID))
 		var err error
 		info, err = storage.LookupEvent(string(id), destinationsOf(tx, string(id)), func(id string) (*storage.EventInfo, error) {
@@ -28,7 +28,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 // deliveryInfo is what Lookup reports of the delivery id of an event of
 // source: from its record, or its DLQ entry once the record is gone (nil:
 // neither is left). A leased job is in flight until its lease ends (l).
-func deliveryInfo(tx *bolt.Tx, l *leases, id, source string, now time.Time) (*storage.EventInfo, error) {
+func deliveryInfo(tx *kv.Tx, l *leases, id, source string, now time.Time) (*storage.EventInfo, error) {
 	rec, err := getRecord(tx, []byte(id))
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func deliveryInfo(tx *bolt.Tx, l *leases, id, source string, now time.Time) (*st
 
 // SetPause implements storage.Store.
 func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		return tx.Bucket(bPaused).Put([]byte(p.Key()), storage.EncodePause(p))
 	})
 }
@@ -61,7 +61,7 @@ func (s *Store) Resume(ctx context.Context, source, destination string) (storage
 		found bool
 	)
 	key := storage.PauseKey(source, destination)
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *kv.Tx) error {
 		b := tx.Bucket(bPaused)
 		v := b.Get([]byte(key))
 		if v == nil {
@@ -80,7 +80,7 @@ func (s *Store) Resume(ctx context.Context, source, destination string) (storage
 // Pauses implements storage.Store.
 func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
 	var out []storage.Pause
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		return tx.Bucket(bPaused).ForEach(func(k, v []byte) error {
 			p, err := storage.DecodePause(string(k), v)
 			if err != nil {
@@ -97,7 +97,7 @@ func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
 // ExpirePause implements storage.Store.
 func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
 	var done bool
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *kv.Tx) error {
 		b := tx.Bucket(bPaused)
 		if v := b.Get([]byte(p.Key())); v == nil || !bytes.Equal(v, storage.EncodePause(p)) {
 			return nil
@@ -111,7 +111,7 @@ func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) 
 // statusOf is the status of event id for duplicate answers (see
 // storage.EffectiveStatus; an unreadable record counts as none), a
 // leased job in flight (l).
-func statusOf(tx *bolt.Tx, l *leases, id string, now time.Time) storage.Status {
+func statusOf(tx *kv.Tx, l *leases, id string, now time.Time) storage.Status {
 	st, _ := storage.EventStatus(id, destinationsOf(tx, id), func(id string) (storage.Status, error) {
 		rec, err := getRecord(tx, []byte(id))
 		if err == nil && rec != nil {

@@ -3,9 +3,10 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -28,7 +29,7 @@ var (
 // chainJob adds rec, a new job, to its chain, if it has one, and reports
 // whether it must wait (its chain has a head already); a job that does not
 // wait is queued due as usual.
-func chainJob(tx *bolt.Tx, rec *record) (wait bool, err error) {
+func chainJob(tx *kv.Tx, rec *record) (wait bool, err error) {
 	name := storage.ChainOf(&rec.Event)
 	if name == "" {
 		return false, nil
@@ -56,7 +57,7 @@ func chainJob(tx *bolt.Tx, rec *record) (wait bool, err error) {
 
 // chainHead returns the head of chain name and how many jobs it holds
 // ("" and 0: none).
-func chainHead(tx *bolt.Tx, name string) (head string, n int) {
+func chainHead(tx *kv.Tx, name string) (head string, n int) {
 	if name == "" {
 		return "", 0
 	}
@@ -65,12 +66,12 @@ func chainHead(tx *bolt.Tx, name string) (head string, n int) {
 		return "", 0
 	}
 	_, v := chain.Cursor().First()
-	return string(v), chain.Stats().KeyN
+	return string(v), chain.KeyN()
 }
 
 // popChain removes id from the head of chain name, if it is its head, and
 // makes the next job of the chain due at now.
-func popChain(tx *bolt.Tx, name, id string, now time.Time) error {
+func popChain(tx *kv.Tx, name, id string, now time.Time) error {
 	if name == "" {
 		return nil
 	}
@@ -115,7 +116,7 @@ func popChain(tx *bolt.Tx, name, id string, now time.Time) error {
 // blocks it (its chain's head, dead or past retention: storage.HeadBlocks),
 // letting the next job go at now: the entry was resolved, discarded or
 // removed.
-func releaseEntry(tx *bolt.Tx, e *storage.DLQEntry, now time.Time) error {
+func releaseEntry(tx *kv.Tx, e *storage.DLQEntry, now time.Time) error {
 	name := storage.ChainOfEntry(e)
 	if head, _ := chainHead(tx, name); head == "" || head != e.ID {
 		return nil
@@ -135,25 +136,29 @@ func releaseEntry(tx *bolt.Tx, e *storage.DLQEntry, now time.Time) error {
 }
 
 // fillWaiting sets e.Waiting (storage.ChainWaiting) from its chain.
-func fillWaiting(tx *bolt.Tx, e *storage.DLQEntry) {
+func fillWaiting(tx *kv.Tx, e *storage.DLQEntry) {
 	head, n := chainHead(tx, storage.ChainOfEntry(e))
 	e.Waiting = storage.ChainWaiting(e, head, n)
 }
 
+// errFound stops a walk that found what it looked for.
+var errFound = errors.New("found")
+
 // heldKey is the order key of the chain of lane whose head is id ("":
 // none), for a job whose record cannot be decoded (poison). It walks the
 // lane's chains: a rare path.
-func heldKey(tx *bolt.Tx, lane, id string) string {
+func heldKey(tx *kv.Tx, lane, id string) string {
 	prefix := []byte(storage.ChainPrefix(lane))
-	c := tx.Bucket(bChains).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if v != nil {
-			continue // not a chain's bucket
+	key := ""
+	_ = tx.Bucket(bChains).ForEachBucket(func(name []byte) error {
+		if !bytes.HasPrefix(name, prefix) {
+			return nil
 		}
-		if head, _ := chainHead(tx, string(k)); head == id {
-			key, _ := storage.OrderKeyOfChain(lane, string(k))
-			return key
+		if head, _ := chainHead(tx, string(name)); head == id {
+			key, _ = storage.OrderKeyOfChain(lane, string(name))
+			return errFound
 		}
-	}
-	return ""
+		return nil
+	})
+	return key
 }

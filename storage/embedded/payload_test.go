@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
@@ -25,7 +25,7 @@ func withHeaders(ev *storage.Event) *storage.Event {
 // asLegacyRecord rewrites the job record id of b as a version before
 // payload records wrote it: its body and headers in the record itself, not
 // marked shared. It fails when the record was not marked shared.
-func asLegacyRecord(b *bolt.Bucket, id string, ev *storage.Event) error {
+func asLegacyRecord(b *kv.Bucket, id string, ev *storage.Event) error {
 	var rec map[string]any
 	if err := json.Unmarshal(b.Get([]byte(id)), &rec); err != nil {
 		return err
@@ -43,9 +43,9 @@ func asLegacyRecord(b *bolt.Bucket, id string, ev *storage.Event) error {
 // holds a key (what cleanup must leave once every event is gone).
 func wantNoKeysLeft(t *testing.T, s *embedded.Store) {
 	t.Helper()
-	err := s.UpdateForTest(t.Context(), func(tx *bolt.Tx) error {
+	err := s.UpdateForTest(t.Context(), func(tx *kv.Tx) error {
 		for _, b := range []string{"events", "deliveries"} {
-			if n := tx.Bucket([]byte(b)).Stats().KeyN; n != 0 {
+			if n := tx.Bucket([]byte(b)).KeyN(); n != 0 {
 				t.Errorf("%d keys left in %s after cleanup", n, b)
 			}
 		}
@@ -70,7 +70,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 		}
 	}
 	// rewrite legacy's records as an earlier version wrote them
-	err := s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
+	err := s.UpdateForTest(ctx, func(tx *kv.Tx) error {
 		b := tx.Bucket([]byte("events"))
 		if err := b.Delete([]byte(legacy.ID + "\x00")); err != nil {
 			return err
@@ -168,7 +168,7 @@ func TestLonePayloadRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := s.UpdateForTest(ctx, func(tx *bolt.Tx) error {
+	err := s.UpdateForTest(ctx, func(tx *kv.Tx) error {
 		b := tx.Bucket([]byte("events"))
 		if b.Get([]byte(lone.ID+"\x00")) == nil {
 			t.Errorf("no payload record for the lone delivery")

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -15,7 +15,7 @@ import (
 // entry keeps what could be salvaged of the event, or the raw record as
 // its payload; the record is replaced by a readable dead one, so that
 // lookups, DLQ retries and retention work as for any dead event.
-func poison(tx *bolt.Tx, lane string, id []byte, cause error, now time.Time) error {
+func poison(tx *kv.Tx, lane string, id []byte, cause error, now time.Time) error {
 	raw := bytes.Clone(tx.Bucket(bEvents).Get(id))
 	ev, attempts, rawPayload := storage.PoisonEvent(string(id), raw)
 	if ev.Source == "" {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -41,41 +41,53 @@ func splitDueKey(k []byte) (lane []byte, due time.Time, id []byte, ok bool) {
 }
 
 // putDue indexes rec (queued or leased) at rec.Due.
-func putDue(tx *bolt.Tx, rec *record) error {
+func putDue(tx *kv.Tx, rec *record) error {
 	return queuePut(tx, dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)))
 }
 
 // deleteDue removes rec's index key at rec.Due.
-func deleteDue(tx *bolt.Tx, rec *record) error {
+func deleteDue(tx *kv.Tx, rec *record) error {
 	return queueDelete(tx, dueKey(storage.LaneOf(&rec.Event), rec.Due, []byte(rec.ID)))
 }
 
-// laneHeads calls fn with the first key of every lane, in lane order; fn
-// may walk the lane with the cursor. It returns fn's first error.
-func laneHeads(tx *bolt.Tx, fn func(c *bolt.Cursor, lane []byte, k []byte) error) error {
-	c := tx.Bucket(bQueue).Cursor()
-	for k, _ := c.First(); k != nil; {
-		lane, _, _, ok := splitDueKey(k)
-		if !ok {
-			k, _ = c.Next()
-			continue
+// walkLanes calls fn, in one read transaction, with the first key of
+// every lane that has one, in lane order, seeking from the lane's floor
+// (floors.go); fn may walk the lane with the cursor. It returns fn's
+// first error, and moves the floors up to the keys it found.
+func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) error {
+	w := s.floors.begin()
+	var first map[string][]byte
+	err := s.view(func(tx *kv.Tx) error {
+		first = map[string][]byte{}
+		c := tx.Bucket(bQueue).Cursor()
+		for _, lf := range s.floors.list() {
+			lane := []byte(lf.lane)
+			k, _ := c.Seek(lf.floor)
+			if l, _, _, ok := splitDueKey(k); !ok || !bytes.Equal(l, lane) {
+				first[lf.lane] = nil
+				continue
+			}
+			first[lf.lane] = k
+			if err := fn(c, lane, k); err != nil {
+				return err
+			}
 		}
-		lane = bytes.Clone(lane)
-		if err := fn(c, lane, k); err != nil {
-			return err
-		}
-		// jump to the first key after the lane: lane \x01 sorts after every lane \x00 ...
-		k, _ = c.Seek(append(lane, 1))
+		return nil
+	})
+	if err != nil {
+		first = nil // a read error reads as an empty lane: nothing learned
 	}
-	return nil
+	s.floors.end(w, first)
+	return err
 }
 
 // candidates lists up to limit due jobs (due at or before now) of each lane
 // the gate lets through, passing over the leased ones (leased). It reads
-// only the keys it returns, the leased ones and one key per lane.
-func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate, leased func(id []byte) bool) []storage.Candidate {
+// only the keys it returns, the leased ones and one key per lane (and
+// the keys finished since the last walk: floors.go).
+func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased func(id []byte) bool) ([]storage.Candidate, error) {
 	var out []storage.Candidate
-	_ = laneHeads(tx, func(c *bolt.Cursor, laneB []byte, k []byte) error {
+	err := s.walkLanes(func(c *kv.Cursor, laneB []byte, k []byte) error {
 		lane := string(laneB)
 		if gate.Skipped(lane) {
 			return nil
@@ -93,13 +105,13 @@ func candidates(tx *bolt.Tx, now time.Time, limit int, gate *storage.Gate, lease
 		}
 		return nil
 	})
-	return out
+	return out, err
 }
 
 // firstFree moves c from k, the first key of lane, to the lane's first
 // key whose job is not leased, and returns it (nil: every job of the lane
 // is leased).
-func firstFree(c *bolt.Cursor, lane []byte, k []byte, leased func(id []byte) bool) []byte {
+func firstFree(c *kv.Cursor, lane []byte, k []byte, leased func(id []byte) bool) []byte {
 	for ; k != nil; k, _ = c.Next() {
 		l, _, id, ok := splitDueKey(k)
 		if !ok || !bytes.Equal(l, lane) {
@@ -113,7 +125,7 @@ func firstFree(c *bolt.Cursor, lane []byte, k []byte, leased func(id []byte) boo
 }
 
 // migrateLegacyDue moves the index of an earlier version into bQueue.
-func migrateLegacyDue(tx *bolt.Tx) error {
+func migrateLegacyDue(tx *kv.Tx) error {
 	old := tx.Bucket(bLegacyDue)
 	if old == nil {
 		return nil

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -19,9 +19,9 @@ import (
 // what it writes back is what it read, re-sealed. Its cursor is the last
 // key of a batch: "e:<key>" in bEvents, "d:<key>" in bDLQ (base64). Its
 // saved progress is the JSON of storage.RekeyProgress under bMeta's
-// "rekey", a bucket made on first use. The last batch marks the file for a
-// scrub (scrub.go) and the rekey is done once the free pages, where the
-// records' earlier versions are, hold none of their bytes.
+// "rekey", a bucket made on first use. The last batch marks every record
+// for a scrub (scrub.go) and the rekey is done once no file of the engine
+// holds the records' earlier versions.
 var bMeta = []byte("meta")
 
 var rekeyStateKey = []byte("rekey")
@@ -36,7 +36,7 @@ func (s *Store) RekeyBatch(ctx context.Context, k *storage.Keyring, cursor strin
 		return storage.RekeyStep{}, err
 	}
 	var step storage.RekeyStep
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.update(ctx, func(tx *kv.Tx) error {
 		step = storage.RekeyStep{} // the write may run again
 		b, last := bucket, after
 		for step.Scanned < n {
@@ -53,10 +53,10 @@ func (s *Store) RekeyBatch(ctx context.Context, k *storage.Keyring, cursor strin
 			}
 			if b == "d" {
 				// the old versions of what it re-sealed (in clear, or
-				// under an older key) are still in the pages bbolt freed:
+				// under an older key) are still in the engine's files:
 				// scrubbed as an erasure's, crash-safe by the same mark
 				step.Done = true
-				return markScrub(tx)
+				return markScrub(tx, recordSpans...)
 			}
 			b, last = "d", nil // on to the DLQ
 			step.Next = "d:"
@@ -64,7 +64,7 @@ func (s *Store) RekeyBatch(ctx context.Context, k *storage.Keyring, cursor strin
 		return nil
 	})
 	if err == nil && step.Done {
-		err = s.scrub()
+		err = s.scrub(ctx)
 	}
 	return step, err
 }
@@ -80,7 +80,7 @@ type rekeyWrite struct {
 // (a bbolt cursor must not see its bucket change). next is the last key
 // read when the walk stopped because n records were read, nil at the end
 // of the bucket.
-func rekeyBucket(tx *bolt.Tx, k *storage.Keyring, b string, last []byte, n int, step *storage.RekeyStep) (writes []rekeyWrite, next []byte, err error) {
+func rekeyBucket(tx *kv.Tx, k *storage.Keyring, b string, last []byte, n int, step *storage.RekeyStep) (writes []rekeyWrite, next []byte, err error) {
 	name := bEvents
 	if b == "d" {
 		name = bDLQ
@@ -141,7 +141,7 @@ func rekeyRecord(k *storage.Keyring, b string, key, v []byte) (rekeyWrite, bool,
 	return rekeyWrite{key: key, value: nv}, true, err
 }
 
-func applyRekey(tx *bolt.Tx, b string, writes []rekeyWrite) error {
+func applyRekey(tx *kv.Tx, b string, writes []rekeyWrite) error {
 	for _, w := range writes {
 		var err error
 		if w.entry != nil {
@@ -181,7 +181,7 @@ func parseRekeyCursor(cursor string) (bucket string, after []byte, err error) {
 // RekeyState implements storage.Rekeyer.
 func (s *Store) RekeyState(ctx context.Context) (storage.RekeyProgress, error) {
 	var p storage.RekeyProgress
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		b := tx.Bucket(bMeta)
 		if b == nil {
 			return nil
@@ -200,7 +200,7 @@ func (s *Store) SaveRekeyState(ctx context.Context, p storage.RekeyProgress) err
 	if err != nil {
 		return err
 	}
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bMeta)
 		if err != nil {
 			return err

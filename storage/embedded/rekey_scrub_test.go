@@ -11,12 +11,11 @@ import (
 )
 
 // TestRekeyLeavesNoOldBytes: a rekey that seals what was stored in clear
-// (encryption turned on) leaves none of it in the file: the clear bodies
-// and headers, in the live pages and in every page bbolt freed (each
-// lease and finish left a copy), are gone once the rekey is done, as they
-// are after an erasure (scrub.go); a record sealed under an older key
-// likewise. The store is consistent, and every record opens under the
-// new key.
+// (encryption turned on) leaves none of it in the store's files: the
+// clear bodies and headers, in the live records and in every earlier
+// version (each lease and finish left a copy in a log or a table), are
+// gone once the rekey is done, as they are after an erasure (scrub.go).
+// The store is consistent, and every record opens under the new key.
 func TestRekeyLeavesNoOldBytes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hookline.db")
 	s := openStore(t, path)

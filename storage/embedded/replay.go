@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -21,7 +21,7 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 	if err != nil {
 		return page, err
 	}
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *kv.Tx) error {
 		c := tx.Bucket(bDone).Cursor()
 		k, v := c.First()
 		switch {
@@ -65,7 +65,7 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 // Replay implements storage.Store: one transaction checks the event is
 // still delivered and queues it in its replay lane.
 func (s *Store) Replay(ctx context.Context, ev *storage.EventInfo, due time.Time) error {
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		id := []byte(ev.ID)
 		rec, err := getRecord(tx, id)
 		if err != nil {

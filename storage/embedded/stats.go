@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -36,7 +36,7 @@ func int64Value(n int64) []byte {
 }
 
 // addCounter adds d to the counter at k of b.
-func addCounter(b *bolt.Bucket, k []byte, d int64) error {
+func addCounter(b *kv.Bucket, k []byte, d int64) error {
 	var n int64
 	if v := b.Get(k); len(v) == 8 {
 		n = int64(binary.BigEndian.Uint64(v))
@@ -49,7 +49,7 @@ func addCounter(b *bolt.Bucket, k []byte, d int64) error {
 // (a batch applied already is not applied again).
 func (s *Store) AddStats(ctx context.Context, batch storage.StatsBatch) error {
 	minute, hour := storage.StatsMinute(batch.At), storage.StatsHour(batch.At)
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		if batch.ID != "" {
 			ids := tx.Bucket(bStatsID)
 			if ids.Get([]byte(batch.ID)) != nil {
@@ -87,7 +87,7 @@ func (s *Store) AddStats(ctx context.Context, batch storage.StatsBatch) error {
 // SetStatsGauges implements storage.Store.
 func (s *Store) SetStatsGauges(ctx context.Context, at time.Time, gauges map[string]map[string]int64) error {
 	minute, hour := storage.StatsMinute(at), storage.StatsHour(at)
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *kv.Tx) error {
 		b, h := tx.Bucket(bStats), tx.Bucket(bStatsH)
 		for source, m := range gauges {
 			for name, v := range m {
@@ -120,7 +120,7 @@ func addStatsField(out map[string]map[string]int64, k, v []byte) {
 // Stats implements storage.Store.
 func (s *Store) Stats(ctx context.Context, since time.Time) (map[string]map[string]int64, map[string]map[string]int64, error) {
 	recent, all := map[string]map[string]int64{}, map[string]map[string]int64{}
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		c := tx.Bucket(bStats).Cursor()
 		zero := make([]byte, 8)
 		for k, v := c.First(); k != nil && bytes.HasPrefix(k, zero); k, v = c.Next() {
@@ -143,7 +143,7 @@ func (s *Store) StatsBuckets(ctx context.Context, res storage.StatsResolution, f
 		return nil, nil
 	}
 	var out []storage.StatsBucket
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *kv.Tx) error {
 		c := tx.Bucket(statsBucketOf(res)).Cursor()
 		start := make([]byte, 8)
 		binary.BigEndian.PutUint64(start, uint64(first))
@@ -168,7 +168,7 @@ func (s *Store) StatsBuckets(ctx context.Context, res storage.StatsResolution, f
 // sweepStats deletes the minute and hour buckets past their retention at
 // now (never the all-time totals) and the batch IDs older than
 // storage.StatsBatchMemory, at most max keys.
-func sweepStats(tx *bolt.Tx, now time.Time, max int) (int, error) {
+func sweepStats(tx *kv.Tx, now time.Time, max int) (int, error) {
 	n, err := sweepStatsBucket(tx.Bucket(bStats), storage.StatsMinute(now.Add(-storage.StatsRetention)), max)
 	if err != nil || n >= max {
 		return n, err
@@ -184,7 +184,7 @@ func sweepStats(tx *bolt.Tx, now time.Time, max int) (int, error) {
 // sweepStatsIDs deletes the batch IDs applied before cutoff (Unix ns), at
 // most max. The bucket holds one ID per flush of the last hour (a flush
 // every 2 s: about 1,800), so the scan stays small.
-func sweepStatsIDs(b *bolt.Bucket, cutoff int64, max int) (int, error) {
+func sweepStatsIDs(b *kv.Bucket, cutoff int64, max int) (int, error) {
 	var keys [][]byte
 	c := b.Cursor()
 	for k, v := c.First(); k != nil && len(keys) < max; k, v = c.Next() {
@@ -201,7 +201,7 @@ func sweepStatsIDs(b *bolt.Bucket, cutoff int64, max int) (int, error) {
 }
 
 // sweepStatsBucket deletes the keys of b's buckets 1 to end-1, at most max.
-func sweepStatsBucket(b *bolt.Bucket, end int64, max int) (int, error) {
+func sweepStatsBucket(b *kv.Bucket, end int64, max int) (int, error) {
 	var keys [][]byte
 	c := b.Cursor()
 	first := make([]byte, 8)

@@ -1,8 +1,11 @@
-// Package embedded is hookline's default store: one bbolt file, every
-// accepted event committed and fsynced before the ingress answers, with
-// concurrent writers sharing commits. It needs no external service and
-// survives kill -9: a job leased when the process died is due again as
-// soon as the file is opened again (leases live in the process: leases.go).
+// Package embedded is hookline's default store: one directory of Pebble's
+// log-structured files (through kv, which gives it bbolt's model of
+// buckets and transactions), every accepted event committed and fsynced
+// before the ingress answers, with concurrent writers sharing commits. It
+// needs no external service and survives kill -9: a job leased when the
+// process died is due again as soon as the store is opened again (leases
+// live in the process: leases.go). A bbolt file an earlier version kept
+// at the store's path is moved into it at Open (migrate.go).
 package embedded
 
 import (
@@ -14,10 +17,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/hookline/hookline/storage/embedded/kv"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -52,23 +54,21 @@ type record struct {
 	FinishedAt time.Time      `json:"finished_at,omitzero"` // key in bDone, if finished
 }
 
-// Store is the bbolt-backed storage.Store.
+// Store is the embedded storage.Store.
 type Store struct {
-	db        *bolt.DB
+	db        *kv.DB
+	path      string
 	pace      storage.Pacer
 	leases    *leases // the jobs under lease (leases.go)
 	c         *committer
 	now       func() time.Time
 	closeOnce sync.Once
-	// readers is held (read) by every read transaction of the Store, and
-	// exclusively by a scrub, which must run with none open (scrub.go).
-	readers sync.RWMutex
 	// scrubMu lets one scrub run at a time.
 	scrubMu sync.Mutex
 	// onScrub is Options.OnScrub (nil in production).
 	onScrub func(stage string)
-	// scrubbed counts the pages the scrubs overwrote (tests).
-	scrubbed atomic.Int64
+	// floors are the lanes' remembered lease positions (floors.go).
+	floors *floors
 }
 
 // Interface guard
@@ -76,8 +76,8 @@ var _ storage.Store = (*Store)(nil)
 
 // Options tune Open.
 type Options struct {
-	// Timeout bounds the wait for the file lock (another process holding
-	// the file). Zero means 5s.
+	// Timeout bounds the wait for the store's lock (another process
+	// holding it). Zero means 5s.
 	Timeout time.Duration
 	// Now replaces time.Now (tests).
 	Now func() time.Time
@@ -87,13 +87,17 @@ type Options struct {
 	// a hung fsync would; an error fails the batch. For tests.
 	BeforeCommit func(writes int) error
 	// OnScrub, when set, is called by the scrub of an erasure (scrub.go)
-	// at each of its stages: "begin" (its transaction open, nothing
-	// written yet) and "zeroed" (the free pages overwritten, neither
-	// fsynced nor committed). Blocking in it stalls the scrub. For tests.
+	// at each of its stages: "begin" (the marks read, nothing compacted
+	// yet) and "compacted" (no file holds the old values any more, the
+	// marks not yet cleared). Blocking in it stalls the scrub. For tests.
 	OnScrub func(stage string)
+	// OnMigrated, when set, is called once a bbolt file an earlier
+	// version kept at the path has been moved into the store (Open).
+	OnMigrated func(st kv.MigrateStats, took time.Duration)
 }
 
-// Open opens (creating if needed) the store file at path.
+// Open opens (creating if needed) the store directory at path, moving a
+// bbolt file an earlier version kept there into it first (migrate.go).
 func Open(path string, opts Options) (*Store, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second
@@ -104,15 +108,14 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("%w: creating directory: %v", storage.ErrUnavailable, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        opts.Timeout,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
+	if err := migrateFile(path, opts); err != nil {
+		return nil, fmt.Errorf("%w: moving %s to the new engine: %v", storage.ErrUnavailable, path, err)
+	}
+	db, err := kv.Open(path, kv.Options{LockTimeout: opts.Timeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *kv.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -129,23 +132,28 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return requeueLeased(tx)
 	})
+	var fl *floors
+	if err == nil {
+		fl, err = loadFloors(db)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w: initializing %s: %v", storage.ErrUnavailable, path, err)
 	}
-	s := &Store{db: db, leases: newLeases(), c: newCommitter(db, opts.BeforeCommit), now: opts.Now, onScrub: opts.OnScrub}
+	s := &Store{db: db, path: path, leases: newLeases(), floors: fl, now: opts.Now, onScrub: opts.OnScrub}
+	s.c = newCommitter(db, opts.BeforeCommit)
 	// an erasure whose scrub a crash cut short is scrubbed now
-	if err := s.scrubIfMarked(); err != nil {
+	if err := s.scrubIfMarked(context.Background()); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Path is the file the store uses.
-func (s *Store) Path() string { return s.db.Path() }
+// Path is the directory the store uses.
+func (s *Store) Path() string { return s.path }
 
-// Close stops the committer and closes the file.
+// Close stops the committer and closes the store.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -161,9 +169,9 @@ func (s *Store) Close() error {
 // failing the transaction, so it does not roll back the batch it shares.
 // When ctx ends first, it returns ErrUnavailable (the write may still be
 // committed later).
-func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+func (s *Store) update(ctx context.Context, fn func(*kv.Tx) error) error {
 	var outcome error
-	err := s.c.update(ctx, func(tx *bolt.Tx) error {
+	err := s.c.update(ctx, func(tx *kv.Tx) error {
 		outcome = nil
 		if err := fn(tx); err != nil {
 			if isOutcome(err) {
@@ -185,9 +193,7 @@ func isOutcome(err error) bool {
 		errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound)
 }
 
-func (s *Store) view(fn func(*bolt.Tx) error) error {
-	s.readers.RLock()
-	defer s.readers.RUnlock()
+func (s *Store) view(fn func(*kv.Tx) error) error {
 	return wrapIOErr(s.db.View(fn))
 }
 
@@ -206,7 +212,7 @@ func wrapIOErr(err error) error {
 	return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
 }
 
-func getRecord(tx *bolt.Tx, id []byte) (*record, error) {
+func getRecord(tx *kv.Tx, id []byte) (*record, error) {
 	return decodeRecord(id, tx.Bucket(bEvents).Get(id))
 }
 
@@ -222,7 +228,7 @@ func decodeRecord(id, v []byte) (*record, error) {
 	return rec, nil
 }
 
-func putRecord(tx *bolt.Tx, rec *record) error {
+func putRecord(tx *kv.Tx, rec *record) error {
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -230,7 +236,7 @@ func putRecord(tx *bolt.Tx, rec *record) error {
 	return tx.Bucket(bEvents).Put([]byte(rec.ID), v)
 }
 
-// claimKey is storage.ClaimKey as a bbolt key (bClaims).
+// claimKey is storage.ClaimKey as a key of bClaims.
 func claimKey(source, eventID string) []byte {
 	return []byte(storage.ClaimKey(source, eventID))
 }

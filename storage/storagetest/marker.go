@@ -3,6 +3,10 @@ package storagetest
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 )
 
 // MarkerForms are the forms in which a marker string put in an event's
@@ -33,4 +37,28 @@ func HasMarker(raw []byte, marker string) bool {
 		}
 	}
 	return false
+}
+
+// ReadFiles is the raw bytes of a store on disk: the file at path, or
+// every file under the directory at path (the embedded store's logs,
+// tables and manifest), each followed by a 0 byte, so that no marker is
+// found across two files. A file removed while it is walked is passed
+// over (the engine deletes obsolete ones in the background).
+func ReadFiles(path string) ([]byte, error) {
+	var out []byte
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out = append(append(out, raw...), 0)
+		return nil
+	})
+	return out, err
 }

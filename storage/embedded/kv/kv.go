@@ -22,11 +22,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Errors, as bbolt names them.
@@ -36,6 +38,7 @@ var (
 	ErrBucketName     = errors.New("kv: bucket name required")
 	ErrKeyRequired    = errors.New("kv: key required")
 	ErrTxNotWritable  = errors.New("kv: tx not writable")
+	ErrClosed         = errors.New("kv: database not open")
 )
 
 // Options tune the engine.
@@ -46,35 +49,105 @@ type Options struct {
 	// MemTable is the size of a memtable in bytes (default 4 MiB; each
 	// write-ahead log file is preallocated to about this size).
 	MemTable uint64
+	// LockTimeout bounds the wait for the directory's lock while another
+	// process (or another open DB) holds it; zero tries once.
+	LockTimeout time.Duration
 }
 
 // DB is an open store directory.
 type DB struct {
-	db  *pebble.DB
+	db   *pebble.DB
+	lock *pebble.Lock
 	wmu sync.Mutex // one write transaction at a time
 	// readers is held (read) by each View for its whole run, and (write)
 	// by Erase while it scrubs: a snapshot older than an erasure would
 	// keep the erased values alive through its compaction.
 	readers sync.RWMutex
+	// local is SetLocal's value.
+	local any
+	// life is held (read) by every transaction, scrub and metrics read
+	// for its whole run, and (write) by Close: Pebble panics when used
+	// once closed, where bbolt answers an error (ErrClosed here).
+	life   sync.RWMutex
+	closed bool
 }
+
+// enter holds d open until the returned function is called, or answers
+// ErrClosed.
+func (d *DB) enter() (func(), error) {
+	d.life.RLock()
+	if d.closed {
+		d.life.RUnlock()
+		return nil, ErrClosed
+	}
+	return d.life.RUnlock, nil
+}
+
+// SetLocal sets a value every transaction of d carries (Tx.Local): state
+// of the caller's that its code, reaching the store through a
+// transaction, needs. Set it before the first transaction.
+func (d *DB) SetLocal(v any) { d.local = v }
 
 // Open opens (creating it if needed) the store in directory dir.
 func Open(dir string, o Options) (*DB, error) {
 	if o.BlockCache <= 0 {
 		o.BlockCache = 64 << 20
 	}
-	cache := pebble.NewCache(o.BlockCache)
-	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: Quiet{},
-		Cleaner: deleter{}})
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir, o.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return &DB{db: db}, nil
+	cache := pebble.NewCache(o.BlockCache)
+	defer cache.Unref() // the DB holds its own reference
+	po := &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: Quiet{},
+		Cleaner: deleter{}, Lock: lock}
+	// tables are written uncompressed: what the store promises about the
+	// bytes it keeps (an erased event's are in no file) is then checked
+	// on the files as they are; a sealed payload does not compress, and
+	// compressing costs CPU the two cores' ingest needs
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return &DB{db: db, lock: lock}, nil
 }
 
-// Close closes the store.
-func (d *DB) Close() error { return d.db.Close() }
+// lockDir takes the lock of directory dir, trying again every 20 ms
+// while it is held, for up to timeout.
+func lockDir(dir string, timeout time.Duration) (*pebble.Lock, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		lock, err := pebble.LockDirectory(dir, vfs.Default)
+		if err == nil {
+			return lock, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("kv: locking %s (held by another process?): %w", dir, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Close closes the store and releases its directory, once the
+// transactions under way are over; it answers ErrClosed when called again.
+func (d *DB) Close() error {
+	d.life.Lock()
+	defer d.life.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	d.closed = true
+	err := d.db.Close()
+	if lerr := d.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
 
 // deleter is Pebble's default cleaner (an obsolete file is removed) that
 // also keeps Pebble from recycling write-ahead logs: a recycled log keeps
@@ -106,10 +179,15 @@ type reader interface {
 // View runs fn in a read transaction on a snapshot. A read error (the
 // engine's, never "not found") is its error when fn returns nil.
 func (d *DB) View(fn func(*Tx) error) error {
+	leave, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	d.readers.RLock()
 	defer d.readers.RUnlock()
 	snap := d.db.NewSnapshot()
-	tx := &Tx{r: snap}
+	tx := &Tx{r: snap, local: d.local}
 	defer func() {
 		tx.close()
 		snap.Close()
@@ -138,10 +216,15 @@ func (d *DB) update(fn func(*Tx) error, sync *pebble.WriteOptions) error {
 
 // updateTx is update, answering the transaction (what it deleted).
 func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error) {
+	leave, err := d.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	b := d.db.NewIndexedBatch()
-	tx := &Tx{r: b, w: b}
+	tx := &Tx{r: b, w: b, local: d.local}
 	committed := false
 	defer func() {
 		tx.close()
@@ -158,7 +241,13 @@ func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error
 	tx.close() // iterators must be closed before the batch commits
 	committed = true
 	defer b.Close()
-	return tx, b.Commit(sync)
+	if err := b.Commit(sync); err != nil {
+		return nil, err
+	}
+	for _, f := range tx.onCommit {
+		f()
+	}
+	return tx, nil
 }
 
 // Erase is Update for a transaction that erases data for good: once it
@@ -177,12 +266,56 @@ func (d *DB) Erase(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return err
 	}
+	return d.compact(ctx, tx.erased)
+}
+
+// Span is the keys of top-level bucket Bucket that start with Prefix
+// (every key of the bucket and of its sub-buckets when Prefix is empty).
+type Span struct {
+	Bucket []byte
+	Prefix []byte
+}
+
+// Scrub makes sure that no file of the store holds a value the keys of
+// spans had before it began (an earlier version of a value rewritten
+// since, or one deleted): what Erase does for the ranges its transaction
+// deleted, for writes made elsewhere (a transaction shared with others,
+// whose deletes are not all meant to be erased; a rewrite, which leaves
+// the old values in older tables until compacted). It costs a flush and
+// the rewrite of the tables the spans touch.
+func (d *DB) Scrub(ctx context.Context, spans []Span) error {
+	ranges := make([][2][]byte, 0, len(spans))
+	for _, sp := range spans {
+		p, err := (&Bucket{}).child(sp.Bucket)
+		if err != nil {
+			return err
+		}
+		if len(sp.Prefix) > 0 {
+			p = append(append(p, 1), sp.Prefix...)
+		}
+		ranges = append(ranges, [2][]byte{p, end(p)})
+	}
+	return d.compact(ctx, ranges)
+}
+
+// compact waits for the read transactions open (a snapshot keeps what it
+// sees alive) and holds new ones off meanwhile, flushes the memtable, so
+// that the write-ahead logs holding the ranges' old values are obsolete
+// (logs are never recycled: deleter), compacts the ranges through every
+// level, so that no table holds an older value, and waits for Pebble to
+// delete the obsolete files (FilesDeleted).
+func (d *DB) compact(ctx context.Context, ranges [][2][]byte) error {
+	leave, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	d.readers.Lock()
 	defer d.readers.Unlock()
 	if err := d.db.Flush(); err != nil {
 		return err
 	}
-	for _, r := range tx.erased {
+	for _, r := range ranges {
 		if err := d.db.Compact(ctx, r[0], r[1], false); err != nil {
 			return err
 		}
@@ -243,7 +376,18 @@ type Tx struct {
 	// erased are the key ranges [start, end) the transaction deleted, for
 	// Erase.
 	erased [][2][]byte
+	// onCommit are OnCommit's functions.
+	onCommit []func()
+	// local is the DB's SetLocal value.
+	local any
 }
+
+// OnCommit registers fn to run once the transaction has committed, before
+// Update returns (in the order registered; never when it is discarded).
+func (tx *Tx) OnCommit(fn func()) { tx.onCommit = append(tx.onCommit, fn) }
+
+// Local is the value the DB's SetLocal set (nil: none).
+func (tx *Tx) Local() any { return tx.local }
 
 // deleted records the key range [start, end) as deleted by tx.
 func (tx *Tx) deleted(start, end []byte) {

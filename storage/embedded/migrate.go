@@ -1,0 +1,115 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hookline/hookline/storage/embedded/kv"
+)
+
+// Earlier versions kept the store in one bbolt file at the store's path;
+// this one keeps a directory there. migrateFile moves the file's buckets
+// into the directory once, at Open, in steps each of which a crash (kill
+// -9) may cut short and the next Open finishes:
+//
+//  1. the file is copied into a new store at path+".new" (kv.MigrateFromBolt:
+//     built aside in path+".new.migrating", synced, then renamed, so that
+//     path+".new" is complete or absent);
+//  2. the file is renamed to path+".bbolt", then path+".new" to path (the
+//     directory synced after each);
+//  3. path+".bbolt" is removed: the file's pages held every event it ever
+//     took, erased ones' old versions included.
+//
+// What Open finds tells it where it was: a file at path, step 1 (a
+// path+".new" found beside it is built again: the file may have been
+// written since, by an earlier version); nothing at path but path+".new",
+// step 2 half done; a directory at path, done (a path+".bbolt" left is
+// removed). The file itself is only read until step 2 renames it.
+const (
+	migratedSuffix = ".new"
+	retiredSuffix  = ".bbolt"
+)
+
+// migrateFile moves the bbolt file at path, if there is one, into a store
+// directory at path (see above).
+func migrateFile(path string, opts Options) error {
+	fresh, retired := path+migratedSuffix, path+retiredSuffix
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, err := os.Stat(fresh); err == nil { // step 2 cut short after the file moved aside
+			if err := renameSynced(fresh, path); err != nil {
+				return err
+			}
+			return removeRetired(retired)
+		}
+		if _, err := os.Stat(retired); err == nil {
+			// a retired file with no store beside it: only a hand can do
+			// this; take it as the file to move, rather than start empty
+			if err := renameSynced(retired, path); err != nil {
+				return err
+			}
+			return migrateFile(path, opts)
+		}
+		return nil // a new store
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return removeRetired(retired)
+	}
+	began := time.Now()
+	if err := os.RemoveAll(fresh); err != nil {
+		return err
+	}
+	st, err := kv.MigrateFromBolt(path, fresh, kv.Options{})
+	if err != nil {
+		return err
+	}
+	if err := renameSynced(path, retired); err != nil {
+		return err
+	}
+	if err := renameSynced(fresh, path); err != nil {
+		return err
+	}
+	if err := removeRetired(retired); err != nil {
+		return err
+	}
+	if opts.OnMigrated != nil {
+		opts.OnMigrated(st, time.Since(began))
+	}
+	return nil
+}
+
+// renameSynced renames from to to and syncs their directory, so that the
+// rename survives a crash.
+func renameSynced(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(to))
+}
+
+// removeRetired removes the bbolt file a migration moved aside, if any.
+func removeRetired(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the migrated file: %w", err)
+	}
+	return nil
+}
+
+// syncDir fsyncs directory dir.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
