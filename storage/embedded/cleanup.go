@@ -5,17 +5,22 @@ import (
 	"context"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // cleanupChunk bounds the work of one cleanup transaction.
 const cleanupChunk = 1000
 
+// compactAfter is how many keys the cleanups delete before the ranges
+// they emptied are compacted (reclaim.go).
+const compactAfter = 50_000
+
 // Cleanup implements storage.Store.
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
 	total := 0
+	swept := newSweptRanges()
+	defer func() { s.reclaim(ctx, swept, total) }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, err
@@ -27,6 +32,8 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			var m int
 			m, err = sweep(tx, bDone, now.Add(-retention), cleanupChunk, func(k []byte) error {
 				id := k[8:]
+				swept.add(bDone, k)
+				swept.add(bEvents, id)
 				rec, err := getRecord(tx, id)
 				if err != nil { // unreadable and past retention: drop it rather than stop every cleanup
 					if _, err := lastDelivery(tx, string(id)); err != nil { // its event's payload record too, if it was the last
@@ -66,6 +73,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				return err
 			}
 			m, err = sweep(tx, bClaimExp, now, cleanupChunk, func(k []byte) error {
+				swept.add(bClaimExp, k)
 				return claimExpired(tx, k[8:], k[:8])
 			})
 			n += m
@@ -73,6 +81,8 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				return err
 			}
 			m, err = sweep(tx, bDLQIdx, now.Add(-dlqRetention), cleanupChunk, func(k []byte) error {
+				swept.add(bDLQIdx, k)
+				swept.add(bDLQ, k[8:])
 				// an entry that blocks its key goes as if discarded
 				if e, err := getEntry(tx, string(k[8:])); err == nil && e != nil {
 					if err := releaseEntry(tx, e, now); err != nil {

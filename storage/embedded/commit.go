@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/internal/groupcommit"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // maxGroup caps how many writes share one transaction.

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/embedded/kv"
 	"github.com/hookline/hookline/storage/storagetest"
 )
 

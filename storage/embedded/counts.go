@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // The counters. QueueByLane, Counts and DLQCounts read them (one key per

@@ -1,9 +1,8 @@
 package embedded
 
 import (
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // The deliveries index of events with several deliveries (or a non-default

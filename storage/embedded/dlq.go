@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // DLQList implements storage.Store: it walks the DLQ index (bDLQIdx, by

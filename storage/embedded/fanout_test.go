@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/embedded/kv"
 	"github.com/hookline/hookline/storage/storagetest"
 )
 

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // Lease implements storage.Store. A lease writes nothing to the store: it

@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // leases are the jobs under lease, kept in memory: a lease is no write to

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // The chains of ordered jobs (storage.ChainOf), written in the transaction

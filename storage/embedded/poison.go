@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // poison dead-letters the job id of lane whose record cannot be decoded

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // The due index, one run of keys per lane:

@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // The rekey (storage.Rekeyer) walks bEvents (jobs and events, and the

@@ -5,9 +5,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // ListDelivered implements storage.Store: it walks the finished index

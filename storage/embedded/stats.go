@@ -6,9 +6,8 @@ import (
 	"encoding/binary"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // statsKey is the bucket index (minute or hour; 0: all-time) then the

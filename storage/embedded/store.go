@@ -17,11 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/hookline/hookline/storage/embedded/kv"
-
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
@@ -69,6 +69,12 @@ type Store struct {
 	onScrub func(stage string)
 	// floors are the lanes' remembered lease positions (floors.go).
 	floors *floors
+	// pending and deleted are the ranges the cleanups swept, and how many
+	// keys, since the last compaction (reclaim.go); compactions counts
+	// those compactions.
+	pending     pendingRanges
+	deleted     atomic.Int64
+	compactions atomic.Int64
 }
 
 // Interface guard

@@ -58,7 +58,7 @@ type Options struct {
 type DB struct {
 	db   *pebble.DB
 	lock *pebble.Lock
-	wmu sync.Mutex // one write transaction at a time
+	wmu  sync.Mutex // one write transaction at a time
 	// readers is held (read) by each View for its whole run, and (write)
 	// by Erase while it scrubs: a snapshot older than an erasure would
 	// keep the erased values alive through its compaction.
@@ -321,6 +321,30 @@ func (d *DB) compact(ctx context.Context, ranges [][2][]byte) error {
 		}
 	}
 	return FilesDeleted(ctx, d.db, true)
+}
+
+// Compact compacts the own keys of top-level bucket name in [from, to]
+// (nil: from its first, to its last) through every level: the tables
+// holding them are rewritten without what was deleted or overwritten, and
+// the space comes back to the file system once Pebble has deleted the old
+// ones. For ranges a cleanup emptied, which the engine's own compactions
+// may take long to reach when writes stop.
+func (d *DB) Compact(ctx context.Context, name, from, to []byte) error {
+	leave, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	p, err := (&Bucket{}).child(name)
+	if err != nil {
+		return err
+	}
+	own := append(p, 1)
+	start, stop := append(bytes.Clone(own), from...), end(own)
+	if to != nil {
+		stop = append(append(bytes.Clone(own), to...), 0) // just after to
+	}
+	return d.db.Compact(ctx, start, stop, false)
 }
 
 // Settled waits until Pebble has run no flush or compaction for 100 ms
