@@ -2,7 +2,7 @@ package storage
 
 // Erasure (GDPR): an operator removes one event and everything stored of
 // it, on every backend, in one atomic step per event where the backend
-// allows it (one bbolt transaction; one Lua script in the event's Redis
+// allows it (one embedded transaction; one Lua script in the event's Redis
 // partition):
 //
 //   - every delivery's job, whatever its state: queued, waiting in an

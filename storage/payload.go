@@ -76,7 +76,7 @@ func JoinPayload(ev *Event, payload []byte) error {
 		return fmt.Errorf("%w (job %s)", ErrPayloadMissing, ev.ID)
 	}
 	if IsSealed(payload) {
-		ev.Sealed = slices.Clone(payload) // payload may be the backend's memory (a bbolt page)
+		ev.Sealed = slices.Clone(payload) // payload may be the backend's memory
 		return nil
 	}
 	h, body, err := DecodePayload(payload)
@@ -159,7 +159,7 @@ func DecodePayload(b []byte) (http.Header, []byte, error) {
 	}
 	var body []byte
 	if len(r.b) > 0 {
-		body = slices.Clone(r.b) // b may be the backend's memory (a bbolt page)
+		body = slices.Clone(r.b) // b may be the backend's memory
 	}
 	return h, body, nil
 }

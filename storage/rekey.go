@@ -38,7 +38,7 @@ const DefaultRekeyBatch = 200
 // Bounds of RekeyOptions.
 const (
 	// MaxRekeyBatch bounds RekeyOptions.Batch: one step is one write
-	// transaction (bbolt) or script run per record (Redis), and a long
+	// transaction (embedded) or script run per record (Redis), and a long
 	// transaction delays the writes of live traffic.
 	MaxRekeyBatch = 5000
 	// MaxRekeyPause bounds RekeyOptions.Pause.

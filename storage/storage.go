@@ -1,5 +1,5 @@
 // Package storage is the one seam between hookline's ingress path, its
-// delivery workers and the backends that keep events durable (bbolt,
+// delivery workers and the backends that keep events durable (embedded,
 // Redis). Every backend passes the conformance suite in storagetest.
 //
 // The model: an accepted webhook is an Event. Enqueue claims the event's

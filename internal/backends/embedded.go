@@ -1,18 +1,21 @@
 // Package backends holds the webhooks.storage.* guest modules: the Caddy
 // face (JSON config, Caddyfile, placeholders, pool key) of each storage
-// backend, embedded (bbolt) and redis. The stores themselves are in
+// backend, embedded and redis. The stores themselves are in
 // storage/embedded and storage/redisstore.
 package backends
 
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 func init() {
@@ -30,13 +33,17 @@ type Backend interface {
 	Describe() string
 }
 
-// EmbeddedStorage keeps events in a single bbolt file, fsynced before
-// every acknowledgement. It is the default backend. Caddyfile syntax: see
-// UnmarshalCaddyfile.
+// EmbeddedStorage keeps events in a directory on disk (Pebble's logs and
+// tables), fsynced before every acknowledgement. It is the default
+// backend. Caddyfile syntax: see UnmarshalCaddyfile.
 type EmbeddedStorage struct {
-	// Path of the database file, which may hold placeholders (default:
-	// hookline/events.db under Caddy's data directory).
+	// Path of the store's directory, which may hold placeholders
+	// (default: hookline/events.db under Caddy's data directory). A bbolt
+	// file an earlier version kept there is moved into a directory at
+	// that path when the store is first opened.
 	Path string `json:"path,omitempty"`
+
+	log *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -48,7 +55,8 @@ func (EmbeddedStorage) CaddyModule() caddy.ModuleInfo {
 }
 
 // Provision sets the default path and resolves placeholders in it.
-func (s *EmbeddedStorage) Provision(caddy.Context) error {
+func (s *EmbeddedStorage) Provision(ctx caddy.Context) error {
+	s.log = ctx.Logger()
 	s.Path = caddy.NewReplacer().ReplaceAll(s.Path, "")
 	if s.Path == "" {
 		s.Path = filepath.Join(caddy.AppDataDir(), "hookline", "events.db")
@@ -69,7 +77,14 @@ func (s *EmbeddedStorage) Describe() string { return "embedded " + s.Path }
 
 // Open implements Backend.
 func (s *EmbeddedStorage) Open() (storage.Store, error) {
-	return embedded.Open(s.Path, embedded.Options{})
+	log := s.log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return embedded.Open(s.Path, embedded.Options{OnMigrated: func(st kv.MigrateStats, took time.Duration) {
+		log.Info("moved the embedded store from its bbolt file to the new engine",
+			zap.String("path", s.Path), zap.Int("buckets", st.Buckets), zap.Int("keys", st.Keys), zap.Duration("took", took))
+	}})
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:

@@ -604,8 +604,8 @@ func (d *Dispatcher) run(job *storage.Job) {
 // the worker waits.
 //
 // Many outcomes in flight is what makes the store's rounds large: on
-// bbolt, where every lease and finish shares one fsync'd transaction at a
-// time, letting only Workers outcomes wait held the drain at Workers per
+// the embedded store, where every finish shares one synced transaction at
+// a time, letting only Workers outcomes wait held the drain at Workers per
 // one to two commits (see docs/benchmarks.md).
 func (d *Dispatcher) record(job *storage.Job, out storage.Outcome, rep Report) {
 	d.wg.Add(1) // the worker's own count is held: Stop's Wait has not returned
@@ -615,7 +615,7 @@ func (d *Dispatcher) record(job *storage.Job, out storage.Outcome, rep Report) {
 
 // maxRecorders bounds the recorders of a dispatcher with many workers
 // (workers goes up to 10,000): idle, each still holds a stack. 512 outcomes
-// recorded at once fill the largest bbolt round (maxGroup) and keep
+// recorded at once fill the largest embedded round (maxGroup) and keep
 // hundreds of Redis finishes in flight.
 const maxRecorders = 512
 

@@ -179,7 +179,7 @@ func directRate(b *testing.B, url string, body []byte, n int) float64 {
 }
 
 // processCPUSeconds is the CPU time (user and system) this process has
-// used: the dispatcher, the store's client (or bbolt) and the upstream,
+// used: the dispatcher, the store's client (or its engine) and the upstream,
 // which shares it.
 func processCPUSeconds() float64 {
 	var ru syscall.Rusage

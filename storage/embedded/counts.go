@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hookline/hookline/storage"
@@ -15,8 +16,8 @@ import (
 // The counters. QueueByLane, Counts and DLQCounts read them (one key per
 // lane and per source and DLQ status, never a job or an entry), and every
 // write of the indexes they count adjusts them in the same transaction:
-// they are exact by construction, after a crash too (bbolt commits both or
-// neither).
+// they are exact by construction, after a crash too (a transaction
+// commits both or neither).
 //
 //	q \x00 lane                   -> int64: the lane's keys in bQueue (queued and leased jobs)
 //	w \x00 lane                   -> int64: the lane's keys in bWaiting (chained jobs behind their head)
@@ -37,7 +38,7 @@ import (
 // from the indexes (buildCounts) before the Store is handed out. A store
 // that an earlier version wrote to after this one had built its counters
 // (a downgrade, then an upgrade) holds counters that missed those writes:
-// delete its counts bucket (or its "v" key) and Open rebuilds them.
+// ResetCounters deletes them and Open rebuilds them.
 var bCounts = []byte("counts")
 
 // countsVersion is the value of the "v" key of counters this version
@@ -391,6 +392,9 @@ func (s *Store) Recount(ctx context.Context) (map[string]storage.Counts, map[str
 // then an upgrade), whose counters missed those writes. A bbolt file of
 // an earlier version is moved to the new engine first.
 func ResetCounters(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%w: %v", storage.ErrUnavailable, err) // no store there: none made
+	}
 	if err := migrateFile(path, Options{}); err != nil {
 		return fmt.Errorf("%w: moving %s to the new engine: %v", storage.ErrUnavailable, path, err)
 	}

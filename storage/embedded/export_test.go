@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
@@ -257,51 +256,6 @@ func RewriteWithoutIndexValues(path string) error {
 			}
 		}
 		return nil
-	})
-}
-
-// WriteAsBolt writes every bucket of the store at dir (not open), nested
-// ones, keys and sequences included, into a new bbolt file at path: the
-// file an earlier version, which kept the same buckets in bbolt, would
-// have left (tests of the migration).
-func WriteAsBolt(dir, path string) error {
-	src, err := kv.Open(dir, kv.Options{})
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		return err
-	}
-	defer dst.Close()
-	return src.View(func(stx *kv.Tx) error {
-		return dst.Update(func(dtx *bolt.Tx) error {
-			return stx.ForEach(func(name []byte, b *kv.Bucket) error {
-				nb, err := dtx.CreateBucket(name)
-				if err != nil {
-					return err
-				}
-				return copyToBolt(b, nb)
-			})
-		})
-	})
-}
-
-// copyToBolt copies kv bucket from into bbolt bucket to.
-func copyToBolt(from *kv.Bucket, to *bolt.Bucket) error {
-	if err := to.SetSequence(from.Sequence()); err != nil {
-		return err
-	}
-	if err := from.ForEach(func(k, v []byte) error { return to.Put(k, v) }); err != nil {
-		return err
-	}
-	return from.ForEachBucket(func(name []byte) error {
-		nb, err := to.CreateBucket(name)
-		if err != nil {
-			return err
-		}
-		return copyToBolt(from.Bucket(name), nb)
 	})
 }
 

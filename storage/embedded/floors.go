@@ -20,17 +20,22 @@ import (
 // of lanes is kept with them: a lane with no floor has no job.
 //
 // A floor must never be above a live key, whatever the order of writes
-// and walks (a walk reads a snapshot; a write commits after it):
+// and walks (a walk reads a snapshot; a write commits after it, and its
+// keys may be visible before its commit returns):
 //   - a write putting a due key lowers its lane's floor to it while its
-//     transaction runs (so that a walk whose snapshot holds the key, and
-//     which reads the floors after taking it, seeks at or before the key),
-//     and again once it has committed (below);
-//   - a walk registers before taking its snapshot, and every lowering
-//     made once a walk is registered is recorded in it: a key committed
-//     after the walk's snapshot, invisible to it, is lowered to after its
-//     commit, hence either while the walk is registered (recorded) or
-//     after the walk moved the floor (lowering it again). A walk moves a
-//     floor to the lower of the first key it found and the keys recorded.
+//     transaction runs, and the key is pending until the transaction has
+//     ended: no walk raises a floor above a pending key (a walk whose
+//     snapshot was taken before the commit cannot see it), and a walk that
+//     sees the key reads the floors after its snapshot, so at or below it;
+//   - once the transaction has ended (committed or not: a failed commit
+//     may have been applied), the key is lowered to again and no longer
+//     pending; a walk registers before taking its snapshot, and every
+//     lowering made while it is registered is recorded in it, so a walk
+//     whose snapshot missed the key (taken before the commit) and which
+//     ends after it never raises the floor above it.
+//
+// A walk moves a floor to the lowest of the first key it found, the keys
+// recorded in it and the keys pending.
 type floors struct {
 	mu sync.Mutex
 	// lanes are the lanes that may hold jobs, with their floors.
@@ -38,6 +43,9 @@ type floors struct {
 	// walks are the walks under way, with what was lowered since they
 	// registered.
 	walks map[*floorWalk]struct{}
+	// pending counts, per lane, the keys put by transactions not yet
+	// ended.
+	pending map[string]map[string]int
 }
 
 // floorWalk is a walk of the due index under way.
@@ -53,7 +61,7 @@ type laneFloor struct {
 
 // loadFloors finds every lane's first key, at Open (nothing else runs).
 func loadFloors(db *kv.DB) (*floors, error) {
-	f := &floors{lanes: map[string][]byte{}, walks: map[*floorWalk]struct{}{}}
+	f := newFloors()
 	err := db.View(func(tx *kv.Tx) error {
 		c := tx.Bucket(bQueue).Cursor()
 		for k, _ := c.First(); k != nil; {
@@ -75,32 +83,67 @@ func loadFloors(db *kv.DB) (*floors, error) {
 	return f, nil
 }
 
-// lowerFloor lowers the floor of due key k's lane to k, now and once tx
-// has committed (see above).
+func newFloors() *floors {
+	return &floors{lanes: map[string][]byte{}, walks: map[*floorWalk]struct{}{}, pending: map[string]map[string]int{}}
+}
+
+// lowerFloor lowers the floor of due key k's lane to k, keeps k pending
+// until tx has ended, then lowers again (see above).
 func lowerFloor(tx *kv.Tx, k []byte) {
 	f, _ := tx.Local().(*floors)
 	if f == nil {
 		return // Open's own upgrades, before the floors are loaded
 	}
-	f.lower(k)
-	tx.OnCommit(func() { f.lower(k) })
+	f.put(k)
+	tx.OnEnd(func() { f.settle(k) })
 }
 
-// lower lowers the floor of due key k's lane to k, and records k in the
-// walks under way.
-func (f *floors) lower(k []byte) {
+// put lowers the floor of k's lane to k and keeps k pending.
+func (f *floors) put(k []byte) {
 	lane, _, _, ok := splitDueKey(k)
 	if !ok {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if cur, ok := f.lanes[string(lane)]; !ok || bytes.Compare(k, cur) < 0 {
-		f.lanes[string(lane)] = k
+	f.lowerLocked(string(lane), k)
+	p := f.pending[string(lane)]
+	if p == nil {
+		p = map[string]int{}
+		f.pending[string(lane)] = p
+	}
+	p[string(k)]++
+}
+
+// settle lowers the floor of k's lane to k again, records k in the walks
+// under way, and ends k's pending (put).
+func (f *floors) settle(k []byte) {
+	lane, _, _, ok := splitDueKey(k)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lowerLocked(string(lane), k)
+	if p := f.pending[string(lane)]; p != nil {
+		if p[string(k)]--; p[string(k)] <= 0 {
+			delete(p, string(k))
+		}
+		if len(p) == 0 {
+			delete(f.pending, string(lane))
+		}
+	}
+}
+
+// lowerLocked lowers the floor of lane to due key k, and records k in
+// the walks under way; f.mu is held.
+func (f *floors) lowerLocked(lane string, k []byte) {
+	if cur, ok := f.lanes[lane]; !ok || bytes.Compare(k, cur) < 0 {
+		f.lanes[lane] = k
 	}
 	for w := range f.walks {
-		if cur, ok := w.low[string(lane)]; !ok || bytes.Compare(k, cur) < 0 {
-			w.low[string(lane)] = k
+		if cur, ok := w.low[lane]; !ok || bytes.Compare(k, cur) < 0 {
+			w.low[lane] = k
 		}
 	}
 }
@@ -137,6 +180,11 @@ func (f *floors) end(w *floorWalk, first map[string][]byte) {
 	for lane, k := range first {
 		if low, ok := w.low[lane]; ok && (k == nil || bytes.Compare(low, k) < 0) {
 			k = low
+		}
+		for p := range f.pending[lane] {
+			if k == nil || bytes.Compare([]byte(p), k) < 0 {
+				k = []byte(p)
+			}
 		}
 		cur, ok := f.lanes[lane]
 		switch {

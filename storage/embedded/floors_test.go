@@ -16,36 +16,42 @@ import (
 
 // TestFloorsInterleavings: a floor is never left above a live key, in
 // every order a walk (registered, its snapshot, its end) and a write (its
-// lowering while it runs, its commit, its lowering after) can take. Each
-// case starts with lane "a" at floor k5; the write puts k2 and the walk's
-// snapshot found first (nil: the lane empty, as seen by the walk).
+// key put while its transaction runs, its end) can take. Each case starts
+// with lane "a" at floor k5; the write puts k2, and the walk's snapshot
+// found first (nil: the lane empty, as the walk saw it). A walk that took
+// its snapshot before the commit sees k5 (or nothing); one after, k2.
 func TestFloorsInterleavings(t *testing.T) {
 	k := func(n int) []byte { return dueKey("a", time.Unix(0, int64(n)), []byte("id")) }
 	tests := []struct {
 		name  string
-		steps string // w: walk registers; p: write lowers while running; c: write lowers after commit; e: walk ends
-		first []byte // what the walk's snapshot showed first
+		steps string // p: the write puts k2; c: its transaction ends; w: the walk registers; e: it ends
+		first []byte
 		want  []byte
 	}{
 		{"write all before the walk", "pcwe", k(2), k(2)},
-		{"committed after the snapshot, lowered after the walk", "pwec", k(5), k(2)},
-		{"committed after the snapshot, lowered during the walk", "pwce", k(5), k(2)},
+		{"committed after the snapshot, ended after the walk", "pwec", k(5), k(2)},
+		{"committed after the snapshot, ended during the walk", "pwce", k(5), k(2)},
 		{"the walk all inside the write", "wpce", k(5), k(2)},
-		{"the walk saw the lane empty, lowered during it", "wpce", nil, k(2)},
-		{"the walk saw the lane empty, lowered after it", "pwec", nil, k(2)},
+		{"the walk saw the lane empty, ended during it", "wpce", nil, k(2)},
+		{"the walk saw the lane empty, ended after it", "pwec", nil, k(2)},
+		{"a walk ends while the write's commit is under way", "pwe", k(7), k(2)},
+		{"a walk that saw the lane empty ends while the commit is under way", "pwe", nil, k(2)},
 		{"no write: the walk raises", "we", k(7), k(7)},
 		{"no write, empty lane: forgotten", "we", nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &floors{lanes: map[string][]byte{"a": k(5)}, walks: map[*floorWalk]struct{}{}}
+			f := newFloors()
+			f.lanes["a"] = k(5)
 			var w *floorWalk
 			for _, step := range tt.steps {
 				switch step {
 				case 'w':
 					w = f.begin()
-				case 'p', 'c':
-					f.lower(k(2))
+				case 'p':
+					f.put(k(2))
+				case 'c':
+					f.settle(k(2))
 				case 'e':
 					f.end(w, map[string][]byte{"a": tt.first})
 				}

@@ -11,11 +11,11 @@ import (
 )
 
 // leases are the jobs under lease, kept in memory: a lease is no write to
-// the file. One process at a time opens the file (bbolt locks it), and
+// the store. One process at a time opens the store (it is locked), and
 // only its dispatchers deliver its jobs, so a lease needs to outlive
 // neither the process nor the Store: when the process dies, nobody is
 // delivering its leased jobs any more, and they are due again as soon as
-// the file is opened again, with no lease to wait out.
+// the store is opened again, with no lease to wait out.
 //
 // A leased job's record and due key are those of a queued job (the lease
 // writes nothing); the table is what makes it in flight: Lease passes

@@ -21,22 +21,66 @@ import (
 //     path+".new" is complete or absent);
 //  2. the file is renamed to path+".bbolt", then path+".new" to path (the
 //     directory synced after each);
-//  3. path+".bbolt" is removed: the file's pages held every event it ever
-//     took, erased ones' old versions included.
+//  3. the store at path is opened, to check it, and path+".bbolt" is
+//     removed: the file's pages held every event it ever took, erased
+//     ones' old versions included.
 //
 // What Open finds tells it where it was: a file at path, step 1 (a
 // path+".new" found beside it is built again: the file may have been
 // written since, by an earlier version); nothing at path but path+".new",
 // step 2 half done; a directory at path, done (a path+".bbolt" left is
-// removed). The file itself is only read until step 2 renames it.
+// removed). A file at path with a path+".bbolt" beside it is refused: an
+// earlier version started on a half-moved store, and which of the two
+// holds the events is for a person to say. The file itself is only read
+// until step 2 renames it. Processes of this version starting together
+// take turns through a lock (path+".migrate", removed once done), and each
+// reads the state again once it holds it.
 const (
 	migratedSuffix = ".new"
 	retiredSuffix  = ".bbolt"
+	lockSuffix     = ".migrate"
 )
 
 // migrateFile moves the bbolt file at path, if there is one, into a store
 // directory at path (see above).
 func migrateFile(path string, opts Options) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		// moved already; what a killed move left beside it goes (a process
+		// holding the lock would only find it done)
+		os.RemoveAll(path + lockSuffix)
+		return removeRetired(path + retiredSuffix)
+	}
+	if !needsMove(path) {
+		return nil // a new store
+	}
+	lockDir := path + lockSuffix
+	lock, err := kv.LockDir(lockDir, opts.Timeout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		lock.Close()
+		// once moved, no process waits for the lock but to find it done
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			os.RemoveAll(lockDir)
+		}
+	}()
+	return moveFile(path, opts)
+}
+
+// needsMove reports whether path, which is not a directory, holds an
+// earlier version's file or a move left half done.
+func needsMove(path string) bool {
+	for _, p := range []string{path, path + migratedSuffix, path + retiredSuffix} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// moveFile is migrateFile's work, with the lock held.
+func moveFile(path string, opts Options) error {
 	fresh, retired := path+migratedSuffix, path+retiredSuffix
 	fi, err := os.Stat(path)
 	switch {
@@ -45,7 +89,7 @@ func migrateFile(path string, opts Options) error {
 			if err := renameSynced(fresh, path); err != nil {
 				return err
 			}
-			return removeRetired(retired)
+			return retire(path, retired)
 		}
 		if _, err := os.Stat(retired); err == nil {
 			// a retired file with no store beside it: only a hand can do
@@ -53,19 +97,22 @@ func migrateFile(path string, opts Options) error {
 			if err := renameSynced(retired, path); err != nil {
 				return err
 			}
-			return migrateFile(path, opts)
+			return moveFile(path, opts)
 		}
 		return nil // a new store
 	case err != nil:
 		return err
 	case fi.IsDir():
-		return removeRetired(retired)
+		return removeRetired(retired) // another process moved it meanwhile
+	}
+	if _, err := os.Stat(retired); err == nil {
+		return fmt.Errorf("both %s and %s exist (an earlier version started on a store half moved to this one?): keep the one holding the events and remove the other", path, retired)
 	}
 	began := time.Now()
 	if err := os.RemoveAll(fresh); err != nil {
 		return err
 	}
-	st, err := kv.MigrateFromBolt(path, fresh, kv.Options{})
+	st, err := kv.MigrateFromBolt(path, fresh, kv.Options{LockTimeout: opts.Timeout})
 	if err != nil {
 		return err
 	}
@@ -75,13 +122,25 @@ func migrateFile(path string, opts Options) error {
 	if err := renameSynced(fresh, path); err != nil {
 		return err
 	}
-	if err := removeRetired(retired); err != nil {
+	if err := retire(path, retired); err != nil {
 		return err
 	}
 	if opts.OnMigrated != nil {
 		opts.OnMigrated(st, time.Since(began))
 	}
 	return nil
+}
+
+// retire removes the moved file once the store at path opens.
+func retire(path, retired string) error {
+	db, err := kv.Open(path, kv.Options{})
+	if err != nil {
+		return fmt.Errorf("opening the moved store (%s is kept): %w", retired, err)
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	return removeRetired(retired)
 }
 
 // renameSynced renames from to to and syncs their directory, so that the

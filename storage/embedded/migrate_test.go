@@ -14,11 +14,12 @@ import (
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
+	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // boltFixture builds a store with n events in every state (queued,
 // ordered and waiting, delivered, dead with a DLQ entry), writes it out as
-// the bbolt file an earlier version would have kept (embedded.WriteAsBolt)
+// the bbolt file an earlier version would have kept (kv.ExportToBolt)
 // at dir/events.db, and returns the file's path and what the store held
 // (Dump).
 func boltFixture(t *testing.T, n int) (file string, want [][]byte) {
@@ -58,7 +59,7 @@ func boltFixture(t *testing.T, n int) (file string, want [][]byte) {
 		t.Fatal(err)
 	}
 	file = filepath.Join(dir, "events.db")
-	if err := embedded.WriteAsBolt(src, file); err != nil {
+	if err := kv.ExportToBolt(src, file); err != nil {
 		t.Fatal(err)
 	}
 	return file, want
@@ -80,7 +81,7 @@ func migrated(t *testing.T, path string, want [][]byte) {
 	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 		t.Fatalf("the store at %s is not a directory: %v", path, err)
 	}
-	for _, left := range []string{".new", ".bbolt", ".new.migrating"} {
+	for _, left := range []string{".new", ".bbolt", ".new.migrating", ".migrate"} {
 		if _, err := os.Stat(path + left); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s%s left behind (%v)", filepath.Base(path), left, err)
 		}
@@ -171,6 +172,25 @@ func TestOpenMigratesBoltFile(t *testing.T) {
 			migrated(t, path, want)
 		})
 	}
+	// a file at the path and a moved one beside it: an earlier version
+	// started on a half-moved store; which holds the events is not for
+	// Open to guess, and neither is touched
+	t.Run("a file and a moved file beside it", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "events.db")
+		copyFile(t, path)
+		copyFile(t, path+".bbolt")
+		if s, err := embedded.Open(path, embedded.Options{}); err == nil {
+			s.Close()
+			t.Fatal("Open moved one of two bbolt files")
+		} else if !strings.Contains(err.Error(), "both") {
+			t.Errorf("Open: %v, want the two files named", err)
+		}
+		for _, p := range []string{path, path + ".bbolt"} {
+			if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+				t.Errorf("%s was changed: %v", p, err)
+			}
+		}
+	})
 }
 
 // migrateChildEnv names the store path of TestMigrateKilled's child.

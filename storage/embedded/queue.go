@@ -53,10 +53,20 @@ func deleteDue(tx *kv.Tx, rec *record) error {
 // every lane that has one, in lane order, seeking from the lane's floor
 // (floors.go); fn may walk the lane with the cursor. It returns fn's
 // first error, and moves the floors up to the keys it found.
-func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) error {
+func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) (err error) {
 	w := s.floors.begin()
 	var first map[string][]byte
-	err := s.view(func(tx *kv.Tx) error {
+	defer func() {
+		if r := recover(); r != nil {
+			s.floors.end(w, nil) // a walk cut short learned nothing
+			panic(r)
+		}
+		if err != nil {
+			first = nil // a read error reads as an empty lane: nothing learned
+		}
+		s.floors.end(w, first)
+	}()
+	err = s.view(func(tx *kv.Tx) error {
 		first = map[string][]byte{}
 		c := tx.Bucket(bQueue).Cursor()
 		for _, lf := range s.floors.list() {
@@ -73,10 +83,6 @@ func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) er
 		}
 		return nil
 	})
-	if err != nil {
-		first = nil // a read error reads as an empty lane: nothing learned
-	}
-	s.floors.end(w, first)
 	return err
 }
 

@@ -51,16 +51,17 @@ func (s *Store) reclaim(ctx context.Context, r *sweptRanges, n int) {
 		return
 	}
 	ranges := s.pending.take()
-	s.deleted.Store(0)
 	for name, hi := range ranges.hi {
 		lo := ranges.lo[name]
 		if timeIndexes[name] {
 			lo = nil
 		}
 		if err := s.db.Compact(ctx, []byte(name), lo, hi); err != nil {
+			s.pending.merge(ranges) // the next cleanup tries again
 			return
 		}
 	}
+	s.deleted.Store(0)
 	s.compactions.Add(1)
 }
 

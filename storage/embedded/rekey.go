@@ -36,6 +36,9 @@ func (s *Store) RekeyBatch(ctx context.Context, k *storage.Keyring, cursor strin
 	}
 	var step storage.RekeyStep
 	err = s.update(ctx, func(tx *kv.Tx) error {
+		// the records it re-seals leave their old versions to the scrub:
+		// none kept by a snapshot (scrub.go)
+		tx.Scrubbing()
 		step = storage.RekeyStep{} // the write may run again
 		b, last := bucket, after
 		for step.Scanned < n {
@@ -76,7 +79,7 @@ type rekeyWrite struct {
 
 // rekeyBucket re-seals up to n records of bucket b ("e" or "d") after key
 // last (nil: from the first) into writes, applied once the cursor is done
-// (a bbolt cursor must not see its bucket change). next is the last key
+// (a cursor does not see its bucket change). next is the last key
 // read when the walk stopped because n records were read, nil at the end
 // of the bucket.
 func rekeyBucket(tx *kv.Tx, k *storage.Keyring, b string, last []byte, n int, step *storage.RekeyStep) (writes []rekeyWrite, next []byte, err error) {

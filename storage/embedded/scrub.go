@@ -16,14 +16,16 @@ import (
 // The engine never overwrites a value in place: a value deleted or
 // rewritten stays in the write-ahead log that took it, and in the sorted
 // tables written before, until a compaction rewrites them. So after an
-// erasure (or a rekey) the old bytes are still in files. kv.DB.Scrub
-// flushes the memtable (the logs holding them become obsolete, and are
-// deleted: the store never recycles a log), compacts the keys of the
-// erased event (or every record, for a rekey) through every level, so
-// that no table holds an older value, and waits for the obsolete files to
-// be deleted, with every read transaction held out meanwhile (a snapshot
-// keeps what it sees alive). Its cost is a flush and the rewrite of the
-// tables those keys are in, not of the whole store.
+// erasure (or a rekey) the old bytes are still in files. The erasing (or
+// re-sealing) transaction commits with no read transaction open
+// (kv.Tx.Scrubbing: a snapshot older than it would keep the old values
+// through every compaction); then kv.DB.Scrub flushes the memtable (the
+// logs holding them become obsolete, and are deleted: the store never
+// recycles a log), compacts the keys of the erased event (or every
+// record, for a rekey) through every level, so that no table holds an
+// older value, and waits for the obsolete files to be deleted. Its cost
+// is a flush and the rewrite of the tables those keys are in, not of the
+// whole store; reads and writes go on meanwhile.
 //
 // Crash safety: the erasing transaction writes a mark with the erasure
 // itself (bScrub: sequence -> the spans to scrub, JSON); the scrub deletes
@@ -43,8 +45,10 @@ type scrubSpan struct {
 	Prefix []byte `json:"p,omitempty"`
 }
 
-// markScrub sets a scrub mark for spans in tx (an erasing transaction).
+// markScrub sets a scrub mark for spans in tx (an erasing transaction),
+// which commits with no read transaction open (kv.Tx.Scrubbing).
 func markScrub(tx *kv.Tx, spans ...scrubSpan) error {
+	tx.Scrubbing()
 	b := tx.Bucket(bScrub)
 	n, err := b.NextSequence()
 	if err != nil {

@@ -19,7 +19,7 @@ func statsKey(bucket int64, source, name string) []byte {
 	return append(k, field...)
 }
 
-// statsBucketOf is the bbolt bucket holding the counters of res.
+// statsBucketOf is the bucket holding the counters of res.
 func statsBucketOf(res storage.StatsResolution) []byte {
 	if res == storage.StatsByHour {
 		return bStatsH

@@ -125,7 +125,9 @@ func testDedupeScope(t *testing.T, f Factory) {
 
 func testDedupeWindow(t *testing.T, f Factory) {
 	s := f.Open(t)
-	until := time.Now().Add(50 * time.Millisecond)
+	// long enough for two enqueues on a loaded machine (a race build on a
+	// Cluster took more than 50 ms)
+	until := time.Now().Add(400 * time.Millisecond)
 	first := newEvent(t, "stripe", "evt_window")
 	mustEnqueue(t, s, first, until)
 	dup := newEvent(t, "stripe", "evt_window")

@@ -23,7 +23,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,16 +59,19 @@ type Options struct {
 // DB is an open store directory.
 type DB struct {
 	db   *pebble.DB
+	dir  string
 	lock *pebble.Lock
 	wmu  sync.Mutex // one write transaction at a time
 	// readers is held (read) by each View for its whole run, and (write)
-	// by Erase while it scrubs: a snapshot older than an erasure would
-	// keep the erased values alive through its compaction.
+	// while a scrubbing transaction commits (Tx.Scrubbing): a snapshot
+	// older than that commit would keep the values it deleted or
+	// overwrote alive through every compaction, even into the bottom
+	// level, which no compaction rewrites into itself.
 	readers sync.RWMutex
 	// local is SetLocal's value.
 	local any
-	// life is held (read) by every transaction, scrub and metrics read
-	// for its whole run, and (write) by Close: Pebble panics when used
+	// life is held (read) by every transaction, scrub and compaction for
+	// its whole run, and (write) by Close: Pebble panics when used
 	// once closed, where bbolt answers an error (ErrClosed here).
 	life   sync.RWMutex
 	closed bool
@@ -114,7 +119,17 @@ func Open(dir string, o Options) (*DB, error) {
 		lock.Close()
 		return nil, err
 	}
-	return &DB{db: db, lock: lock}, nil
+	return &DB{db: db, dir: dir, lock: lock}, nil
+}
+
+// LockDir takes the lock of directory dir (a store's, or one made to
+// hold a lock: its LOCK file), trying again every 20 ms while another
+// process or DB holds it, for up to timeout. Close releases it.
+func LockDir(dir string, timeout time.Duration) (io.Closer, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return lockDir(dir, timeout)
 }
 
 // lockDir takes the lock of directory dir, trying again every 20 ms
@@ -231,6 +246,9 @@ func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error
 		if !committed {
 			b.Close()
 		}
+		for _, f := range tx.onEnd {
+			f()
+		}
 	}()
 	if err := fn(tx); err != nil {
 		return nil, err
@@ -241,28 +259,34 @@ func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error
 	tx.close() // iterators must be closed before the batch commits
 	committed = true
 	defer b.Close()
-	if err := b.Commit(sync); err != nil {
-		return nil, err
+	if tx.scrubbing {
+		d.readers.Lock()
 	}
-	for _, f := range tx.onCommit {
-		f()
+	err = b.Commit(sync)
+	if tx.scrubbing {
+		d.readers.Unlock()
+	}
+	if err != nil {
+		return nil, err
 	}
 	return tx, nil
 }
 
 // Erase is Update for a transaction that erases data for good: once it
 // returns, the values of every key it deleted are in no file of the
-// store. It waits for the read transactions open at its commit to end (a
-// snapshot keeps what it sees alive) and holds new ones off meanwhile,
-// flushes the memtable, so that the write-ahead log holding them is
-// obsolete (logs are never recycled: deleter), compacts the key ranges
-// deleted through every level, so that no table holds an older value, and
-// waits for Pebble to delete the obsolete files (FilesDeleted). Its cost is
-// that of the flush and of rewriting the tables those ranges touch, not of
-// the whole store. A deleted key itself may stay named in the manifest, as
-// a table's first or last key, until the manifest is rewritten.
+// store. It commits with no read transaction open (Tx.Scrubbing), flushes
+// the memtable, so that the write-ahead log holding the values is obsolete
+// (logs are never recycled: deleter), compacts the key ranges deleted
+// through every level, so that no table holds an older value, and waits
+// for Pebble to delete the obsolete files (FilesDeleted). Its cost is that
+// of the flush and of rewriting the tables those ranges touch, not of the
+// whole store. A deleted key itself may stay named in the manifest, as a
+// table's first or last key, until the manifest is rewritten.
 func (d *DB) Erase(ctx context.Context, fn func(*Tx) error) error {
-	tx, err := d.updateTx(fn, pebble.Sync)
+	tx, err := d.updateTx(func(tx *Tx) error {
+		tx.Scrubbing()
+		return fn(tx)
+	}, pebble.Sync)
 	if err != nil {
 		return err
 	}
@@ -277,12 +301,15 @@ type Span struct {
 }
 
 // Scrub makes sure that no file of the store holds a value the keys of
-// spans had before it began (an earlier version of a value rewritten
-// since, or one deleted): what Erase does for the ranges its transaction
+// spans had before the scrubbing transactions (Tx.Scrubbing) that deleted
+// or rewrote them: what Erase does for the ranges its transaction
 // deleted, for writes made elsewhere (a transaction shared with others,
 // whose deletes are not all meant to be erased; a rewrite, which leaves
-// the old values in older tables until compacted). It costs a flush and
-// the rewrite of the tables the spans touch.
+// the old values in older tables until compacted). A value deleted or
+// overwritten by a transaction that was not scrubbing may survive it (a
+// snapshot open at that commit may have kept it through a compaction into
+// the bottom level). It costs a flush and the rewrite of the tables the
+// spans touch; reads and writes go on meanwhile.
 func (d *DB) Scrub(ctx context.Context, spans []Span) error {
 	ranges := make([][2][]byte, 0, len(spans))
 	for _, sp := range spans {
@@ -298,20 +325,23 @@ func (d *DB) Scrub(ctx context.Context, spans []Span) error {
 	return d.compact(ctx, ranges)
 }
 
-// compact waits for the read transactions open (a snapshot keeps what it
-// sees alive) and holds new ones off meanwhile, flushes the memtable, so
-// that the write-ahead logs holding the ranges' old values are obsolete
-// (logs are never recycled: deleter), compacts the ranges through every
-// level, so that no table holds an older value, and waits for Pebble to
-// delete the obsolete files (FilesDeleted).
+// compact flushes the memtable, so that the write-ahead logs holding the
+// ranges' old values are obsolete (logs are never recycled: deleter),
+// compacts the ranges through every level, so that no table holds a value
+// a newer one shadows (no snapshot needs it: the transactions that
+// shadowed them committed with none open), and waits for Pebble to delete
+// the obsolete files (FilesDeleted: tables an iterator still reads are
+// deleted once it closes).
 func (d *DB) compact(ctx context.Context, ranges [][2][]byte) error {
 	leave, err := d.enter()
 	if err != nil {
 		return err
 	}
 	defer leave()
-	d.readers.Lock()
-	defer d.readers.Unlock()
+	before, err := d.engineFiles()
+	if err != nil {
+		return err
+	}
 	if err := d.db.Flush(); err != nil {
 		return err
 	}
@@ -320,7 +350,61 @@ func (d *DB) compact(ctx context.Context, ranges [][2][]byte) error {
 			return err
 		}
 	}
-	return FilesDeleted(ctx, d.db, true)
+	return d.gone(ctx, before)
+}
+
+// engineFiles lists the write-ahead logs and tables in the directory.
+func (d *DB) engineFiles() ([]string, error) {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// gone waits until no file of before is on disk but the tables still
+// live (Pebble deletes obsolete files in the background, and a table an
+// iterator still reads once that iterator is closed), or ctx ends. Every
+// log of before is obsolete once the memtable has been flushed, and every
+// table that held a compacted range was rewritten: what stays live of
+// before holds none of the ranges' old values.
+func (d *DB) gone(ctx context.Context, before []string) error {
+	for {
+		tables, err := d.db.SSTables()
+		if err != nil {
+			return err
+		}
+		live := map[string]bool{}
+		for _, level := range tables {
+			for _, t := range level {
+				live[fmt.Sprintf("%06d.sst", uint64(t.BackingSSTNum))] = true
+			}
+		}
+		left := ""
+		for _, name := range before {
+			if live[name] {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(d.dir, name)); err == nil {
+				left = name
+				break
+			}
+		}
+		if left == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kv: waiting for %s to be deleted: %w", left, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // Compact compacts the own keys of top-level bucket name in [from, to]
@@ -400,15 +484,26 @@ type Tx struct {
 	// erased are the key ranges [start, end) the transaction deleted, for
 	// Erase.
 	erased [][2][]byte
-	// onCommit are OnCommit's functions.
-	onCommit []func()
+	// onEnd are OnEnd's functions.
+	onEnd []func()
 	// local is the DB's SetLocal value.
 	local any
+	// scrubbing is set by Scrubbing.
+	scrubbing bool
 }
 
-// OnCommit registers fn to run once the transaction has committed, before
-// Update returns (in the order registered; never when it is discarded).
-func (tx *Tx) OnCommit(fn func()) { tx.onCommit = append(tx.onCommit, fn) }
+// OnEnd registers fn to run once the write transaction has ended,
+// committed or not, before Update returns (in the order registered). A
+// commit that fails may still have been applied (Pebble publishes a batch
+// before its sync returns): fn cannot tell.
+func (tx *Tx) OnEnd(fn func()) { tx.onEnd = append(tx.onEnd, fn) }
+
+// Scrubbing makes the write transaction commit with no read transaction
+// open: it waits for those open, and holds new ones off until it has
+// committed. No snapshot then keeps a value it deletes or overwrites, so
+// the compactions drop those values, and Scrub can make sure no file
+// holds them. For the transactions of an erasure or a rekey.
+func (tx *Tx) Scrubbing() { tx.scrubbing = true }
 
 // Local is the value the DB's SetLocal set (nil: none).
 func (tx *Tx) Local() any { return tx.local }

@@ -26,8 +26,9 @@ const migrateBatch = 10_000
 // is crash-safe and can simply be run again: it builds the store in
 // dir+".migrating" (removing one a crash left behind) from a read
 // transaction of the file, syncs it, and only then renames it to dir, so
-// that dir is either absent or complete. The bbolt file is not changed: the
-// caller retires it once the store at dir is open. dir must not exist.
+// that dir is either absent or complete. The bbolt file is not changed:
+// the caller retires it once it has checked the store at dir. dir must
+// not exist.
 func MigrateFromBolt(from, dir string, o Options) (MigrateStats, error) {
 	var st MigrateStats
 	if _, err := os.Stat(dir); err == nil {
@@ -37,7 +38,9 @@ func MigrateFromBolt(from, dir string, o Options) (MigrateStats, error) {
 	if err := os.RemoveAll(tmp); err != nil {
 		return st, err
 	}
-	src, err := bolt.Open(from, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second}) // held by a running store: refused
+	// a running store holds the file: waited for up to o.LockTimeout (at
+	// least a second), then refused
+	src, err := bolt.Open(from, 0o600, &bolt.Options{ReadOnly: true, Timeout: max(o.LockTimeout, time.Second)})
 	if err != nil {
 		return st, fmt.Errorf("kv: opening %s: %w", from, err)
 	}
@@ -142,4 +145,98 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// ExportToBolt writes every bucket of the store at dir (not open), nested
+// ones, keys, empty values and sequences included, into a new bbolt file
+// at path: MigrateFromBolt's inverse, the way back to a version that kept
+// the store in a bbolt file (and the earlier versions' file, for tests of
+// the migration). It builds the file aside (path+".exporting"), in
+// transactions of migrateBatch keys, read from one snapshot of the store,
+// syncs it and renames it into place: path is complete or absent. path
+// must not exist.
+func ExportToBolt(dir, path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("kv: exporting %s: %s exists", dir, path)
+	}
+	tmp := path + ".exporting"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	src, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	err = src.View(func(tx *Tx) error {
+		return tx.ForEach(func(name []byte, b *Bucket) error {
+			return exportBucket(dst, b, [][]byte{bytes.Clone(name)})
+		})
+	})
+	if cerr := dst.Close(); err == nil { // bbolt syncs every commit
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("kv: exporting %s: %w", dir, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// exportBucket copies bucket b into the bbolt file at path (created there,
+// its parents exist), then its sub-buckets, migrateBatch keys a
+// transaction.
+func exportBucket(dst *bolt.DB, b *Bucket, path [][]byte) error {
+	// at is the bbolt bucket at the first n names of path
+	at := func(tx *bolt.Tx, n int) *bolt.Bucket {
+		bb := tx.Bucket(path[0])
+		for _, name := range path[1:n] {
+			bb = bb.Bucket(name)
+		}
+		return bb
+	}
+	if err := dst.Update(func(tx *bolt.Tx) error {
+		var nb *bolt.Bucket
+		var err error
+		if len(path) == 1 {
+			nb, err = tx.CreateBucket(path[0])
+		} else {
+			nb, err = at(tx, len(path)-1).CreateBucket(path[len(path)-1])
+		}
+		if err != nil {
+			return err
+		}
+		return nb.SetSequence(b.Sequence())
+	}); err != nil {
+		return err
+	}
+	c := b.cursor()
+	defer c.close()
+	k, v := c.First()
+	for k != nil {
+		if err := dst.Update(func(tx *bolt.Tx) error {
+			bb := at(tx, len(path))
+			for n := 0; k != nil && n < migrateBatch; k, v = c.Next() {
+				if err := bb.Put(k, v); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if b.tx.err != nil {
+		return b.tx.err
+	}
+	return b.ForEachBucket(func(name []byte) error {
+		return exportBucket(dst, b.Bucket(name), append(path[:len(path):len(path)], bytes.Clone(name)))
+	})
 }

@@ -133,7 +133,8 @@ func boltFile(t *testing.T, path string, keys int) {
 
 // TestMigrateFromBolt: every bucket, nested bucket, key, empty value and
 // sequence of a bbolt file is in the store it migrates to, and a second
-// migration to the same place is refused.
+// migration to the same place is refused; ExportToBolt writes that store
+// back into the same buckets.
 func TestMigrateFromBolt(t *testing.T) {
 	dir := t.TempDir()
 	from, to := filepath.Join(dir, "events.db"), filepath.Join(dir, "events")
@@ -151,6 +152,17 @@ func TestMigrateFromBolt(t *testing.T) {
 	}
 	if _, err := kv.MigrateFromBolt(from, to, kv.Options{}); err == nil {
 		t.Error("a second migration to the same place was not refused")
+	}
+	// and back: the export of the store is the file it came from
+	back := filepath.Join(dir, "back.db")
+	if err := kv.ExportToBolt(to, back); err != nil {
+		t.Fatal(err)
+	}
+	if got := boltTree(t, back); got != want {
+		t.Errorf("the exported file differs from the one migrated (%d bytes of dump, want %d)", len(got), len(want))
+	}
+	if err := kv.ExportToBolt(to, back); err == nil {
+		t.Error("an export over an existing file was not refused")
 	}
 }
 
