@@ -34,7 +34,11 @@ func TestListsReadTheIndexOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)
-		if got := after.TotalAlloc - before.TotalAlloc; got > n*size/8 {
+		// reading the entries would copy their n*size bytes at least; the
+		// index's keys and values are copied too (the engine's reads are
+		// copies: about 450 B an entry examined, with the blocks read, and
+		// more in a race build), a quarter of that
+		if got := after.TotalAlloc - before.TotalAlloc; got > n*size/4 {
 			t.Errorf("result %d: a page matching nothing allocated %d KiB over %d entries of %d KiB: it read the entries, not the index",
 				tc.Result, got>>10, n, size>>10)
 		}

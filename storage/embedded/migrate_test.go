@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/embedded/kv"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // boltFixture builds a store with n events in every state (queued,
@@ -255,4 +257,53 @@ func TestMigrateKilled(t *testing.T) {
 	if killed == 0 {
 		t.Error("no child was killed before its migration ended: the test proves nothing")
 	}
+}
+
+// BenchmarkOpenMigrates measures the move of an earlier version's bbolt
+// file at Open: HOOKLINE_MIGRATE_EVENTS (default 20,000) delivered events
+// of 1 KiB, kept for replay, written out as the file (kv.ExportToBolt);
+// reported in MiB of file per second.
+//
+//	go test -run '^$' -bench OpenMigrates -benchtime 1x ./storage/embedded/
+func BenchmarkOpenMigrates(b *testing.B) {
+	n := 20_000
+	if v, err := strconv.Atoi(os.Getenv("HOOKLINE_MIGRATE_EVENTS")); err == nil && v > 0 {
+		n = v
+	}
+	dir := b.TempDir()
+	src := filepath.Join(dir, "src")
+	s, err := embedded.Open(src, embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	storagetest.LoadFinished(b, s, n, 1024, storage.Delivered)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(dir, "file.db")
+	if err := kv.ExportToBolt(src, file); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		path := filepath.Join(dir, fmt.Sprintf("events%d.db", i))
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		s, err := embedded.Open(path, embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(raw))/(1<<20), "MiB-file")
+	b.ReportMetric(float64(len(raw))/(1<<20)*float64(b.N)/b.Elapsed().Seconds(), "MiB/s")
 }
