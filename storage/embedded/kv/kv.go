@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -48,8 +49,11 @@ type Options struct {
 	// BlockCache is the size of the block cache in bytes (default 64
 	// MiB: a lease's reads stay in memory).
 	BlockCache int64
-	// MemTable is the size of a memtable in bytes (default 4 MiB; each
-	// write-ahead log file is preallocated to about this size).
+	// MemTable is the size of a memtable in bytes (default 16 MiB: with
+	// 4 MiB, flushes and the compactions behind them took 40% of the CPU
+	// of an enqueue from 128 writers, and 128 writers enqueued 16k-20k
+	// events/s against 21k-23k; each write-ahead log file is
+	// preallocated to about this size).
 	MemTable uint64
 	// LockTimeout bounds the wait for the directory's lock while another
 	// process (or another open DB) holds it; zero tries once.
@@ -98,6 +102,9 @@ func Open(dir string, o Options) (*DB, error) {
 	if o.BlockCache <= 0 {
 		o.BlockCache = 64 << 20
 	}
+	if o.MemTable == 0 {
+		o.MemTable = 16 << 20
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -114,6 +121,12 @@ func Open(dir string, o Options) (*DB, error) {
 	// on the files as they are; a sealed payload does not compress, and
 	// compressing costs CPU the two cores' ingest needs
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	// a Bloom filter in every table: most of the store's reads look for
+	// a key that is not there (a new event's claim), which without one
+	// seeks into every level's table that might hold it
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		lock.Close()
@@ -490,6 +503,11 @@ type Tx struct {
 	local any
 	// scrubbing is set by Scrubbing.
 	scrubbing bool
+	// buckets caches whether the bucket at a path exists, as this
+	// transaction sees it: a transaction asks for the same few buckets
+	// over and over (each write of a shared commit), and each answer
+	// would otherwise be a read of the engine.
+	buckets map[string]bool
 }
 
 // OnEnd registers fn to run once the write transaction has ended,
@@ -658,8 +676,18 @@ func (b *Bucket) key(k []byte) []byte {
 }
 
 func (b *Bucket) exists(p []byte) bool {
+	if ok, known := b.tx.buckets[string(p)]; known {
+		return ok
+	}
 	v, err := b.tx.get(markerKey(p))
-	return err == nil && v != nil
+	if err != nil {
+		return false // not remembered: the read failed (and so does the transaction)
+	}
+	if b.tx.buckets == nil {
+		b.tx.buckets = map[string]bool{}
+	}
+	b.tx.buckets[string(p)] = v != nil
+	return v != nil
 }
 
 // Bucket is the sub-bucket name, nil when it does not exist.
@@ -687,6 +715,10 @@ func (b *Bucket) CreateBucket(name []byte) (*Bucket, error) {
 	if err := b.tx.w.Set(markerKey(p), nil, nil); err != nil {
 		return nil, err
 	}
+	if b.tx.buckets == nil {
+		b.tx.buckets = map[string]bool{}
+	}
+	b.tx.buckets[string(p)] = true
 	return &Bucket{tx: b.tx, path: p}, nil
 }
 
@@ -711,6 +743,7 @@ func (b *Bucket) DeleteBucket(name []byte) error {
 	if !b.exists(p) {
 		return ErrBucketNotFound
 	}
+	clear(b.tx.buckets) // p and its sub-buckets
 	for _, prefix := range [][]byte{p, markerKey(p), seqKey(p)} {
 		b.tx.deleted(prefix, end(prefix))
 		if err := b.tx.w.DeleteRange(prefix, end(prefix), nil); err != nil {
