@@ -99,7 +99,15 @@ func lowerFloor(tx *kv.Tx, k []byte) {
 }
 
 // put lowers the floor of k's lane to k and keeps k pending.
-func (f *floors) put(k []byte) {
+func (f *floors) put(k []byte) { f.note(k, 1) }
+
+// settle lowers the floor of k's lane to k again, records k in the walks
+// under way, and ends k's pending (put).
+func (f *floors) settle(k []byte) { f.note(k, -1) }
+
+// note lowers the floor of due key k's lane to k, records k in the walks
+// under way, and adds delta to k's pending count.
+func (f *floors) note(k []byte, delta int) {
 	lane, _, _, ok := splitDueKey(k)
 	if !ok {
 		return
@@ -112,26 +120,11 @@ func (f *floors) put(k []byte) {
 		p = map[string]int{}
 		f.pending[string(lane)] = p
 	}
-	p[string(k)]++
-}
-
-// settle lowers the floor of k's lane to k again, records k in the walks
-// under way, and ends k's pending (put).
-func (f *floors) settle(k []byte) {
-	lane, _, _, ok := splitDueKey(k)
-	if !ok {
-		return
+	if p[string(k)] += delta; p[string(k)] <= 0 {
+		delete(p, string(k))
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lowerLocked(string(lane), k)
-	if p := f.pending[string(lane)]; p != nil {
-		if p[string(k)]--; p[string(k)] <= 0 {
-			delete(p, string(k))
-		}
-		if len(p) == 0 {
-			delete(f.pending, string(lane))
-		}
+	if len(p) == 0 {
+		delete(f.pending, string(lane))
 	}
 }
 

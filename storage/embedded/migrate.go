@@ -149,26 +149,13 @@ func renameSynced(from, to string) error {
 	if err := os.Rename(from, to); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(to))
+	return kv.SyncDir(filepath.Dir(to))
 }
 
 // removeRetired removes the bbolt file a migration moved aside, if any.
 func removeRetired(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the migrated file: %w", err)
-	}
-	return nil
-}
-
-// syncDir fsyncs directory dir.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
 	}
 	return nil
 }

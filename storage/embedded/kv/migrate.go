@@ -67,7 +67,7 @@ func MigrateFromBolt(from, dir string, o Options) (MigrateStats, error) {
 	if err := os.Rename(tmp, dir); err != nil {
 		return st, err
 	}
-	return st, syncDir(filepath.Dir(dir))
+	return st, SyncDir(filepath.Dir(dir))
 }
 
 // copyBucket copies bbolt bucket b, at path in dst (created there), with
@@ -134,8 +134,8 @@ func bucketAt(tx *Tx, path [][]byte) *Bucket {
 	return b
 }
 
-// syncDir fsyncs directory dir, so that a rename in it is durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, so that a rename in it is durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -186,7 +186,7 @@ func ExportToBolt(dir, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
 // exportBucket copies bucket b into the bbolt file at path (created there,
