@@ -94,8 +94,17 @@ func snapshot(t *testing.T, adminP int, from, to time.Time) statsSnapshot {
 	t.Helper()
 	q := url.Values{"from": {from.Format(time.RFC3339)}, "to": {to.Format(time.RFC3339)}}
 	var s statsSnapshot
-	if code := adminDo(t, adminP, "GET", "/webhooks/stats?"+q.Encode(), "", &s.Range); code != http.StatusOK {
-		t.Fatalf("range stats: %d %v", code, s.Range)
+	// a node just started may listen before its webhooks app has started
+	// (Caddy starts its apps in no set order): 404 "not running" until then
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.Range = nil // an answer is decoded into a fresh map
+		code := adminDo(t, adminP, "GET", "/webhooks/stats?"+q.Encode(), "", &s.Range)
+		if code == http.StatusOK {
+			break
+		}
+		if code != http.StatusNotFound || time.Now().After(deadline) {
+			t.Fatalf("range stats: %d %v", code, s.Range)
+		}
 	}
 	q.Set("step", "1m")
 	if code := adminDo(t, adminP, "GET", "/webhooks/stats/series?"+q.Encode(), "", &s.Series); code != http.StatusOK {

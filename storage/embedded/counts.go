@@ -402,6 +402,10 @@ func ResetCounters(path string) error {
 	if err != nil {
 		return fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
 	}
+	if err := retireMoved(path); err != nil {
+		db.Close()
+		return fmt.Errorf("%w: %s: %v", storage.ErrUnavailable, path, err)
+	}
 	defer db.Close()
 	return db.Update(func(tx *kv.Tx) error {
 		if tx.Bucket(bCounts) == nil {

@@ -21,15 +21,15 @@ import (
 //     path+".new" is complete or absent);
 //  2. the file is renamed to path+".bbolt", then path+".new" to path (the
 //     directory synced after each);
-//  3. the store at path is opened, to check it, and path+".bbolt" is
-//     removed: the file's pages held every event it ever took, erased
-//     ones' old versions included.
+//  3. once Open has opened the store at path, path+".bbolt" is removed
+//     (retireMoved): the file's pages held every event it ever took,
+//     erased ones' old versions included.
 //
 // What Open finds tells it where it was: a file at path, step 1 (a
 // path+".new" found beside it is built again: the file may have been
 // written since, by an earlier version); nothing at path but path+".new",
 // step 2 half done; a directory at path, done (a path+".bbolt" left is
-// removed). A file at path with a path+".bbolt" beside it is refused: an
+// removed once the store opens). A file at path with a path+".bbolt" beside it is refused: an
 // earlier version started on a half-moved store, and which of the two
 // holds the events is for a person to say. The file itself is only read
 // until step 2 renames it. Processes of this version starting together
@@ -45,10 +45,10 @@ const (
 // directory at path (see above).
 func migrateFile(path string, opts Options) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		// moved already; what a killed move left beside it goes (a process
-		// holding the lock would only find it done)
+		// moved already; a lock a killed move left beside it goes (a
+		// process waiting for it makes it again, and finds the move done)
 		os.RemoveAll(path + lockSuffix)
-		return removeRetired(path + retiredSuffix)
+		return nil
 	}
 	if !needsMove(path) {
 		return nil // a new store
@@ -60,7 +60,8 @@ func migrateFile(path string, opts Options) error {
 	}
 	defer func() {
 		lock.Close()
-		// once moved, no process waits for the lock but to find it done
+		// once moved, a process waiting for the lock makes it again, and
+		// finds the move done
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			os.RemoveAll(lockDir)
 		}
@@ -86,10 +87,7 @@ func moveFile(path string, opts Options) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, err := os.Stat(fresh); err == nil { // step 2 cut short after the file moved aside
-			if err := renameSynced(fresh, path); err != nil {
-				return err
-			}
-			return retire(path, retired)
+			return renameSynced(fresh, path)
 		}
 		if _, err := os.Stat(retired); err == nil {
 			// a retired file with no store beside it: only a hand can do
@@ -103,7 +101,7 @@ func moveFile(path string, opts Options) error {
 	case err != nil:
 		return err
 	case fi.IsDir():
-		return removeRetired(retired) // another process moved it meanwhile
+		return nil // another process moved it meanwhile
 	}
 	if _, err := os.Stat(retired); err == nil {
 		return fmt.Errorf("both %s and %s exist (an earlier version started on a store half moved to this one?): keep the one holding the events and remove the other", path, retired)
@@ -122,25 +120,10 @@ func moveFile(path string, opts Options) error {
 	if err := renameSynced(fresh, path); err != nil {
 		return err
 	}
-	if err := retire(path, retired); err != nil {
-		return err
-	}
 	if opts.OnMigrated != nil {
 		opts.OnMigrated(st, time.Since(began))
 	}
 	return nil
-}
-
-// retire removes the moved file once the store at path opens.
-func retire(path, retired string) error {
-	db, err := kv.Open(path, kv.Options{})
-	if err != nil {
-		return fmt.Errorf("opening the moved store (%s is kept): %w", retired, err)
-	}
-	if err := db.Close(); err != nil {
-		return err
-	}
-	return removeRetired(retired)
 }
 
 // renameSynced renames from to to and syncs their directory, so that the
@@ -151,6 +134,10 @@ func renameSynced(from, to string) error {
 	}
 	return kv.SyncDir(filepath.Dir(to))
 }
+
+// retireMoved removes the bbolt file a move left beside the store at path
+// (step 3), once the store has opened.
+func retireMoved(path string) error { return removeRetired(path + retiredSuffix) }
 
 // removeRetired removes the bbolt file a migration moved aside, if any.
 func removeRetired(path string) error {

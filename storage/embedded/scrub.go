@@ -16,8 +16,11 @@ import (
 // The engine never overwrites a value in place: a value deleted or
 // rewritten stays in the write-ahead log that took it, and in the sorted
 // tables written before, until a compaction rewrites them. So after an
-// erasure (or a rekey) the old bytes are still in files. The erasing (or
-// re-sealing) transaction commits with no read transaction open
+// erasure (or a rekey) the old bytes are still in files. The erasing
+// transaction deletes every key of the event again, those gone already
+// included (one deleted earlier may sit beside its old value in a
+// bottom-level table, which only a newer tombstone compacting into it
+// cleans), and it (or a re-sealing one) commits with no read transaction open
 // (kv.Tx.Scrubbing: a snapshot older than it would keep the old values
 // through every compaction); then kv.DB.Scrub flushes the memtable (the
 // logs holding them become obsolete, and are deleted: the store never

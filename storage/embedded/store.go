@@ -121,6 +121,10 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
 	}
+	if err := retireMoved(path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: %s: %v", storage.ErrUnavailable, path, err)
+	}
 	err = db.Update(func(tx *kv.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -148,8 +152,11 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, path: path, leases: newLeases(), floors: fl, now: opts.Now, onScrub: opts.OnScrub}
 	s.c = newCommitter(db, opts.BeforeCommit)
-	// an erasure whose scrub a crash cut short is scrubbed now
-	if err := s.scrubIfMarked(context.Background()); err != nil {
+	// an erasure whose scrub a crash cut short is scrubbed now (bounded: a
+	// file the engine cannot delete fails Open rather than hang it)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.scrubIfMarked(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}

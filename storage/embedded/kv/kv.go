@@ -70,7 +70,8 @@ type DB struct {
 	// while a scrubbing transaction commits (Tx.Scrubbing): a snapshot
 	// older than that commit would keep the values it deleted or
 	// overwrote alive through every compaction, even into the bottom
-	// level, which no compaction rewrites into itself.
+	// level, which a manual compaction never rewrites into itself
+	// (Pebble's own elision compactions do, on no schedule).
 	readers sync.RWMutex
 	// local is SetLocal's value.
 	local any
@@ -138,11 +139,23 @@ func Open(dir string, o Options) (*DB, error) {
 // LockDir takes the lock of directory dir (a store's, or one made to
 // hold a lock: its LOCK file), trying again every 20 ms while another
 // process or DB holds it, for up to timeout. Close releases it.
+// The directory is made again before each try: the process holding the
+// lock may remove it once done.
 func LockDir(dir string, timeout time.Duration) (io.Closer, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		lock, err := pebble.LockDirectory(dir, vfs.Default)
+		if err == nil {
+			return lock, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("kv: locking %s (held by another process?): %w", dir, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return lockDir(dir, timeout)
 }
 
 // lockDir takes the lock of directory dir, trying again every 20 ms
@@ -363,6 +376,20 @@ func (d *DB) compact(ctx context.Context, ranges [][2][]byte) error {
 			return err
 		}
 	}
+	// and the tables the engine wrote meanwhile (a flush, a compaction of
+	// its own whose inputs held old values) that the compactions made
+	// obsolete; not its logs: every log holding an old value was there
+	// before (the values were written before the scrubbing commit, which
+	// came before this), and the one it writes to now is live
+	after, err := d.engineFiles()
+	if err != nil {
+		return err
+	}
+	for _, name := range after {
+		if strings.HasSuffix(name, ".sst") {
+			before = append(before, name)
+		}
+	}
 	return d.gone(ctx, before)
 }
 
@@ -415,7 +442,7 @@ func (d *DB) gone(ctx context.Context, before []string) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("kv: waiting for %s to be deleted: %w", left, ctx.Err())
-		case <-time.After(time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
