@@ -106,10 +106,7 @@ func Open(dir string, o Options) (*DB, error) {
 	if o.MemTable == 0 {
 		o.MemTable = 16 << 20
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(dir, o.LockTimeout)
+	lock, err := lockDir(dir, o.LockTimeout) // makes dir if needed
 	if err != nil {
 		return nil, err
 	}
@@ -142,27 +139,20 @@ func Open(dir string, o Options) (*DB, error) {
 // The directory is made again before each try: the process holding the
 // lock may remove it once done.
 func LockDir(dir string, timeout time.Duration) (io.Closer, error) {
+	lock, err := lockDir(dir, timeout)
+	if err != nil {
+		return nil, err // not a nil *pebble.Lock in a non-nil io.Closer
+	}
+	return lock, nil
+}
+
+// lockDir is LockDir, for Open (which holds the lock as Pebble takes it).
+func lockDir(dir string, timeout time.Duration) (*pebble.Lock, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		lock, err := pebble.LockDirectory(dir, vfs.Default)
-		if err == nil {
-			return lock, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kv: locking %s (held by another process?): %w", dir, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// lockDir takes the lock of directory dir, trying again every 20 ms
-// while it is held, for up to timeout.
-func lockDir(dir string, timeout time.Duration) (*pebble.Lock, error) {
-	deadline := time.Now().Add(timeout)
-	for {
 		lock, err := pebble.LockDirectory(dir, vfs.Default)
 		if err == nil {
 			return lock, nil
