@@ -272,6 +272,22 @@ func TestBreakerPerDestination(t *testing.T) {
 	d := startDispatcher(t, Config{Store: st, Workers: 2, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
 		OnResult: reportsTo(reports), BreakerFailures: 2, BreakerOpen: open})
 	waitFor(t, 2*time.Second, "/a's breaker to open", func() bool { return d.breakers.States()[BreakerName(up.URL+"/a")] })
+	// a job the breaker let through before it opened may still be on its
+	// way to /a: wait until every /a job leased so far has finished (its
+	// report) or been handed back, and only then count /a's requests
+	aFinished := 0
+	waitFor(t, 2*time.Second, "/a's jobs in hand to finish", func() bool {
+		for {
+			select {
+			case r := <-reports:
+				if r.Job.Source == "a" {
+					aFinished++
+				}
+			default:
+				return st.leases("a") == aFinished+st.releases("a")
+			}
+		}
+	})
 	aRequests := up.count()
 	for i := range 20 {
 		enqueue(t, st, storage.Event{Source: "b"})
