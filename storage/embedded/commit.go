@@ -29,6 +29,10 @@ const maxLinger = 500 * time.Microsecond
 // commit began is never run at all: groupcommit drops it).
 type op struct {
 	fn func(*kv.Tx) error
+	// unsynced: the write may be lost by a crash before the next synced
+	// commit (see committer.updateUnsynced); a batch of such writes only is
+	// committed without waiting for the disk.
+	unsynced bool
 
 	mu   sync.Mutex // held while fn runs, so that abandon waits for it
 	gone bool       // the caller stopped waiting: fn must not run again
@@ -98,9 +102,25 @@ func unavailableCtx(ctx context.Context) error {
 // It returns when the transaction is committed, or when ctx ends: a stalled
 // disk never holds a caller beyond its deadline.
 func (c *committer) update(ctx context.Context, fn func(*kv.Tx) error) error {
+	return c.do(ctx, &op{fn: fn})
+}
+
+// updateUnsynced is update for a write that at-least-once delivery allows
+// a crash to lose (a delivery's outcome: lost, the job is leased and
+// delivered again). It shares a transaction with other writes as update
+// does; a transaction of such writes only commits without its own fsync
+// and is made durable by the next synced commit or the engine's own log
+// flush. The engine's log keeps commits in order, so a crash loses a
+// suffix of them, never an unsynced write while keeping a later one.
+func (c *committer) updateUnsynced(ctx context.Context, fn func(*kv.Tx) error) error {
+	return c.do(ctx, &op{fn: fn, unsynced: true})
+}
+
+// do waits for w's commit.
+func (c *committer) do(ctx context.Context, w *op) error {
 	// the write's outcome is the answer; err is the batcher's own: ctx's
 	// error, errClosed or a panic
-	outcome, err := c.b.Do(ctx, &op{fn: fn})
+	outcome, err := c.b.Do(ctx, w)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 			return unavailableCtx(ctx)
@@ -141,7 +161,14 @@ func (c *committer) try(batch []*call) (failed int, ferr, err error) {
 			failed, err = -1, storage.Recovered(r)
 		}
 	}()
-	err = c.db.Update(func(tx *kv.Tx) error {
+	update := c.db.UpdateUnsynced
+	for _, w := range batch {
+		if !w.Req.unsynced {
+			update = c.db.Update
+			break
+		}
+	}
+	err = update(func(tx *kv.Tx) error {
 		for i, w := range batch {
 			if err := w.Req.run(tx); err != nil {
 				failed, ferr = i, err

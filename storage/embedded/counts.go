@@ -102,13 +102,18 @@ func queuePut(tx *kv.Tx, k []byte) error {
 	return count(tx, cntQueue, laneOfDueKey(k), 1)
 }
 
-// queueDelete removes key k (dueKey) from bQueue.
+// queueDelete removes key k (dueKey) from bQueue, if there.
 func queueDelete(tx *kv.Tx, k []byte) error {
-	b := tx.Bucket(bQueue)
-	if !hasKey(b, k) {
+	if !hasKey(tx.Bucket(bQueue), k) {
 		return nil
 	}
-	if err := b.Delete(k); err != nil {
+	return queueRemove(tx, k)
+}
+
+// queueRemove removes key k (dueKey), which the caller found in bQueue in
+// tx, from bQueue.
+func queueRemove(tx *kv.Tx, k []byte) error {
+	if err := tx.Bucket(bQueue).Delete(k); err != nil {
 		return err
 	}
 	return count(tx, cntQueue, laneOfDueKey(k), -1)

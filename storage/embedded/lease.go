@@ -134,7 +134,7 @@ func (s *Store) dropBroken(tx *kv.Tx, c storage.Candidate) error {
 			return nil // readable now (rekeyed meanwhile): leased again later
 		}
 	}
-	if err := queueDelete(tx, k); err != nil {
+	if err := queueRemove(tx, k); err != nil {
 		return err
 	}
 	if cause == nil { // an orphan index key
@@ -203,9 +203,15 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 // Finish implements storage.Store. The job's lease is dropped once the
 // outcome is committed (or the job found settled by someone else); a
 // failed commit keeps it, and the job is leased again when it runs out.
+// Only a dead letter waits for its own fsync: any other outcome is
+// committed unsynced and made durable by the next synced commit.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := s.now()
-	err := s.update(ctx, func(tx *kv.Tx) error {
+	write := s.updateUnsynced
+	if out.Result == storage.Dead {
+		write = s.update
+	}
+	err := write(ctx, func(tx *kv.Tx) error {
 		id := []byte(job.ID)
 		read, ok := s.leases.held(job.ID, job.Lease)
 		if !ok {
@@ -218,11 +224,14 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		// leased, a job is queued with its due key: anything else means
 		// it was settled meanwhile (erased, or finished under a lease that
 		// had run out)
-		if rec == nil || rec.Status != storage.StatusQueued || rec.Due.IsZero() ||
-			!hasKey(tx.Bucket(bQueue), dueKey(storage.LaneOf(&rec.Event), rec.Due, id)) {
+		if rec == nil || rec.Status != storage.StatusQueued || rec.Due.IsZero() {
 			return storage.ErrLeaseLost
 		}
-		if err := deleteDue(tx, rec); err != nil {
+		k := dueKey(storage.LaneOf(&rec.Event), rec.Due, id)
+		if !hasKey(tx.Bucket(bQueue), k) {
+			return storage.ErrLeaseLost
+		}
+		if err := queueRemove(tx, k); err != nil {
 			return err
 		}
 		rec.Due = time.Time{}

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
 )
@@ -100,6 +102,9 @@ type Options struct {
 	// OnMigrated, when set, is called once a bbolt file an earlier
 	// version kept at the path has been moved into the store (Open).
 	OnMigrated func(st kv.MigrateStats, took time.Duration)
+	// FS, when set, is the file system the store's files are written
+	// through (kv.Options.FS), to stall the disk's syncs. For tests.
+	FS vfs.FS
 }
 
 // Open opens (creating if needed) the store directory at path, moving a
@@ -117,7 +122,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := migrateFile(path, opts); err != nil {
 		return nil, fmt.Errorf("%w: moving %s to the new engine: %v", storage.ErrUnavailable, path, err)
 	}
-	db, err := kv.Open(path, kv.Options{LockTimeout: opts.Timeout})
+	db, err := kv.Open(path, kv.Options{LockTimeout: opts.Timeout, FS: opts.FS})
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
 	}
@@ -142,6 +147,9 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return requeueLeased(tx)
 	})
+	if err == nil {
+		err = db.Pin(allBuckets...) // never deleted: found without a read
+	}
 	var fl *floors
 	if err == nil {
 		fl, err = loadFloors(db)
@@ -183,8 +191,20 @@ func (s *Store) Close() error {
 // When ctx ends first, it returns ErrUnavailable (the write may still be
 // committed later).
 func (s *Store) update(ctx context.Context, fn func(*kv.Tx) error) error {
+	return s.write(ctx, s.c.update, fn)
+}
+
+// updateUnsynced is update for a write a crash may lose
+// (committer.updateUnsynced).
+func (s *Store) updateUnsynced(ctx context.Context, fn func(*kv.Tx) error) error {
+	return s.write(ctx, s.c.updateUnsynced, fn)
+}
+
+// write runs fn through commit (the committer's update or
+// updateUnsynced), passing an expected outcome back (update).
+func (s *Store) write(ctx context.Context, commit func(context.Context, func(*kv.Tx) error) error, fn func(*kv.Tx) error) error {
 	var outcome error
-	err := s.c.update(ctx, func(tx *kv.Tx) error {
+	err := commit(ctx, func(tx *kv.Tx) error {
 		outcome = nil
 		if err := fn(tx); err != nil {
 			if isOutcome(err) {

@@ -149,6 +149,9 @@ func testReplayListBounded(t *testing.T, f Factory) {
 	noise := finishMany(t, s, "noise", 150, storage.Delivered)
 	time.Sleep(2 * time.Millisecond) // past the backend's time resolution
 	before := time.Now()
+	// and past it again: a store keeping finish times to the millisecond
+	// starts a since within a millisecond at the next one
+	time.Sleep(2 * time.Millisecond)
 	rare := finishMany(t, s, "rare", 1, storage.Delivered)
 
 	narrow := storage.ReplayFilter{Source: "rare", Limit: 2}

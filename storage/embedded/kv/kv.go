@@ -42,6 +42,8 @@ var (
 	ErrKeyRequired    = errors.New("kv: key required")
 	ErrTxNotWritable  = errors.New("kv: tx not writable")
 	ErrClosed         = errors.New("kv: database not open")
+	// ErrBucketPinned is deleting a bucket DB.Pin named.
+	ErrBucketPinned = errors.New("kv: bucket pinned")
 )
 
 // Options tune the engine.
@@ -58,6 +60,9 @@ type Options struct {
 	// LockTimeout bounds the wait for the directory's lock while another
 	// process (or another open DB) holds it; zero tries once.
 	LockTimeout time.Duration
+	// FS is the file system the store's files are written through (nil:
+	// the operating system's); tests give one that stalls its syncs.
+	FS vfs.FS
 }
 
 // DB is an open store directory.
@@ -75,6 +80,8 @@ type DB struct {
 	readers sync.RWMutex
 	// local is SetLocal's value.
 	local any
+	// pinned are the paths of the buckets Pin named.
+	pinned map[string]bool
 	// life is held (read) by every transaction, scrub and compaction for
 	// its whole run, and (write) by Close: Pebble panics when used
 	// once closed, where bbolt answers an error (ErrClosed here).
@@ -98,6 +105,32 @@ func (d *DB) enter() (func(), error) {
 // transaction, needs. Set it before the first transaction.
 func (d *DB) SetLocal(v any) { d.local = v }
 
+// Pin tells d that the top-level buckets names exist for as long as d is
+// open: a transaction finds them without reading the engine (a lease asks
+// for the same few buckets in every one), and deleting one fails with
+// ErrBucketPinned. It fails with ErrBucketNotFound when one does not
+// exist. Call it before the first transaction that may use them.
+func (d *DB) Pin(names ...[]byte) error {
+	pinned := map[string]bool{}
+	err := d.View(func(tx *Tx) error {
+		for _, name := range names {
+			p, err := tx.root().child(name)
+			if err != nil {
+				return err
+			}
+			if !tx.root().exists(p) {
+				return fmt.Errorf("%w: %q", ErrBucketNotFound, name)
+			}
+			pinned[string(p)] = true
+		}
+		return nil
+	})
+	if err == nil {
+		d.pinned = pinned
+	}
+	return err
+}
+
 // Open opens (creating it if needed) the store in directory dir.
 func Open(dir string, o Options) (*DB, error) {
 	if o.BlockCache <= 0 {
@@ -106,14 +139,17 @@ func Open(dir string, o Options) (*DB, error) {
 	if o.MemTable == 0 {
 		o.MemTable = 16 << 20
 	}
-	lock, err := lockDir(dir, o.LockTimeout) // makes dir if needed
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	lock, err := lockDir(dir, o.FS, o.LockTimeout) // makes dir if needed
 	if err != nil {
 		return nil, err
 	}
 	cache := pebble.NewCache(o.BlockCache)
 	defer cache.Unref() // the DB holds its own reference
 	po := &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: Quiet{},
-		Cleaner: deleter{}, Lock: lock}
+		Cleaner: deleter{}, Lock: lock, FS: o.FS}
 	// tables are written uncompressed: what the store promises about the
 	// bytes it keeps (an erased event's are in no file) is then checked
 	// on the files as they are; a sealed payload does not compress, and
@@ -139,7 +175,7 @@ func Open(dir string, o Options) (*DB, error) {
 // The directory is made again before each try: the process holding the
 // lock may remove it once done.
 func LockDir(dir string, timeout time.Duration) (io.Closer, error) {
-	lock, err := lockDir(dir, timeout)
+	lock, err := lockDir(dir, vfs.Default, timeout)
 	if err != nil {
 		return nil, err // not a nil *pebble.Lock in a non-nil io.Closer
 	}
@@ -147,13 +183,13 @@ func LockDir(dir string, timeout time.Duration) (io.Closer, error) {
 }
 
 // lockDir is LockDir, for Open (which holds the lock as Pebble takes it).
-func lockDir(dir string, timeout time.Duration) (*pebble.Lock, error) {
+func lockDir(dir string, fs vfs.FS, timeout time.Duration) (*pebble.Lock, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		lock, err := pebble.LockDirectory(dir, vfs.Default)
+		lock, err := pebble.LockDirectory(dir, fs)
 		if err == nil {
 			return lock, nil
 		}
@@ -218,7 +254,7 @@ func (d *DB) View(fn func(*Tx) error) error {
 	d.readers.RLock()
 	defer d.readers.RUnlock()
 	snap := d.db.NewSnapshot()
-	tx := &Tx{r: snap, local: d.local}
+	tx := &Tx{r: snap, local: d.local, pinned: d.pinned}
 	defer func() {
 		tx.close()
 		snap.Close()
@@ -255,7 +291,7 @@ func (d *DB) updateTx(fn func(*Tx) error, sync *pebble.WriteOptions) (*Tx, error
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	b := d.db.NewIndexedBatch()
-	tx := &Tx{r: b, w: b, local: d.local}
+	tx := &Tx{r: b, w: b, local: d.local, pinned: d.pinned}
 	committed := false
 	defer func() {
 		tx.close()
@@ -518,6 +554,8 @@ type Tx struct {
 	onEnd []func()
 	// local is the DB's SetLocal value.
 	local any
+	// pinned is the DB's (Pin).
+	pinned map[string]bool
 	// scrubbing is set by Scrubbing.
 	scrubbing bool
 	// buckets caches whether the bucket at a path exists, as this
@@ -693,6 +731,9 @@ func (b *Bucket) key(k []byte) []byte {
 }
 
 func (b *Bucket) exists(p []byte) bool {
+	if b.tx.pinned[string(p)] {
+		return true
+	}
 	if ok, known := b.tx.buckets[string(p)]; known {
 		return ok
 	}
@@ -756,6 +797,9 @@ func (b *Bucket) DeleteBucket(name []byte) error {
 	p, err := b.child(name)
 	if err != nil {
 		return err
+	}
+	if b.tx.pinned[string(p)] {
+		return fmt.Errorf("%w: %q", ErrBucketPinned, name)
 	}
 	if !b.exists(p) {
 		return ErrBucketNotFound

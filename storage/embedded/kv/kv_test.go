@@ -517,3 +517,55 @@ func TestEraseLeavesNoBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestPin: a pinned bucket is found by every transaction and cannot be
+// deleted; pinning one that does not exist fails; other buckets keep
+// bbolt's behaviour.
+func TestPin(t *testing.T) {
+	db := open(t)
+	if err := db.Pin([]byte("missing")); !errors.Is(err, kv.ErrBucketNotFound) {
+		t.Fatalf("pinning a missing bucket: %v", err)
+	}
+	if err := db.Update(func(tx *kv.Tx) error {
+		for _, name := range []string{"pinned", "free"} {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Pin([]byte("pinned")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *kv.Tx) error {
+		b := tx.Bucket([]byte("pinned"))
+		if b == nil {
+			return errors.New("the pinned bucket not found")
+		}
+		if err := b.Put([]byte("k"), []byte("v")); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket([]byte("pinned")); !errors.Is(err, kv.ErrBucketExists) {
+			t.Errorf("creating the pinned bucket again: %v", err)
+		}
+		if err := tx.DeleteBucket([]byte("pinned")); !errors.Is(err, kv.ErrBucketPinned) {
+			t.Errorf("deleting the pinned bucket: %v", err)
+		}
+		return tx.DeleteBucket([]byte("free"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx *kv.Tx) error {
+		if v := tx.Bucket([]byte("pinned")).Get([]byte("k")); string(v) != "v" {
+			t.Errorf("the pinned bucket's key: %q", v)
+		}
+		if tx.Bucket([]byte("free")) != nil {
+			t.Error("a deleted bucket is still found")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
