@@ -231,10 +231,10 @@ type Queue interface {
 	// its entry with NewDLQEntry); finishing an ordered chain's head lets
 	// the next job of its chain go when PopsChain says so. ErrLeaseLost
 	// means the lease expired and another worker took the job; the outcome
-	// was not recorded. A Dead outcome is durable when Finish returns;
-	// another may be lost by a crash soon after (the job is then leased
-	// and delivered again, as at-least-once allows), never while a later
-	// write of the same store survives.
+	// was not recorded. A store may record an outcome that neither dead
+	// letters the job nor lets an ordered chain's next job go without
+	// waiting for its disk: a crash soon after may then lose it, and the
+	// job is leased and delivered again, as at-least-once allows.
 	Finish(ctx context.Context, job *Job, out Outcome) error
 }
 

@@ -109,9 +109,10 @@ func (c *committer) update(ctx context.Context, fn func(*kv.Tx) error) error {
 // a crash to lose (a delivery's outcome: lost, the job is leased and
 // delivered again). It shares a transaction with other writes as update
 // does; a transaction of such writes only commits without its own fsync
-// and is made durable by the next synced commit or the engine's own log
-// flush. The engine's log keeps commits in order, so a crash loses a
-// suffix of them, never an unsynced write while keeping a later one.
+// and is made durable by the next synced commit (or a switch to a new
+// log, or Close); until then a crash, kill -9 included, may lose it. The
+// engine's log keeps commits in order, so a crash loses a suffix of them,
+// never an unsynced write while keeping a later one.
 func (c *committer) updateUnsynced(ctx context.Context, fn func(*kv.Tx) error) error {
 	return c.do(ctx, &op{fn: fn, unsynced: true})
 }

@@ -203,12 +203,14 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 // Finish implements storage.Store. The job's lease is dropped once the
 // outcome is committed (or the job found settled by someone else); a
 // failed commit keeps it, and the job is leased again when it runs out.
-// Only a dead letter waits for its own fsync: any other outcome is
-// committed unsynced and made durable by the next synced commit.
+// Only a dead letter and an outcome that lets an ordered chain's next job
+// go wait for their fsync: any other outcome is committed unsynced and
+// made durable by the next synced commit. Lost in a crash, a chain's pop
+// would let its next job be delivered before the head again.
 func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
 	now := s.now()
 	write := s.updateUnsynced
-	if out.Result == storage.Dead {
+	if out.Result == storage.Dead || storage.ChainOf(&job.Event) != "" && storage.PopsChain(&job.Event, out.Result) {
 		write = s.update
 	}
 	err := write(ctx, func(tx *kv.Tx) error {

@@ -61,7 +61,9 @@ type Options struct {
 	// process (or another open DB) holds it; zero tries once.
 	LockTimeout time.Duration
 	// FS is the file system the store's files are written through (nil:
-	// the operating system's); tests give one that stalls its syncs.
+	// the operating system's); tests give one that stalls its syncs. It
+	// must write to the operating system's files at dir: the lock,
+	// Erase and the migration also read them directly.
 	FS vfs.FS
 }
 
@@ -139,17 +141,18 @@ func Open(dir string, o Options) (*DB, error) {
 	if o.MemTable == 0 {
 		o.MemTable = 16 << 20
 	}
-	if o.FS == nil {
-		o.FS = vfs.Default
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
 	}
-	lock, err := lockDir(dir, o.FS, o.LockTimeout) // makes dir if needed
+	lock, err := lockDir(dir, fs, o.LockTimeout) // makes dir if needed
 	if err != nil {
 		return nil, err
 	}
 	cache := pebble.NewCache(o.BlockCache)
 	defer cache.Unref() // the DB holds its own reference
 	po := &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: Quiet{},
-		Cleaner: deleter{}, Lock: lock, FS: o.FS}
+		Cleaner: deleter{}, Lock: lock, FS: o.FS} // nil: Pebble's default, with its disk-health checks
 	// tables are written uncompressed: what the store promises about the
 	// bytes it keeps (an erased event's are in no file) is then checked
 	// on the files as they are; a sealed payload does not compress, and
@@ -270,8 +273,9 @@ func (d *DB) View(fn func(*Tx) error) error {
 func (d *DB) Update(fn func(*Tx) error) error { return d.update(fn, pebble.Sync) }
 
 // UpdateUnsynced is Update without waiting for the sync: the writes are
-// visible at once and durable with the next synced commit (or the
-// engine's own log flush); a crash before then loses them, all together.
+// visible at once and durable with the next synced commit (or a switch
+// to a new log, or Close); a crash before then, kill -9 included (the
+// engine buffers its log in the process), loses them, all together.
 // For writes at-least-once allows to lose (a delivery's outcome: lost, it
 // is delivered again).
 func (d *DB) UpdateUnsynced(fn func(*Tx) error) error { return d.update(fn, pebble.NoSync) }
