@@ -1,11 +1,12 @@
-// Command fill stores a backlog of events straight into a Redis store, as
-// the ingress would have (one signed-looking 1 KiB JSON body each, one
+// Command fill stores a backlog of events straight into a Redis store (or,
+// with -embedded, an embedded store's directory), as the ingress would have (one signed-looking 1 KiB JSON body each, one
 // delivery to the source's default destination), so that
 // scripts/bench/run can start a Caddy on a million waiting events without
 // posting them one by one. It is a benchmark tool, not a way to inject
 // events into a production store.
 //
 //	go run ./scripts/bench/fill -addr 127.0.0.1:6379 -n 1000000 -source bench -upstream http://127.0.0.1:8080/in
+//	go run ./scripts/bench/fill -embedded /tmp/events.db -n 1000000 -source bench -upstream http://127.0.0.1:8080/in
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/redisstore"
 )
 
@@ -33,15 +35,26 @@ func main() {
 	source := flag.String("source", "bench", "source name")
 	upstream := flag.String("upstream", "http://127.0.0.1:8080/in", "the source's forward_to")
 	conc := flag.Int("c", 64, "concurrent writers")
+	dir := flag.String("embedded", "", "an embedded store's directory to fill instead of Redis (no Caddy may have it open)")
 	flag.Parse()
 
 	ctx := context.Background()
-	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{*addr}, PoolSize: *conc + 8})
-	st, err := redisstore.Open(ctx, c, redisstore.Options{Prefix: *prefix})
+	var st storage.Store
+	var err error
+	if *dir != "" {
+		st, err = embedded.Open(*dir, embedded.Options{})
+	} else {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{*addr}, PoolSize: *conc + 8})
+		st, err = redisstore.Open(ctx, c, redisstore.Options{Prefix: *prefix})
+	}
 	if err != nil {
 		log.Fatalf("opening the store: %v", err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Fatalf("closing the store: %v", err)
+		}
+	}()
 	body := fmt.Appendf(nil, `{"type":"invoice.paid","data":"%01000d"}`, 0)
 	headers := http.Header{"Content-Type": {"application/json"}}
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
