@@ -107,7 +107,7 @@ func (d *DB) enter() (func(), error) {
 // transaction, needs. Set it before the first transaction.
 func (d *DB) SetLocal(v any) { d.local = v }
 
-// Pin tells d that the top-level buckets names exist for as long as d is
+// Pin tells d that the top-level buckets named exist for as long as d is
 // open: a transaction finds them without reading the engine (a lease asks
 // for the same few buckets in every one), and deleting one fails with
 // ErrBucketPinned. It fails with ErrBucketNotFound when one does not
