@@ -152,7 +152,8 @@ func Open(dir string, o Options) (*DB, error) {
 	cache := pebble.NewCache(o.BlockCache)
 	defer cache.Unref() // the DB holds its own reference
 	po := &pebble.Options{Cache: cache, MemTableSize: o.MemTable, Logger: Quiet{},
-		Cleaner: deleter{}, Lock: lock, FS: o.FS} // nil: Pebble's default, with its disk-health checks
+		Cleaner: deleter{}, Lock: lock, FS: o.FS, // nil: Pebble's default, with its disk-health checks
+		EventListener: &pebble.EventListener{DataCorruption: reportCorruption}}
 	// tables are written uncompressed: what the store promises about the
 	// bytes it keeps (an erased event's are in no file) is then checked
 	// on the files as they are; a sealed payload does not compress, and
@@ -993,6 +994,14 @@ func (c *Cursor) Delete() error {
 		return nil
 	}
 	return c.b.tx.deleteKey(slices.Clone(c.it.Key()))
+}
+
+// reportCorruption logs a table found corrupt or missing (deleted under
+// the running store, say). Pebble's default exits the process, which
+// would take the whole Caddy down with it; here the read that met it
+// fails, and so does its transaction: the store answers unavailable.
+func reportCorruption(info pebble.DataCorruptionInfo) {
+	Quiet{}.Errorf("kv: on-disk corruption: %s", info)
 }
 
 // Quiet is a pebble.Logger without Pebble's informational lines (errors

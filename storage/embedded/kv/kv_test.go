@@ -569,3 +569,50 @@ func TestPin(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMissingTableFailsTheRead: a table deleted under the running store
+// (its directory removed, say) fails the reads that need it, and their
+// transactions, instead of Pebble's default for a corruption, which exits
+// the process (and would take the whole Caddy with it).
+func TestMissingTableFailsTheRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "kv")
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *kv.Tx) error {
+		b, err := tx.CreateBucket([]byte("b"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // the memtable is flushed to a table
+		t.Fatal(err)
+	}
+	if db, err = kv.Open(dir, kv.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("no table: the test deletes nothing")
+	}
+	for _, f := range tables {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = db.View(func(tx *kv.Tx) error {
+		if b := tx.Bucket([]byte("b")); b != nil {
+			b.Get([]byte("k"))
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("reading a deleted table: no error")
+	}
+	t.Logf("the read failed: %.120s", err)
+}
