@@ -603,7 +603,7 @@ func (a *App) Accept(ctx context.Context, source, eventID string, window time.Du
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AcceptTimeout)
 	defer cancel()
 	until := time.Now().Add(window)
-	res, err := a.enqueueUntil(ctx, ev, until)
+	res, err := a.enqueueUntil(ctx, ev, until, true)
 	if err != nil {
 		return AcceptResult{}, err
 	}
@@ -624,16 +624,21 @@ func (a *App) Accept(ctx context.Context, source, eventID string, window time.Du
 // enqueue stores ev durably (claiming its id for window) and wakes the
 // workers. It returns only after the store has made the event durable.
 func (a *App) enqueue(ctx context.Context, ev *storage.Event, window time.Duration) (storage.EnqueueResult, error) {
-	return a.enqueueUntil(ctx, ev, time.Now().Add(window))
+	return a.enqueueUntil(ctx, ev, time.Now().Add(window), false)
 }
 
-// enqueueUntil is enqueue with the claim's end.
-func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Time) (storage.EnqueueResult, error) {
+// enqueueUntil is enqueue with the claim's end. With received, an event
+// stored (not a duplicate) gets its audit line before the workers are
+// woken, so that no line of its delivery comes before it.
+func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Time, received bool) (storage.EnqueueResult, error) {
 	st, err := a.Store()
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
 	res, err := st.Enqueue(ctx, ev, until)
+	if err == nil && !res.Duplicate && received {
+		a.audit(stepReceived, eventFields(ev)...)
+	}
 	// a held source's event waits: waking the workers for it would cost a
 	// lease per event for nothing (the resume wakes them); else they lease
 	// its deliveries by name, without looking for them

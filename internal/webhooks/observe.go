@@ -60,11 +60,11 @@ func (a *App) ObserveIgnored(source, eventID, typ, requestID string) {
 }
 
 // ObserveAccepted counts an accepted (stored) event: as Observe(source,
-// "accepted"), by type in the stats, and in the audit log.
+// "accepted") and by type in the stats. Its audit line is Accept's,
+// written before its deliveries can start.
 func (a *App) ObserveAccepted(ev *storage.Event) {
 	a.Observe(ev.Source, "accepted")
 	a.countType(ev.Source, "accepted", ev.Type)
-	a.audit(stepReceived, eventFields(ev)...)
 }
 
 // ObserveSignatureFailure counts an answer (outcome as for Observe) to a
