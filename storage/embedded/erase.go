@@ -122,19 +122,12 @@ func eraseEvent(tx *kv.Tx, source, eventID string, now time.Time) (storage.Erase
 			res.DLQEntries++
 		}
 	}
-	// every key a delivery of the event may have had, deleted again even
-	// when gone already (a record past retention, a DLQ entry discarded):
-	// a key deleted by an earlier transaction may sit beside its value in
-	// a bottom-level table (kept together for a snapshot then open), which
-	// only a newer tombstone compacting into that table removes (scrub.go)
-	for _, e := range ds {
-		if err := tx.Bucket(bEvents).Delete([]byte(e.id)); err != nil {
-			return res, nil, err
-		}
-		if err := tx.Bucket(bDLQ).Delete([]byte(e.id)); err != nil {
-			return res, nil, err
-		}
-	}
+	// every key a delivery of the event may have had (ds's among them),
+	// deleted again even when gone already (a record past retention, a
+	// DLQ entry discarded): a key deleted by an earlier transaction may
+	// sit beside its value in a bottom-level table (kept together for a
+	// snapshot then open), which only a newer tombstone compacting into
+	// that table removes (scrub.go)
 	for _, d := range destinations {
 		if err := tx.Bucket(bEvents).Delete([]byte(storage.DeliveryID(id, d))); err != nil {
 			return res, nil, err
