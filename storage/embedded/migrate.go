@@ -29,9 +29,9 @@ import (
 // path+".new" found beside it is built again: the file may have been
 // written since, by an earlier version); nothing at path but path+".new",
 // step 2 half done; a directory at path, done (a path+".bbolt" left is
-// removed once the store opens). A file at path with a path+".bbolt" beside it is refused: an
-// earlier version started on a half-moved store, and which of the two
-// holds the events is for a person to say. The file itself is only read
+// removed once the store opens). A file at path with a path+".bbolt"
+// beside it is refused: an earlier version started on a half-moved store,
+// and which of the two holds the events is for a person to say. The file itself is only read
 // until step 2 renames it. Processes of this version starting together
 // take turns through a lock (path+".migrate", removed once done), and each
 // reads the state again once it holds it.
