@@ -75,11 +75,12 @@ type node struct {
 }
 
 // writeConfig writes a Caddyfile with one source "t" forwarding to
-// upstream; storage "" means the embedded store in dir.
+// upstream; storage "" means the embedded store in dir (with a small
+// cache_size, as a small machine would set it).
 func writeConfig(t *testing.T, dir string, adminP, httpP int, upstream, storage, extra string) string {
 	t.Helper()
 	if storage == "" {
-		storage = "storage embedded " + filepath.Join(dir, "events.db")
+		storage = "storage embedded " + filepath.Join(dir, "events.db") + " {\n\t\t\tcache_size 8MiB\n\t\t}"
 	}
 	cfg := fmt.Sprintf(`{
 	admin 127.0.0.1:%d

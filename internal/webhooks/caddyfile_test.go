@@ -49,7 +49,13 @@ func TestAppUnmarshalCaddyfile(t *testing.T) {
 			wantStorage: `{"module":"embedded","path":"{env.HOOKLINE_DB}"}`,
 		},
 		{name: "storage embedded two paths", input: webhooksBlock("storage embedded /a /b"), wantErr: "wrong argument count"},
-		{name: "storage embedded with block", input: webhooksBlock("storage embedded {", "\tpath /a", "}"), wantErr: "storage embedded takes no block"},
+		{name: "storage embedded with an unknown option", input: webhooksBlock("storage embedded {", "\tpath /a", "}"), wantErr: `unrecognized storage embedded option "path"`},
+		{
+			name:        "storage embedded with cache_size",
+			input:       webhooksBlock("storage embedded /data/events.db {", "\tcache_size 16MiB", "}", "workers 2"),
+			want:        &App{Workers: 2},
+			wantStorage: `{"cache_size":16777216,"module":"embedded","path":"/data/events.db"}`,
+		},
 		{name: "storage without backend", input: webhooksBlock("storage"), wantErr: "wrong argument count"},
 		{name: "storage unknown backend", input: webhooksBlock("storage nosuch"), wantErr: "webhooks.storage.nosuch"},
 

@@ -105,6 +105,9 @@ type Options struct {
 	// FS, when set, is the file system the store's files are written
 	// through (kv.Options.FS), to stall the disk's syncs. For tests.
 	FS vfs.FS
+	// BlockCache is the engine's block cache in bytes (kv.Options;
+	// 0: its default).
+	BlockCache int64
 }
 
 // Open opens (creating if needed) the store directory at path, moving a
@@ -122,7 +125,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err := migrateFile(path, opts); err != nil {
 		return nil, fmt.Errorf("%w: moving %s to the new engine: %v", storage.ErrUnavailable, path, err)
 	}
-	db, err := kv.Open(path, kv.Options{LockTimeout: opts.Timeout, FS: opts.FS})
+	db, err := kv.Open(path, kv.Options{LockTimeout: opts.Timeout, FS: opts.FS, BlockCache: opts.BlockCache})
 	if err != nil {
 		return nil, fmt.Errorf("%w: opening %s: %v", storage.ErrUnavailable, path, err)
 	}
