@@ -27,6 +27,9 @@ const (
 	StatusInFlight  Status = "in_flight"
 	StatusDelivered Status = "delivered"
 	StatusDead      Status = "dead"
+	// StatusSpooled is an event a node kept in its local spool while the
+	// shared store was unreachable, not yet moved into it (storage/spool).
+	StatusSpooled Status = "spooled"
 )
 
 // Event is an accepted webhook: the exact bytes received and what is needed

@@ -568,7 +568,8 @@ type AcceptResult struct {
 	// without building the event or asking the store.
 	Cached bool
 	// Status is the earlier event's status for a duplicate (in_flight
-	// included, as stored), StatusQueued for a new event.
+	// included, as stored), StatusQueued for a new event (StatusSpooled
+	// for one a node spooled while its store was unreachable).
 	Status storage.Status
 	// ID is the internal id of the stored (or, from the store, the
 	// earlier) event; empty for a Cached duplicate.
@@ -608,10 +609,14 @@ func (a *App) Accept(ctx context.Context, source, eventID string, window time.Du
 		return AcceptResult{}, err
 	}
 	if !res.Duplicate {
-		if key != "" {
-			a.rememberSeen(key, string(storage.StatusQueued), max(len(ev.Deliveries), 1), until)
+		st := res.Status // queued, or spooled while the store is unreachable
+		if st == "" {
+			st = storage.StatusQueued
 		}
-		return AcceptResult{Status: storage.StatusQueued, ID: res.ID}, nil
+		if key != "" {
+			a.rememberSeen(key, string(st), max(len(ev.Deliveries), 1), until)
+		}
+		return AcceptResult{Status: st, ID: res.ID}, nil
 	}
 	if key != "" {
 		// cache it only for what is left of the claim, never beyond; how

@@ -1,0 +1,301 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Store is a shared store (Redis) that never refuses an event for being
+// unreachable: an event it cannot take (storage.ErrUnavailable) is spooled
+// on this node's disk and answered as accepted, and a mover moves the
+// spooled events into it, in the order they were spooled, as soon as it
+// answers again (it tries every second, and no traffic is needed). Each
+// is removed from the spool only once the store has it; one moved twice
+// (a crash in between) is a duplicate there, never a second delivery.
+//
+// While events are spooled, the shared store is only the truth for what
+// it holds: a resend of an event waiting in the spool is a duplicate
+// (StatusSpooled), and an event with an ordered delivery waits in the
+// spool behind them, so that its key's order holds. Delivery goes on from
+// the shared store only: a spooled event is delivered once it is moved.
+type Store struct {
+	storage.Store // the shared store
+	sp            *Spool
+	log           *zap.Logger
+	now           func() time.Time
+	retry         time.Duration
+
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	spooling bool // since the first event spooled, until the spool is empty again
+	onChange func(spooling bool)
+}
+
+// Interface guard
+var _ storage.Store = (*Store)(nil)
+
+// StoreOptions tune NewStore.
+type StoreOptions struct {
+	// Log gets the spooling's start and end and the mover's failures
+	// (never an event's body or headers).
+	Log *zap.Logger
+	// Retry is how long the mover waits after the store failed it before
+	// it tries again (default 1s).
+	Retry time.Duration
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+}
+
+// NewStore wraps the shared store inner with spool sp, and starts the
+// mover (a spool holding events from a previous run is moved as soon as
+// the store answers). Close stops it and closes both.
+func NewStore(inner storage.Store, sp *Spool, opts StoreOptions) *Store {
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Store{Store: inner, sp: sp, log: opts.Log, now: opts.Now, retry: opts.Retry,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if !sp.Empty() {
+		s.spooling = true
+		s.log.Warn("events spooled by an earlier run wait to be moved into the store",
+			zap.String("spool", sp.Dir()), zap.Int64("events", sp.Stats().Events))
+	}
+	go s.move()
+	return s
+}
+
+// Spool is the store's spool.
+func (s *Store) Spool() *Spool { return s.sp }
+
+// Unwrap returns the shared store.
+func (s *Store) Unwrap() storage.Store { return s.Store }
+
+// OnChange sets fn to be called with true when the node starts spooling
+// (the first event spooled after none was) and with false once every
+// spooled event is moved. Set it before the store is used.
+func (s *Store) OnChange(fn func(spooling bool)) { s.onChange = fn }
+
+// Enqueue implements storage.Queue: the shared store's, unless the event
+// is a resend of one spooled (a duplicate, StatusSpooled), has an ordered
+// delivery while events are spooled, or the store is unreachable; the
+// event is then spooled, and answered StatusSpooled. A spool that cannot
+// take it (full, a failing disk) answers as the store did.
+func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time.Time) (storage.EnqueueResult, error) {
+	if !s.sp.Empty() {
+		if ev.Dedupe {
+			e, ok, err := s.sp.Lookup(ev.Source, ev.EventID, s.now())
+			if err != nil {
+				return storage.EnqueueResult{}, err
+			}
+			if ok {
+				return storage.EnqueueResult{Duplicate: true, ID: e.Event.ID, Status: storage.StatusSpooled, DedupeUntil: e.DedupeUntil}, nil
+			}
+		}
+		if ordered(ev) {
+			return s.spool(ctx, ev, dedupeUntil, nil)
+		}
+	}
+	res, err := s.Store.Enqueue(ctx, ev, dedupeUntil)
+	if err == nil || !errors.Is(err, storage.ErrUnavailable) || ctx.Err() != nil {
+		return res, err
+	}
+	return s.spool(ctx, ev, dedupeUntil, err)
+}
+
+// ordered reports whether ev has a delivery of an ordered destination.
+func ordered(ev *storage.Event) bool {
+	if ev.OrderKey != "" {
+		return true
+	}
+	for _, d := range ev.Deliveries {
+		if d.OrderKey != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// spool spools ev; cause is the store's error that sent it there (nil:
+// it waits behind the spool).
+func (s *Store) spool(ctx context.Context, ev *storage.Event, dedupeUntil time.Time, cause error) (storage.EnqueueResult, error) {
+	res, err := s.sp.Put(ctx, ev, dedupeUntil)
+	if err != nil {
+		if cause != nil {
+			s.log.Error("the store is unreachable and the spool did not take the event",
+				zap.String("spool", s.sp.Dir()), zap.NamedError("store_error", cause), zap.Error(err))
+		}
+		return storage.EnqueueResult{}, err
+	}
+	if res.Duplicate {
+		return storage.EnqueueResult{Duplicate: true, ID: res.ID, Status: storage.StatusSpooled, DedupeUntil: dedupeUntil}, nil
+	}
+	s.started(cause)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return storage.EnqueueResult{ID: res.ID, Status: storage.StatusSpooled}, nil
+}
+
+// started records that an event was spooled.
+func (s *Store) started(cause error) {
+	s.mu.Lock()
+	was := s.spooling
+	s.spooling = true
+	s.mu.Unlock()
+	if was {
+		return
+	}
+	s.log.Warn("the store is unreachable: accepted events are spooled on this node until it answers",
+		zap.String("spool", s.sp.Dir()), zap.NamedError("store_error", cause))
+	if s.onChange != nil {
+		s.onChange(true)
+	}
+}
+
+// ended records that the spool is empty again.
+func (s *Store) ended(moved int) {
+	s.mu.Lock()
+	was := s.spooling
+	s.spooling = false
+	s.mu.Unlock()
+	if !was {
+		return
+	}
+	s.log.Info("the spooled events are in the store again", zap.String("spool", s.sp.Dir()), zap.Int("moved", moved))
+	if s.onChange != nil {
+		s.onChange(false)
+	}
+}
+
+// moveBatch is how many spooled events the mover reads at a time.
+const moveBatch = 64
+
+// move is the mover: while events are spooled, it moves them into the
+// store in order, waiting Retry after each failure.
+func (s *Store) move() {
+	defer close(s.done)
+	moved := 0
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		if s.sp.Empty() {
+			if moved > 0 || s.isSpooling() {
+				s.ended(moved)
+			}
+			moved = 0
+			select {
+			case <-s.wake:
+			case <-s.stop:
+				return
+			}
+			continue
+		}
+		n, err := s.moveSome()
+		moved += n
+		if err != nil {
+			select {
+			case <-time.After(s.retry):
+			case <-s.stop:
+				return
+			}
+		}
+	}
+}
+
+func (s *Store) isSpooling() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spooling
+}
+
+// moveSome moves up to moveBatch events, in order, stopping at the first
+// the store does not take; it removes those moved from the spool.
+func (s *Store) moveSome() (int, error) {
+	entries, err := s.sp.Next(moveBatch)
+	if err != nil {
+		s.log.Error("reading the spool", zap.String("spool", s.sp.Dir()), zap.Error(err))
+		return 0, err
+	}
+	var done []uint64
+	defer func() {
+		if len(done) > 0 {
+			if err := s.sp.Remove(done...); err != nil {
+				s.log.Error("removing moved events from the spool (they will be moved again, as duplicates)",
+					zap.String("spool", s.sp.Dir()), zap.Error(err))
+			}
+		}
+	}()
+	for _, e := range entries {
+		select {
+		case <-s.stop:
+			return len(done), nil
+		default:
+		}
+		if e.Err != nil {
+			// a damaged record cannot be delivered: say so, and go on
+			s.log.Error("a spooled record does not read; it is dropped", zap.String("spool", s.sp.Dir()),
+				zap.Uint64("seq", e.Seq), zap.Error(e.Err))
+			done = append(done, e.Seq)
+			continue
+		}
+		ev := e.Event
+		if !ev.Dedupe {
+			// claimed on the id hookline gave it, so that a second move
+			// (a crash before its removal) is a duplicate, not a second
+			// delivery
+			ev.Dedupe = true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := s.Store.Enqueue(ctx, ev, e.DedupeUntil)
+		cancel()
+		if err != nil {
+			return len(done), err
+		}
+		done = append(done, e.Seq)
+	}
+	return len(done), nil
+}
+
+// Lookup implements storage.Operations: an event waiting in the spool is
+// StatusSpooled; others are the store's.
+func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.EventInfo, error) {
+	if !s.sp.Empty() {
+		if e, ok, err := s.sp.Lookup(source, eventID, time.Time{}); err == nil && ok {
+			return &storage.EventInfo{ID: e.Event.ID, EventID: e.Event.EventID, Source: e.Event.Source,
+				EventType: e.Event.Type, RequestID: e.Event.RequestID, Status: storage.StatusSpooled,
+				ReceivedAt: e.Event.ReceivedAt, Attempts: []storage.Attempt{}}, nil
+		}
+	}
+	return s.Store.Lookup(ctx, source, eventID)
+}
+
+// Close stops the mover and closes the spool, then the shared store.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		err = errors.Join(s.sp.Close(), s.Store.Close())
+	})
+	return err
+}

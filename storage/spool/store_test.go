@@ -1,0 +1,236 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/redisstore"
+	"github.com/hookline/hookline/storage/spool"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// newRedis is a Redis store on srv that fails fast while it is down.
+func newRedis(t *testing.T, srv *redistest.Server, prefix string) storage.Store {
+	t.Helper()
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr},
+		DialTimeout: 200 * time.Millisecond, MaxRetries: 1, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	return redisstore.New(c, redisstore.Options{Prefix: prefix})
+}
+
+// leaseAll leases every due job of st, by event id.
+func leaseAll(t *testing.T, st storage.Store) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for {
+		jobs, err := st.Lease(t.Context(), time.Now(), 100, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			return got
+		}
+		for _, j := range jobs {
+			got[j.EventID]++
+		}
+	}
+}
+
+// TestRedisOutage: with Redis stopped, events are spooled and answered
+// (StatusSpooled), a resend of a spooled one is a duplicate, and once
+// Redis is back the mover moves them, by itself, each delivered once:
+// the one Redis had before the outage and whose resend was spooled
+// included, and the one not deduplicated by its provider's id.
+func TestRedisOutage(t *testing.T) {
+	ctx := t.Context()
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	sp, err := spool.Open(filepath.Join(t.TempDir(), "spool"), spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes []bool
+	var mu sync.Mutex
+	st := spool.NewStore(newRedis(t, srv, prefix), sp, spool.StoreOptions{Retry: 100 * time.Millisecond})
+	st.OnChange(func(on bool) { mu.Lock(); changes = append(changes, on); mu.Unlock() })
+	defer st.Close()
+	until := time.Now().Add(time.Hour)
+
+	before := storagetest.NewEvent("stripe", "evt_before")
+	if res, err := st.Enqueue(ctx, before, until); err != nil || res.Status != storage.StatusQueued {
+		t.Fatalf("with Redis up: %+v, %v", res, err)
+	}
+	srv.Stop()
+	var ids []string
+	for i := range 5 {
+		ev := storagetest.NewEvent("stripe", fmt.Sprint("evt_", i))
+		if i == 4 {
+			ev.Dedupe, ev.EventID = false, "gen_"+ev.ID
+		}
+		res, err := st.Enqueue(ctx, ev, until)
+		if err != nil || res.Duplicate || res.Status != storage.StatusSpooled || res.ID != ev.ID {
+			t.Fatalf("event %d with Redis down: %+v, %v", i, res, err)
+		}
+		ids = append(ids, ev.EventID)
+	}
+	res, err := st.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_2"), until)
+	if err != nil || !res.Duplicate || res.Status != storage.StatusSpooled {
+		t.Fatalf("resend of a spooled event: %+v, %v", res, err)
+	}
+	if info, err := st.Lookup(ctx, "stripe", "evt_1"); err != nil || info.Status != storage.StatusSpooled {
+		t.Fatalf("Lookup of a spooled event: %+v, %v", info, err)
+	}
+	// Redis had this one: its resend is spooled, and a duplicate once moved
+	if res, err := st.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_before"), until); err != nil || res.Status != storage.StatusSpooled {
+		t.Fatalf("resend of an event Redis has, Redis down: %+v, %v", res, err)
+	}
+	if n := sp.Stats().Events; n != 6 {
+		t.Fatalf("%d events spooled, want 6", n)
+	}
+	time.Sleep(300 * time.Millisecond) // the mover fails meanwhile, and keeps them
+	if n := sp.Stats().Events; n != 6 {
+		t.Fatalf("%d events spooled while Redis is down, want 6", n)
+	}
+
+	srv.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for !sp.Empty() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events still spooled 10 s after Redis came back", sp.Stats().Events)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := leaseAll(t, st)
+	want := map[string]int{"evt_before": 1}
+	for _, id := range ids {
+		want[id] = 1
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("leased from Redis %v, want each once: %v", got, want)
+	}
+	if info, err := st.Lookup(ctx, "stripe", "evt_1"); err != nil || info.Status == storage.StatusSpooled {
+		t.Fatalf("Lookup once moved: %+v, %v", info, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(changes) != "[true false]" {
+		t.Fatalf("OnChange calls %v, want [true false]", changes)
+	}
+}
+
+// flaky is a store whose Enqueue is unavailable while down is set.
+type flaky struct {
+	storage.Store
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+func (f *flaky) Enqueue(ctx context.Context, ev *storage.Event, until time.Time) (storage.EnqueueResult, error) {
+	f.calls.Add(1)
+	if f.down.Load() {
+		return storage.EnqueueResult{}, fmt.Errorf("%w: down", storage.ErrUnavailable)
+	}
+	return f.Store.Enqueue(ctx, ev, until)
+}
+
+// TestOrderedWaitsBehindSpool: while events are spooled, an event with an
+// ordered delivery is spooled too even when the store answers, so that it
+// reaches the store after those of its key spooled before it; the others
+// go straight to the store.
+func TestOrderedWaitsBehindSpool(t *testing.T) {
+	ctx := t.Context()
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	dir := filepath.Join(t.TempDir(), "spool")
+	sp, err := spool.Open(dir, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &flaky{Store: newRedis(t, srv, prefix)}
+	// the mover tries once, fails, and waits an hour: the test decides
+	// when the spool is moved (by opening it again)
+	st := spool.NewStore(inner, sp, spool.StoreOptions{Retry: time.Hour})
+	until := time.Now().Add(time.Hour)
+	ordered := func(id string) *storage.Event {
+		ev := storagetest.NewEvent("stripe", id)
+		ev.Deliveries = []storage.Delivery{{Destination: "ledger", Upstream: "http://127.0.0.1:1/", OrderKey: "cus_1"}}
+		return ev
+	}
+	inner.down.Store(true)
+	if res, err := st.Enqueue(ctx, ordered("evt_a"), until); err != nil || res.Status != storage.StatusSpooled {
+		t.Fatalf("ordered event, store down: %+v, %v", res, err)
+	}
+	// the mover's attempt (the second call) fails before the store is back
+	for deadline := time.Now().Add(5 * time.Second); inner.calls.Load() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("the mover did not try to move the spooled event")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	inner.down.Store(false)
+	if res, err := st.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_plain"), until); err != nil || res.Status != storage.StatusQueued {
+		t.Fatalf("an event of no ordered destination, store back: %+v, %v", res, err)
+	}
+	calls := inner.calls.Load()
+	if res, err := st.Enqueue(ctx, ordered("evt_c"), until); err != nil || res.Status != storage.StatusSpooled {
+		t.Fatalf("ordered event behind the spool, store back: %+v, %v", res, err)
+	}
+	if inner.calls.Load() != calls {
+		t.Fatal("the ordered event went to the store before the spool was moved")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// a new run moves the spool in order: evt_a heads its key, evt_c waits
+	sp, err = spool.Open(dir, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = spool.NewStore(newRedis(t, srv, prefix), sp, spool.StoreOptions{Retry: 50 * time.Millisecond})
+	defer st.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for !sp.Empty() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := leaseAll(t, st)
+	var keys []string
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if fmt.Sprint(keys) != "[evt_a evt_plain]" {
+		t.Fatalf("due after the move: %v, want evt_a (its key's head) and evt_plain, evt_c waiting behind evt_a", keys)
+	}
+}
+
+// TestSpoolFullAnswersUnavailable: an event neither the store nor a full
+// spool takes gets the store's answer class (storage.ErrUnavailable: 503).
+func TestSpoolFullAnswersUnavailable(t *testing.T) {
+	srv := redistest.Start(t)
+	sp, err := spool.Open(filepath.Join(t.TempDir(), "spool"), spool.Options{MaxSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &flaky{Store: newRedis(t, srv, redistest.Prefix())}
+	inner.down.Store(true)
+	st := spool.NewStore(inner, sp, spool.StoreOptions{Retry: time.Hour})
+	defer st.Close()
+	_, err = st.Enqueue(t.Context(), storagetest.NewEvent("stripe", "evt_1"), time.Now().Add(time.Hour))
+	if !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, spool.ErrFull) {
+		t.Fatalf("store down, spool full: %v", err)
+	}
+	if !sp.Empty() {
+		t.Fatal("a full spool took the event")
+	}
+}
