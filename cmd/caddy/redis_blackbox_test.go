@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,5 +97,73 @@ func TestRedisOutage(t *testing.T) {
 	dups := waitDelivered(t, tr, acked, 60*time.Second)
 	t.Logf("redis outage: %d answers 503 during the outage, %d 202; all %d acknowledged events delivered, %d duplicates",
 		count(503), count(202), len(acked), dups)
+	n.kill()
+}
+
+// TestRedisOutageSpooled is TestRedisOutage with `spool`: while Redis is
+// down every event is answered 202 (its resends 200, spooled), Caddy is
+// killed with SIGKILL and started again with Redis still down, and once
+// Redis is back the node moves its spool into it by itself: every event
+// answered 202 is delivered, none twice, and no request was refused.
+func TestRedisOutageSpooled(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	tr := newTracker(t)
+	dir := t.TempDir()
+	adminP, httpP := freePort(t), freePort(t)
+	storage := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix bb\n\t\t\tspool %s {\n\t\t\t\tmax_size 64MiB\n\t\t\t}\n\t\t}",
+		srv.Addr, filepath.Join(dir, "spool"))
+	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, storage, "")
+	n := startNode(t, dir, cfg, adminP, httpP)
+	var statuses sync.Map
+	count := func(code int) int64 {
+		if v, ok := statuses.Load(code); ok {
+			return v.(*atomic.Int64).Load()
+		}
+		return 0
+	}
+	acked := send(sendOpts{ports: []int{httpP}, prefix: "pre", n: 50, conc: 4, statuses: &statuses})
+	waitDelivered(t, tr, acked, 30*time.Second) // none in flight when Caddy is killed
+
+	srv.Stop()
+	down := send(sendOpts{ports: []int{httpP}, prefix: "down", n: 300, conc: 4, statuses: &statuses})
+	if len(down) != 300 {
+		t.Fatalf("%d of 300 events acknowledged with Redis down (statuses: 503 %d)", len(down), count(503))
+	}
+	acked = append(acked, down...)
+	// resends of spooled events: duplicates, answered 200
+	before200 := count(http.StatusOK)
+	send(sendOpts{ports: []int{httpP}, prefix: "down", n: 40, conc: 4, statuses: &statuses})
+	if got := count(http.StatusOK) - before200; got != 40 {
+		t.Fatalf("%d of 40 resends of spooled events answered 200", got)
+	}
+
+	n.kill()
+	n = startNode(t, dir, cfg, adminP, httpP) // Redis still down: it starts and accepts
+	after := send(sendOpts{ports: []int{httpP}, prefix: "restarted", n: 100, conc: 4, statuses: &statuses})
+	if len(after) != 100 {
+		t.Fatalf("%d of 100 events acknowledged after the restart, Redis down", len(after))
+	}
+	acked = append(acked, after...)
+	// a resend of one spooled before the kill is still a duplicate
+	before200 = count(http.StatusOK)
+	send(sendOpts{ports: []int{httpP}, prefix: "down", n: 5, conc: 1, statuses: &statuses})
+	if got := count(http.StatusOK) - before200; got != 5 {
+		t.Fatalf("%d of 5 resends after the restart answered 200", got)
+	}
+
+	srv.Restart()
+	start := time.Now()
+	dups := waitDelivered(t, tr, acked, 30*time.Second)
+	took := time.Since(start)
+	for _, code := range []int{http.StatusServiceUnavailable, 500, 502, 504} {
+		if c := count(code); c > 0 {
+			t.Errorf("%d answers with status %d", c, code)
+		}
+	}
+	if dups > 0 {
+		t.Errorf("%d duplicate deliveries", dups)
+	}
+	t.Logf("redis outage with a spool: %d events acknowledged, 0 refused, all delivered %.1fs after Redis came back, %d duplicates",
+		len(acked), took.Seconds(), dups)
 	n.kill()
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,11 +14,14 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/internal/caddyfileopt"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/redisstore"
+	"github.com/hookline/hookline/storage/spool"
 )
 
 func init() {
@@ -72,10 +76,27 @@ type RedisStorage struct {
 	// PoolSize is the connection pool size per node (default: go-redis's,
 	// 10 per CPU).
 	PoolSize int `json:"pool_size,omitempty"`
+	// Spool, when set, keeps on this node's disk, fsynced, the events
+	// Redis cannot take while it is unreachable, answers them as accepted,
+	// and moves them into Redis once it answers again (storage/spool).
+	Spool *SpoolConfig `json:"spool,omitempty"`
 
 	// compiled by Provision
 	opts  *redis.UniversalOptions
 	store redisstore.Options
+	log   *zap.Logger
+}
+
+// SpoolConfig is the Redis store's local spool.
+type SpoolConfig struct {
+	// Path is the spool's directory, which may hold placeholders
+	// (default: hookline/spool-<key_prefix>.db under Caddy's data
+	// directory). One process at a time may use it: a second one fails
+	// to start, naming it.
+	Path string `json:"path,omitempty"`
+	// MaxSize caps the bytes of the events spooled (default 1GiB); an
+	// event beyond it is answered 503, as without a spool.
+	MaxSize int64 `json:"max_size,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -88,7 +109,8 @@ func (RedisStorage) CaddyModule() caddy.ModuleInfo {
 
 // Provision resolves placeholders ({env.*}, {file.*}) and builds the
 // client options; it connects to nothing.
-func (s *RedisStorage) Provision(caddy.Context) error {
+func (s *RedisStorage) Provision(ctx caddy.Context) error {
+	s.log = ctx.Logger()
 	repl := caddy.NewReplacer()
 	resolve := func(v string) string { return repl.ReplaceAll(v, "") }
 	opts := &redis.UniversalOptions{
@@ -159,6 +181,17 @@ func (s *RedisStorage) Provision(caddy.Context) error {
 		MinReplicas: s.MinReplicas,
 		WaitTimeout: time.Duration(s.WaitTimeout),
 	}
+	if s.Spool != nil {
+		s.Spool.Path = resolve(s.Spool.Path)
+		if s.Spool.Path == "" {
+			s.Spool.Path = filepath.Join(caddy.AppDataDir(), "hookline", "spool-"+s.prefix()+".db")
+		}
+		abs, err := filepath.Abs(s.Spool.Path)
+		if err != nil {
+			return fmt.Errorf("storage redis: spool path: %v", err)
+		}
+		s.Spool.Path = abs
+	}
 	return nil
 }
 
@@ -169,6 +202,9 @@ func (s *RedisStorage) Validate() error {
 	}
 	if s.Partitions > 1024 {
 		return fmt.Errorf("storage redis: at most 1024 partitions")
+	}
+	if s.Spool != nil && s.Spool.MaxSize < 0 {
+		return fmt.Errorf("storage redis: spool max_size must not be negative")
 	}
 	if s.SentinelMaster != "" && len(s.SentinelAddresses) == 0 {
 		return fmt.Errorf("storage redis: sentinel needs at least one address")
@@ -194,9 +230,18 @@ func (s *RedisStorage) Key() string {
 		strings.Join(addrs, ","), s.opts.MasterName, strconv.Itoa(s.opts.DB), s.opts.Username,
 		s.opts.Password, s.opts.SentinelPassword, s.store.Prefix, strconv.Itoa(s.store.Partitions),
 		strconv.Itoa(s.store.MinReplicas), s.store.WaitTimeout.String(), strconv.FormatBool(s.opts.IsClusterMode || len(addrs) > 1),
-		tlsSettings, s.opts.DialTimeout.String(), strconv.Itoa(s.opts.PoolSize),
+		tlsSettings, s.opts.DialTimeout.String(), strconv.Itoa(s.opts.PoolSize), s.spoolKey(),
 	}, "\x00")))
 	return "redis:" + hex.EncodeToString(sum[:])
+}
+
+// spoolKey is the spool's part of Key: a store with another spool (or
+// none) is another store.
+func (s *RedisStorage) spoolKey() string {
+	if s.Spool == nil {
+		return ""
+	}
+	return "spool:" + s.Spool.Path + ":" + strconv.FormatInt(s.Spool.MaxSize, 10)
 }
 
 // Describe implements Backend (addresses and prefix only, no credentials).
@@ -228,7 +273,19 @@ func (s *RedisStorage) Open() (storage.Store, error) {
 	if err != nil {
 		return nil, err // not a nil *Store in an interface
 	}
-	return st, nil
+	if s.Spool == nil {
+		return st, nil
+	}
+	sp, err := spool.Open(s.Spool.Path, spool.Options{MaxSize: s.Spool.MaxSize})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	log := s.log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return spool.NewStore(st, sp, spool.StoreOptions{Log: log.Named("spool")}), nil
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:
@@ -250,6 +307,9 @@ func (s *RedisStorage) Open() (storage.Store, error) {
 //		min_replicas <n> [<timeout>]                   # WAIT for n replicas before every 202
 //		dial_timeout 2s
 //		pool_size <n>
+//		spool [<path>] {                               # accept while Redis is unreachable
+//			max_size 1GiB
+//		}
 //	}
 func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // "redis"
@@ -331,8 +391,43 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			s.DialTimeout = dur
+		case "spool":
+			if err := s.unmarshalSpool(d); err != nil {
+				return err
+			}
 		default:
 			return d.Errf("unrecognized storage redis option %q", opt)
+		}
+	}
+	return nil
+}
+
+// unmarshalSpool reads `spool [<path>] [{ max_size <size> }]`.
+func (s *RedisStorage) unmarshalSpool(d *caddyfile.Dispenser) error {
+	if s.Spool != nil {
+		return d.Err("spool: given twice")
+	}
+	s.Spool = &SpoolConfig{}
+	if d.NextArg() {
+		s.Spool.Path = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "max_size":
+			v, err := caddyfileopt.OneArg(d)
+			if err != nil {
+				return err
+			}
+			n, err := humanize.ParseBytes(v)
+			if err != nil || n == 0 || n > 1<<50 {
+				return d.Errf("spool max_size: invalid size %q", v)
+			}
+			s.Spool.MaxSize = int64(n)
+		default:
+			return d.Errf("unrecognized spool option %q", d.Val())
 		}
 	}
 	return nil

@@ -3,12 +3,16 @@ package backends
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/spool"
 )
 
 func TestRedisStorageProvision(t *testing.T) {
@@ -96,6 +100,8 @@ func TestRedisStorageKeyDistinguishesData(t *testing.T) {
 		"redis {\naddress h:1\ntls\n}",
 		"redis {\naddress h:1\npool_size 7\n}",
 		"redis {\naddress h:1\ndial_timeout 9s\n}",
+		"redis {\naddress h:1\nspool\n}",
+		"redis {\naddress h:1\nspool /var/spool/hl\n}",
 	} {
 		if key(other) == base {
 			t.Errorf("%q shares the key of the base config", other)
@@ -142,5 +148,96 @@ func TestRedisStorageDurationsAcceptCaddyStrings(t *testing.T) {
 				t.Errorf("the two configs have different pool keys: %v", keys)
 			}
 		})
+	}
+}
+
+// TestRedisStorageSpool: `spool [<path>] [{ max_size <size> }]` in the
+// Caddyfile, its default path (by key prefix, under Caddy's data
+// directory), and its errors.
+func TestRedisStorageSpool(t *testing.T) {
+	tests := []struct {
+		name, in  string
+		wantPath  string // "" with no error: no spool
+		wantMax   int64
+		wantErr   string
+		defaulted bool
+	}{
+		{name: "none", in: "redis"},
+		{name: "bare", in: "redis {\nspool\n}", defaulted: true, wantPath: "spool-hookline.db"},
+		{name: "prefix names the default", in: "redis {\nkey_prefix acme\nspool\n}", defaulted: true, wantPath: "spool-acme.db"},
+		{name: "path", in: "redis {\nspool /var/spool/hl\n}", wantPath: "/var/spool/hl"},
+		{name: "max_size", in: "redis {\nspool /s {\nmax_size 64MiB\n}\n}", wantPath: "/s", wantMax: 64 << 20},
+		{name: "block without path", in: "redis {\nspool {\nmax_size 1GB\n}\n}", defaulted: true, wantPath: "spool-hookline.db", wantMax: 1e9},
+		{name: "two paths", in: "redis {\nspool /a /b\n}", wantErr: "wrong argument count"},
+		{name: "twice", in: "redis {\nspool /a\nspool /b\n}", wantErr: "spool: given twice"},
+		{name: "bad size", in: "redis {\nspool {\nmax_size lots\n}\n}", wantErr: `spool max_size: invalid size "lots"`},
+		{name: "zero size", in: "redis {\nspool {\nmax_size 0\n}\n}", wantErr: "spool max_size: invalid size"},
+		{name: "unknown option", in: "redis {\nspool {\npath /x\n}\n}", wantErr: `unrecognized spool option "path"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := new(RedisStorage)
+			err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Provision(testContext(t)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantPath == "" {
+				if s.Spool != nil {
+					t.Fatalf("spool %+v, want none", s.Spool)
+				}
+				return
+			}
+			want := tc.wantPath
+			if tc.defaulted {
+				want = filepath.Join(caddy.AppDataDir(), "hookline", tc.wantPath)
+			}
+			if s.Spool == nil || s.Spool.Path != want || s.Spool.MaxSize != tc.wantMax {
+				t.Fatalf("spool %+v, want path %s, max %d", s.Spool, want, tc.wantMax)
+			}
+		})
+	}
+}
+
+// TestRedisStorageSpoolOpen: a store with a spool opens (Redis down or
+// not: nothing is dialled) with its spool locked, so that a second open
+// of the same spool, as by a second process, fails naming it.
+func TestRedisStorageSpoolOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	open := func() (storage.Store, error) {
+		s := new(RedisStorage)
+		in := "redis 127.0.0.1:1 {\nspool " + dir + "\n}"
+		if err := s.UnmarshalCaddyfile(caddyfile.NewTestDispenser(in)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Provision(testContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return s.Open()
+	}
+	st, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, ok := st.(*spool.Store); !ok {
+		t.Fatalf("Open gave a %T, want the spooling store", st)
+	}
+	if st2, err := open(); err == nil || !strings.Contains(err.Error(), dir) {
+		if st2 != nil {
+			st2.Close()
+		}
+		t.Fatalf("a second open of the spool: %v, want an error naming %s", err, dir)
 	}
 }
