@@ -30,6 +30,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -65,6 +66,11 @@ type Eraser interface {
 	// due at.
 	Erase(ctx context.Context, source, eventID string, now time.Time) (EraseResult, error)
 }
+
+// ErrSpooled is Erase's answer for an event a node holds in its spool
+// (storage/spool) while the shared store is unreachable: it cannot be
+// erased there, and is erased once moved into the store.
+var ErrSpooled = errors.New("the event waits in this node's spool until the store answers; erase it once it is moved")
 
 // ErasedStatus is the status of a duplicate of an event, for Enqueue's
 // answer: StatusErased when the event's tombstone says it was erased,

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,6 +140,24 @@ func TestRedisOutageSpooled(t *testing.T) {
 		t.Fatalf("%d of 40 resends of spooled events answered 200", got)
 	}
 
+	// the stats answer during the outage, with the spool; so does the gauge
+	var stats struct {
+		Store struct {
+			Available bool `json:"available"`
+		} `json:"store"`
+		Spool *struct {
+			Events int64     `json:"events"`
+			Oldest time.Time `json:"oldest"`
+		} `json:"spool"`
+	}
+	adminJSON(t, adminP, "/webhooks/stats", &stats)
+	if stats.Store.Available || stats.Spool == nil || stats.Spool.Events != 300 || stats.Spool.Oldest.IsZero() {
+		t.Fatalf("stats with Redis down: %+v %+v, want the store unavailable and 300 events spooled", stats.Store, stats.Spool)
+	}
+	if m := adminText(t, adminP, "/metrics"); !strings.Contains(m, "\ncaddy_webhooks_spool_events 300\n") {
+		t.Fatalf("metrics with Redis down: no caddy_webhooks_spool_events 300 in\n%s", grepLines(m, "caddy_webhooks_s"))
+	}
+
 	n.kill()
 	n = startNode(t, dir, cfg, adminP, httpP) // Redis still down: it starts and accepts
 	after := send(sendOpts{ports: []int{httpP}, prefix: "restarted", n: 100, conc: 4, statuses: &statuses})
@@ -163,7 +184,45 @@ func TestRedisOutageSpooled(t *testing.T) {
 	if dups > 0 {
 		t.Errorf("%d duplicate deliveries", dups)
 	}
+	adminJSON(t, adminP, "/webhooks/stats", &stats)
+	if !stats.Store.Available || stats.Spool == nil || stats.Spool.Events != 0 {
+		t.Fatalf("stats once moved: %+v %+v, want the store available and the spool empty", stats.Store, stats.Spool)
+	}
 	t.Logf("redis outage with a spool: %d events acknowledged, 0 refused, all delivered %.1fs after Redis came back, %d duplicates",
 		len(acked), took.Seconds(), dups)
 	n.kill()
+}
+
+// adminJSON decodes the admin endpoint's answer to GET path into v.
+func adminJSON(t *testing.T, adminP int, path string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(adminText(t, adminP, path)), v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// adminText is the admin endpoint's answer to GET path (200 expected).
+func adminText(t *testing.T, adminP int, path string) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", adminP, path))
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -484,13 +484,24 @@ func TestStats(t *testing.T) {
 	f := newFakeApp()
 	api := apiOver(f)
 	// nothing counted yet: the answer as it always was, to the byte (and
-	// since encryption at rest, saying it is off)
+	// since encryption at rest, saying it is off; since the spool, saying
+	// the store answered)
 	w := serve(t, api, "GET", "/webhooks/stats", "")
 	empty := `{"counters":{},"received":0,"duplicates":0,"ignored":0,"rejected":0,"delivered":0,"dead":0}`
 	if want := `{"paused_sources":null,"pauses":[],"queue":{"queued":0,"in_flight":0,"dead":0},"encryption":{"enabled":false,"keys":0},"sources":{},"total":{"last_hour":` +
-		empty + `,"all_time":` + empty + "}}\n"; w.Body.String() != want {
+		empty + `,"all_time":` + empty + `},"store":{"available":true}}` + "\n"; w.Body.String() != want {
 		t.Errorf("empty stats\n got %s\nwant %s", w.Body, want)
 	}
+
+	// the store down, the node spooling: the answer comes, saying so
+	oldest := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	f.stats = operator.Stats{Unavailable: true, Spool: &operator.SpoolInfo{Events: 3, Bytes: 4096, Oldest: oldest}}
+	w = serve(t, api, "GET", "/webhooks/stats", "")
+	if want := `{"paused_sources":null,"pauses":[],"queue":{"queued":0,"in_flight":0,"dead":0},"encryption":{"enabled":false,"keys":0},"sources":{},"total":{"last_hour":` +
+		empty + `,"all_time":` + empty + `},"store":{"available":false},"spool":{"events":3,"bytes":4096,"oldest":"2026-11-27T12:00:00Z"}}` + "\n"; w.Body.String() != want {
+		t.Errorf("stats while spooling\n got %s\nwant %s", w.Body, want)
+	}
+	f.stats = operator.Stats{}
 
 	f.paused["gen"] = storage.Pause{Source: "gen", Reason: "r"}
 	f.paused["other/crm"] = storage.Pause{Source: "other", Destination: "crm"}

@@ -97,6 +97,11 @@ type Stats struct {
 	// Sources are the webhook sources (the app's internal ones left out)
 	// by name.
 	Sources map[string]SourceCounts
+	// Unavailable is true when the store did not answer and the node
+	// spools: Queue, Lanes and Sources are then empty.
+	Unavailable bool
+	// Spool is the node's spool (nil: none).
+	Spool *SpoolInfo
 }
 
 // SourceCounts is one source of Stats.

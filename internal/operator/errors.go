@@ -60,7 +60,7 @@ func storeError(err error) *apiError {
 	switch {
 	case errors.Is(err, storage.ErrDLQNotFound), errors.Is(err, storage.ErrNotFound):
 		return newError(http.StatusNotFound, "not found")
-	case errors.Is(err, storage.ErrConflict):
+	case errors.Is(err, storage.ErrConflict), errors.Is(err, storage.ErrSpooled):
 		return newError(http.StatusConflict, err.Error())
 	case errors.Is(err, storage.ErrInvalidCursor):
 		return newError(http.StatusBadRequest, "invalid cursor")

@@ -27,7 +27,7 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res := StatsAnswer{Pauses: []PauseInfo{}, Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources)),
-		Encryption: app.Encryption()}
+		Encryption: app.Encryption(), Store: StoreState{Available: !s.Unavailable}, Spool: s.Spool}
 	for _, p := range app.Pauses() {
 		if p.Destination == "" {
 			res.PausedSources = append(res.PausedSources, p.Source)

@@ -37,6 +37,29 @@ type StatsAnswer struct {
 	Sources map[string]SourceStats `json:"sources"`
 	// Total sums the counters of every source.
 	Total Windows `json:"total"`
+	// Store says whether the store answered. When it did not, and this
+	// node spools what it cannot store, the answer still comes: queue,
+	// sources and total are then empty, not counts.
+	Store StoreState `json:"store"`
+	// Spool is what this node holds in its spool (absent without one).
+	Spool *SpoolInfo `json:"spool,omitempty"`
+}
+
+// StoreState is StatsAnswer's store.
+type StoreState struct {
+	// Available is false when the store did not answer.
+	Available bool `json:"available"`
+}
+
+// SpoolInfo is what a node's spool holds: the events it accepted while
+// its store was unreachable, not yet moved into it.
+type SpoolInfo struct {
+	// Events is how many events wait in the spool.
+	Events int64 `json:"events"`
+	// Bytes is their size on disk.
+	Bytes int64 `json:"bytes"`
+	// Oldest is when the first of them was spooled (absent: none).
+	Oldest time.Time `json:"oldest,omitzero"`
 }
 
 // SourceStats is one source of StatsAnswer.

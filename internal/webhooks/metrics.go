@@ -100,6 +100,9 @@ var oldestQueuedDesc = prometheus.NewDesc("caddy_webhooks_oldest_queued_age_seco
 var storeUpDesc = prometheus.NewDesc("caddy_webhooks_store_up",
 	"Whether this node reached the webhook store at scrape time (1) or not (0).", nil, nil)
 
+var spoolEventsDesc = prometheus.NewDesc("caddy_webhooks_spool_events",
+	"Events this node accepted while its store was unreachable and holds in its spool, not yet moved into the store (absent without a spool).", nil, nil)
+
 var breakerOpenDesc = prometheus.NewDesc("caddy_webhooks_breaker_open",
 	"Whether this node's circuit breaker of a destination (scheme://host#<hash of the path>) holds deliveries: 1 open or half-open, 0 closed.",
 	[]string{"upstream"}, nil)
@@ -110,6 +113,7 @@ func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- storeUpDesc
 	ch <- breakerOpenDesc
 	ch <- oldestQueuedDesc
+	ch <- spoolEventsDesc
 }
 
 // Collect reports the breakers (this node's), whether the store answers,
@@ -136,6 +140,9 @@ func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		up(false)
 		return
+	}
+	if sp := spoolOf(st); sp != nil { // read from memory: reported while the store is down
+		ch <- prometheus.MustNewConstMetric(spoolEventsDesc, prometheus.GaugeValue, float64(sp.Stats().Events))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

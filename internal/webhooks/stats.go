@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -326,18 +327,28 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	if err != nil {
 		return operator.Stats{}, err
 	}
+	sp := spoolOf(st)
+	// with a spool, an unreachable store still gets an answer: the
+	// spool's, the store's parts marked unavailable
+	failed := func(err error) (operator.Stats, error) {
+		if sp != nil && errors.Is(err, storage.ErrUnavailable) {
+			return operator.Stats{Unavailable: true, Spool: spoolInfo(sp), Lanes: map[string]storage.Counts{},
+				Sources: map[string]operator.SourceCounts{}}, nil
+		}
+		return operator.Stats{}, err
+	}
 	recent, all, err := st.Stats(ctx, since)
 	if err != nil {
-		return operator.Stats{}, err
+		return failed(err)
 	}
 	lanes, err := st.QueueByLane(ctx)
 	if err != nil {
-		return operator.Stats{}, err
+		return failed(err)
 	}
 	queues := storage.CountsBySource(lanes)
 	dead, err := st.DLQCounts(ctx)
 	if err != nil {
-		return operator.Stats{}, err
+		return failed(err)
 	}
 	c := storage.SumCounts(lanes, dead) // Counts, from the same readings
 	names := map[string]bool{}
@@ -356,6 +367,9 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	}
 	delete(names, alertSource)
 	out := operator.Stats{Queue: c, Lanes: lanes, Sources: make(map[string]operator.SourceCounts, len(names))}
+	if sp != nil {
+		out.Spool = spoolInfo(sp)
+	}
 	for src := range names {
 		q := queues[src]
 		for status, n := range dead[src] {

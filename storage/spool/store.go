@@ -289,6 +289,22 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	return s.Store.Lookup(ctx, source, eventID)
 }
 
+// Erase implements storage.Eraser: an event waiting in the spool is
+// storage.ErrSpooled (409: it cannot be erased before it reaches the
+// store, where it is then erased as any other); others are the store's.
+func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
+	if !s.sp.Empty() {
+		_, ok, err := s.sp.Lookup(source, eventID, time.Time{})
+		if err != nil {
+			return storage.EraseResult{}, err
+		}
+		if ok {
+			return storage.EraseResult{}, storage.ErrSpooled
+		}
+	}
+	return s.Store.Erase(ctx, source, eventID, now)
+}
+
 // Close stops the mover and closes the spool, then the shared store.
 func (s *Store) Close() error {
 	var err error

@@ -90,6 +90,9 @@ func TestRedisOutage(t *testing.T) {
 	if info, err := st.Lookup(ctx, "stripe", "evt_1"); err != nil || info.Status != storage.StatusSpooled {
 		t.Fatalf("Lookup of a spooled event: %+v, %v", info, err)
 	}
+	if _, err := st.Erase(ctx, "stripe", "evt_1", time.Now()); !errors.Is(err, storage.ErrSpooled) {
+		t.Fatalf("Erase of a spooled event: %v, want ErrSpooled", err)
+	}
 	// Redis had this one: its resend is spooled, and a duplicate once moved
 	if res, err := st.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_before"), until); err != nil || res.Status != storage.StatusSpooled {
 		t.Fatalf("resend of an event Redis has, Redis down: %+v, %v", res, err)
