@@ -113,7 +113,7 @@ func TestRedisOutageSpooled(t *testing.T) {
 	tr := newTracker(t)
 	dir := t.TempDir()
 	adminP, httpP := freePort(t), freePort(t)
-	storage := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix bb\n\t\t\tspool %s {\n\t\t\t\tmax_size 64MiB\n\t\t\t}\n\t\t}",
+	storage := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix bb\n\t\t\tspool %s {\n\t\t\t\tmax_size 64MiB\n\t\t\t}\n\t\t}\n\t\taudit",
 		srv.Addr, filepath.Join(dir, "spool"))
 	cfg := writeConfig(t, dir, adminP, httpP, tr.URL, storage, "")
 	n := startNode(t, dir, cfg, adminP, httpP)
@@ -159,6 +159,10 @@ func TestRedisOutageSpooled(t *testing.T) {
 	}
 
 	n.kill()
+	// the audit trail says which events were spooled: the 300, not their resends
+	if got := strings.Count(n.logs.String(), `"step":"spooled"`); got != 300 {
+		t.Fatalf("%d audit lines of step spooled, want 300", got)
+	}
 	n = startNode(t, dir, cfg, adminP, httpP) // Redis still down: it starts and accepts
 	after := send(sendOpts{ports: []int{httpP}, prefix: "restarted", n: 100, conc: 4, statuses: &statuses})
 	if len(after) != 100 {

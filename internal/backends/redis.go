@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -241,7 +242,7 @@ func (s *RedisStorage) spoolKey() string {
 	if s.Spool == nil {
 		return ""
 	}
-	return "spool:" + s.Spool.Path + ":" + strconv.FormatInt(s.Spool.MaxSize, 10)
+	return "spool:" + s.Spool.Path // max_size applies when the spool is opened
 }
 
 // Describe implements Backend (addresses and prefix only, no credentials).
@@ -276,7 +277,7 @@ func (s *RedisStorage) Open() (storage.Store, error) {
 	if s.Spool == nil {
 		return st, nil
 	}
-	sp, err := spool.Open(s.Spool.Path, spool.Options{MaxSize: s.Spool.MaxSize})
+	sp, release, err := openSpool(s.Spool.Path, s.Spool.MaxSize)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -285,7 +286,41 @@ func (s *RedisStorage) Open() (storage.Store, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return spool.NewStore(st, sp, spool.StoreOptions{Log: log.Named("spool")}), nil
+	return spool.NewStore(st, sp, spool.StoreOptions{Log: log.Named("spool"), CloseSpool: release}), nil
+}
+
+// spools are the open spools by directory. A reload that changes a
+// Redis setting (a rotated password) opens a new store while the old
+// config's still runs: both share the spool, which one process may open
+// once, and its last user closes it.
+var spools = caddy.NewUsagePool()
+
+// openedSpool is a pooled spool.
+type openedSpool struct{ *spool.Spool }
+
+// Destruct implements caddy.Destructor.
+func (o openedSpool) Destruct() error { return o.Close() }
+
+// openSpool opens the spool at path, or shares the one open there (its
+// max_size is the one it was opened with); release gives it back.
+func openSpool(path string, maxSize int64) (*spool.Spool, func() error, error) {
+	v, _, err := spools.LoadOrNew(path, func() (caddy.Destructor, error) {
+		sp, err := spool.Open(path, spool.Options{MaxSize: maxSize})
+		if err != nil {
+			return nil, err
+		}
+		return openedSpool{sp}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	release := func() error {
+		var err error
+		once.Do(func() { _, err = spools.Delete(path) })
+		return err
+	}
+	return v.(openedSpool).Spool, release, nil
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:

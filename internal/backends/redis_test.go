@@ -211,8 +211,9 @@ func TestRedisStorageSpool(t *testing.T) {
 }
 
 // TestRedisStorageSpoolOpen: a store with a spool opens (Redis down or
-// not: nothing is dialled) with its spool locked, so that a second open
-// of the same spool, as by a second process, fails naming it.
+// not: nothing is dialled) with its spool locked; a second store of the
+// process on it (a reload's) shares it, another opener (as a second
+// process) fails naming it, and the last store to close closes it.
 func TestRedisStorageSpoolOpen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	open := func() (storage.Store, error) {
@@ -230,14 +231,30 @@ func TestRedisStorageSpoolOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	if _, ok := st.(*spool.Store); !ok {
 		t.Fatalf("Open gave a %T, want the spooling store", st)
 	}
-	if st2, err := open(); err == nil || !strings.Contains(err.Error(), dir) {
-		if st2 != nil {
-			st2.Close()
-		}
-		t.Fatalf("a second open of the spool: %v, want an error naming %s", err, dir)
+	// a second store of this process (a reload's new config) shares it
+	st2, err := open()
+	if err != nil {
+		t.Fatalf("a second store on the spool in the same process: %v", err)
 	}
+	if st2.(*spool.Store).Spool() != st.(*spool.Store).Spool() {
+		t.Fatal("the two stores opened the spool twice")
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// still open for the second; another process (a direct open) is refused
+	if _, err := spool.Open(dir, spool.Options{}); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("another open of a spool in use: %v, want an error naming %s", err, dir)
+	}
+	if err := st2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spool.Open(dir, spool.Options{})
+	if err != nil {
+		t.Fatalf("the spool once its last store closed: %v", err)
+	}
+	sp.Close()
 }

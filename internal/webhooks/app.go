@@ -332,6 +332,9 @@ func (a *App) Start() error {
 		cancelSeed()
 	}
 	a.breakers.OnChange(a.breakerChanged)
+	if ss := spoolStoreOf(st); ss != nil {
+		ss.OnChange(func(on bool) { a.spoolChanged(ss.Spool(), on) })
+	}
 	d := delivery.New(delivery.Config{
 		Store:        st,
 		Workers:      a.Workers,
@@ -643,6 +646,9 @@ func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Ti
 	res, err := st.Enqueue(ctx, ev, until)
 	if err == nil && !res.Duplicate && received {
 		a.audit(stepReceived, eventFields(ev)...)
+		if res.Status == storage.StatusSpooled {
+			a.audit(stepSpooled, eventFields(ev)...)
+		}
 	}
 	// a held source's event waits: waking the workers for it would cost a
 	// lease per event for nothing (the resume wakes them); else they lease

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/spool"
 )
 
 // The audit trail and the Caddy events of an event's life.
@@ -23,8 +24,9 @@ import (
 // webhooks.audit).
 //
 // The events app gets webhook_dead, webhook_source_paused,
-// webhook_source_resumed, webhook_breaker_open, webhook_breaker_closed and
-// webhook_client_blocked, whose data carry the same kind of fields.
+// webhook_source_resumed, webhook_breaker_open, webhook_breaker_closed,
+// webhook_client_blocked, webhook_spool_started and webhook_spool_stopped,
+// whose data carry the same kind of fields.
 
 // Audit steps.
 const (
@@ -43,6 +45,9 @@ const (
 	// stepErased is an operator's erasure of an event (GDPR): its line
 	// names the event and counts what was removed, never a body.
 	stepErased = "erased"
+	// stepSpooled follows received for an event kept in the node's spool
+	// while its store was unreachable (storage redis spool).
+	stepSpooled = "spooled"
 )
 
 // Caddy event names.
@@ -53,6 +58,8 @@ const (
 	eventBreakerOpen   = "webhook_breaker_open"
 	eventBreakerClosed = "webhook_breaker_closed"
 	eventClientBlocked = "webhook_client_blocked"
+	eventSpoolStarted  = "webhook_spool_started"
+	eventSpoolStopped  = "webhook_spool_stopped"
 )
 
 // eventFields are the audit fields of an event (a job: of its delivery);
@@ -153,4 +160,15 @@ func (a *App) provisionAudit(ctx caddy.Context) error {
 	}
 	a.events, _ = v.(*caddyevents.App)
 	return nil
+}
+
+// spoolChanged is the spool's hook: a Caddy event when this node starts
+// spooling (its store unreachable) and when its spool is moved into the
+// store again.
+func (a *App) spoolChanged(sp *spool.Spool, spooling bool) {
+	name := eventSpoolStopped
+	if spooling {
+		name = eventSpoolStarted
+	}
+	a.emit(name, map[string]any{"spool": sp.Dir(), "events": sp.Stats().Events})
 }

@@ -6,18 +6,26 @@ import (
 	"github.com/hookline/hookline/storage/spool"
 )
 
-// spoolOf is the spool of store st, under the app's own wrapping
-// (encryption at rest), or nil: the store keeps none.
-func spoolOf(st storage.Store) *spool.Spool {
+// spoolStoreOf is the spooling store under st (the app's own wrapping,
+// encryption at rest, unwrapped), or nil: the store keeps no spool.
+func spoolStoreOf(st storage.Store) *spool.Store {
 	for st != nil {
-		if s, ok := st.(interface{ Spool() *spool.Spool }); ok {
-			return s.Spool()
+		if s, ok := st.(*spool.Store); ok {
+			return s
 		}
 		u, ok := st.(interface{ Unwrap() storage.Store })
 		if !ok {
 			return nil
 		}
 		st = u.Unwrap()
+	}
+	return nil
+}
+
+// spoolOf is the spool of store st, or nil: none.
+func spoolOf(st storage.Store) *spool.Spool {
+	if s := spoolStoreOf(st); s != nil {
+		return s.Spool()
 	}
 	return nil
 }

@@ -62,6 +62,8 @@ type PutResult struct {
 	// SpooledAt is when the event (or, for a duplicate, the one spooled
 	// before) was spooled.
 	SpooledAt time.Time
+	// DedupeUntil is when the claim of a duplicate's spooled event ends.
+	DedupeUntil time.Time
 }
 
 // put is one Put waiting for its commit.
@@ -135,12 +137,14 @@ func (s *Spool) commit(batch []*groupcommit.Call[*put, putResult]) {
 		for i, c := range batch {
 			p := c.Req
 			res[i] = putResult{}
-			var ck []byte
+			// every event's (source, event id) names it (Lookup); only a
+			// deduplicated one's makes a resend a duplicate (a generated
+			// event id is never sent again)
+			ck := claimKey(p.ev.Source, p.ev.EventID)
 			if p.ev.Dedupe {
-				ck = claimKey(p.ev.Source, p.ev.EventID)
 				if until, seq, ok := parseClaim(claims.Get(ck)); ok && until.After(p.at) {
 					if r, err := decode(events.Get(seqKey(seq))); err == nil {
-						res[i].res = PutResult{Duplicate: true, ID: r.Event.ID, SpooledAt: r.SpooledAt}
+						res[i].res = PutResult{Duplicate: true, ID: r.Event.ID, SpooledAt: r.SpooledAt, DedupeUntil: until}
 						continue
 					}
 				}
@@ -156,10 +160,8 @@ func (s *Spool) commit(batch []*groupcommit.Call[*put, putResult]) {
 			if err := events.Put(seqKey(seq), p.rec); err != nil {
 				return err
 			}
-			if ck != nil {
-				if err := claims.Put(ck, claimValue(p.dedupeUntil, seq)); err != nil {
-					return err
-				}
+			if err := claims.Put(ck, claimValue(p.dedupeUntil, seq)); err != nil {
+				return err
 			}
 			res[i].res = PutResult{ID: p.ev.ID, SpooledAt: p.at}
 			added++

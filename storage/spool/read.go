@@ -47,8 +47,8 @@ func (s *Spool) Next(n int) ([]Entry, error) {
 	return out, err
 }
 
-// Lookup returns the spooled event claimed as (source, eventID), if its
-// claim has not expired at now.
+// Lookup returns the spooled event named (source, eventID), if its claim
+// has not expired at now (the zero time: whatever its claim).
 func (s *Spool) Lookup(source, eventID string, now time.Time) (Entry, bool, error) {
 	var e Entry
 	var found bool
@@ -66,15 +66,15 @@ func (s *Spool) Lookup(source, eventID string, now time.Time) (Entry, bool, erro
 }
 
 // Remove takes the events at seqs out of the spool (those gone already
-// are skipped), with their claims. It does not wait for the disk: a
-// crash soon after may bring them back, to be moved again (the store's
-// claim then makes each a duplicate).
+// are skipped), with their claims, durably: an event the store has is
+// not moved again after a crash (by then its claim there may have
+// expired, or the event been erased).
 func (s *Spool) Remove(seqs ...uint64) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var removed, removedBytes int64
 	var oldest time.Time
-	err := s.db.UpdateUnsynced(func(tx *kv.Tx) error {
+	err := s.db.Update(func(tx *kv.Tx) error {
 		removed, removedBytes, oldest = 0, 0, time.Time{}
 		events, claims := tx.Bucket(bEvents), tx.Bucket(bClaims)
 		for _, seq := range seqs {
@@ -83,7 +83,7 @@ func (s *Spool) Remove(seqs ...uint64) error {
 			if v == nil {
 				continue
 			}
-			if r, err := decode(v); err == nil && r.Event.Dedupe {
+			if r, err := decode(v); err == nil {
 				ck := claimKey(r.Event.Source, r.Event.EventID)
 				if equalClaim(claims.Get(ck), seq) {
 					if err := claims.Delete(ck); err != nil {

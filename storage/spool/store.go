@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -38,7 +39,11 @@ type Store struct {
 
 	mu       sync.Mutex
 	spooling bool // since the first event spooled, until the spool is empty again
-	onChange func(spooling bool)
+	onChange atomic.Pointer[func(spooling bool)]
+	// failures counts the mover's failed tries since its last move.
+	failures atomic.Int64
+	// closeSpool releases the spool (StoreOptions.CloseSpool).
+	closeSpool func() error
 }
 
 // Interface guard
@@ -54,6 +59,10 @@ type StoreOptions struct {
 	Retry time.Duration
 	// Now replaces time.Now (tests).
 	Now func() time.Time
+	// CloseSpool releases the spool when the store is closed (default:
+	// Spool.Close); a spool shared by the stores of a reload's old and
+	// new config is released by its last user.
+	CloseSpool func() error
 }
 
 // NewStore wraps the shared store inner with spool sp, and starts the
@@ -69,7 +78,10 @@ func NewStore(inner storage.Store, sp *Spool, opts StoreOptions) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{Store: inner, sp: sp, log: opts.Log, now: opts.Now, retry: opts.Retry,
+	if opts.CloseSpool == nil {
+		opts.CloseSpool = sp.Close
+	}
+	s := &Store{Store: inner, sp: sp, log: opts.Log, now: opts.Now, retry: opts.Retry, closeSpool: opts.CloseSpool,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if !sp.Empty() {
 		s.spooling = true
@@ -88,8 +100,16 @@ func (s *Store) Unwrap() storage.Store { return s.Store }
 
 // OnChange sets fn to be called with true when the node starts spooling
 // (the first event spooled after none was) and with false once every
-// spooled event is moved. Set it before the store is used.
-func (s *Store) OnChange(fn func(spooling bool)) { s.onChange = fn }
+// spooled event is moved; it replaces the fn set before (the app of a
+// reload sets its own on the store it shares with the old one).
+func (s *Store) OnChange(fn func(spooling bool)) { s.onChange.Store(&fn) }
+
+// changed calls the OnChange function.
+func (s *Store) changed(spooling bool) {
+	if fn := s.onChange.Load(); fn != nil && *fn != nil {
+		(*fn)(spooling)
+	}
+}
 
 // Enqueue implements storage.Queue: the shared store's, unless the event
 // is a resend of one spooled (a duplicate, StatusSpooled), has an ordered
@@ -143,7 +163,7 @@ func (s *Store) spool(ctx context.Context, ev *storage.Event, dedupeUntil time.T
 		return storage.EnqueueResult{}, err
 	}
 	if res.Duplicate {
-		return storage.EnqueueResult{Duplicate: true, ID: res.ID, Status: storage.StatusSpooled, DedupeUntil: dedupeUntil}, nil
+		return storage.EnqueueResult{Duplicate: true, ID: res.ID, Status: storage.StatusSpooled, DedupeUntil: res.DedupeUntil}, nil
 	}
 	s.started(cause)
 	select {
@@ -164,14 +184,17 @@ func (s *Store) started(cause error) {
 	}
 	s.log.Warn("the store is unreachable: accepted events are spooled on this node until it answers",
 		zap.String("spool", s.sp.Dir()), zap.NamedError("store_error", cause))
-	if s.onChange != nil {
-		s.onChange(true)
-	}
+	s.changed(true)
 }
 
-// ended records that the spool is empty again.
+// ended records that the spool is empty again, unless an event was
+// spooled since the mover saw it empty (started then saw spooling set).
 func (s *Store) ended(moved int) {
 	s.mu.Lock()
+	if !s.sp.Empty() {
+		s.mu.Unlock()
+		return
+	}
 	was := s.spooling
 	s.spooling = false
 	s.mu.Unlock()
@@ -179,9 +202,7 @@ func (s *Store) ended(moved int) {
 		return
 	}
 	s.log.Info("the spooled events are in the store again", zap.String("spool", s.sp.Dir()), zap.Int("moved", moved))
-	if s.onChange != nil {
-		s.onChange(false)
-	}
+	s.changed(false)
 }
 
 // moveBatch is how many spooled events the mover reads at a time.
@@ -230,7 +251,7 @@ func (s *Store) isSpooling() bool {
 
 // moveSome moves up to moveBatch events, in order, stopping at the first
 // the store does not take; it removes those moved from the spool.
-func (s *Store) moveSome() (int, error) {
+func (s *Store) moveSome() (n int, err error) {
 	entries, err := s.sp.Next(moveBatch)
 	if err != nil {
 		s.log.Error("reading the spool", zap.String("spool", s.sp.Dir()), zap.Error(err))
@@ -238,10 +259,14 @@ func (s *Store) moveSome() (int, error) {
 	}
 	var done []uint64
 	defer func() {
-		if len(done) > 0 {
-			if err := s.sp.Remove(done...); err != nil {
-				s.log.Error("removing moved events from the spool (they will be moved again, as duplicates)",
-					zap.String("spool", s.sp.Dir()), zap.Error(err))
+		if len(done) == 0 {
+			return
+		}
+		if rerr := s.sp.Remove(done...); rerr != nil {
+			s.log.Error("removing moved events from the spool (they will be moved again, as duplicates)",
+				zap.String("spool", s.sp.Dir()), zap.Error(rerr))
+			if err == nil {
+				err = rerr // the mover waits before it tries again
 			}
 		}
 	}()
@@ -258,22 +283,54 @@ func (s *Store) moveSome() (int, error) {
 			done = append(done, e.Seq)
 			continue
 		}
-		ev := e.Event
-		if !ev.Dedupe {
-			// claimed on the id hookline gave it, so that a second move
-			// (a crash before its removal) is a duplicate, not a second
-			// delivery
-			ev.Dedupe = true
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := s.Store.Enqueue(ctx, ev, e.DedupeUntil)
-		cancel()
+		// a second move (a crash before its removal) finds the event in
+		// the store: its claim, or, for one not deduplicated, its first
+		// delivery's record, named by its unique id
+		err := s.moveOne(e)
 		if err != nil {
+			s.failing(e, err)
 			return len(done), err
 		}
+		s.recovered()
 		done = append(done, e.Seq)
 	}
 	return len(done), nil
+}
+
+// moveOne enqueues spooled event e into the store, giving up when the
+// store takes too long or the mover is stopped.
+func (s *Store) moveOne(e Entry) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_, err := s.Store.Enqueue(ctx, e.Event, e.DedupeUntil)
+	return err
+}
+
+// failing logs a failed move: the first of a run of failures as a
+// warning (the event named, never its body), the others at debug level.
+func (s *Store) failing(e Entry, err error) {
+	lvl := zap.DebugLevel
+	if s.failures.Add(1) == 1 {
+		lvl = zap.WarnLevel
+	}
+	if ce := s.log.Check(lvl, "moving a spooled event into the store failed; trying again"); ce != nil {
+		ce.Write(zap.String("spool", s.sp.Dir()), zap.String("source", e.Event.Source), zap.String("event_id", e.Event.EventID),
+			zap.String("id", e.Event.ID), zap.Error(err), zap.Duration("retry_in", s.retry))
+	}
+}
+
+// recovered ends a run of failed moves.
+func (s *Store) recovered() {
+	if n := s.failures.Swap(0); n > 0 {
+		s.log.Info("moving spooled events into the store again", zap.String("spool", s.sp.Dir()), zap.Int64("failed_tries", n))
+	}
 }
 
 // Lookup implements storage.Operations: an event waiting in the spool is
@@ -311,7 +368,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
-		err = errors.Join(s.sp.Close(), s.Store.Close())
+		err = errors.Join(s.closeSpool(), s.Store.Close())
 	})
 	return err
 }

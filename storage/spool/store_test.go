@@ -237,3 +237,55 @@ func TestSpoolFullAnswersUnavailable(t *testing.T) {
 		t.Fatal("a full spool took the event")
 	}
 }
+
+// writesThenFails is a store whose first Enqueue of each event named in
+// once stores it and answers unavailable: a reply lost, a WAIT for
+// replicas that timed out.
+type writesThenFails struct {
+	storage.Store
+	once sync.Map // event ID -> true until its first Enqueue
+}
+
+func (w *writesThenFails) Enqueue(ctx context.Context, ev *storage.Event, until time.Time) (storage.EnqueueResult, error) {
+	res, err := w.Store.Enqueue(ctx, ev, until)
+	if _, first := w.once.LoadAndDelete(ev.ID); err == nil && first {
+		return storage.EnqueueResult{}, fmt.Errorf("%w: the reply was lost", storage.ErrUnavailable)
+	}
+	return res, err
+}
+
+// TestStoredThenSpooledDeliveredOnce: an event the store took but did not
+// confirm is spooled; moved, it is found in the store (a deduplicated one
+// by its claim, one without a provider id by its record) and delivered
+// once.
+func TestStoredThenSpooledDeliveredOnce(t *testing.T) {
+	ctx := t.Context()
+	srv := redistest.Start(t)
+	sp, err := spool.Open(filepath.Join(t.TempDir(), "spool"), spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &writesThenFails{Store: newRedis(t, srv, redistest.Prefix())}
+	st := spool.NewStore(inner, sp, spool.StoreOptions{Retry: 50 * time.Millisecond})
+	defer st.Close()
+	dedup := storagetest.NewEvent("stripe", "evt_1")
+	gen := storagetest.NewEvent("stripe", "")
+	gen.Dedupe, gen.EventID = false, gen.ID
+	for _, ev := range []*storage.Event{dedup, gen} {
+		inner.once.Store(ev.ID, true)
+		res, err := st.Enqueue(ctx, ev, time.Now().Add(time.Hour))
+		if err != nil || res.Status != storage.StatusSpooled {
+			t.Fatalf("%s stored but not confirmed: %+v, %v; want it spooled", ev.EventID, res, err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); !sp.Empty(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the spool was not moved")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := leaseAll(t, st)
+	if len(got) != 2 || got["evt_1"] != 1 || got[gen.EventID] != 1 {
+		t.Fatalf("leased %v, want each event once", got)
+	}
+}
