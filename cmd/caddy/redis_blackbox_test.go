@@ -230,3 +230,40 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestTwoNodesSpoolOneID: two nodes, each with its own spool, get the same
+// events while Redis is down (a provider retrying on another node): both
+// answer 202, and once Redis is back each event is delivered once, the
+// second node's copy a duplicate at its move.
+func TestTwoNodesSpoolOneID(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	tr := newTracker(t)
+	var nodes []*node
+	var ports []int
+	for range 2 {
+		dir := t.TempDir()
+		adminP, httpP := freePort(t), freePort(t)
+		storage := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix two\n\t\t\tspool %s\n\t\t}",
+			srv.Addr, filepath.Join(dir, "spool"))
+		nodes = append(nodes, startNode(t, dir, writeConfig(t, dir, adminP, httpP, tr.URL, storage, ""), adminP, httpP))
+		ports = append(ports, httpP)
+	}
+	srv.Stop()
+	var acked []string
+	for _, p := range ports {
+		got := send(sendOpts{ports: []int{p}, prefix: "both", n: 50, conc: 4})
+		if len(got) != 50 {
+			t.Fatalf("node on port %d acknowledged %d of 50 with Redis down", p, len(got))
+		}
+		acked = append(acked, got...)
+	}
+	srv.Restart()
+	dups := waitDelivered(t, tr, acked, 30*time.Second)
+	time.Sleep(time.Second) // a second delivery would come by now
+	if _, dups = tr.missing(acked); dups != 0 {
+		t.Fatalf("%d duplicate deliveries of the events both nodes spooled", dups)
+	}
+	for _, n := range nodes {
+		n.kill()
+	}
+}
