@@ -11,7 +11,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/dustin/go-humanize"
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/internal/caddyfileopt"
@@ -112,15 +111,11 @@ func (s *EmbeddedStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	for d.NextBlock(0) {
 		switch d.Val() {
 		case "cache_size":
-			v, err := caddyfileopt.OneArg(d)
+			n, err := caddyfileopt.Size(d, "", minCacheSize, maxCacheSize)
 			if err != nil {
 				return err
 			}
-			n, err := humanize.ParseBytes(v)
-			if err != nil || n < minCacheSize || n > maxCacheSize {
-				return d.Errf("cache_size: want a size from 1MiB to 64GiB, got %q", v)
-			}
-			s.CacheSize = int64(n)
+			s.CacheSize = n
 		default:
 			return d.Errf("unrecognized storage embedded option %q", d.Val())
 		}

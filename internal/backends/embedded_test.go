@@ -23,9 +23,9 @@ func TestEmbeddedStorageUnmarshalCaddyfile(t *testing.T) {
 		{input: "embedded {\n\tcache_size 1GB\n}", wantCache: 1e9},
 		{input: "embedded {\n\tcache_size\n}", wantErr: "wrong argument count"},
 		{input: "embedded {\n\tcache_size 1MiB 2MiB\n}", wantErr: "wrong argument count"},
-		{input: "embedded {\n\tcache_size lots\n}", wantErr: `cache_size: want a size from 1MiB to 64GiB, got "lots"`},
-		{input: "embedded {\n\tcache_size 512KiB\n}", wantErr: "cache_size: want a size"},
-		{input: "embedded {\n\tcache_size 65GiB\n}", wantErr: "cache_size: want a size"},
+		{input: "embedded {\n\tcache_size lots\n}", wantErr: `cache_size: invalid size "lots" (want 1.0 MiB to 64 GiB)`},
+		{input: "embedded {\n\tcache_size 512KiB\n}", wantErr: "cache_size: invalid size"},
+		{input: "embedded {\n\tcache_size 65GiB\n}", wantErr: "cache_size: invalid size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.input, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	"github.com/dustin/go-humanize"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -452,15 +451,11 @@ func (s *RedisStorage) unmarshalSpool(d *caddyfile.Dispenser) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "max_size":
-			v, err := caddyfileopt.OneArg(d)
+			n, err := caddyfileopt.Size(d, "spool max_size", 1, 1<<50)
 			if err != nil {
 				return err
 			}
-			n, err := humanize.ParseBytes(v)
-			if err != nil || n == 0 || n > 1<<50 {
-				return d.Errf("spool max_size: invalid size %q", v)
-			}
-			s.Spool.MaxSize = int64(n)
+			s.Spool.MaxSize = n
 		default:
 			return d.Errf("unrecognized spool option %q", d.Val())
 		}

@@ -1,7 +1,7 @@
 // Package caddyfileopt reads the option shapes that hookline's Caddyfile
 // parsers share (the webhooks global option, webhook_ingress and the
-// storage backends): one argument, a whole number, a duration, a guest
-// module. Each function is called with the dispenser on the option's name
+// storage backends): one argument, a whole number, a duration, a size, a
+// guest module. Each function is called with the dispenser on the option's name
 // and decides, in one place, the shape's checks and error messages.
 package caddyfileopt
 
@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/dustin/go-humanize"
 )
 
 // OneArg reads the single argument of the current option.
@@ -63,6 +64,24 @@ func Duration(d *caddyfile.Dispenser, zeroOK bool) (caddy.Duration, error) {
 		return 0, d.Errf("%s: invalid duration %q", opt, s)
 	}
 	return caddy.Duration(dur), nil
+}
+
+// Size reads the single argument of the current option as a size in
+// bytes ("64MiB", "1GB", "512"), from min to max: "<opt>: invalid size"
+// otherwise. Its name in the error is name when given, else the option's.
+func Size(d *caddyfile.Dispenser, name string, min, max uint64) (int64, error) {
+	if name == "" {
+		name = d.Val()
+	}
+	s, err := OneArg(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n < min || n > max {
+		return 0, d.Errf("%s: invalid size %q (want %s to %s)", name, s, humanize.IBytes(min), humanize.IBytes(max))
+	}
+	return int64(n), nil
 }
 
 // PositiveDuration reads s as a Caddy duration that must be positive; ok

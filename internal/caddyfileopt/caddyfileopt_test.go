@@ -43,6 +43,14 @@ func TestShapes(t *testing.T) {
 		{input: "lease -1m", read: func(d *caddyfile.Dispenser) (any, error) { return Duration(d, true) }, wantErr: `lease: invalid duration "-1m"`},
 		{input: "lease soon", read: func(d *caddyfile.Dispenser) (any, error) { return Duration(d, true) }, wantErr: `lease: invalid duration "soon"`},
 
+		{input: "max_size 64MiB", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "", 1, 1<<30) }, want: int64(64 << 20)},
+		{input: "max_size 1GB", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "", 1, 1<<30) }, want: int64(1e9)},
+		{input: "max_size 512", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "", 1, 1<<30) }, want: int64(512)},
+		{input: "max_size 0", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "", 1, 1<<30) }, wantErr: `max_size: invalid size "0" (want 1 B to 1.0 GiB)`},
+		{input: "max_size 2GiB", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "spool max_size", 1, 1<<30) }, wantErr: `spool max_size: invalid size "2GiB"`},
+		{input: "max_size lots", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "", 1, 1<<30) }, wantErr: `max_size: invalid size "lots"`},
+		{input: "max_size 1 2", read: func(d *caddyfile.Dispenser) (any, error) { return Size(d, "", 1, 1<<30) }, wantErr: "wrong argument count"},
+
 		{input: "storage", read: func(d *caddyfile.Dispenser) (any, error) { return Module(d, "webhooks.storage", "module") }, wantErr: "wrong argument count"},
 		{input: "storage nosuch", read: func(d *caddyfile.Dispenser) (any, error) { return Module(d, "webhooks.storage", "module") }, wantErr: "webhooks.storage.nosuch"},
 	} {

@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/caddyfileopt"
@@ -129,15 +128,11 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.DedupeWindow = dur
 		case "max_body":
-			s, err := caddyfileopt.OneArg(d)
+			n, err := caddyfileopt.Size(d, "", 1, 1<<40)
 			if err != nil {
 				return err
 			}
-			n, err := humanize.ParseBytes(s)
-			if err != nil || n == 0 || n > 1<<40 {
-				return d.Errf("max_body: invalid size %q", s)
-			}
-			h.MaxBody = int64(n)
+			h.MaxBody = n
 		case "require_json":
 			if d.NextArg() {
 				return d.ArgErr()
