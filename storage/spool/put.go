@@ -101,10 +101,9 @@ func (s *Spool) Put(ctx context.Context, ev *storage.Event, dedupeUntil time.Tim
 	return r.res, r.err
 }
 
-// claimKey is the key of (source, eventID) in bClaims.
-func claimKey(source, eventID string) []byte {
-	return []byte(source + "\x00" + eventID)
-}
+// claimKey is the key of (source, eventID) in bClaims: the claim key
+// every store uses (storage.ClaimKey).
+func claimKey(source, eventID string) []byte { return []byte(storage.ClaimKey(source, eventID)) }
 
 // claimValue is a claim's value: its expiry (Unix nanoseconds) and the
 // sequence of the event it is.

@@ -1,8 +1,8 @@
 // Package spool keeps, on one node's disk, the events a shared store
 // (Redis) could not take while it was unreachable, until they are moved
 // into it: a local, fsynced, ordered queue of whole events, with the claim
-// of each deduplicated one, so that a resend of a spooled event is known
-// as a duplicate before the store is back.
+// of each, so that a resend of a spooled event is known as a duplicate
+// before the store is back.
 //
 // The spool is a directory of the embedded store's engine (Pebble, through
 // storage/embedded/kv), locked by one process. An event is spooled with
@@ -14,8 +14,11 @@
 // Layout (kv buckets):
 //
 //	events: sequence (8 bytes, big-endian) -> record (JSON)
-//	claims: source \x00 event id           -> sequence (deduplicated events only)
+//	claims: source \x00 event id           -> claim end (Unix ns, 8 bytes) | sequence (8 bytes)
 //	meta:   "size"                         -> events (8 bytes) | bytes (8 bytes)
+//
+// Every spooled event has its claims key, which Lookup finds it by; only
+// a deduplicated one's makes a resend a duplicate.
 package spool
 
 import (

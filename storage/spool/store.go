@@ -138,17 +138,12 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	return s.spool(ctx, ev, dedupeUntil, err)
 }
 
-// ordered reports whether ev has a delivery of an ordered destination.
+// ordered reports whether ev has a delivery of an ordered destination
+// (storage.OrderKeyOf); one the store will refuse (two order keys) waits
+// too.
 func ordered(ev *storage.Event) bool {
-	if ev.OrderKey != "" {
-		return true
-	}
-	for _, d := range ev.Deliveries {
-		if d.OrderKey != "" {
-			return true
-		}
-	}
-	return false
+	key, err := storage.OrderKeyOf(ev)
+	return key != "" || err != nil
 }
 
 // spool spools ev; cause is the store's error that sent it there (nil:
