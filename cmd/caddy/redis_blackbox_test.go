@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -157,6 +158,12 @@ func TestRedisOutageSpooled(t *testing.T) {
 	}
 	if m := adminText(t, adminP, "/metrics"); !strings.Contains(m, "\ncaddy_webhooks_spool_events 300\n") {
 		t.Fatalf("metrics with Redis down: no caddy_webhooks_spool_events 300 in %q", regexp.MustCompile(`(?m)^caddy_webhooks_s.*$`).FindAllString(m, -1))
+	}
+
+	// and so does `caddy webhooks stats`, the store marked unavailable
+	out, err := exec.Command(n.bin, "webhooks", "stats", "--address", fmt.Sprintf("127.0.0.1:%d", adminP)).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^UNAVAILABLE +300 +\d+ +\S+$`).Match(out) {
+		t.Fatalf("caddy webhooks stats with Redis down: %v\n%s\nwant the store UNAVAILABLE and 300 events spooled", err, out)
 	}
 
 	n.kill()

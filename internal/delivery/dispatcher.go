@@ -727,7 +727,7 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.O
 	class := Classify(status, derr)
 	switch {
 	case derr != nil:
-		att.Error = describe(derr)
+		att.Error = Describe(derr)
 	case class != Success:
 		att.Error = "upstream answered " + strconv.Itoa(status) + " " + http.StatusText(status)
 	}
@@ -811,8 +811,8 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	return resp.StatusCode, resp.Header, nil
 }
 
-// describe is an error's text without the URL (it may carry credentials).
-func describe(err error) string {
+// Describe is an HTTP request error's text without the URL (it may carry credentials).
+func Describe(err error) string {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
 		err = uerr.Err

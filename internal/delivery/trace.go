@@ -77,7 +77,7 @@ func endAttempt(span trace.Span, status int, err error) {
 	}
 	switch {
 	case err != nil:
-		span.SetStatus(codes.Error, describe(err))
+		span.SetStatus(codes.Error, Describe(err))
 	case status < 200 || status > 299:
 		span.SetStatus(codes.Error, "upstream answered "+strconv.Itoa(status))
 	}

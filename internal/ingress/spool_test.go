@@ -1,8 +1,10 @@
 package ingress_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,8 +18,10 @@ import (
 // is answered 202, its resend 200 "spooled"; the spool's files hold the
 // body sealed (encryption_key), never in clear; the audit trail says
 // received then spooled, and the events app gets webhook_spool_started;
-// once Redis is back the event is delivered (opened) and the events app
-// gets webhook_spool_stopped.
+// the alert URL gets an alert at once, Redis still down (alerts are queued
+// in the store, which is down: this one is sent directly). Once Redis is
+// back the event is delivered (opened), the events app gets
+// webhook_spool_stopped and the alert URL an alert that it is over.
 func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 	t.Setenv("HOOKLINE_E2E_KEY", e2eKey)
 	srv := redistest.Start(t)
@@ -25,8 +29,27 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 	spoolDir := filepath.Join(t.TempDir(), "spool")
 	storageLine := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix spooled\n\t\t\tdial_timeout 200ms\n\t\t\tspool %s\n\t\t}\n\t\tencryption_key {env.HOOKLINE_E2E_KEY}\n\t\taudit",
 		srv.Addr, spoolDir)
+	alerts := make(chan string, 10)
+	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		alerts <- m.Text
+	}))
+	defer slack.Close()
+	storageLine += "\n\t\talert " + slack.URL + "/hook-secret-path"
 	up := newUpstream(t)
 	startCaddyWith(t, up, logs, storageLine, "")
+	nextAlert := func(want string) {
+		t.Helper()
+		select {
+		case text := <-alerts:
+			if !strings.Contains(text, want) {
+				t.Fatalf("alert %q, want one saying %q", text, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no alert saying %q within 10 s", want)
+		}
+	}
 
 	srv.Stop()
 	const marker = "spooled-body-marker-4721"
@@ -54,6 +77,7 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 		}
 		return names["webhook_spool_started"]
 	})
+	nextAlert("the store is unreachable; events are accepted into this node's spool")
 
 	srv.Restart()
 	got := up.next(t, 15*time.Second)
@@ -66,6 +90,7 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 		}
 		return names["webhook_spool_stopped"]
 	})
+	nextAlert("the store answers again; the 1 event(s) spooled since")
 	var steps []string
 	waitFor(t, func() bool {
 		steps = steps[:0]

@@ -80,9 +80,18 @@ type alerter struct {
 	failures map[string]int
 	// last alert per kind/source
 	last map[string]time.Time
+	// spooling: whether the current start was alerted (its end is), and
+	// how many starts were not (rate-limited) since the last one that was
+	spoolAlerted bool
+	spoolQuiet   int
+
+	// client and timeout POST the alerts sent directly (sendNow)
+	client  *http.Client
+	timeout time.Duration
 }
 
-func newAlerter(cfg AlertConfig, app *App) *alerter {
+// newAlerter is the alerter of cfg; timeout bounds a direct POST.
+func newAlerter(cfg AlertConfig, app *App, timeout time.Duration) *alerter {
 	if cfg.MinInterval <= 0 {
 		cfg.MinInterval = caddy.Duration(DefaultAlertMinInterval)
 	}
@@ -94,7 +103,8 @@ func newAlerter(cfg AlertConfig, app *App) *alerter {
 	}
 	return &alerter{cfg: cfg, app: app, log: app.log.Named("alerts"),
 		dead: map[string]int{}, sigStart: map[string]time.Time{}, sig: map[string]int{},
-		attempts: map[string]int{}, failures: map[string]int{}, last: map[string]time.Time{}, errStart: time.Now()}
+		attempts: map[string]int{}, failures: map[string]int{}, last: map[string]time.Time{}, errStart: time.Now(),
+		client: delivery.NewClient(1), timeout: timeout}
 }
 
 // noteResult counts a finished delivery attempt.

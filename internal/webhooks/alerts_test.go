@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/spool"
 )
 
 func report(source string, res storage.Result, class delivery.Class) delivery.Report {
@@ -28,7 +29,7 @@ func TestAlerterRules(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	al := newAlerter(AlertConfig{URL: "http://x", DLQThreshold: 2, SignatureFailures: 3,
 		SignatureWindow: caddyDur(time.Minute), MinInterval: caddyDur(10 * time.Minute)},
-		&App{log: zap.NewNop()})
+		&App{log: zap.NewNop()}, time.Second)
 
 	// one dead event: below the threshold
 	al.noteResult(report("stripe", storage.Dead, delivery.Permanent))
@@ -71,7 +72,7 @@ func TestAlerterRules(t *testing.T) {
 	}
 
 	// error rate: 3 of 4 attempts failed
-	al = newAlerter(AlertConfig{URL: "http://x", ErrorRate: 0.5, ErrorMinAttempts: 4}, &App{log: zap.NewNop()})
+	al = newAlerter(AlertConfig{URL: "http://x", ErrorRate: 0.5, ErrorMinAttempts: 4}, &App{log: zap.NewNop()}, time.Second)
 	for _, c := range []delivery.Class{delivery.Transient, delivery.Transient, delivery.Success, delivery.Transient} {
 		al.noteResult(report("paddle", storage.Retry, c))
 	}
@@ -87,3 +88,36 @@ func TestAlerterRules(t *testing.T) {
 }
 
 func caddyDur(d time.Duration) caddy.Duration { return caddy.Duration(d) }
+
+// TestSpoolAlerts: a start of spooling is alerted, rate-limited like every
+// alert; an end is alerted exactly when its start was, so the last alert
+// read tells the node's state; a start after quiet ones counts them; a
+// spool an earlier run left says so.
+func TestSpoolAlerts(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	al := newAlerter(AlertConfig{URL: "http://x", MinInterval: caddyDur(10 * time.Minute)}, &App{log: zap.NewNop()}, time.Second)
+	start := func(at time.Duration) spool.Change { return spool.Change{Spooling: true, Since: t0.Add(at), Events: 1} }
+	end := func(since time.Duration, moved int64) spool.Change {
+		return spool.Change{Since: t0.Add(since), Events: moved}
+	}
+	for i, step := range []struct {
+		c    spool.Change
+		at   time.Duration
+		want string // "": no alert
+	}{
+		{start(0), 0, "the store is unreachable"},
+		{end(0, 40), time.Minute, "the 40 event(s) spooled since 2023-11-14T22:13:20Z (1m0s) are in it"},
+		{start(2 * time.Minute), 2 * time.Minute, ""}, // within MinInterval
+		{end(2*time.Minute, 3), 3 * time.Minute, ""},  // its start was not alerted
+		{start(4 * time.Minute), 4 * time.Minute, ""},
+		{end(4*time.Minute, 5), 5 * time.Minute, ""},
+		{start(11 * time.Minute), 11 * time.Minute, "(2 earlier spooling period(s) since the last alert of this kind.)"},
+		{end(11*time.Minute, 7), 12 * time.Minute, "the 7 event(s)"},
+		{spool.Change{Spooling: true, Earlier: true, Since: t0, Events: 9}, 30 * time.Minute, "started with 9 event(s) in its spool, spooled since 2023-11-14T22:13:20Z by an earlier run"},
+	} {
+		text, ok := al.spoolAlert(step.c, t0.Add(step.at))
+		if ok != (step.want != "") || !strings.Contains(text, step.want) {
+			t.Fatalf("step %d (%+v): alert %v %q, want %q", i, step.c, ok, text, step.want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/hookline/hookline/internal/backends"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/spool"
 )
 
 func init() {
@@ -239,13 +240,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if err := validateAlertURL(cfg.URL); err != nil {
 			return err
 		}
-		a.alerter = newAlerter(cfg, a)
 		// the alert target has no timeout setting: the default one, fitted to the lease
 		lease := time.Duration(a.Lease)
 		timeout := delivery.EffectiveTimeout(0, lease)
 		if err := delivery.CheckTimeout(timeout, lease); err != nil {
 			return fmt.Errorf("alert: %v", err)
 		}
+		a.alerter = newAlerter(cfg, a, timeout)
 		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: delivery.Target{
 			URL: cfg.URL, Timeout: timeout, Policy: delivery.Policy{}.WithDefaults()}}
 	}
@@ -333,7 +334,7 @@ func (a *App) Start() error {
 	}
 	a.breakers.OnChange(a.breakerChanged)
 	if ss := spoolStoreOf(st); ss != nil {
-		ss.OnChange(func(on bool) { a.spoolChanged(ss.Spool(), on) })
+		ss.OnChange(func(c spool.Change) { a.spoolChanged(ss.Spool(), c) })
 	}
 	d := delivery.New(delivery.Config{
 		Store:        st,

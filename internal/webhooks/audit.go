@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
@@ -162,13 +163,21 @@ func (a *App) provisionAudit(ctx caddy.Context) error {
 	return nil
 }
 
-// spoolChanged is the spool's hook: a Caddy event when this node starts
-// spooling (its store unreachable) and when its spool is moved into the
-// store again.
-func (a *App) spoolChanged(sp *spool.Spool, spooling bool) {
+// spoolChanged is the spool's hook: a Caddy event, and an alert when
+// alerts are set, when this node starts spooling (its store unreachable,
+// or a spool an earlier run left) and when its spool is moved into the
+// store again. The event's data: the spool's directory, events (held at a
+// start, moved at a stop), since (when spooling started) and, at a start,
+// earlier.
+func (a *App) spoolChanged(sp *spool.Spool, c spool.Change) {
+	data := map[string]any{"spool": sp.Dir(), "events": c.Events, "since": c.Since}
 	name := eventSpoolStopped
-	if spooling {
+	if c.Spooling {
 		name = eventSpoolStarted
+		data["earlier"] = c.Earlier
 	}
-	a.emit(name, map[string]any{"spool": sp.Dir(), "events": sp.Stats().Events})
+	a.emit(name, data)
+	if a.alerter != nil {
+		a.alerter.spoolChanged(a.ctx, c, time.Now())
+	}
 }

@@ -196,9 +196,28 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 	return output(fl, raw, &v, func(w io.Writer) { printStats(w, &v) })
 }
 
-// printStats is the table of `caddy webhooks stats`: the queue, each
-// source's queue and counters, and each source's deliveries by destination.
+// printStats is the table of `caddy webhooks stats`: the store's state
+// and this node's spool (when it has one, or the store did not answer),
+// the queue, each source's queue and counters, and each source's
+// deliveries by destination.
 func printStats(w io.Writer, v *operator.StatsAnswer) {
+	if !v.Store.Available || v.Spool != nil {
+		store := "available"
+		if !v.Store.Available {
+			store = "UNAVAILABLE"
+		}
+		fmt.Fprintln(w, "STORE\tSPOOLED EVENTS\tSPOOL BYTES\tOLDEST SPOOLED")
+		if sp := v.Spool; sp != nil {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\n\n", store, sp.Events, sp.Bytes, timeOrDash(sp.Oldest))
+		} else {
+			fmt.Fprintf(w, "%s\t-\t-\t-\n\n", store)
+		}
+		if !v.Store.Available {
+			// the queue and the counters are in the store: none to show
+			fmt.Fprintln(w, "The store did not answer: queue and counters are unknown until it does; events accepted meanwhile wait in the spool.")
+			return
+		}
+	}
 	fmt.Fprintln(w, "QUEUED\tIN FLIGHT\tDEAD (open DLQ entries)\tPAUSED")
 	paused := strings.Join(v.PausedSources, ",")
 	if paused == "" {

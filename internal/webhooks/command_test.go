@@ -189,10 +189,50 @@ func TestPrintEvent(t *testing.T) {
 	}
 }
 
+// TestPrintStatsStore: `caddy webhooks stats` shows the store's state and
+// the node's spool when it has one; a store that did not answer shows no
+// queue (its counts are unknown, not zero).
+func TestPrintStatsStore(t *testing.T) {
+	oldest := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		v          operator.StatsAnswer
+		want, lack []string
+	}{
+		{"no spool, store up", operator.StatsAnswer{Store: operator.StoreState{Available: true}, Queue: storage.Counts{Queued: 7}},
+			[]string{"QUEUED", "7"}, []string{"STORE", "SPOOL"}},
+		{"spool empty, store up", operator.StatsAnswer{Store: operator.StoreState{Available: true}, Spool: &operator.SpoolInfo{}},
+			[]string{"STORE SPOOLED EVENTS", "available 0 ", "QUEUED"}, []string{"UNAVAILABLE"}},
+		{"spooling, store down", operator.StatsAnswer{Spool: &operator.SpoolInfo{Events: 42, Bytes: 4096, Oldest: oldest},
+			Sources: map[string]operator.SourceStats{}},
+			[]string{"UNAVAILABLE 42 ", "4096", oldest.Local().Format(time.RFC3339), "did not answer"}, []string{"QUEUED", "SOURCE"}},
+		{"no spool, store down", operator.StatsAnswer{},
+			[]string{"UNAVAILABLE -"}, []string{"QUEUED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+			printStats(tw, &tc.v)
+			tw.Flush()
+			out := strings.Join(strings.Fields(buf.String()), " ") // the columns' widths aside
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, buf.String())
+				}
+			}
+			for _, l := range tc.lack {
+				if strings.Contains(out, l) {
+					t.Errorf("output has %q:\n%s", l, buf.String())
+				}
+			}
+		})
+	}
+}
+
 // TestPrintStatsDestinations: `caddy webhooks stats` lists each source's
 // deliveries by destination, sorted, when any were counted.
 func TestPrintStatsDestinations(t *testing.T) {
-	v := operator.StatsAnswer{Sources: map[string]operator.SourceStats{
+	v := operator.StatsAnswer{Store: operator.StoreState{Available: true}, Sources: map[string]operator.SourceStats{
 		"shop": {Destinations: map[string]operator.DestinationStats{
 			"default": {LastHour: operator.DestinationCounts{Delivered: 5}, AllTime: operator.DestinationCounts{Delivered: 50, Dead: 1}},
 			"billing": {LastHour: operator.DestinationCounts{Delivered: 4, Dead: 2}, AllTime: operator.DestinationCounts{Delivered: 40, Dead: 3}},
@@ -215,7 +255,7 @@ func TestPrintStatsDestinations(t *testing.T) {
 	}
 	buf.Reset()
 	tw = tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
-	printStats(tw, &operator.StatsAnswer{Sources: map[string]operator.SourceStats{"quiet": {}}})
+	printStats(tw, &operator.StatsAnswer{Store: operator.StoreState{Available: true}, Sources: map[string]operator.SourceStats{"quiet": {}}})
 	tw.Flush()
 	if !strings.Contains(buf.String(), "quiet") || strings.Contains(buf.String(), "DESTINATION") {
 		t.Errorf("a destinations table with none counted:\n%s", buf.String())

@@ -31,6 +31,7 @@ type Store struct {
 	log           *zap.Logger
 	now           func() time.Time
 	retry         time.Duration
+	moveTimeout   time.Duration
 
 	wake      chan struct{}
 	stop      chan struct{}
@@ -38,8 +39,12 @@ type Store struct {
 	closeOnce sync.Once
 
 	mu       sync.Mutex
-	spooling bool // since the first event spooled, until the spool is empty again
-	onChange atomic.Pointer[func(spooling bool)]
+	spooling bool      // since the first event spooled, until the spool is empty again
+	since    time.Time // when spooling started
+	// earlier is a start not yet reported: events an earlier run spooled,
+	// found at open, before OnChange was set
+	earlier  bool
+	onChange atomic.Pointer[func(Change)]
 	// failures counts the mover's failed tries since its last move.
 	failures atomic.Int64
 	// closeSpool releases the spool (StoreOptions.CloseSpool).
@@ -57,6 +62,9 @@ type StoreOptions struct {
 	// Retry is how long the mover waits after the store failed it before
 	// it tries again (default 1s).
 	Retry time.Duration
+	// MoveTimeout is how long the store may take to take one event before
+	// the mover gives up on it and tries again after Retry (default 10s).
+	MoveTimeout time.Duration
 	// Now replaces time.Now (tests).
 	Now func() time.Time
 	// CloseSpool releases the spool when the store is closed (default:
@@ -78,13 +86,17 @@ func NewStore(inner storage.Store, sp *Spool, opts StoreOptions) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MoveTimeout <= 0 {
+		opts.MoveTimeout = 10 * time.Second
+	}
 	if opts.CloseSpool == nil {
 		opts.CloseSpool = sp.Close
 	}
-	s := &Store{Store: inner, sp: sp, log: opts.Log, now: opts.Now, retry: opts.Retry, closeSpool: opts.CloseSpool,
+	s := &Store{Store: inner, sp: sp, log: opts.Log, now: opts.Now, retry: opts.Retry, moveTimeout: opts.MoveTimeout, closeSpool: opts.CloseSpool,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if !sp.Empty() {
-		s.spooling = true
+		s.spooling, s.earlier = true, true
+		s.since = sp.Stats().Oldest
 		s.log.Warn("events spooled by an earlier run wait to be moved into the store",
 			zap.String("spool", sp.Dir()), zap.Int64("events", sp.Stats().Events))
 	}
@@ -98,16 +110,43 @@ func (s *Store) Spool() *Spool { return s.sp }
 // Unwrap returns the shared store.
 func (s *Store) Unwrap() storage.Store { return s.Store }
 
-// OnChange sets fn to be called with true when the node starts spooling
-// (the first event spooled after none was) and with false once every
-// spooled event is moved; it replaces the fn set before (the app of a
-// reload sets its own on the store it shares with the old one).
-func (s *Store) OnChange(fn func(spooling bool)) { s.onChange.Store(&fn) }
+// Change is a start or an end of spooling, as OnChange reports it.
+type Change struct {
+	// Spooling is true when the node starts spooling (the first event
+	// spooled after none was), false once every spooled event is moved.
+	Spooling bool
+	// Since is when spooling started: the first event's spooling, or,
+	// for a spool an earlier run left, its oldest event's.
+	Since time.Time
+	// Events is, at a start, how many events the spool holds; at an end,
+	// how many were moved into the store since the start.
+	Events int64
+	// Earlier is true for a start that is a spool an earlier run of this
+	// node left (found when the store was opened), not a new outage.
+	Earlier bool
+}
+
+// OnChange sets fn to be called at every start and end of spooling (fn
+// is called on the request or the mover that makes the change: it must
+// not block). It replaces the fn set before (the app of a reload sets its
+// own on the store it shares with the old one). A spool that held events
+// when the store was opened is reported as a start to the first fn set.
+func (s *Store) OnChange(fn func(Change)) {
+	s.onChange.Store(&fn)
+	s.mu.Lock()
+	earlier := s.earlier && s.spooling
+	s.earlier = false
+	since := s.since
+	s.mu.Unlock()
+	if earlier {
+		fn(Change{Spooling: true, Since: since, Events: s.sp.Stats().Events, Earlier: true})
+	}
+}
 
 // changed calls the OnChange function.
-func (s *Store) changed(spooling bool) {
+func (s *Store) changed(c Change) {
 	if fn := s.onChange.Load(); fn != nil && *fn != nil {
-		(*fn)(spooling)
+		(*fn)(c)
 	}
 }
 
@@ -172,14 +211,17 @@ func (s *Store) spool(ctx context.Context, ev *storage.Event, dedupeUntil time.T
 func (s *Store) started(cause error) {
 	s.mu.Lock()
 	was := s.spooling
-	s.spooling = true
+	if !was {
+		s.spooling, s.since = true, s.now()
+	}
+	since := s.since
 	s.mu.Unlock()
 	if was {
 		return
 	}
 	s.log.Warn("the store is unreachable: accepted events are spooled on this node until it answers",
 		zap.String("spool", s.sp.Dir()), zap.NamedError("store_error", cause))
-	s.changed(true)
+	s.changed(Change{Spooling: true, Since: since, Events: s.sp.Stats().Events})
 }
 
 // ended records that the spool is empty again, unless an event was
@@ -190,14 +232,14 @@ func (s *Store) ended(moved int) {
 		s.mu.Unlock()
 		return
 	}
-	was := s.spooling
-	s.spooling = false
+	was, since := s.spooling, s.since
+	s.spooling, s.earlier = false, false
 	s.mu.Unlock()
 	if !was {
 		return
 	}
 	s.log.Info("the spooled events are in the store again", zap.String("spool", s.sp.Dir()), zap.Int("moved", moved))
-	s.changed(false)
+	s.changed(Change{Since: since, Events: int64(moved)})
 }
 
 // moveBatch is how many spooled events the mover reads at a time.
@@ -295,7 +337,7 @@ func (s *Store) moveSome() (n int, err error) {
 // moveOne enqueues spooled event e into the store, giving up when the
 // store takes too long or the mover is stopped.
 func (s *Store) moveOne(e Entry) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), s.moveTimeout)
 	defer cancel()
 	go func() {
 		select {

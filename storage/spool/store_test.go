@@ -59,10 +59,10 @@ func TestRedisOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var changes []bool
+	var changes []spool.Change
 	var mu sync.Mutex
 	st := spool.NewStore(newRedis(t, srv, prefix), sp, spool.StoreOptions{Retry: 100 * time.Millisecond})
-	st.OnChange(func(on bool) { mu.Lock(); changes = append(changes, on); mu.Unlock() })
+	st.OnChange(func(c spool.Change) { mu.Lock(); changes = append(changes, c); mu.Unlock() })
 	defer st.Close()
 	until := time.Now().Add(time.Hour)
 
@@ -71,6 +71,7 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatalf("with Redis up: %+v, %v", res, err)
 	}
 	srv.Stop()
+	down := time.Now()
 	var ids []string
 	for i := range 5 {
 		ev := storagetest.NewEvent("stripe", fmt.Sprint("evt_", i))
@@ -126,8 +127,12 @@ func TestRedisOutage(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if fmt.Sprint(changes) != "[true false]" {
-		t.Fatalf("OnChange calls %v, want [true false]", changes)
+	// a start with the first event spooled, an end with the six moved,
+	// both dated from the start
+	if len(changes) != 2 || !changes[0].Spooling || changes[0].Events != 1 || changes[0].Earlier ||
+		changes[1].Spooling || changes[1].Events != 6 || !changes[1].Since.Equal(changes[0].Since) ||
+		changes[0].Since.Before(down) || time.Since(changes[0].Since) > time.Minute {
+		t.Fatalf("OnChange calls %+v, want a start (1 event) and an end (6 moved) since the first spooled", changes)
 	}
 }
 
@@ -287,5 +292,156 @@ func TestStoredThenSpooledDeliveredOnce(t *testing.T) {
 	got := leaseAll(t, st)
 	if len(got) != 2 || got["evt_1"] != 1 || got[gen.EventID] != 1 {
 		t.Fatalf("leased %v, want each event once", got)
+	}
+}
+
+// recorder notes the event of every Enqueue call, in call order, once on.
+type recorder struct {
+	storage.Store
+	on    atomic.Bool
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) Enqueue(ctx context.Context, ev *storage.Event, until time.Time) (storage.EnqueueResult, error) {
+	if r.on.Load() {
+		r.mu.Lock()
+		r.calls = append(r.calls, ev.EventID)
+		r.mu.Unlock()
+	}
+	return r.Store.Enqueue(ctx, ev, until)
+}
+
+// TestMoveFaults: the store fails a move at each of its steps — refused
+// (no claim made), the claim and enqueue made and the reply lost, stalled
+// past the mover's timeout — twice in a row, at the first, a middle (the
+// event not deduplicated) and the last event of the spool. The mover
+// keeps the event, tries again, never passes it, and in the end every
+// spooled event is in the store once: moved in acceptance order.
+func TestMoveFaults(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 5
+	for _, mode := range []struct {
+		name  string
+		fault storagetest.Fault
+	}{
+		{"refused", storagetest.Fault{Err: storagetest.ErrInjected}},
+		{"reply lost", storagetest.Fault{LoseReply: true}},
+		{"stalled", storagetest.Fault{Stall: true}},
+	} {
+		for _, at := range []int{0, 2, n - 1} {
+			t.Run(fmt.Sprintf("%s at move %d", mode.name, at+1), func(t *testing.T) {
+				f := storagetest.NewFaulty(newRedis(t, srv, redistest.Prefix()))
+				rec := &recorder{Store: f}
+				sp, err := spool.Open(filepath.Join(t.TempDir(), "spool"), spool.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Fail(storagetest.MethodEnqueue, nil) // Redis unreachable
+				st := spool.NewStore(rec, sp, spool.StoreOptions{Retry: 20 * time.Millisecond, MoveTimeout: 200 * time.Millisecond})
+				defer st.Close()
+				order := map[string]int{}
+				for i := range n {
+					ev := storagetest.NewEvent("stripe", fmt.Sprint("evt_", i))
+					if i == 2 {
+						ev.Dedupe, ev.EventID = false, "gen_"+ev.ID
+					}
+					order[ev.EventID] = i
+					if res, err := st.Enqueue(t.Context(), ev, time.Now().Add(time.Hour)); err != nil || res.Status != storage.StatusSpooled {
+						t.Fatalf("event %d, Redis unreachable: %+v, %v", i, res, err)
+					}
+				}
+				// Redis answers again, but fails the move at step at+1, twice;
+				// from now on, only the mover calls the store
+				rec.on.Store(true)
+				fault := mode.fault
+				fault.After, fault.Times = at, 2
+				f.Set(storagetest.MethodEnqueue, fault)
+				deadline := time.Now().Add(10 * time.Second)
+				for !sp.Empty() {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d events still spooled after 10 s", sp.Stats().Events)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				got := leaseAll(t, f.Inner())
+				if len(got) != n {
+					t.Fatalf("leased %v, want the %d events", got, n)
+				}
+				for id, c := range got {
+					if c != 1 {
+						t.Errorf("%s leased %d times", id, c)
+					}
+				}
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				last, tries := -1, map[int]int{}
+				for _, id := range rec.calls {
+					i := order[id]
+					if i < last {
+						t.Fatalf("moves in the order %v: an event moved before one accepted earlier was in the store", rec.calls)
+					}
+					last = i
+					tries[i]++
+				}
+				if tries[at] < 3 {
+					t.Errorf("event %d tried %d times, want the two faults and a success (calls %v)", at, tries[at], rec.calls)
+				}
+			})
+		}
+	}
+}
+
+// TestEarlierSpoolReported: a spool an earlier run left is reported as a
+// start (Earlier, with its events and its oldest event's time) to the
+// first OnChange hook, not to a later one (a reload's), and its end once
+// the store takes the events.
+func TestEarlierSpoolReported(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := filepath.Join(t.TempDir(), "spool")
+	inner := &flaky{Store: newRedis(t, srv, redistest.Prefix())}
+	inner.down.Store(true)
+	sp, err := spool.Open(dir, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := spool.NewStore(inner, sp, spool.StoreOptions{Retry: time.Hour})
+	first := time.Now()
+	for i := range 3 {
+		if _, err := st.Enqueue(t.Context(), storagetest.NewEvent("stripe", fmt.Sprint("evt_", i)), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	sp, err = spool.Open(dir, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner = &flaky{Store: newRedis(t, srv, redistest.Prefix())} // the next run's
+	inner.down.Store(true)
+	st = spool.NewStore(inner, sp, spool.StoreOptions{Retry: 20 * time.Millisecond})
+	defer st.Close()
+	changes := make(chan spool.Change, 4)
+	st.OnChange(func(c spool.Change) { changes <- c })
+	select {
+	case c := <-changes:
+		if !c.Spooling || !c.Earlier || c.Events != 3 || c.Since.Before(first.Add(-time.Second)) || c.Since.After(time.Now()) {
+			t.Fatalf("first hook got %+v, want the earlier run's start with 3 events", c)
+		}
+	default:
+		t.Fatal("the first hook was not told of the earlier run's spool")
+	}
+	st.OnChange(func(c spool.Change) { changes <- c }) // a reload's hook
+	inner.down.Store(false)
+	select {
+	case c := <-changes:
+		if c.Spooling || c.Events != 3 {
+			t.Fatalf("then %+v, want the end with 3 moved", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no end reported 10 s after the store answered")
 	}
 }

@@ -78,6 +78,9 @@ type Fault struct {
 	LoseReply bool
 	// Times limits the fault to the next Times calls; 0: until cleared.
 	Times int
+	// After lets the next After calls through untouched before the fault
+	// applies: a failure at the step After+1 of a sequence of calls.
+	After int
 }
 
 // Faulty wraps a storage.Store and injects faults per method, for tests of
@@ -213,6 +216,11 @@ func (f *Faulty) enter(ctx context.Context, m Method) (lose bool, err error) {
 	f.mu.Lock()
 	f.calls[m]++
 	fault, ok := f.faults[m]
+	if ok && fault.After > 0 {
+		fault.After--
+		f.faults[m] = fault
+		ok = false
+	}
 	if ok && fault.Times > 0 {
 		if fault.Times--; fault.Times == 0 {
 			delete(f.faults, m)

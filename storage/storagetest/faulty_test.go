@@ -3,6 +3,7 @@ package storagetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -89,6 +90,18 @@ func TestFaultyFaults(t *testing.T) {
 		}
 		if _, err := f.Enqueue(ctx, faultyEvent("evt_once"), until); err != nil {
 			t.Fatalf("second call: %v", err)
+		}
+	})
+	t.Run("error after two calls, once", func(t *testing.T) {
+		f.Set(storagetest.MethodEnqueue, storagetest.Fault{Err: storagetest.ErrInjected, After: 2, Times: 1})
+		for i, want := range []error{nil, nil, storagetest.ErrInjected, nil} {
+			id := fmt.Sprint("evt_after_", i)
+			if _, err := f.Enqueue(ctx, faultyEvent(id), until); !errors.Is(err, want) || (want == nil && err != nil) {
+				t.Fatalf("call %d: %v, want %v", i+1, err, want)
+			}
+			if stored(id) != (want == nil) {
+				t.Errorf("call %d: stored %v", i+1, stored(id))
+			}
 		}
 	})
 	t.Run("stall until the context ends", func(t *testing.T) {
