@@ -6,11 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/browser"
 	"github.com/hookline/hookline/storage/storagetest"
 )
 
@@ -103,5 +107,91 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 	})
 	if want := "[received spooled attempt delivered]"; fmt.Sprint(steps) != want {
 		t.Fatalf("audit steps %v, want %s", steps, want)
+	}
+}
+
+// TestDashboardSpool: with Redis down, the dashboard's health section
+// shows the store unavailable and this node's spool (the event spooled),
+// the queue's counts unknown, and no error; once Redis is back and the
+// spool moved, a refresh shows the store available, the spool empty, and
+// the per-source table again.
+func TestDashboardSpool(t *testing.T) {
+	srv := redistest.Start(t)
+	storageLine := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix dashspool\n\t\t\tdial_timeout 200ms\n\t\t\tspool %s\n\t\t}",
+		srv.Addr, filepath.Join(t.TempDir(), "spool"))
+	up := newUpstream(t)
+	startCaddy(t, up, storageLine, dashboardSite)
+
+	srv.Stop()
+	body := []byte(`{"kind":"order.paid"}`)
+	if resp, m := post(t, "/hooks/gen", body, signedHeaders(body, "dash-spool-1")); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("with Redis down: %d %v, want 202", resp.StatusCode, m)
+	}
+	ctx, report := browser.Page(t)
+	text := func(id string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		if err != nil {
+			t.Fatalf("#%s: %v", id, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate("http://localhost:9080/dash/"),
+		chromedp.WaitVisible(chromedp.ID("store-health")),
+	); err != nil {
+		t.Fatalf("opening the dashboard with Redis down: %v", err)
+	}
+	if s := text("store-state"); !strings.HasPrefix(s, "unavailable") {
+		t.Errorf("store state %q, want unavailable", s)
+	}
+	if s := text("spool-oldest"); !regexp.MustCompile(`^20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s ago\)$`).MatchString(s) {
+		t.Errorf("oldest spooled %q, want its time and age", s)
+	}
+	if s := text("spool-events"); s != "1" {
+		t.Errorf("spooled events %q, want 1", s)
+	}
+	if s := text("spool-bytes"); !strings.HasSuffix(s, "B") || s == "0 B" {
+		t.Errorf("spool size %q, want some bytes", s)
+	}
+	if s := text("health-empty"); !strings.Contains(s, "did not answer") {
+		t.Errorf("the per-source table says %q, want that the store did not answer", s)
+	}
+	if s := text("stat-queued"); s != "–" {
+		t.Errorf("queued %q with the store down, want unknown (–)", s)
+	}
+	if cls, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("store-row").className`)); err != nil || cls != "unhealthy" {
+		t.Errorf("the store's row class %q (%v), want unhealthy", cls, err)
+	}
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("charts-error").hidden`)); err != nil || !hidden {
+		t.Errorf("the page reports an error with the store down: %q", text("charts-error"))
+	}
+	shot(t, ctx, "hookline-dashboard-spooling.png")
+
+	srv.Restart()
+	up.next(t, 15*time.Second) // moved, then delivered
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.ID("refresh")),
+		chromedp.WaitVisible(chromedp.CSS(`#health-rows tr[data-source="gen"]`)),
+	); err != nil {
+		t.Fatalf("refreshing once Redis is back: %v", err)
+	}
+	if s := text("store-state"); s != "available" {
+		t.Errorf("store state %q once Redis is back, want available", s)
+	}
+	if s := text("spool-events"); s != "0" {
+		t.Errorf("spooled events %q once moved, want 0", s)
+	}
+	// the lists the store holds (DLQ, events) answered 503 while it was
+	// down, as documented; nothing else failed
+	var other []string
+	exceptions, _ := report()
+	for _, e := range exceptions {
+		if !strings.Contains(e, "status of 503") {
+			other = append(other, e)
+		}
+	}
+	if len(other) > 0 {
+		t.Errorf("browser errors: %q", other)
 	}
 }

@@ -109,7 +109,8 @@
 	async function loadStats() {
 		const st = await guard("Loading stats", () => api("GET", "stats"));
 		if (!st) return;
-		const q = st.queue || {};
+		// a store that did not answer has no counts: unknown, not zero
+		const q = st.store && st.store.available === false ? {} : st.queue || {};
 		$("stat-queued").textContent = String(q.queued ?? "–");
 		$("stat-in-flight").textContent = String(q.in_flight ?? "–");
 		$("stat-dead").textContent = String(q.dead ?? "–");

@@ -1,4 +1,5 @@
-// hookline dashboard, health and charts: the per-source health table (GET
+// hookline dashboard, health and charts: the store's state and this node's
+// spool (GET api/stats), the per-source health table (GET
 // api/stats?from=) and six charts over a chosen window (GET
 // api/stats/series?from=), drawn as inline SVG built element by element.
 // Every piece of data goes into the DOM as text or as a number attribute,
@@ -65,13 +66,52 @@
 		return stepSeconds >= 3600 ? iso.slice(5, 13).replace("T", " ") + "h" : iso.slice(11, 16);
 	}
 
-	// ---- health table ----
+	// ---- health tables ----
 
+	function fmtBytes(n) {
+		if (!n) return "0 B";
+		const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+		let i = 0;
+		while (n >= 1024 && i < units.length - 1) {
+			n /= 1024;
+			i++;
+		}
+		return (i === 0 ? String(n) : n.toFixed(1)) + " " + units[i];
+	}
+
+	// drawStore fills the store's row from GET api/stats: shown when the
+	// store did not answer or this node has a spool (storage redis spool).
+	// It returns whether the store answered.
+	function drawStore(plain) {
+		const available = !(plain && plain.store && plain.store.available === false);
+		const sp = plain && plain.spool;
+		$("store-health").hidden = available && !sp;
+		$("store-state").textContent = available ? "available" : "unavailable: events are spooled on this node and delivered once it answers";
+		$("spool-events").textContent = sp ? String(sp.events ?? 0) : "—";
+		$("spool-bytes").textContent = sp ? fmtBytes(sp.bytes) : "—";
+		const oldest = sp && sp.oldest ? new Date(sp.oldest) : null;
+		$("spool-oldest").textContent = oldest && !Number.isNaN(oldest.getTime())
+			? oldest.toISOString().slice(0, 19).replace("T", " ") + " UTC (" + fmtAge((Date.now() - oldest.getTime()) / 1000) + " ago)"
+			: "—";
+		$("store-row").className = !available || (sp && sp.events > 0) ? "unhealthy" : "";
+		return available;
+	}
+
+	// loadHealth draws the store's row and the per-source table; it
+	// returns whether the store answered (without it there is nothing to
+	// count, nor to chart).
 	async function loadHealth() {
-		const [range, plain] = await Promise.all([get("stats?from=" + encodeURIComponent(win)), get("stats")]);
-		const enc = plain && plain.encryption && typeof plain.encryption.enabled === "boolean" ? (plain.encryption.enabled ? "on" : "off") : "—";
+		const plain = await get("stats");
 		const rows = $("health-rows");
 		rows.replaceChildren();
+		if (!drawStore(plain)) {
+			$("health-empty").textContent = "The store did not answer: the counts are unknown until it does.";
+			$("health-empty").hidden = false;
+			$("health").hidden = true;
+			return false;
+		}
+		const range = await get("stats?from=" + encodeURIComponent(win));
+		const enc = plain && plain.encryption && typeof plain.encryption.enabled === "boolean" ? (plain.encryption.enabled ? "on" : "off") : "—";
 		const sources = range.sources || {};
 		for (const name of Object.keys(sources).sort()) {
 			const s = sources[name];
@@ -86,8 +126,10 @@
 				el("td", {}, s.breaker_open ? "open" : "closed"),
 				el("td", {}, enc)));
 		}
+		$("health-empty").textContent = "Nothing counted in this window.";
 		$("health-empty").hidden = rows.children.length > 0;
 		$("health").hidden = rows.children.length === 0;
+		return true;
 	}
 
 	// ---- charts ----
@@ -231,7 +273,7 @@
 
 	async function load() {
 		try {
-			await Promise.all([loadHealth(), loadCharts()]);
+			if (await loadHealth()) await loadCharts();
 			$("charts-error").hidden = true;
 		} catch (e) {
 			$("charts-error").textContent = "Loading the charts: " + (e && e.message ? e.message : String(e));
