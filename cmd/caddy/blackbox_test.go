@@ -226,6 +226,8 @@ type sendOpts struct {
 	statuses *sync.Map
 	// fed counts the events handed to the senders (nil: not counted).
 	fed *atomic.Int64
+	// slowest is the longest answer's time in nanoseconds (nil: not kept).
+	slowest *atomic.Int64
 }
 
 // send posts the events and returns the ids answered 202 (or, after a
@@ -248,7 +250,15 @@ func send(o sendOpts) []string {
 				for try := 0; try < tries; try++ {
 					req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/hooks/t", port), bytes.NewBufferString(body))
 					req.Header.Set("Idempotency-Key", id)
+					began := time.Now()
 					resp, err := client.Do(req)
+					if o.slowest != nil {
+						for took := int64(time.Since(began)); ; {
+							if old := o.slowest.Load(); took <= old || o.slowest.CompareAndSwap(old, took) {
+								break
+							}
+						}
+					}
 					if err != nil {
 						if o.retry {
 							continue
