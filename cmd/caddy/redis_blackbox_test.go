@@ -294,8 +294,10 @@ func TestSentinelFailoverSpooled(t *testing.T) {
 
 	// the stream: two senders, bounded, until stop
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	defer stopOnce.Do(func() { close(stop) }) // a failed test ends the stream too
 	var slowest, fed atomic.Int64
-	streamed := make(chan []string)
+	streamed := make(chan []string, 1)
 	go func() {
 		streamed <- send(sendOpts{ports: []int{httpP}, prefix: "stream", n: 20000, conc: 2, stop: stop, statuses: &statuses, slowest: &slowest, fed: &fed})
 	}()
@@ -310,7 +312,6 @@ func TestSentinelFailoverSpooled(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			close(stop)
 			t.Fatalf("the Sentinel did not promote the replica within 30 s: %v %v", addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -330,13 +331,12 @@ func TestSentinelFailoverSpooled(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if spooled == 0 {
-		close(stop)
 		t.Fatal("nothing spooled while the promoted replica had no replica of its own (min_replicas 1)")
 	}
 	time.Sleep(2 * time.Second)
 	s.Master.Restart() // the Sentinel makes it the new master's replica
 	time.Sleep(3 * time.Second)
-	close(stop)
+	stopOnce.Do(func() { close(stop) })
 	got := <-streamed
 	if int64(len(got)) != fed.Load() {
 		t.Errorf("%d of the %d events streamed answered 202 (the others failed in transit or were refused)", len(got), fed.Load())

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +35,16 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 	spoolDir := filepath.Join(t.TempDir(), "spool")
 	storageLine := fmt.Sprintf("storage redis {\n\t\t\taddress redis://%s/0\n\t\t\tkey_prefix spooled\n\t\t\tdial_timeout 200ms\n\t\t\tspool %s\n\t\t}\n\t\tencryption_key {env.HOOKLINE_E2E_KEY}\n\t\taudit",
 		srv.Addr, spoolDir)
+	// Caddy's whole log, to check that the alert URL never reaches it
+	allLog := filepath.Join(t.TempDir(), "all.log")
+	logs += fmt.Sprintf("\n\tlog all {\n\t\toutput file %s\n\t\tlevel DEBUG\n\t\tformat json\n\t}", allLog)
 	alerts := make(chan string, 10)
+	var slackCalls atomic.Int64
 	slack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slackCalls.Add(1) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable) // the first try fails: tried again
+			return
+		}
 		var m struct{ Text string }
 		_ = json.NewDecoder(r.Body).Decode(&m)
 		alerts <- m.Text
@@ -81,7 +91,7 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 		}
 		return names["webhook_spool_started"]
 	})
-	nextAlert("the store is unreachable; events are accepted into this node's spool")
+	nextAlert("the store is unreachable (since ")
 
 	srv.Restart()
 	got := up.next(t, 15*time.Second)
@@ -95,6 +105,9 @@ func TestSpoolSealedAuditedAnnounced(t *testing.T) {
 		return names["webhook_spool_stopped"]
 	})
 	nextAlert("the store answers again; the 1 event(s) spooled since")
+	if raw, err := os.ReadFile(allLog); err != nil || !strings.Contains(string(raw), "alert sent") || strings.Contains(string(raw), "hook-secret-path") {
+		t.Fatalf("Caddy's log (%v): want \"alert sent\" and never the alert URL's secret path:\n%s", err, raw)
+	}
 	var steps []string
 	waitFor(t, func() bool {
 		steps = steps[:0]
@@ -166,6 +179,9 @@ func TestDashboardSpool(t *testing.T) {
 	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("charts-error").hidden`)); err != nil || !hidden {
 		t.Errorf("the page reports an error with the store down: %q", text("charts-error"))
 	}
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("charts").hidden`)); err != nil || !hidden {
+		t.Errorf("the charts are shown with the store down (%v): they would be stale", err)
+	}
 	shot(t, ctx, "hookline-dashboard-spooling.png")
 
 	srv.Restart()
@@ -181,6 +197,9 @@ func TestDashboardSpool(t *testing.T) {
 	}
 	if s := text("spool-events"); s != "0" {
 		t.Errorf("spooled events %q once moved, want 0", s)
+	}
+	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("charts").hidden`)); err != nil || hidden {
+		t.Errorf("the charts are hidden once the store is back (%v)", err)
 	}
 	// the lists the store holds (DLQ, events) answered 503 while it was
 	// down, as documented; nothing else failed

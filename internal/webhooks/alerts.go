@@ -80,10 +80,9 @@ type alerter struct {
 	failures map[string]int
 	// last alert per kind/source
 	last map[string]time.Time
-	// spooling: whether the current start was alerted (its end is), and
-	// how many starts were not (rate-limited) since the last one that was
-	spoolAlerted bool
-	spoolQuiet   int
+	// spool is the spooling alerts' state of the store's spool (nil:
+	// none), shared with the alerters of other configs
+	spool *spoolAlertState
 
 	// client and timeout POST the alerts sent directly (sendNow)
 	client  *http.Client
@@ -209,6 +208,7 @@ func (al *alerter) run(ctx context.Context) {
 			for _, m := range al.check(now) {
 				al.send(ctx, m.key, m.text, now)
 			}
+			al.spoolCheck(now)
 		}
 	}
 }
@@ -226,7 +226,7 @@ func (al *alerter) send(ctx context.Context, key, text string, now time.Time) {
 	ev := &storage.Event{ID: id.String(), EventID: id.String(), Source: alertSource, Upstream: "alert",
 		Headers: http.Header{"Content-Type": {"application/json"}}, Body: body, ReceivedAt: now}
 	if _, err := al.app.enqueue(ctx, ev, 0); err != nil {
-		al.log.Error("queueing an alert; it will be tried again", zap.Error(err))
+		al.log.Error("queueing an alert failed", zap.Error(err))
 		al.mu.Lock()
 		delete(al.last, key) // not sent: not rate-limited either
 		al.mu.Unlock()

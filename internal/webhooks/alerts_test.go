@@ -90,34 +90,60 @@ func TestAlerterRules(t *testing.T) {
 func caddyDur(d time.Duration) caddy.Duration { return caddy.Duration(d) }
 
 // TestSpoolAlerts: a start of spooling is alerted, rate-limited like every
-// alert; an end is alerted exactly when its start was, so the last alert
+// alert: one that must wait is alerted by the check once it may, if still
+// on; an end is alerted exactly when its start was, so the last alert
 // read tells the node's state; a start after quiet ones counts them; a
+// reload's alerter (the same spool) goes on where the old one was; a
 // spool an earlier run left says so.
 func TestSpoolAlerts(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
-	al := newAlerter(AlertConfig{URL: "http://x", MinInterval: caddyDur(10 * time.Minute)}, &App{log: zap.NewNop()}, time.Second)
+	cfg := AlertConfig{URL: "http://x", MinInterval: caddyDur(10 * time.Minute)}
+	state := spoolAlertStateOf(t.TempDir())
+	al := newAlerter(cfg, &App{log: zap.NewNop()}, time.Second)
+	al.spool = state
 	start := func(at time.Duration) spool.Change { return spool.Change{Spooling: true, Since: t0.Add(at), Events: 1} }
 	end := func(since time.Duration, moved int64) spool.Change {
 		return spool.Change{Since: t0.Add(since), Events: moved}
 	}
 	for i, step := range []struct {
-		c    spool.Change
-		at   time.Duration
-		want string // "": no alert
+		c     *spool.Change // nil: the check
+		at    time.Duration
+		want  string // "": no alert
+		after func()
 	}{
-		{start(0), 0, "the store is unreachable"},
-		{end(0, 40), time.Minute, "the 40 event(s) spooled since 2023-11-14T22:13:20Z (1m0s) are in it"},
-		{start(2 * time.Minute), 2 * time.Minute, ""}, // within MinInterval
-		{end(2*time.Minute, 3), 3 * time.Minute, ""},  // its start was not alerted
-		{start(4 * time.Minute), 4 * time.Minute, ""},
-		{end(4*time.Minute, 5), 5 * time.Minute, ""},
-		{start(11 * time.Minute), 11 * time.Minute, "(2 earlier spooling period(s) since the last alert of this kind.)"},
-		{end(11*time.Minute, 7), 12 * time.Minute, "the 7 event(s)"},
-		{spool.Change{Spooling: true, Earlier: true, Since: t0, Events: 9}, 30 * time.Minute, "started with 9 event(s) in its spool, spooled since 2023-11-14T22:13:20Z by an earlier run"},
+		{c: ptr(start(0)), want: "the store is unreachable (since 2023-11-14T22:13:20Z)"},
+		{c: ptr(end(0, 40)), at: time.Minute, want: "the 40 event(s) spooled since 2023-11-14T22:13:20Z (1m0s) are in it"},
+		{c: ptr(start(2 * time.Minute)), at: 2 * time.Minute}, // within MinInterval: waits
+		{c: ptr(end(2*time.Minute, 3)), at: 3 * time.Minute},  // over before it was alerted: no end either
+		{c: ptr(start(4 * time.Minute)), at: 4 * time.Minute}, // waits
+		{at: 9 * time.Minute}, // the check: not yet
+		{at: 10 * time.Minute, want: "(since 2023-11-14T22:17:20Z); events are accepted into this node's spool and delivered once it answers again (deliveries wait meanwhile). Watch: `caddy webhooks stats`. (1 earlier spooling period(s) since the last alert of this kind.)", // still on: alerted once it may, counting the one never alerted
+			after: func() { al = newAlerter(cfg, &App{log: zap.NewNop()}, time.Second); al.spool = state }}, // a reload
+		{at: 11 * time.Minute}, // alerted already
+		{c: ptr(end(4*time.Minute, 7)), at: 12 * time.Minute, want: "the 7 event(s)"}, // the new alerter ends it
+		{c: ptr(start(20 * time.Minute)), at: 20 * time.Minute, want: "(since 2023-11-14T22:33:20Z); events are accepted into this node's spool and delivered once it answers again (deliveries wait meanwhile). Watch: `caddy webhooks stats`."},
+		{c: ptr(end(20*time.Minute, 1)), at: 21 * time.Minute, want: "the 1 event(s)"},
+		{c: &spool.Change{Spooling: true, Earlier: true, Since: t0, Events: 9}, at: 40 * time.Minute,
+			want: "started with 9 event(s) in its spool, spooled since 2023-11-14T22:13:20Z by an earlier run"},
 	} {
-		text, ok := al.spoolAlert(step.c, t0.Add(step.at))
+		var text string
+		var ok bool
+		if step.c != nil {
+			text, ok = al.spoolAlert(*step.c, t0.Add(step.at))
+		} else {
+			al.spool.mu.Lock()
+			if al.spool.pending {
+				text, ok = al.spoolStartText(t0.Add(step.at))
+			}
+			al.spool.mu.Unlock()
+		}
 		if ok != (step.want != "") || !strings.Contains(text, step.want) {
 			t.Fatalf("step %d (%+v): alert %v %q, want %q", i, step.c, ok, text, step.want)
 		}
+		if step.after != nil {
+			step.after()
+		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

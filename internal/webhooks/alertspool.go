@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,58 +23,151 @@ import (
 // sent once the store is back) when every try failed.
 var spoolAlertTries = []time.Duration{0, 2 * time.Second, 10 * time.Second}
 
+// spoolAlertState is the spooling alerts' state of one spool. It is kept
+// by the spool's directory, not by the alerter: the spool and its
+// spooling outlive a config, so a reload's alerter goes on where the old
+// one was (an end is alerted for a start the old one alerted).
+type spoolAlertState struct {
+	mu       sync.Mutex
+	start    spool.Change  // the current start (Spooling false: none)
+	alerted  bool          // the current start was alerted
+	pending  bool          // the current start waits for min_interval to be alerted
+	quiet    int           // starts never alerted since the last one that was
+	last     time.Time     // when a start was last alerted
+	inFlight chan struct{} // closed once the last start alert's sending is over
+}
+
+var spoolAlertStates = struct {
+	sync.Mutex
+	m map[string]*spoolAlertState
+}{m: map[string]*spoolAlertState{}}
+
+// spoolAlertStateOf is the state of the spool in dir.
+func spoolAlertStateOf(dir string) *spoolAlertState {
+	spoolAlertStates.Lock()
+	defer spoolAlertStates.Unlock()
+	st, ok := spoolAlertStates.m[dir]
+	if !ok {
+		st = &spoolAlertState{}
+		spoolAlertStates.m[dir] = st
+	}
+	return st
+}
+
 // spoolChanged alerts when this node starts spooling (its store
 // unreachable, or a spool an earlier run left) and, once the spooled
 // events are in the store again, that it is over: a start directly
-// (sendNow), an end through the queue, as other alerts.
-func (al *alerter) spoolChanged(ctx context.Context, c spool.Change, now time.Time) {
+// (sendNow), an end through the queue, as other alerts, after its start's
+// alert. Both are sent in the background: the hook must not block, nor
+// call the store.
+func (al *alerter) spoolChanged(c spool.Change, now time.Time) {
+	if al.spool == nil {
+		return
+	}
 	text, ok := al.spoolAlert(c, now)
 	switch {
 	case !ok:
 	case c.Spooling:
-		go al.sendNow(ctx, "spool", text)
+		al.startSpoolAlert(text)
 	default:
-		al.send(ctx, "spool-end", text, now)
+		al.spool.mu.Lock()
+		prev := al.spool.inFlight
+		al.spool.mu.Unlock()
+		go func() {
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-time.After(time.Minute):
+				}
+			}
+			al.send(context.Background(), "spool-end", text, now)
+		}()
 	}
 }
 
-// spoolAlert decides whether change c is alerted, and the alert's text.
-// Starts are rate-limited like every alert (MinInterval); an end is
-// alerted for each start alerted, so that the last alert an operator
-// reads tells the node's state.
+// spoolAlert decides whether change c is alerted now, and the alert's
+// text. Starts are rate-limited like every alert (MinInterval): one that
+// must wait is alerted by spoolCheck once it may, if still on. An end is
+// alerted when its start was, so that the last alert an operator reads
+// tells the node's state.
 func (al *alerter) spoolAlert(c spool.Change, now time.Time) (string, bool) {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "this node"
-	}
-	al.mu.Lock()
-	defer al.mu.Unlock()
+	st := al.spool
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if !c.Spooling {
-		alerted := al.spoolAlerted
-		al.spoolAlerted = false
+		alerted := st.alerted
+		if st.pending {
+			st.quiet++ // over before it could be alerted
+		}
+		st.start, st.alerted, st.pending = spool.Change{}, false, false
 		return fmt.Sprintf(":white_check_mark: hookline on %s: the store answers again; the %d event(s) spooled since %s (%s) are in it and being delivered.",
-			host, c.Events, c.Since.UTC().Format(time.RFC3339), now.Sub(c.Since).Round(time.Second)), alerted
+			hostname(), c.Events, c.Since.UTC().Format(time.RFC3339), now.Sub(c.Since).Round(time.Second)), alerted
 	}
-	if !al.allow("spool", now) {
-		al.spoolQuiet++
-		al.spoolAlerted = false
+	st.start, st.alerted, st.pending = c, false, true
+	return al.spoolStartText(now)
+}
+
+// spoolCheck alerts a start that had to wait for MinInterval, once it
+// may; it runs with the other checks.
+func (al *alerter) spoolCheck(now time.Time) {
+	if al.spool == nil {
+		return
+	}
+	al.spool.mu.Lock()
+	text, ok := "", false
+	if al.spool.pending {
+		text, ok = al.spoolStartText(now)
+	}
+	al.spool.mu.Unlock()
+	if ok {
+		al.startSpoolAlert(text)
+	}
+}
+
+// spoolStartText is the alert of the pending start, when MinInterval
+// allows one now (st.mu held).
+func (al *alerter) spoolStartText(now time.Time) (string, bool) {
+	st := al.spool
+	if !st.last.IsZero() && now.Sub(st.last) < time.Duration(al.cfg.MinInterval) {
 		return "", false
 	}
-	quiet := al.spoolQuiet
-	al.spoolQuiet, al.spoolAlerted = 0, true
-	text := fmt.Sprintf(":rotating_light: hookline on %s: the store is unreachable; events are accepted into this node's spool and delivered once it answers again (deliveries wait meanwhile). Watch: `caddy webhooks stats`.", host)
+	c := st.start
+	text := fmt.Sprintf(":rotating_light: hookline on %s: the store is unreachable (since %s); events are accepted into this node's spool and delivered once it answers again (deliveries wait meanwhile). Watch: `caddy webhooks stats`.",
+		hostname(), c.Since.UTC().Format(time.RFC3339))
 	if c.Earlier {
 		text = fmt.Sprintf(":warning: hookline on %s: started with %d event(s) in its spool, spooled since %s by an earlier run; they are moved into the store once it answers. Watch: `caddy webhooks stats`.",
-			host, c.Events, c.Since.UTC().Format(time.RFC3339))
+			hostname(), c.Events, c.Since.UTC().Format(time.RFC3339))
 	}
-	if quiet > 0 {
-		text += fmt.Sprintf(" (%d earlier spooling period(s) since the last alert of this kind.)", quiet)
+	if st.quiet > 0 {
+		text += fmt.Sprintf(" (%d earlier spooling period(s) since the last alert of this kind.)", st.quiet)
 	}
+	st.quiet, st.last, st.alerted, st.pending = 0, now, true, false
 	return text, true
 }
 
+// startSpoolAlert sends a start alert in the background; the state's
+// inFlight says when it is over.
+func (al *alerter) startSpoolAlert(text string) {
+	done := make(chan struct{})
+	al.spool.mu.Lock()
+	al.spool.inFlight = done
+	al.spool.mu.Unlock()
+	go func() {
+		defer close(done)
+		al.sendNow(context.Background(), "spool", text)
+	}()
+}
+
+func hostname() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "this node"
+}
+
 // sendNow POSTs an alert directly, trying spoolAlertTries times, and
-// queues it when none succeeded.
+// queues it when none succeeded. It does not end with the config that
+// started it: a reload must not lose the alert.
 func (al *alerter) sendNow(ctx context.Context, key, text string) {
 	var err error
 	for _, wait := range spoolAlertTries {

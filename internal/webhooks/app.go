@@ -334,6 +334,9 @@ func (a *App) Start() error {
 	}
 	a.breakers.OnChange(a.breakerChanged)
 	if ss := spoolStoreOf(st); ss != nil {
+		if a.alerter != nil {
+			a.alerter.spool = spoolAlertStateOf(ss.Spool().Dir())
+		}
 		ss.OnChange(func(c spool.Change) { a.spoolChanged(ss.Spool(), c) })
 	}
 	d := delivery.New(delivery.Config{
@@ -392,6 +395,7 @@ func (a *App) Stop() error {
 		<-a.pausesDone
 		if a.alertsDone != nil {
 			<-a.alertsDone
+			a.alerter.client.CloseIdleConnections()
 		}
 	}
 	return nil

@@ -178,6 +178,6 @@ func (a *App) spoolChanged(sp *spool.Spool, c spool.Change) {
 	}
 	a.emit(name, data)
 	if a.alerter != nil {
-		a.alerter.spoolChanged(a.ctx, c, time.Now())
+		a.alerter.spoolChanged(c, time.Now())
 	}
 }

@@ -84,6 +84,9 @@ type Spool struct {
 	mu     sync.Mutex
 	oldest time.Time
 	closed sync.Once
+	// earlier is set while events an earlier run spooled, found at Open,
+	// are not yet reported (takeEarlier)
+	earlier atomic.Bool
 }
 
 // Stats is what a spool holds.
@@ -130,6 +133,7 @@ func Open(dir string, opts Options) (*Spool, error) {
 		db.Close()
 		return nil, fmt.Errorf("spool %s: %w", dir, err)
 	}
+	s.earlier.Store(s.size.events.Load() > 0)
 	s.b = groupcommit.New(s.commit, groupcommit.Options[*put]{
 		MaxBatch: 256,
 		Closed:   ErrClosed,
@@ -138,6 +142,10 @@ func Open(dir string, opts Options) (*Spool, error) {
 	})
 	return s, nil
 }
+
+// takeEarlier reports, once per Open, whether the spool held events when
+// it was opened: events an earlier run spooled.
+func (s *Spool) takeEarlier() bool { return s.earlier.Swap(false) }
 
 // load reads the size and the oldest event's time.
 func (s *Spool) load() error {

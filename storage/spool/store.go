@@ -38,11 +38,14 @@ type Store struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
+	// hookMu orders the starts and ends of spooling with the calls of
+	// the OnChange function that report them: one at a time, in order
+	hookMu   sync.Mutex
 	mu       sync.Mutex
 	spooling bool      // since the first event spooled, until the spool is empty again
 	since    time.Time // when spooling started
 	// earlier is a start not yet reported: events an earlier run spooled,
-	// found at open, before OnChange was set
+	// found when the spool was opened, before OnChange was set
 	earlier  bool
 	onChange atomic.Pointer[func(Change)]
 	// failures counts the mover's failed tries since its last move.
@@ -95,10 +98,15 @@ func NewStore(inner storage.Store, sp *Spool, opts StoreOptions) *Store {
 	s := &Store{Store: inner, sp: sp, log: opts.Log, now: opts.Now, retry: opts.Retry, moveTimeout: opts.MoveTimeout, closeSpool: opts.CloseSpool,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if !sp.Empty() {
-		s.spooling, s.earlier = true, true
+		// events an earlier run spooled, or, for a store sharing the spool
+		// with another (a reload), events spooled in this run: reported
+		// as a start only in the first case
+		s.spooling, s.earlier = true, sp.takeEarlier()
 		s.since = sp.Stats().Oldest
-		s.log.Warn("events spooled by an earlier run wait to be moved into the store",
-			zap.String("spool", sp.Dir()), zap.Int64("events", sp.Stats().Events))
+		if s.earlier {
+			s.log.Warn("events spooled by an earlier run wait to be moved into the store",
+				zap.String("spool", sp.Dir()), zap.Int64("events", sp.Stats().Events))
+		}
 	}
 	go s.move()
 	return s
@@ -126,12 +134,15 @@ type Change struct {
 	Earlier bool
 }
 
-// OnChange sets fn to be called at every start and end of spooling (fn
-// is called on the request or the mover that makes the change: it must
-// not block). It replaces the fn set before (the app of a reload sets its
-// own on the store it shares with the old one). A spool that held events
-// when the store was opened is reported as a start to the first fn set.
+// OnChange sets fn to be called at every start and end of spooling, one
+// call at a time and in their order. fn is called on the request or the
+// mover that makes the change: it must not block, nor call the store. It
+// replaces the fn set before (the app of a reload sets its own on the
+// store it shares with the old one). A spool that held events when it
+// was opened is reported as a start to the first fn set.
 func (s *Store) OnChange(fn func(Change)) {
+	s.hookMu.Lock()
+	defer s.hookMu.Unlock()
 	s.onChange.Store(&fn)
 	s.mu.Lock()
 	earlier := s.earlier && s.spooling
@@ -209,6 +220,11 @@ func (s *Store) spool(ctx context.Context, ev *storage.Event, dedupeUntil time.T
 
 // started records that an event was spooled.
 func (s *Store) started(cause error) {
+	if s.isSpooling() {
+		return
+	}
+	s.hookMu.Lock()
+	defer s.hookMu.Unlock()
 	s.mu.Lock()
 	was := s.spooling
 	if !was {
@@ -225,21 +241,24 @@ func (s *Store) started(cause error) {
 }
 
 // ended records that the spool is empty again, unless an event was
-// spooled since the mover saw it empty (started then saw spooling set).
-func (s *Store) ended(moved int) {
+// spooled since the mover saw it empty (started then saw spooling set);
+// it reports whether the spooling (if any) is over.
+func (s *Store) ended(moved int) bool {
+	s.hookMu.Lock()
+	defer s.hookMu.Unlock()
 	s.mu.Lock()
 	if !s.sp.Empty() {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	was, since := s.spooling, s.since
 	s.spooling, s.earlier = false, false
 	s.mu.Unlock()
-	if !was {
-		return
+	if was {
+		s.log.Info("the spooled events are in the store again", zap.String("spool", s.sp.Dir()), zap.Int("moved", moved))
+		s.changed(Change{Since: since, Events: int64(moved)})
 	}
-	s.log.Info("the spooled events are in the store again", zap.String("spool", s.sp.Dir()), zap.Int("moved", moved))
-	s.changed(Change{Since: since, Events: int64(moved)})
+	return true
 }
 
 // moveBatch is how many spooled events the mover reads at a time.
@@ -257,10 +276,11 @@ func (s *Store) move() {
 		default:
 		}
 		if s.sp.Empty() {
-			if moved > 0 || s.isSpooling() {
-				s.ended(moved)
+			// moved counts on while an event spooled meanwhile keeps the
+			// spooling going
+			if s.ended(moved) {
+				moved = 0
 			}
-			moved = 0
 			select {
 			case <-s.wake:
 			case <-s.stop:
@@ -287,7 +307,8 @@ func (s *Store) isSpooling() bool {
 }
 
 // moveSome moves up to moveBatch events, in order, stopping at the first
-// the store does not take; it removes those moved from the spool.
+// the store does not take; it removes those moved (and the damaged ones,
+// dropped) from the spool, and returns how many were moved.
 func (s *Store) moveSome() (n int, err error) {
 	entries, err := s.sp.Next(moveBatch)
 	if err != nil {
@@ -310,7 +331,7 @@ func (s *Store) moveSome() (n int, err error) {
 	for _, e := range entries {
 		select {
 		case <-s.stop:
-			return len(done), nil
+			return n, nil
 		default:
 		}
 		if e.Err != nil {
@@ -326,12 +347,13 @@ func (s *Store) moveSome() (n int, err error) {
 		err := s.moveOne(e)
 		if err != nil {
 			s.failing(e, err)
-			return len(done), err
+			return n, err
 		}
 		s.recovered()
 		done = append(done, e.Seq)
+		n++
 	}
-	return len(done), nil
+	return n, nil
 }
 
 // moveOne enqueues spooled event e into the store, giving up when the

@@ -295,20 +295,17 @@ func TestStoredThenSpooledDeliveredOnce(t *testing.T) {
 	}
 }
 
-// recorder notes the event of every Enqueue call, in call order, once on.
+// recorder notes the event of every Enqueue call, in call order.
 type recorder struct {
 	storage.Store
-	on    atomic.Bool
 	mu    sync.Mutex
 	calls []string
 }
 
 func (r *recorder) Enqueue(ctx context.Context, ev *storage.Event, until time.Time) (storage.EnqueueResult, error) {
-	if r.on.Load() {
-		r.mu.Lock()
-		r.calls = append(r.calls, ev.EventID)
-		r.mu.Unlock()
-	}
+	r.mu.Lock()
+	r.calls = append(r.calls, ev.EventID)
+	r.mu.Unlock()
 	return r.Store.Enqueue(ctx, ev, until)
 }
 
@@ -331,15 +328,14 @@ func TestMoveFaults(t *testing.T) {
 	} {
 		for _, at := range []int{0, 2, n - 1} {
 			t.Run(fmt.Sprintf("%s at move %d", mode.name, at+1), func(t *testing.T) {
-				f := storagetest.NewFaulty(newRedis(t, srv, redistest.Prefix()))
-				rec := &recorder{Store: f}
 				sp, err := spool.Open(filepath.Join(t.TempDir(), "spool"), spool.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				f.Fail(storagetest.MethodEnqueue, nil) // Redis unreachable
-				st := spool.NewStore(rec, sp, spool.StoreOptions{Retry: 20 * time.Millisecond, MoveTimeout: 200 * time.Millisecond})
-				defer st.Close()
+				// Redis unreachable: the events are spooled
+				down := &flaky{Store: newRedis(t, srv, redistest.Prefix())}
+				down.down.Store(true)
+				st := spool.NewStore(down, sp, spool.StoreOptions{Retry: time.Hour, CloseSpool: func() error { return nil }})
 				order := map[string]int{}
 				for i := range n {
 					ev := storagetest.NewEvent("stripe", fmt.Sprint("evt_", i))
@@ -351,12 +347,18 @@ func TestMoveFaults(t *testing.T) {
 						t.Fatalf("event %d, Redis unreachable: %+v, %v", i, res, err)
 					}
 				}
-				// Redis answers again, but fails the move at step at+1, twice;
-				// from now on, only the mover calls the store
-				rec.on.Store(true)
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				// Redis answers again, but fails the move at step at+1,
+				// twice; only the mover of the next store calls it
+				f := storagetest.NewFaulty(newRedis(t, srv, redistest.Prefix()))
 				fault := mode.fault
 				fault.After, fault.Times = at, 2
 				f.Set(storagetest.MethodEnqueue, fault)
+				rec := &recorder{Store: f}
+				st = spool.NewStore(rec, sp, spool.StoreOptions{Retry: 20 * time.Millisecond, MoveTimeout: 200 * time.Millisecond})
+				defer st.Close()
 				deadline := time.Now().Add(10 * time.Second)
 				for !sp.Empty() {
 					if time.Now().After(deadline) {
@@ -384,8 +386,10 @@ func TestMoveFaults(t *testing.T) {
 					last = i
 					tries[i]++
 				}
-				if tries[at] < 3 {
-					t.Errorf("event %d tried %d times, want the two faults and a success (calls %v)", at, tries[at], rec.calls)
+				for i := range n {
+					if want := map[bool]int{true: 3, false: 1}[i == at]; tries[i] != want {
+						t.Errorf("event %d tried %d times, want %d (calls %v)", i, tries[i], want, rec.calls)
+					}
 				}
 			})
 		}

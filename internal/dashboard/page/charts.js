@@ -101,7 +101,17 @@
 	// returns whether the store answered (without it there is nothing to
 	// count, nor to chart).
 	async function loadHealth() {
-		const plain = await get("stats");
+		let plain;
+		try {
+			plain = await get("stats");
+		} catch (e) {
+			// not known: say so rather than keep an earlier state
+			$("store-health").hidden = false;
+			$("store-state").textContent = "unknown";
+			for (const id of ["spool-events", "spool-bytes", "spool-oldest"]) $(id).textContent = "—";
+			$("store-row").className = "unhealthy";
+			throw e;
+		}
 		const rows = $("health-rows");
 		rows.replaceChildren();
 		if (!drawStore(plain)) {
@@ -273,7 +283,11 @@
 
 	async function load() {
 		try {
-			if (await loadHealth()) await loadCharts();
+			// without the store the charts are unknown: hidden, not stale
+			const available = await loadHealth();
+			$("charts").hidden = !available;
+			$("charts-range").hidden = !available;
+			if (available) await loadCharts();
 			$("charts-error").hidden = true;
 		} catch (e) {
 			$("charts-error").textContent = "Loading the charts: " + (e && e.message ? e.message : String(e));
