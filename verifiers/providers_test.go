@@ -35,10 +35,12 @@ type providerCase struct {
 	// bodyUnsigned: the body is not authenticated (msgraph's clientState
 	// is a bearer token): a changed body is accepted.
 	bodyUnsigned bool
-	// vector, when set, is the provider's published example: it must
-	// verify as is, at vectorNow.
-	vector    []string
-	vectorNow time.Time
+	// vector, when set, is the provider's published example (or its
+	// official SDK's test case): it must verify as is, at vectorNow, with
+	// the body vectorBody (default: the Standard Webhooks payload).
+	vector     []string
+	vectorNow  time.Time
+	vectorBody string
 }
 
 // hexHMAC and b64HMAC sign parts with the hash h.
@@ -157,10 +159,65 @@ var providerCases = []providerCase{
 			return []string{ZoomTimestampHeader, at, ZoomSignatureHeader, zoomSign(secret, at, body)}, body
 		},
 		vector: []string{ZoomTimestampHeader, zoomTS, ZoomSignatureHeader, "v0=" + zoomHex}, vectorNow: time.Unix(zoomNow, 0)},
+	// the official Go SDK's test case: secret "testing", its fixture
+	// testdata/webhook_request.json (with the file's final newline)
+	{recipe: "gocardless", doc: "https://developer.gocardless.com/getting-started/staying-up-to-date-with-webhooks/",
+		secret: "testing", body: goCardlessBody,
+		sign:   bodySigner("Webhook-Signature", "", hexHMAC, sha256.New),
+		vector: []string{"Webhook-Signature", "243f3efa57743c24eec7c5e10edc475b547830d256d5b583745afe319dd90936"}, vectorBody: goCardlessBody},
+	// the official Java SDK's test case (ipp-v3-java-devkit WebhooksServiceTest)
+	{recipe: "quickbooks", doc: "https://developer.intuit.com/app/developer/qbo/docs/develop/webhooks/managing-webhooks-notifications#validating-the-notification",
+		secret: "b5771f19b12ddb4bcdb9f08bdc50bc63878a", body: quickBooksBody,
+		sign:   bodySigner("intuit-signature", "", b64HMAC, sha256.New),
+		vector: []string{"intuit-signature", "JC2GUwciPmRBwEO7WvrRmKqu9tGOKL8FFallocTFi8Q="}, vectorBody: quickBooksBody},
+	// the official Node SDK's test case (line-bot-sdk-nodejs validate-signature.spec.ts)
+	{recipe: "line", doc: "https://developers.line.biz/en/docs/messaging-api/receiving-messages/",
+		secret: "test_secret", body: `{"destination":"Uc7472b39e21dab71c2347e02714630d6","events":[]}`,
+		sign:   bodySigner("x-line-signature", "", b64HMAC, sha256.New),
+		vector: []string{"x-line-signature", "t7Hn4ZDHqs6e+wdvI5TyQIvzie0DmMUmuXEBqyyE/tM="}, vectorBody: `{"hello":"world"}`},
+	// the official PHP SDK's example (helpscout-api-php examples/webhooks.php)
+	{recipe: "helpscout", doc: "https://developer.helpscout.com/webhooks/",
+		secret: "asdfasdf", body: `{"id":123,"number":42,"status":"active"}`,
+		sign:   bodySigner("X-HelpScout-Signature", "", b64HMAC, sha1.New),
+		vector: []string{"X-HelpScout-Signature", "7S2+kN8bZsrdAEADJ+yYfWWsf/4=", "X-HelpScout-Event", "convo.deleted"}, vectorBody: `{"id":123}`},
+	{recipe: "checkout", doc: "https://www.checkout.com/docs/developer-resources/webhooks/manage-webhooks/set-up-your-webhook-receiver",
+		secret: "cko-signature-key", body: `{"id":"evt_caxmnvuvbe4elkbdx2imwbnjxu","type":"payment_approved","version":"1.0.29","created_on":"2023-05-22T11:56:04.8821546Z","data":{"id":"pay_griq7wyqkggu7mnk7ecm6ysrl4"}}`,
+		sign: bodySigner("Cko-Signature", "", hexHMAC, sha256.New)},
+	{recipe: "fastspring", doc: "https://developer.fastspring.com/docs/message-security",
+		secret: "fastspring-hmac-secret", body: `{"events":[{"id":"Vi3p5bVRQI6Qv9zXOpMgPQ","live":false,"processed":false,"type":"order.completed","created":1426560444800,"data":{}}]}`,
+		sign: bodySigner("X-FS-Signature", "", b64HMAC, sha256.New)},
+	{recipe: "customerio", doc: "https://customer.io/docs/api/webhooks/",
+		secret: "cio-signing-key", body: `{"data":{"delivery_id":"RMehBAAAAXE7r_ONUGXly9DBGkpq1JS31w==","identifiers":{"id":"2"}},"event_id":"01E4C4CT6YDC7Y5M7FE1GWWPQJ","object_type":"email","metric":"opened","timestamp":1585250199}`, timestamped: true,
+		sign: func(secret, body string, ts time.Time) ([]string, string) {
+			at := strconv.FormatInt(ts.Unix(), 10)
+			return []string{"X-CIO-Timestamp", at, "X-CIO-Signature", hexHMAC(sha256.New, secret, "v0:", at, ":", body)}, body
+		}},
+	{recipe: "tally", doc: "https://tally.so/help/webhooks",
+		secret: "tally-signing-secret", body: `{"eventId":"a4cb511e-d513-4fa5-baee-b815d718dfd1","eventType":"FORM_RESPONSE","createdAt":"2023-06-28T15:00:21.889Z","data":{"responseId":"2wgx4n","formId":"VwbNEw"}}`,
+		sign: bodySigner("Tally-Signature", "", b64HMAC, sha256.New)},
+	{recipe: "calcom", doc: "https://cal.com/docs/core-features/webhooks",
+		secret: "calcom-webhook-secret", body: `{"triggerEvent":"BOOKING_CREATED","createdAt":"2023-05-24T09:30:00.538Z","payload":{"uid":"bFJeNb2uX8ANpT3JL5EfXw"}}`,
+		sign: bodySigner("X-Cal-Signature-256", "", hexHMAC, sha256.New)},
+	{recipe: "heroku", doc: "https://github.com/heroku/webhooks-docs",
+		secret: "heroku-webhook-secret", body: `{"action":"update","actor":{"email":"user@example.com"},"data":{"id":"9a7a1d04-6e09-4b4b-9cfd-9b2c1c5a2bd8"},"id":"4fd22c6d-5d19-4e43-8df8-fca0a0a4e3a1","resource":"app","webhook_metadata":{"attempt":{"id":"7c1f3c6e-0b5a-4b8b-9b3e-5a52b3c4e2f0"},"delivery":{"id":"1d3c6a3e-47f1-4f6c-8b0a-3b8a3c8e1f55"},"event":{"id":"4fd22c6d-5d19-4e43-8df8-fca0a0a4e3a1","include":"api:app"}}}`,
+		sign: bodySigner("Heroku-Webhook-Hmac-SHA256", "", b64HMAC, sha256.New)},
+	{recipe: "terraform", doc: "https://developer.hashicorp.com/terraform/cloud-docs/api-docs/notification-configurations",
+		secret: "tfe-notification-token", body: `{"payload_version":1,"notification_configuration_id":"nc-AeUQ2zfKZzW9TiGZ","run_id":"run-Y3PqWvBpdAMn2TNi","notifications":[{"message":"Run Canceled","trigger":"run:errored","run_status":"canceled"}]}`,
+		sign: bodySigner("X-TFE-Notification-Signature", "", hexHMAC, sha512.New)},
+	{recipe: "launchdarkly", doc: "https://launchdarkly.com/docs/home/infrastructure/webhooks",
+		secret: "ld-webhook-secret", body: `{"_id":"5defb5bd0e1a3d0a5b2a0b6d","kind":"flag","name":"Example flag","accesses":[{"action":"updateOn"}],"date":1575990717374}`,
+		sign: bodySigner("X-LD-Signature", "", hexHMAC, sha256.New)},
 	{recipe: "msgraph", doc: "https://learn.microsoft.com/graph/change-notifications-delivery-webhooks",
 		secret: graphState, body: graphBody(graphState), bodyUnsigned: true,
 		sign: func(secret, _ string, _ time.Time) ([]string, string) { return nil, graphBody(secret) }},
 }
+
+// goCardlessBody is the official Go SDK's test fixture
+// (gocardless-pro-go testdata/webhook_request.json), final newline included.
+const goCardlessBody = `{"events":[{"id":"EVTESTNE86TNZS","created_at":"2017-03-20T17:57:02.292Z","resource_type":"payments","action":"failed","links":{"payment":"index_ID_123"},"details":{"origin":"bank","cause":"test_failure","scheme":"sepa_core","reason_code":"TEST","description":"GoCardless has marked this payment as failed in sandbox to enable testing of payment failure webhooks."},"metadata":{}}]}` + "\n"
+
+// quickBooksBody is the official Java SDK's test payload.
+const quickBooksBody = `{"eventNotifications":[{"realmId":"1185883450","dataChangeEvent":{"entities":[{"name":"Customer","id":"1","operation":"Create","lastUpdated":"2015-10-05T14:42:19-0700"}]}}]}`
 
 // stdOtherSecret is a second Standard Webhooks secret.
 const stdOtherSecret = "whsec_YW5vdGhlciBzZWNyZXQgb2YgMjQgYnl0ZXM="
@@ -298,6 +355,9 @@ func TestProviderRecipes(t *testing.T) {
 					body := stdPayload
 					if pc.recipe == "zoom" {
 						body = zoomBody
+					}
+					if pc.vectorBody != "" {
+						body = pc.vectorBody
 					}
 					checkErr(t, v.Verify(newRequest(pc.vector...), []byte(body), pc.vectorNow), nil, pc.secret)
 				})

@@ -107,8 +107,9 @@ func TestRedisOutage(t *testing.T) {
 	n.kill()
 }
 
-// TestRedisOutageSpooled is TestRedisOutage with `spool`: while Redis is
-// down every event is answered 202 (its resends 200, spooled), Caddy is
+// TestRedisOutageSpooled is TestRedisOutage with `spool`: Redis is stopped
+// in the middle of a steady stream; while it is down every event is
+// answered 202 (its resends 200, spooled), Caddy is
 // killed with SIGKILL and started again with Redis still down, and once
 // Redis is back the node moves its spool into it by itself: every event
 // answered 202 is delivered, none twice, and no request was refused.
@@ -131,12 +132,28 @@ func TestRedisOutageSpooled(t *testing.T) {
 	acked := send(sendOpts{ports: []int{httpP}, prefix: "pre", n: 50, conc: 4, statuses: &statuses})
 	waitDelivered(t, tr, acked, 30*time.Second) // none in flight when Caddy is killed
 
+	// a steady stream, bounded, during which Redis stops
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	defer stopOnce.Do(func() { close(stop) })
+	var fed atomic.Int64
+	streamed := make(chan []string, 1)
+	go func() {
+		streamed <- send(sendOpts{ports: []int{httpP}, prefix: "stream", n: 20000, conc: 2, stop: stop, statuses: &statuses, fed: &fed})
+	}()
+	time.Sleep(time.Second)
 	srv.Stop()
+	time.Sleep(2 * time.Second)
 	down := send(sendOpts{ports: []int{httpP}, prefix: "down", n: 300, conc: 4, statuses: &statuses})
 	if len(down) != 300 {
 		t.Fatalf("%d of 300 events acknowledged with Redis down (statuses: 503 %d)", len(down), count(503))
 	}
-	acked = append(acked, down...)
+	stopOnce.Do(func() { close(stop) })
+	stream := <-streamed
+	if int64(len(stream)) != fed.Load() {
+		t.Fatalf("%d of the %d events streamed while Redis stopped were acknowledged (statuses: 503 %d)", len(stream), fed.Load(), count(503))
+	}
+	acked = append(append(acked, stream...), down...)
 	// resends of spooled events: duplicates, answered 200
 	before200 := count(http.StatusOK)
 	send(sendOpts{ports: []int{httpP}, prefix: "down", n: 40, conc: 4, statuses: &statuses})
@@ -154,24 +171,26 @@ func TestRedisOutageSpooled(t *testing.T) {
 			Oldest time.Time `json:"oldest"`
 		} `json:"spool"`
 	}
+	// the 300 and those of the stream sent after Redis stopped
 	adminJSON(t, adminP, "/webhooks/stats", &stats)
-	if stats.Store.Available || stats.Spool == nil || stats.Spool.Events != 300 || stats.Spool.Oldest.IsZero() {
-		t.Fatalf("stats with Redis down: %+v %+v, want the store unavailable and 300 events spooled", stats.Store, stats.Spool)
+	if stats.Store.Available || stats.Spool == nil || stats.Spool.Events < 300 || stats.Spool.Events > int64(300+len(stream)) || stats.Spool.Oldest.IsZero() {
+		t.Fatalf("stats with Redis down: %+v %+v, want the store unavailable and 300 to %d events spooled", stats.Store, stats.Spool, 300+len(stream))
 	}
-	if m := adminText(t, adminP, "/metrics"); !strings.Contains(m, "\ncaddy_webhooks_spool_events 300\n") {
-		t.Fatalf("metrics with Redis down: no caddy_webhooks_spool_events 300 in %q", regexp.MustCompile(`(?m)^caddy_webhooks_s.*$`).FindAllString(m, -1))
+	spooled := stats.Spool.Events
+	if m := adminText(t, adminP, "/metrics"); !strings.Contains(m, fmt.Sprintf("\ncaddy_webhooks_spool_events %d\n", spooled)) {
+		t.Fatalf("metrics with Redis down: no caddy_webhooks_spool_events %d in %q", spooled, regexp.MustCompile(`(?m)^caddy_webhooks_s.*$`).FindAllString(m, -1))
 	}
 
 	// and so does `caddy webhooks stats`, the store marked unavailable
 	out, err := exec.Command(n.bin, "webhooks", "stats", "--address", fmt.Sprintf("127.0.0.1:%d", adminP)).CombinedOutput()
-	if err != nil || !regexp.MustCompile(`(?m)^UNAVAILABLE +300 +\d+ +\S+$`).Match(out) {
-		t.Fatalf("caddy webhooks stats with Redis down: %v\n%s\nwant the store UNAVAILABLE and 300 events spooled", err, out)
+	if err != nil || !regexp.MustCompile(fmt.Sprintf(`(?m)^UNAVAILABLE +%d +\d+ +\S+$`, spooled)).Match(out) {
+		t.Fatalf("caddy webhooks stats with Redis down: %v\n%s\nwant the store UNAVAILABLE and %d events spooled", err, out, spooled)
 	}
 
 	n.kill()
-	// the audit trail says which events were spooled: the 300, not their resends
-	if got := strings.Count(n.logs.String(), `"step":"spooled"`); got != 300 {
-		t.Fatalf("%d audit lines of step spooled, want 300", got)
+	// the audit trail says which events were spooled: those, not their resends
+	if got := strings.Count(n.logs.String(), `"step":"spooled"`); int64(got) != spooled {
+		t.Fatalf("%d audit lines of step spooled, want %d", got, spooled)
 	}
 	n = startNode(t, dir, cfg, adminP, httpP) // Redis still down: it starts and accepts
 	after := send(sendOpts{ports: []int{httpP}, prefix: "restarted", n: 100, conc: 4, statuses: &statuses})
@@ -202,8 +221,8 @@ func TestRedisOutageSpooled(t *testing.T) {
 	if !stats.Store.Available || stats.Spool == nil || stats.Spool.Events != 0 {
 		t.Fatalf("stats once moved: %+v %+v, want the store available and the spool empty", stats.Store, stats.Spool)
 	}
-	t.Logf("redis outage with a spool: %d events acknowledged, 0 refused, all delivered %.1fs after Redis came back, %d duplicates",
-		len(acked), took.Seconds(), dups)
+	t.Logf("redis outage with a spool: %d events acknowledged (%d of a stream Redis stopped in, %d spooled before the kill), 0 refused, all delivered %.1fs after Redis came back, %d duplicates",
+		len(acked), len(stream), spooled, took.Seconds(), dups)
 	n.kill()
 }
 
