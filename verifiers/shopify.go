@@ -76,7 +76,7 @@ func (s *Shopify) Verify(r *http.Request, body []byte, now time.Time) error {
 		return fmt.Errorf("%w: empty body", ErrFormat)
 	}
 	if !hasHeader(r.Header, idHeaders) {
-		return fmt.Errorf("%w: header %s missing", ErrFormat, idHeaders[0])
+		return errHeaderMissing(idHeaders[0])
 	}
 	return CheckHMAC(sha256.New, s.keys, EncodingBase64, []string{sig}, body)
 }

@@ -179,7 +179,7 @@ func standardHeader(r *http.Request, name, svixName string) (string, error) {
 	if v := r.Header.Get(svixName); v != "" {
 		return v, nil
 	}
-	return "", fmt.Errorf("%w: header %s (or %s) missing", ErrFormat, name, svixName)
+	return "", errHeaderMissing(name + " (or " + svixName + ")")
 }
 
 // parseStandardSignatures splits a webhook-signature list into its v1 and

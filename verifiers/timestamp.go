@@ -2,6 +2,7 @@ package verifiers
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 )
@@ -29,17 +30,16 @@ func ParseUnixSeconds(s string) (int64, error) {
 	return ts, nil
 }
 
-// CheckTimestamp returns an error wrapping ErrTimestamp when ts (Unix
+// CheckTimestamp returns a *SkewError (ErrTimestamp) when ts (Unix
 // seconds) is more than tolerance before or after now. The difference is
 // taken in whole seconds (now is truncated to its Unix second), and a
 // difference exactly equal to the tolerance is accepted.
 func CheckTimestamp(ts int64, now time.Time, tolerance time.Duration) error {
-	diff := now.Unix() - ts
-	if diff < 0 {
-		diff = -diff
-	}
-	if diff > int64(tolerance/time.Second) {
-		return fmt.Errorf("%w: timestamp is %ds from now, tolerance is %s", ErrTimestamp, diff, tolerance)
+	skew := ts - now.Unix()
+	if diff := max(skew, -skew); diff > int64(tolerance/time.Second) {
+		// a timestamp centuries off is told as the longest Duration
+		limit := int64(math.MaxInt64 / int64(time.Second))
+		return &SkewError{Skew: time.Duration(min(max(skew, -limit), limit)) * time.Second, Tolerance: tolerance}
 	}
 	return nil
 }

@@ -205,7 +205,7 @@ func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
 	if hasBodyHash {
 		sum := sha256.Sum256(body)
 		if !EqualSignature(bodyHash, hex.EncodeToString(sum[:])) {
-			return fmt.Errorf("%w: the body does not match the URL's bodySHA256", ErrMismatch)
+			return &reasonError{base: ErrMismatch, mark: errBodyChanged, msg: "the body does not match the URL's bodySHA256"}
 		}
 	}
 	return nil

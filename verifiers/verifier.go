@@ -16,7 +16,6 @@ package verifiers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -133,5 +132,5 @@ var (
 // errHeaderMissing is the error of a request without the header name (or
 // with it empty): a format error (ErrFormat).
 func errHeaderMissing(name string) error {
-	return fmt.Errorf("%w: header %s missing", ErrFormat, name)
+	return &reasonError{base: ErrFormat, mark: errMissing, msg: "header " + name + " missing"}
 }

@@ -808,7 +808,7 @@ func TestSignatureFailuresBlockAndMetrics(t *testing.T) {
 		`caddy_webhooks_received_total{outcome="duplicate",source="guarded"} 1`,
 		`caddy_webhooks_received_total{outcome="unauthorized",source="guarded"} 4`,
 		`caddy_webhooks_received_total{outcome="rate_limit_exceeded",source="guarded"} 2`,
-		`caddy_webhooks_signature_failures_total{source="guarded"} 6`,
+		`caddy_webhooks_signature_failures_total{reason="mismatch",source="guarded"} 6`,
 		`caddy_webhooks_delivery_duration_seconds_count{source="guarded"} 1`,
 		`caddy_webhooks_queue_depth{state="queued"} 0`,
 		`caddy_webhooks_queue_depth{state="dead"} 0`,

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/internal/webhooks"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/verifiers"
@@ -544,8 +545,18 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 	case errors.Is(err, verifiers.ErrTimestamp):
 		code, msg = CodeInvalidTimestamp, "timestamp outside the allowed tolerance"
 	}
+	// why, for the operator (the sender's answer stays the code's)
+	failure := operator.SignatureFailure{At: now, Reason: verifiers.Reason(err), ClientIP: ip}
+	if skew, ok := verifiers.Skew(err); ok {
+		s := int64(skew / time.Second)
+		failure.SkewSeconds = &s
+	}
 	if ce := h.log.Check(zap.InfoLevel, "webhook signature rejected"); ce != nil {
-		ce.Write(zap.String("source", h.Source), zap.String("code", code), zap.String("client_ip", ip))
+		fields := []zap.Field{zap.String("source", h.Source), zap.String("code", code), zap.String("reason", failure.Reason), zap.String("client_ip", ip)}
+		if failure.SkewSeconds != nil {
+			fields = append(fields, zap.Int64("skew_seconds", *failure.SkewSeconds))
+		}
+		ce.Write(fields...)
 	}
 	retryAfter := 0
 	if left, blocked := h.guard.blocked(ip, now); blocked {
@@ -560,7 +571,7 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 		h.app.EmitClientBlocked(h.Source, ip)
 	}
 	// one call: received_total, signature_failures_total, stats, alerts
-	h.app.ObserveSignatureFailure(h.Source, outcomeOf(code))
+	h.app.ObserveSignatureFailure(h.Source, outcomeOf(code), failure)
 	writeError(w, status, code, msg, retryAfter, nil)
 }
 

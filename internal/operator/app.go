@@ -102,6 +102,9 @@ type Stats struct {
 	Unavailable bool
 	// Spool is the node's spool (nil: none).
 	Spool *SpoolInfo
+	// SignatureFailures are the last failed signature checks of this
+	// node, by source.
+	SignatureFailures map[string][]SignatureFailure
 }
 
 // SourceCounts is one source of Stats.

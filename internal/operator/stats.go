@@ -28,6 +28,9 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	res := StatsAnswer{Pauses: []PauseInfo{}, Queue: s.Queue, Sources: make(map[string]SourceStats, len(s.Sources)),
 		Encryption: app.Encryption(), Store: StoreState{Available: !s.Unavailable}, Spool: s.Spool}
+	if len(s.SignatureFailures) > 0 {
+		res.SignatureFailures = s.SignatureFailures
+	}
 	for _, p := range app.Pauses() {
 		if p.Destination == "" {
 			res.PausedSources = append(res.PausedSources, p.Source)

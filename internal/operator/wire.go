@@ -43,6 +43,27 @@ type StatsAnswer struct {
 	Store StoreState `json:"store"`
 	// Spool is what this node holds in its spool (absent without one).
 	Spool *SpoolInfo `json:"spool,omitempty"`
+	// SignatureFailures are, by source, the last failed signature checks
+	// this node answered (newest first, at most 10 a source; absent when
+	// none): why a provider's requests fail, kept in memory.
+	SignatureFailures map[string][]SignatureFailure `json:"signature_failures,omitempty"`
+}
+
+// SignatureFailure is one failed signature check.
+type SignatureFailure struct {
+	// At is when it was answered.
+	At time.Time `json:"at"`
+	// Reason is why the check failed: missing (a header the scheme needs
+	// is absent), malformed (present, unreadable), timestamp (outside the
+	// tolerance), mismatch (no configured secret produces the signature),
+	// body (the signature covers other bytes than those received), other.
+	Reason string `json:"reason"`
+	// SkewSeconds is, for reason timestamp, the signed timestamp minus the
+	// time of the check: positive when the sender's clock is ahead,
+	// negative when it is behind (or the request is a replay).
+	SkewSeconds *int64 `json:"skew_seconds,omitempty"`
+	// ClientIP is the client's address (Caddy's client_ip).
+	ClientIP string `json:"client_ip"`
 }
 
 // StoreState is StatsAnswer's store.

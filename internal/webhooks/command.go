@@ -198,9 +198,10 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 
 // printStats is the table of `caddy webhooks stats`: the store's state
 // and this node's spool (when it has one, or the store did not answer),
-// the queue, each source's queue and counters, and each source's
-// deliveries by destination.
+// the queue, each source's queue and counters, each source's deliveries
+// by destination, and this node's recent signature failures.
 func printStats(w io.Writer, v *operator.StatsAnswer) {
+	defer printSignatureFailures(w, v.SignatureFailures)
 	if !v.Store.Available || v.Spool != nil {
 		store := "available"
 		if !v.Store.Available {
@@ -272,6 +273,24 @@ func printStats(w io.Writer, v *operator.StatsAnswer) {
 			}
 			ds := dests[d]
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", n, d, ds.LastHour.Delivered, ds.LastHour.Dead, ds.AllTime.Delivered, ds.AllTime.Dead)
+		}
+	}
+}
+
+// printSignatureFailures lists the last failed signature checks of each
+// source on the node asked, newest first.
+func printSignatureFailures(w io.Writer, all map[string][]operator.SignatureFailure) {
+	if len(all) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nSIGNATURE FAILURES (this node)\tAT\tREASON\tSKEW\tCLIENT")
+	for _, src := range slices.Sorted(maps.Keys(all)) {
+		for _, f := range all[src] {
+			skew := "-"
+			if f.SkewSeconds != nil {
+				skew = fmt.Sprintf("%+ds", *f.SkewSeconds)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", src, timeOrDash(f.At), f.Reason, skew, orDash(f.ClientIP))
 		}
 	}
 }

@@ -208,6 +208,10 @@ func TestPrintStatsStore(t *testing.T) {
 			[]string{"UNAVAILABLE 42 ", "4096", oldest.Local().Format(time.RFC3339), "did not answer"}, []string{"QUEUED", "SOURCE"}},
 		{"no spool, store down", operator.StatsAnswer{},
 			[]string{"UNAVAILABLE -"}, []string{"QUEUED"}},
+		{"signature failures, store down too", operator.StatsAnswer{SignatureFailures: map[string][]operator.SignatureFailure{
+			"stripe": {{At: oldest, Reason: "timestamp", SkewSeconds: ptr(int64(-600)), ClientIP: "203.0.113.9"}, {At: oldest, Reason: "mismatch", ClientIP: "203.0.113.9"}}}},
+			[]string{"SIGNATURE FAILURES (this node) AT REASON SKEW CLIENT", "stripe " + oldest.Local().Format(time.RFC3339) + " timestamp -600s 203.0.113.9",
+				"stripe " + oldest.Local().Format(time.RFC3339) + " mismatch - 203.0.113.9"}, []string{"QUEUED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -43,8 +43,8 @@ var metrics = struct {
 	}, []string{"source", "result"}),
 	signatureFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "webhooks", Name: "signature_failures_total",
-		Help: "Requests rejected by signature verification, by source.",
-	}, []string{"source"}),
+		Help: "Requests rejected by signature verification, by source and reason (missing, malformed, timestamp, mismatch, body, other).",
+	}, []string{"source", "reason"}),
 }
 
 // observeReceived counts one ingress answer (App.Observe).
@@ -54,8 +54,8 @@ func observeReceived(source, outcome string) {
 
 // observeSignatureFailure counts one failed verification
 // (App.ObserveSignatureFailure).
-func observeSignatureFailure(source string) {
-	metrics.signatureFailures.WithLabelValues(source).Inc()
+func observeSignatureFailure(source, reason string) {
+	metrics.signatureFailures.WithLabelValues(source, reason).Inc()
 }
 
 func observeDelivery(source, result string, d time.Duration) {

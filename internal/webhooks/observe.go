@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -68,11 +69,13 @@ func (a *App) ObserveAccepted(ev *storage.Event) {
 }
 
 // ObserveSignatureFailure counts an answer (outcome as for Observe) to a
-// request whose signature check failed: in received_total and
-// signature_failures_total, in the stats, and for the signature failure
+// request whose signature check failed (f: why, when, from where): in
+// received_total and signature_failures_total (by reason), in the stats,
+// among the source's recent failures, and for the signature failure
 // alert.
-func (a *App) ObserveSignatureFailure(source, outcome string) {
-	observeSignatureFailure(source)
+func (a *App) ObserveSignatureFailure(source, outcome string, f operator.SignatureFailure) {
+	observeSignatureFailure(source, f.Reason)
+	noteSignatureFailure(source, f)
 	if a.alerter != nil {
 		a.alerter.noteSignatureFailure(source, time.Now())
 	}

@@ -333,7 +333,7 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 	failed := func(err error) (operator.Stats, error) {
 		if sp != nil && errors.Is(err, storage.ErrUnavailable) {
 			return operator.Stats{Unavailable: true, Spool: spoolInfo(sp), Lanes: map[string]storage.Counts{},
-				Sources: map[string]operator.SourceCounts{}}, nil
+				Sources: map[string]operator.SourceCounts{}, SignatureFailures: a.signatureFailures()}, nil
 		}
 		return operator.Stats{}, err
 	}
@@ -366,7 +366,8 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 		names[src] = true
 	}
 	delete(names, alertSource)
-	out := operator.Stats{Queue: c, Lanes: lanes, Sources: make(map[string]operator.SourceCounts, len(names))}
+	out := operator.Stats{Queue: c, Lanes: lanes, Sources: make(map[string]operator.SourceCounts, len(names)),
+		SignatureFailures: a.signatureFailures()}
 	if sp != nil {
 		out.Spool = spoolInfo(sp)
 	}

@@ -97,6 +97,43 @@
 		return available;
 	}
 
+	// reasonText says what a failure's reason means, for the operator.
+	const reasonText = {
+		missing: "missing: a header the scheme needs is absent",
+		malformed: "malformed: a header is there but unreadable",
+		timestamp: "timestamp: outside the tolerance",
+		mismatch: "mismatch: no configured secret produces the signature",
+		body: "body: signed for other bytes than those received",
+	};
+
+	// fmtSkew tells a timestamp's skew: the sender's clock ahead (+) or
+	// behind (-), or a replay.
+	function fmtSkew(s) {
+		if (typeof s !== "number") return "—";
+		const a = Math.abs(s);
+		return (s > 0 ? "+" : "−") + fmtAge(a) + (s > 0 ? " (ahead)" : " (behind, or a replay)");
+	}
+
+	// drawSigFailures lists the last failed signature checks of each
+	// source on this node (GET api/stats signature_failures), newest first.
+	function drawSigFailures(plain) {
+		const rows = $("sig-failures-rows");
+		rows.replaceChildren();
+		const all = (plain && plain.signature_failures) || {};
+		for (const source of Object.keys(all).sort()) {
+			for (const f of Array.isArray(all[source]) ? all[source] : []) {
+				rows.append(el("tr", { "data-source": source, "data-reason": String(f.reason) },
+					el("td", {}, source),
+					el("td", {}, f.at ? new Date(f.at).toISOString().slice(0, 19).replace("T", " ") + " UTC" : "—"),
+					el("td", {}, reasonText[f.reason] || String(f.reason)),
+					el("td", {}, fmtSkew(f.skew_seconds)),
+					el("td", {}, String(f.client_ip || "—"))));
+			}
+		}
+		$("sig-failures-empty").hidden = rows.children.length > 0;
+		$("sig-failures").hidden = rows.children.length === 0;
+	}
+
 	// loadHealth draws the store's row and the per-source table; it
 	// returns whether the store answered (without it there is nothing to
 	// count, nor to chart).
@@ -112,6 +149,7 @@
 			$("store-row").className = "unhealthy";
 			throw e;
 		}
+		drawSigFailures(plain);
 		const rows = $("health-rows");
 		rows.replaceChildren();
 		if (!drawStore(plain)) {
