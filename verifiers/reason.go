@@ -12,7 +12,8 @@ import (
 
 // The reasons a signature check fails (Reason).
 const (
-	// ReasonMissing: a header the scheme needs is absent (or empty).
+	// ReasonMissing: a header the scheme needs is absent (or, for most
+	// schemes, empty; some read an empty one as malformed).
 	ReasonMissing = "missing"
 	// ReasonMalformed: a header is present but cannot be read (or the
 	// body is not what the scheme signs: no form, no JSON notification).

@@ -68,7 +68,7 @@ func (al *alerter) spoolChanged(c spool.Change, now time.Time) {
 	switch {
 	case !ok:
 	case c.Spooling:
-		al.startSpoolAlert(text)
+		al.startSpoolAlert(text, al.spool.inFlightNow())
 	default:
 		al.spool.mu.Lock()
 		prev := al.spool.inFlight
@@ -94,17 +94,42 @@ func (al *alerter) spoolAlert(c spool.Change, now time.Time) (string, bool) {
 	st := al.spool
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !c.Spooling {
-		alerted := st.alerted
-		if st.pending {
-			st.quiet++ // over before it could be alerted
-		}
-		st.start, st.alerted, st.pending = spool.Change{}, false, false
+	if alerted := st.note(c); !c.Spooling {
 		return fmt.Sprintf(":white_check_mark: hookline on %s: the store answers again; the %d event(s) spooled since %s (%s) are in it and being delivered.",
 			hostname(), c.Events, c.Since.UTC().Format(time.RFC3339), now.Sub(c.Since).Round(time.Second)), alerted
 	}
-	st.start, st.alerted, st.pending = c, false, true
 	return al.spoolStartText(now)
+}
+
+// note records change c (st.mu held): a start waits to be alerted; an
+// end clears it, counting a start never alerted. It reports whether the
+// start that c ends was alerted. The app notes changes without alerts
+// too, so that a later config with alerts knows the node's state.
+func (st *spoolAlertState) note(c spool.Change) (alerted bool) {
+	if c.Spooling {
+		st.start, st.alerted, st.pending = c, false, true
+		return false
+	}
+	alerted = st.alerted
+	if st.pending {
+		st.quiet++ // over before it could be alerted
+	}
+	st.start, st.alerted, st.pending = spool.Change{}, false, false
+	return alerted
+}
+
+// noteLocked is note with st.mu taken.
+func (st *spoolAlertState) noteLocked(c spool.Change) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.note(c)
+}
+
+// inFlightNow is the channel of the start alert being sent.
+func (st *spoolAlertState) inFlightNow() chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.inFlight
 }
 
 // spoolCheck alerts a start that had to wait for MinInterval, once it
@@ -118,9 +143,10 @@ func (al *alerter) spoolCheck(now time.Time) {
 	if al.spool.pending {
 		text, ok = al.spoolStartText(now)
 	}
+	done := al.spool.inFlight
 	al.spool.mu.Unlock()
 	if ok {
-		al.startSpoolAlert(text)
+		al.startSpoolAlert(text, done)
 	}
 }
 
@@ -142,16 +168,14 @@ func (al *alerter) spoolStartText(now time.Time) (string, bool) {
 		text += fmt.Sprintf(" (%d earlier spooling period(s) since the last alert of this kind.)", st.quiet)
 	}
 	st.quiet, st.last, st.alerted, st.pending = 0, now, true, false
+	// an end reads it, under the same lock, to wait for this alert
+	st.inFlight = make(chan struct{})
 	return text, true
 }
 
-// startSpoolAlert sends a start alert in the background; the state's
-// inFlight says when it is over.
-func (al *alerter) startSpoolAlert(text string) {
-	done := make(chan struct{})
-	al.spool.mu.Lock()
-	al.spool.inFlight = done
-	al.spool.mu.Unlock()
+// startSpoolAlert sends a start alert in the background and closes done
+// (the state's inFlight for it) when it is over.
+func (al *alerter) startSpoolAlert(text string, done chan struct{}) {
 	go func() {
 		defer close(done)
 		al.sendNow(context.Background(), "spool", text)

@@ -179,5 +179,7 @@ func (a *App) spoolChanged(sp *spool.Spool, c spool.Change) {
 	a.emit(name, data)
 	if a.alerter != nil {
 		a.alerter.spoolChanged(c, time.Now())
+	} else {
+		spoolAlertStateOf(sp.Dir()).noteLocked(c)
 	}
 }

@@ -143,6 +143,8 @@
 			plain = await get("stats");
 		} catch (e) {
 			// not known: say so rather than keep an earlier state
+			$("sig-failures").hidden = true;
+			$("sig-failures-empty").hidden = true;
 			$("store-health").hidden = false;
 			$("store-state").textContent = "unknown";
 			for (const id of ["spool-events", "spool-bytes", "spool-oldest"]) $(id).textContent = "—";
@@ -320,14 +322,18 @@
 	}
 
 	async function load() {
+		// without the store (or its stats) the charts are unknown: hidden,
+		// not stale
+		let available = false;
 		try {
-			// without the store the charts are unknown: hidden, not stale
-			const available = await loadHealth();
+			available = await loadHealth();
 			$("charts").hidden = !available;
 			$("charts-range").hidden = !available;
 			if (available) await loadCharts();
 			$("charts-error").hidden = true;
 		} catch (e) {
+			$("charts").hidden = !available;
+			$("charts-range").hidden = !available;
 			$("charts-error").textContent = "Loading the charts: " + (e && e.message ? e.message : String(e));
 			$("charts-error").hidden = false;
 		}
