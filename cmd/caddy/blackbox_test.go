@@ -304,6 +304,32 @@ feed:
 	return acked
 }
 
+// statusCount is how many answers of status code statuses (sendOpts)
+// counted.
+func statusCount(statuses *sync.Map, code int) int64 {
+	if v, ok := statuses.Load(code); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// stream sends o (bounded by o.n) in the background until the returned
+// end is called, which returns the ids acknowledged and how many events
+// were handed to the senders; a test that ends first ends it too.
+func stream(t *testing.T, o sendOpts) (end func() (acked []string, fed int64)) {
+	stop := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(stop) }) })
+	var n atomic.Int64
+	o.stop, o.fed = stop, &n
+	done := make(chan []string, 1)
+	go func() { done <- send(o) }()
+	return func() ([]string, int64) {
+		once.Do(func() { close(stop) })
+		return <-done, n.Load()
+	}
+}
+
 func waitDelivered(t *testing.T, tr *tracker, acked []string, within time.Duration) int {
 	t.Helper()
 	deadline := time.Now().Add(within)
