@@ -129,7 +129,7 @@ func TestSpoolAlerts(t *testing.T) {
 		var text string
 		var ok bool
 		if step.c != nil {
-			text, ok = al.spoolAlert(*step.c, t0.Add(step.at))
+			text, _, ok = al.spoolAlert(*step.c, t0.Add(step.at))
 		} else {
 			al.spool.mu.Lock()
 			if al.spool.pending {

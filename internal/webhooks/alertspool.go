@@ -64,15 +64,13 @@ func (al *alerter) spoolChanged(c spool.Change, now time.Time) {
 	if al.spool == nil {
 		return
 	}
-	text, ok := al.spoolAlert(c, now)
+	text, inFlight, ok := al.spoolAlert(c, now)
 	switch {
 	case !ok:
 	case c.Spooling:
-		al.startSpoolAlert(text, al.spool.inFlightNow())
+		al.startSpoolAlert(text, inFlight)
 	default:
-		al.spool.mu.Lock()
-		prev := al.spool.inFlight
-		al.spool.mu.Unlock()
+		prev := inFlight // the start alert's, to send after it
 		go func() {
 			if prev != nil {
 				select {
@@ -89,16 +87,18 @@ func (al *alerter) spoolChanged(c spool.Change, now time.Time) {
 // text. Starts are rate-limited like every alert (MinInterval): one that
 // must wait is alerted by spoolCheck once it may, if still on. An end is
 // alerted when its start was, so that the last alert an operator reads
-// tells the node's state.
-func (al *alerter) spoolAlert(c spool.Change, now time.Time) (string, bool) {
+// tells the node's state. inFlight is the start alert's mark (for a
+// start: the new one; for an end: the last one's).
+func (al *alerter) spoolAlert(c spool.Change, now time.Time) (text string, inFlight chan struct{}, ok bool) {
 	st := al.spool
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if alerted := st.note(c); !c.Spooling {
 		return fmt.Sprintf(":white_check_mark: hookline on %s: the store answers again; the %d event(s) spooled since %s (%s) are in it and being delivered.",
-			hostname(), c.Events, c.Since.UTC().Format(time.RFC3339), now.Sub(c.Since).Round(time.Second)), alerted
+			hostname(), c.Events, c.Since.UTC().Format(time.RFC3339), now.Sub(c.Since).Round(time.Second)), st.inFlight, alerted
 	}
-	return al.spoolStartText(now)
+	text, ok = al.spoolStartText(now)
+	return text, st.inFlight, ok
 }
 
 // note records change c (st.mu held): a start waits to be alerted; an
@@ -123,13 +123,6 @@ func (st *spoolAlertState) noteLocked(c spool.Change) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.note(c)
-}
-
-// inFlightNow is the channel of the start alert being sent.
-func (st *spoolAlertState) inFlightNow() chan struct{} {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.inFlight
 }
 
 // spoolCheck alerts a start that had to wait for MinInterval, once it
