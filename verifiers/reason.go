@@ -88,11 +88,13 @@ func Reason(err error) string {
 }
 
 // Skew is the skew of a timestamp out of tolerance (see SkewError), and
-// whether err is one.
+// whether err is one. It walks err's chain itself (errors.As would
+// allocate on every failed request).
 func Skew(err error) (time.Duration, bool) {
-	var se *SkewError
-	if errors.As(err, &se) {
-		return se.Skew, true
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if se, ok := e.(*SkewError); ok {
+			return se.Skew, true
+		}
 	}
 	return 0, false
 }

@@ -547,16 +547,18 @@ func (h *Ingress) rejectSignature(w http.ResponseWriter, ip string, now time.Tim
 	}
 	// why, for the operator (the sender's answer stays the code's)
 	failure := operator.SignatureFailure{At: now, Reason: verifiers.Reason(err), ClientIP: ip}
-	if skew, ok := verifiers.Skew(err); ok {
-		s := int64(skew / time.Second)
-		failure.SkewSeconds = &s
+	if failure.Reason == verifiers.ReasonTimestamp {
+		if skew, ok := verifiers.Skew(err); ok {
+			s := int64(skew / time.Second)
+			failure.SkewSeconds = &s
+		}
 	}
 	if ce := h.log.Check(zap.InfoLevel, "webhook signature rejected"); ce != nil {
-		fields := []zap.Field{zap.String("source", h.Source), zap.String("code", code), zap.String("reason", failure.Reason), zap.String("client_ip", ip)}
+		skew := zap.Skip()
 		if failure.SkewSeconds != nil {
-			fields = append(fields, zap.Int64("skew_seconds", *failure.SkewSeconds))
+			skew = zap.Int64("skew_seconds", *failure.SkewSeconds)
 		}
-		ce.Write(fields...)
+		ce.Write(zap.String("source", h.Source), zap.String("code", code), zap.String("reason", failure.Reason), zap.String("client_ip", ip), skew)
 	}
 	retryAfter := 0
 	if left, blocked := h.guard.blocked(ip, now); blocked {

@@ -15,33 +15,50 @@ const recentSignatureFailures = 10
 // node, kept across reloads (by source name, as the metrics are), for the
 // stats and the dashboard: an operator sees why a provider's requests
 // fail (a clock off by a steady skew, a secret rotated on one side only)
-// without reading logs.
+// without reading logs. Each source's is a ring, so that noting one
+// allocates nothing on the failing request's path.
 var sigFailures = struct {
 	sync.Mutex
-	m map[string][]operator.SignatureFailure
-}{m: map[string][]operator.SignatureFailure{}}
+	m map[string]*failureRing
+}{m: map[string]*failureRing{}}
+
+// failureRing holds a source's last failures: next is where the next one
+// goes, n how many it holds.
+type failureRing struct {
+	list    [recentSignatureFailures]operator.SignatureFailure
+	next, n int
+}
 
 // noteSignatureFailure keeps f as source's newest failed check.
 func noteSignatureFailure(source string, f operator.SignatureFailure) {
 	sigFailures.Lock()
 	defer sigFailures.Unlock()
-	list := sigFailures.m[source]
-	if len(list) >= recentSignatureFailures {
-		list = list[:recentSignatureFailures-1]
+	r := sigFailures.m[source]
+	if r == nil {
+		r = new(failureRing)
+		sigFailures.m[source] = r
 	}
-	sigFailures.m[source] = append([]operator.SignatureFailure{f}, list...)
+	r.list[r.next] = f
+	r.next = (r.next + 1) % recentSignatureFailures
+	r.n = min(r.n+1, recentSignatureFailures)
 }
 
-// recentSigFailures returns the kept failures of sources (a copy), the
-// sources without one left out.
+// recentSigFailures returns the kept failures of sources, newest first,
+// the sources without one left out.
 func recentSigFailures(sources []string) map[string][]operator.SignatureFailure {
 	sigFailures.Lock()
 	defer sigFailures.Unlock()
 	out := map[string][]operator.SignatureFailure{}
 	for _, src := range sources {
-		if list := sigFailures.m[src]; len(list) > 0 {
-			out[src] = slices.Clone(list)
+		r := sigFailures.m[src]
+		if r == nil || r.n == 0 {
+			continue
 		}
+		list := make([]operator.SignatureFailure, 0, r.n)
+		for k := 1; k <= r.n; k++ {
+			list = append(list, r.list[(r.next-k+recentSignatureFailures)%recentSignatureFailures])
+		}
+		out[src] = list
 	}
 	return out
 }
