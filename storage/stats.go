@@ -21,6 +21,11 @@ type StatsBatch struct {
 	// (the time series'), whose all-time sums nobody reads and whose
 	// names (error messages) would grow the all-time totals without end.
 	Window map[string]map[string]int64
+	// Latest are set in the all-time totals to the largest value any
+	// batch gave them (times in Unix seconds, such as when a source's
+	// secret last matched: the newest any node saw wins), and go to no
+	// bucket. Their names are never those of Counters or Window.
+	Latest map[string]map[string]int64
 }
 
 // StatsBatchMemory is how long a store remembers the ID of a batch it

@@ -431,6 +431,23 @@ func (s *conformance) check(t *testing.T, name string, keys []string, signer str
 	checkErr(t, err, want, s.keys[0], s.keys[1])
 }
 
+// checkKey checks that a request signed with signer verifies under keys,
+// and that VerifyKey names signer's position among them (want), so that
+// the secret matches an operator reads are the right ones.
+func (s *conformance) checkKey(t *testing.T, name string, keys []string, signer string, want int) {
+	t.Helper()
+	s.check(t, name, keys, signer, conformanceNow, nil)
+	v, ok := mustLoad(t, name, s.config(keys...)).(KeyVerifier)
+	if !ok {
+		t.Fatalf("%s does not implement KeyVerifier", name)
+	}
+	body := s.bodyFor(signer)
+	got, err := v.VerifyKey(s.sign(t, signer, []byte(body), conformanceNow), []byte(body), conformanceNow)
+	if err != nil || got != want {
+		t.Errorf("VerifyKey = %d, %v; want secret %d of %d", got, err, want, len(keys))
+	}
+}
+
 func TestConformance(t *testing.T) {
 	for _, s := range conformanceSchemes {
 		for _, name := range s.names {
@@ -484,8 +501,8 @@ func (s *conformance) testVerify(t *testing.T, name string) {
 	})
 	if s.header == "" {
 		// no header: the secret is in the body (bodyOf)
-		t.Run("rotation: second secret matches", func(t *testing.T) { s.check(t, name, []string{k1, k0}, k0, conformanceNow, nil) })
-		t.Run("rotation: first secret matches", func(t *testing.T) { s.check(t, name, []string{k1, k0}, k1, conformanceNow, nil) })
+		t.Run("rotation: second secret matches", func(t *testing.T) { s.checkKey(t, name, []string{k1, k0}, k0, 1) })
+		t.Run("rotation: first secret matches", func(t *testing.T) { s.checkKey(t, name, []string{k1, k0}, k1, 0) })
 		return
 	}
 	t.Run("missing header", func(t *testing.T) {
@@ -516,8 +533,8 @@ func (s *conformance) testVerify(t *testing.T, name string) {
 			}
 		})
 	}
-	t.Run("rotation: second secret matches", func(t *testing.T) { s.check(t, name, []string{k1, k0}, k0, conformanceNow, nil) })
-	t.Run("rotation: first secret matches", func(t *testing.T) { s.check(t, name, []string{k1, k0}, k1, conformanceNow, nil) })
+	t.Run("rotation: second secret matches", func(t *testing.T) { s.checkKey(t, name, []string{k1, k0}, k0, 1) })
+	t.Run("rotation: first secret matches", func(t *testing.T) { s.checkKey(t, name, []string{k1, k0}, k1, 0) })
 }
 
 // signatureTexts are the cases of the text of a valid signature (prefix

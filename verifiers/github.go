@@ -50,6 +50,16 @@ func (g *GitHub) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature over the raw body.
 func (g *GitHub) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := g.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (g *GitHub) KeyCount() int { return len(g.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (g *GitHub) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	// only an absent X-Hub-Signature-256 opens the way to the SHA-1
 	// fallback: a present but empty one is malformed
 	if g.AllowSHA1 && len(r.Header.Values(GitHubSignatureHeader)) == 0 &&

@@ -53,20 +53,33 @@ func (g *GitLab) Provision(ctx caddy.Context) error {
 // Verify checks the request's token. The body is not used: GitLab does
 // not sign it.
 func (g *GitLab) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := g.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (g *GitLab) KeyCount() int { return len(g.tokens) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (g *GitLab) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	tok := r.Header.Get(GitLabTokenHeader)
 	if tok == "" {
-		return errHeaderMissing(GitLabTokenHeader)
+		return 0, errHeaderMissing(GitLabTokenHeader)
 	}
-	// every token is compared, so the time does not tell which one matched
+	// every token is compared, and the match's position selected in
+	// constant time, so the time does not tell which one matched
 	got := tokenDigest([]byte(tok))
-	match := 0
+	match, key := 0, 0
 	for i := range g.tokens {
-		match |= subtle.ConstantTimeCompare(got[:], g.tokens[i][:])
+		eq := subtle.ConstantTimeCompare(got[:], g.tokens[i][:])
+		key = subtle.ConstantTimeSelect(eq&^match, i, key)
+		match |= eq
 	}
 	if match != 1 {
-		return fmt.Errorf("%w: header %s is not a configured token", ErrMismatch, GitLabTokenHeader)
+		return 0, fmt.Errorf("%w: header %s is not a configured token", ErrMismatch, GitLabTokenHeader)
 	}
-	return nil
+	return key, nil
 }
 
 // DefaultIDFrom returns the Idempotency-Key header (GitLab 17.4 and later,

@@ -157,16 +157,26 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 
 // Verify checks the request's signature and, if configured, its timestamp.
 func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := h.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (h *HMAC) KeyCount() int { return len(h.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (h *HMAC) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(h.Header)
 	if raw == "" {
-		return errHeaderMissing(h.Header)
+		return 0, errHeaderMissing(h.Header)
 	}
 	sig, ok := strings.CutPrefix(raw, h.Prefix)
 	if !ok {
-		return fmt.Errorf("%w: header %s lacks the expected prefix", ErrFormat, h.Header)
+		return 0, fmt.Errorf("%w: header %s lacks the expected prefix", ErrFormat, h.Header)
 	}
 	if !h.enc.WellFormed(sig, h.size) {
-		return fmt.Errorf("%w: header %s is not %d bytes of %s", ErrFormat, h.Header, h.size, h.enc)
+		return 0, fmt.Errorf("%w: header %s is not %d bytes of %s", ErrFormat, h.Header, h.size, h.enc)
 	}
 
 	var ts, id string
@@ -174,16 +184,16 @@ func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 		var t int64
 		var err error
 		if ts, t, err = timestampHeader(r, h.TimestampHeader); err != nil {
-			return err
+			return 0, err
 		}
 		if err = CheckTimestamp(t, now, h.tolerance); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if h.usesID {
 		id = r.Header.Get(h.IDHeader)
 		if id == "" {
-			return errHeaderMissing(h.IDHeader)
+			return 0, errHeaderMissing(h.IDHeader)
 		}
 	}
 
@@ -200,7 +210,7 @@ func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 			msg[i] = p.lit
 		}
 	}
-	return CheckHMAC(h.newHash, h.keys, h.enc, []string{sig}, msg...)
+	return MatchHMAC(h.newHash, h.keys, h.enc, []string{sig}, msg...)
 }
 
 // DefaultIDFrom returns the id header: id_header when set, otherwise

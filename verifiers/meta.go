@@ -71,6 +71,16 @@ func (m *Meta) Provision(ctx caddy.Context) error {
 
 // Verify checks the request's signature over the raw body.
 func (m *Meta) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := m.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (m *Meta) KeyCount() int { return len(m.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (m *Meta) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	return checkPrefixedHMAC(r, MetaSignatureHeader, "sha256=", sha256.New, m.keys, EncodingHex, body)
 }
 

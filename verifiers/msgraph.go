@@ -87,32 +87,47 @@ func (m *MSGraph) Provision(ctx caddy.Context) error {
 // clientState), unlike encoding/json's case-insensitive struct fields, so
 // what is checked is what a JSON parser upstream reads.
 func (m *MSGraph) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := m.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (m *MSGraph) KeyCount() int { return len(m.states) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (m *MSGraph) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	var coll map[string]json.RawMessage
 	if err := json.Unmarshal(body, &coll); err != nil {
-		return fmt.Errorf("%w: the body is not a JSON notification collection", ErrFormat)
+		return 0, fmt.Errorf("%w: the body is not a JSON notification collection", ErrFormat)
 	}
 	var items []map[string]json.RawMessage
 	if raw, ok := coll["value"]; !ok || json.Unmarshal(raw, &items) != nil || len(items) == 0 {
-		return fmt.Errorf("%w: the body has no array of notifications in value", ErrFormat)
+		return 0, fmt.Errorf("%w: the body has no array of notifications in value", ErrFormat)
 	}
-	ok := 1
+	ok, key := 1, 0
 	for i, item := range items {
 		var state string
 		raw, has := item["clientState"]
 		if !has || json.Unmarshal(raw, &state) != nil || state == "" {
-			return fmt.Errorf("%w: notification %d has no clientState", ErrFormat, i)
+			return 0, fmt.Errorf("%w: notification %d has no clientState", ErrFormat, i)
 		}
 		got := tokenDigest([]byte(state))
 		match := 0
 		for j := range m.states {
-			match |= subtle.ConstantTimeCompare(got[:], m.states[j][:])
+			eq := subtle.ConstantTimeCompare(got[:], m.states[j][:])
+			if i == 0 {
+				// the first notification's clientState is the one reported
+				key = subtle.ConstantTimeSelect(eq&^match, j, key)
+			}
+			match |= eq
 		}
 		ok &= match
 	}
 	if ok != 1 {
-		return fmt.Errorf("%w: a notification's clientState is not a configured one", ErrMismatch)
+		return 0, fmt.Errorf("%w: a notification's clientState is not a configured one", ErrMismatch)
 	}
-	return nil
+	return key, nil
 }
 
 // HandshakeUnsigned answers Graph's endpoint validation: a POST whose

@@ -54,22 +54,32 @@ func (p *Paddle) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's timestamp and signatures.
 func (p *Paddle) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := p.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (p *Paddle) KeyCount() int { return len(p.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (p *Paddle) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(PaddleSignatureHeader)
 	if raw == "" {
-		return errHeaderMissing(PaddleSignatureHeader)
+		return 0, errHeaderMissing(PaddleSignatureHeader)
 	}
 	ts, sigs, err := parsePaddleSignature(raw)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	t, err := ParseUnixSeconds(ts)
 	if err != nil {
-		return fmt.Errorf("header %s: %w", PaddleSignatureHeader, err)
+		return 0, fmt.Errorf("header %s: %w", PaddleSignatureHeader, err)
 	}
 	if err := CheckTimestamp(t, now, p.tolerance); err != nil {
-		return err
+		return 0, err
 	}
-	return CheckHMAC(sha256.New, p.keys, EncodingHex, sigs, []byte(ts), []byte{':'}, body)
+	return MatchHMAC(sha256.New, p.keys, EncodingHex, sigs, []byte(ts), []byte{':'}, body)
 }
 
 // parsePaddleSignature splits a Paddle-Signature header into its ts value

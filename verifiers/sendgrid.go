@@ -116,21 +116,31 @@ func parseSendGridKey(k string) (*ecdsa.PublicKey, error) {
 
 // Verify checks the request's timestamp and signature.
 func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := s.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (s *SendGrid) KeyCount() int { return len(s.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (s *SendGrid) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	sig64 := r.Header.Get(SendGridSignatureHeader)
 	if sig64 == "" {
-		return errHeaderMissing(SendGridSignatureHeader)
+		return 0, errHeaderMissing(SendGridSignatureHeader)
 	}
 	ts, t, err := timestampHeader(r, SendGridTimestampHeader)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	sig, err := decodeSendGridSignature(sig64)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if s.tolerance > 0 {
 		if err := CheckTimestamp(t, now, s.tolerance); err != nil {
-			return err
+			return 0, err
 		}
 	}
 
@@ -138,12 +148,12 @@ func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
 	h.Write([]byte(ts))
 	h.Write(body)
 	digest := h.Sum(nil)
-	for _, k := range s.keys {
+	for i, k := range s.keys {
 		if ecdsa.VerifyASN1(k, digest, sig) {
-			return nil
+			return i, nil
 		}
 	}
-	return fmt.Errorf("%w: no configured public key verifies the signature", ErrMismatch)
+	return 0, fmt.Errorf("%w: no configured public key verifies the signature", ErrMismatch)
 }
 
 // decodeSendGridSignature reads the signature header: the canonical

@@ -65,20 +65,30 @@ func (s *Shopify) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature over the raw body.
 func (s *Shopify) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := s.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (s *Shopify) KeyCount() int { return len(s.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (s *Shopify) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	sig, idHeaders := r.Header.Get(ShopifyHMACHeader), []string{ShopifyWebhookIDHeader}
 	if sig == "" {
 		sig, idHeaders = r.Header.Get(ShopifyEventsHMACHeader), shopifyEventsIDHeaders
 	}
 	if sig == "" {
-		return errHeaderMissing(ShopifyHMACHeader)
+		return 0, errHeaderMissing(ShopifyHMACHeader)
 	}
 	if len(body) == 0 {
-		return fmt.Errorf("%w: empty body", ErrFormat)
+		return 0, fmt.Errorf("%w: empty body", ErrFormat)
 	}
 	if !hasHeader(r.Header, idHeaders) {
-		return errHeaderMissing(idHeaders[0])
+		return 0, errHeaderMissing(idHeaders[0])
 	}
-	return CheckHMAC(sha256.New, s.keys, EncodingBase64, []string{sig}, body)
+	return MatchHMAC(sha256.New, s.keys, EncodingBase64, []string{sig}, body)
 }
 
 // hasHeader reports whether h has a non-empty value of one of names.

@@ -129,14 +129,24 @@ func equalTokenDigest(got []byte, want [sha256.Size]byte) bool {
 
 // CheckHMAC verifies that at least one of sigs is the canonical encoding
 // (enc) of HMAC(key, msg...) for at least one of keys, with the hash newHash.
-// The message parts are hashed in order without being joined, so the body
-// is never copied. It returns nil on a match; an error wrapping ErrFormat
-// when no signature in sigs is well formed (see Encoding.WellFormed); and
-// an error wrapping ErrMismatch otherwise. Errors never contain a key, a
-// received signature or a computed one.
+// It is MatchHMAC without the matching key's position.
 func CheckHMAC(newHash func() hash.Hash, keys [][]byte, enc Encoding, sigs []string, msg ...[]byte) error {
+	_, err := MatchHMAC(newHash, keys, enc, sigs, msg...)
+	return err
+}
+
+// MatchHMAC verifies that at least one of sigs is the canonical encoding
+// (enc) of HMAC(key, msg...) for at least one of keys, with the hash
+// newHash, and returns the position in keys of the first key that
+// produces one. The message parts are hashed in order without being
+// joined, so the body is never copied. It returns an error wrapping
+// ErrFormat when no signature in sigs is well formed (see
+// Encoding.WellFormed), and an error wrapping ErrMismatch when none
+// matches. Errors never contain a key, a received signature or a computed
+// one.
+func MatchHMAC(newHash func() hash.Hash, keys [][]byte, enc Encoding, sigs []string, msg ...[]byte) (int, error) {
 	if len(keys) == 0 {
-		return fmt.Errorf("%w: no configured secret produces the signature", ErrMismatch)
+		return 0, fmt.Errorf("%w: no configured secret produces the signature", ErrMismatch)
 	}
 	// the first key's MAC tells the size: no hash made only for that
 	first := hmac.New(newHash, keys[0])
@@ -149,7 +159,7 @@ func CheckHMAC(newHash func() hash.Hash, keys [][]byte, enc Encoding, sigs []str
 		}
 	}
 	if len(wellFormed) == 0 {
-		return fmt.Errorf("%w: signature is not %d bytes of %s", ErrFormat, size, enc)
+		return 0, fmt.Errorf("%w: signature is not %d bytes of %s", ErrFormat, size, enc)
 	}
 	for i, key := range keys {
 		m := first
@@ -162,11 +172,11 @@ func CheckHMAC(newHash func() hash.Hash, keys [][]byte, enc Encoding, sigs []str
 		want := enc.Encode(m.Sum(nil))
 		for _, s := range wellFormed {
 			if EqualSignature(s, want) {
-				return nil
+				return i, nil
 			}
 		}
 	}
-	return fmt.Errorf("%w: no configured secret produces the signature", ErrMismatch)
+	return 0, fmt.Errorf("%w: no configured secret produces the signature", ErrMismatch)
 }
 
 // signHMAC returns the canonical encoding (enc) of HMAC(key, msg...) with
@@ -182,17 +192,17 @@ func signHMAC(newHash func() hash.Hash, key []byte, enc Encoding, msg ...[]byte)
 
 // checkPrefixedHMAC checks the signature of the schemes that send one MAC
 // of the raw body, after a fixed prefix, in the first value of a header
-// (github, meta, twitter: "sha256=<mac>"). A header that is absent is
-// missing; one whose first value is present but lacks the prefix (even an
+// (github, meta, twitter: "sha256=<mac>"), and returns the matching
+// key's position (see MatchHMAC). A header that is absent is missing; one whose first value is present but lacks the prefix (even an
 // empty one) is malformed. Both errors wrap ErrFormat.
-func checkPrefixedHMAC(r *http.Request, header, prefix string, newHash func() hash.Hash, keys [][]byte, enc Encoding, body []byte) error {
+func checkPrefixedHMAC(r *http.Request, header, prefix string, newHash func() hash.Hash, keys [][]byte, enc Encoding, body []byte) (int, error) {
 	vals := r.Header.Values(header)
 	if len(vals) == 0 {
-		return errHeaderMissing(header)
+		return 0, errHeaderMissing(header)
 	}
 	sig, ok := strings.CutPrefix(vals[0], prefix)
 	if !ok {
-		return fmt.Errorf("%w: header %s does not start with %s", ErrFormat, header, prefix)
+		return 0, fmt.Errorf("%w: header %s does not start with %s", ErrFormat, header, prefix)
 	}
-	return CheckHMAC(newHash, keys, enc, []string{sig}, body)
+	return MatchHMAC(newHash, keys, enc, []string{sig}, body)
 }

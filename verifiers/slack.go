@@ -56,6 +56,16 @@ func (s *Slack) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature and timestamp.
 func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := s.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (s *Slack) KeyCount() int { return len(s.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (s *Slack) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	return verifyV0(r, body, now, SlackSignatureHeader, SlackTimestampHeader, s.keys, s.tolerance)
 }
 
@@ -108,24 +118,24 @@ var _ handshakingScheme = (*Slack)(nil)
 // holds "v0=" and the hex HMAC-SHA256 of "v0:<timestamp>:<body>" under one
 // of keys, the timestamp (Unix seconds) in header tsHeader, within
 // tolerance of now.
-func verifyV0(r *http.Request, body []byte, now time.Time, sigHeader, tsHeader string, keys [][]byte, tolerance time.Duration) error {
+func verifyV0(r *http.Request, body []byte, now time.Time, sigHeader, tsHeader string, keys [][]byte, tolerance time.Duration) (int, error) {
 	raw := r.Header.Get(sigHeader)
 	if raw == "" {
-		return errHeaderMissing(sigHeader)
+		return 0, errHeaderMissing(sigHeader)
 	}
 	sig, ok := strings.CutPrefix(raw, "v0=")
 	if !ok {
-		return fmt.Errorf("%w: header %s does not start with v0=", ErrFormat, sigHeader)
+		return 0, fmt.Errorf("%w: header %s does not start with v0=", ErrFormat, sigHeader)
 	}
 	if !EncodingHex.WellFormed(sig, sha256.Size) {
-		return fmt.Errorf("%w: header %s is not %d hex bytes", ErrFormat, sigHeader, sha256.Size)
+		return 0, fmt.Errorf("%w: header %s is not %d hex bytes", ErrFormat, sigHeader, sha256.Size)
 	}
 	ts, t, err := timestampHeader(r, tsHeader)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := CheckTimestamp(t, now, tolerance); err != nil {
-		return err
+		return 0, err
 	}
-	return CheckHMAC(sha256.New, keys, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body)
+	return MatchHMAC(sha256.New, keys, EncodingHex, []string{sig}, []byte("v0:"), []byte(ts), []byte(":"), body)
 }

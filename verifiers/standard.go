@@ -53,7 +53,10 @@ type Standard struct {
 
 	hmacKeys   [][]byte
 	publicKeys []ed25519.PublicKey
-	tolerance  time.Duration
+	// hmacPos and publicPos are the position of each key among the
+	// secrets in effect (for VerifyKey)
+	hmacPos, publicPos []int
+	tolerance          time.Duration
 }
 
 // The Standard Webhooks headers, and the Svix names they fall back to.
@@ -87,7 +90,7 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	s.hmacKeys, s.publicKeys, s.tolerance = nil, nil, tol
+	s.hmacKeys, s.publicKeys, s.hmacPos, s.publicPos, s.tolerance = nil, nil, nil, nil, tol
 	for i, sec := range secrets {
 		n := i + 1
 		switch {
@@ -97,6 +100,7 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 				return fmt.Errorf("secret %d: a whpk_ key must be the padded standard base64 of a %d-byte ed25519 public key", n, ed25519.PublicKeySize)
 			}
 			s.publicKeys = append(s.publicKeys, ed25519.PublicKey(key))
+			s.publicPos = append(s.publicPos, i)
 		case bytes.HasPrefix(sec, []byte(standardPrivateKeyPrefix)):
 			return fmt.Errorf("secret %d is a whsk_ ed25519 private key: configure its whpk_ public key instead", n)
 		default:
@@ -108,6 +112,7 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 				return fmt.Errorf("secret %d: empty whsec_ secret", n)
 			}
 			s.hmacKeys = append(s.hmacKeys, key)
+			s.hmacPos = append(s.hmacPos, i)
 		}
 	}
 	return nil
@@ -115,39 +120,49 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 
 // Verify checks the request's signatures and timestamp.
 func (s *Standard) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := s.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (s *Standard) KeyCount() int { return len(s.hmacKeys) + len(s.publicKeys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (s *Standard) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	id, err := standardHeader(r, StandardIDHeader, SvixIDHeader)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ts, err := standardHeader(r, StandardTimestampHeader, SvixTimestampHeader)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	list, err := standardHeader(r, StandardSignatureHeader, SvixSignatureHeader)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	t, err := ParseUnixSeconds(ts)
 	if err != nil {
-		return fmt.Errorf("header %s: %w", StandardTimestampHeader, err)
+		return 0, fmt.Errorf("header %s: %w", StandardTimestampHeader, err)
 	}
 	v1, v1a, err := parseStandardSignatures(list)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	hmacOK := anyWellFormed(EncodingBase64, v1, sha256.Size)
 	ed25519OK := anyWellFormed(EncodingBase64, v1a, ed25519.SignatureSize)
 	if !hmacOK && !ed25519OK {
-		return fmt.Errorf("%w: header %s has no well-formed v1 or v1a signature", ErrFormat, StandardSignatureHeader)
+		return 0, fmt.Errorf("%w: header %s has no well-formed v1 or v1a signature", ErrFormat, StandardSignatureHeader)
 	}
 	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
-		return err
+		return 0, err
 	}
 
 	if hmacOK && len(s.hmacKeys) > 0 {
 		dot := []byte(".")
-		if CheckHMAC(sha256.New, s.hmacKeys, EncodingBase64, v1, []byte(id), dot, []byte(ts), dot, body) == nil {
-			return nil
+		if k, err := MatchHMAC(sha256.New, s.hmacKeys, EncodingBase64, v1, []byte(id), dot, []byte(ts), dot, body); err == nil {
+			return s.hmacPos[k], nil
 		}
 	}
 	if ed25519OK && len(s.publicKeys) > 0 {
@@ -159,14 +174,14 @@ func (s *Standard) Verify(r *http.Request, body []byte, now time.Time) error {
 			if !ok || len(raw) != ed25519.SignatureSize {
 				continue
 			}
-			for _, pk := range s.publicKeys {
+			for k, pk := range s.publicKeys {
 				if ed25519.Verify(pk, msg, raw) {
-					return nil
+					return s.publicPos[k], nil
 				}
 			}
 		}
 	}
-	return fmt.Errorf("%w: no configured secret or public key produces a signature in the list", ErrMismatch)
+	return 0, fmt.Errorf("%w: no configured secret or public key produces a signature in the list", ErrMismatch)
 }
 
 // standardHeader returns the value of the Standard Webhooks header name,

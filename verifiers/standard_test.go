@@ -321,3 +321,26 @@ func TestStandardSecretDecodedAsPython(t *testing.T) {
 	checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, sig)...), []byte(stdPayload), time.Unix(stdTSInt, 0)), nil)
 	checkErr(t, s.Verify(newRequest(stdHeaders(stdID, stdTS, stdSig)...), []byte(stdPayload), time.Unix(stdTSInt, 0)), ErrMismatch)
 }
+
+// TestStandardVerifyKeyPositions: with HMAC secrets and ed25519 public
+// keys mixed, VerifyKey names the matching one by its position among all
+// the configured secrets, not among those of its kind.
+func TestStandardVerifyKeyPositions(t *testing.T) {
+	priv, pub := stdTestKey("verify key positions")
+	s := provision(t, Standard{TimestampedConfig: timestamped(0, stdOtherSecret, pub, stdSecret)})
+	at := time.Unix(stdTSInt, 0)
+	edSig := "v1a," + base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(stdID+"."+stdTS+"."+stdPayload)))
+	for _, tc := range []struct {
+		name, sig string
+		want      int
+	}{
+		{"whsec_ third", stdSig, 2},
+		{"whpk_ second", edSig, 1},
+		{"both: the HMAC secret is tried first", stdSig + " " + edSig, 2},
+	} {
+		got, err := s.VerifyKey(newRequest(stdHeaders(stdID, stdTS, tc.sig)...), []byte(stdPayload), at)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: VerifyKey = %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -84,25 +84,35 @@ func (s *Stripe) Provision(ctx caddy.Context) error {
 
 // Verify checks the request's signature and timestamp.
 func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := s.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (s *Stripe) KeyCount() int { return len(s.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (s *Stripe) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(s.header)
 	if raw == "" {
-		return errHeaderMissing(s.header)
+		return 0, errHeaderMissing(s.header)
 	}
 	ts, sigs, err := parseStripeSignature(s.header, raw)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	t, err := ParseUnixSeconds(ts)
 	if err != nil {
-		return fmt.Errorf("header %s, element t: %w", s.header, err)
+		return 0, fmt.Errorf("header %s, element t: %w", s.header, err)
 	}
 	if !anyWellFormed(EncodingHex, sigs, sha256.Size) {
-		return fmt.Errorf("%w: header %s has no v1 signature of %d hex bytes", ErrFormat, s.header, sha256.Size)
+		return 0, fmt.Errorf("%w: header %s has no v1 signature of %d hex bytes", ErrFormat, s.header, sha256.Size)
 	}
 	if err := CheckTimestamp(t, now, s.tolerance); err != nil {
-		return err
+		return 0, err
 	}
-	return CheckHMAC(sha256.New, s.keys, EncodingHex, sigs, []byte(ts), []byte("."), body)
+	return MatchHMAC(sha256.New, s.keys, EncodingHex, sigs, []byte(ts), []byte("."), body)
 }
 
 // parseStripeSignature splits a Stripe-Signature header (named name) into its t value

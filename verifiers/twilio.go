@@ -130,17 +130,27 @@ func parseTwilioBase(s string) (*twilioBase, error) {
 // Verify checks the request's signature over the URL and the parameters,
 // and for JSON bodies the bodySHA256 query parameter.
 func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := tw.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (tw *Twilio) KeyCount() int { return len(tw.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (tw *Twilio) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	sig := r.Header.Get(tw.header)
 	if sig == "" {
-		return errHeaderMissing(tw.header)
+		return 0, errHeaderMissing(tw.header)
 	}
 	if !EncodingBase64.WellFormed(sig, sha1.Size) {
-		return fmt.Errorf("%w: header %s is not %d bytes of base64", ErrFormat, tw.header, sha1.Size)
+		return 0, fmt.Errorf("%w: header %s is not %d bytes of base64", ErrFormat, tw.header, sha1.Size)
 	}
 
 	uri, err := twilioRequestURI(r)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var scheme, userinfo, host, prefix string
 	if tw.base != nil {
@@ -154,7 +164,7 @@ func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
 			host = r.URL.Host
 		}
 		if host == "" {
-			return fmt.Errorf("%w: no Host to rebuild the signed URL from (set url)", ErrFormat)
+			return 0, fmt.Errorf("%w: no Host to rebuild the signed URL from (set url)", ErrFormat)
 		}
 	}
 
@@ -164,14 +174,14 @@ func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
 	switch {
 	case hasBodyHash:
 		if !EncodingHex.WellFormed(bodyHash, sha256.Size) {
-			return fmt.Errorf("%w: query parameter bodySHA256 is not a hex SHA-256", ErrFormat)
+			return 0, fmt.Errorf("%w: query parameter bodySHA256 is not a hex SHA-256", ErrFormat)
 		}
 	case isFormContentType(r.Header.Get("Content-Type")):
 		if params, err = twilioParams(body); err != nil {
-			return err
+			return 0, err
 		}
 	case len(body) > 0:
-		return fmt.Errorf("%w: the body is not form-encoded and the URL carries no bodySHA256", ErrFormat)
+		return 0, fmt.Errorf("%w: the body is not form-encoded and the URL carries no bodySHA256", ErrFormat)
 	}
 
 	hostname, port := splitTwilioHostPort(host)
@@ -192,23 +202,23 @@ func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
 			urls = append(urls, strings.ReplaceAll(u, "%27", "'"))
 		}
 	}
-	matched := false
+	matched, key := false, 0
 	for _, u := range urls {
-		if CheckHMAC(sha1.New, tw.keys, EncodingBase64, []string{sig}, []byte(u), params) == nil {
-			matched = true
+		if k, err := MatchHMAC(sha1.New, tw.keys, EncodingBase64, []string{sig}, []byte(u), params); err == nil {
+			matched, key = true, k
 			break
 		}
 	}
 	if !matched {
-		return fmt.Errorf("%w: no configured Auth Token produces the signature for this URL and body", ErrMismatch)
+		return 0, fmt.Errorf("%w: no configured Auth Token produces the signature for this URL and body", ErrMismatch)
 	}
 	if hasBodyHash {
 		sum := sha256.Sum256(body)
 		if !EqualSignature(bodyHash, hex.EncodeToString(sum[:])) {
-			return &reasonError{base: ErrMismatch, mark: errBodyChanged, msg: "the body does not match the URL's bodySHA256"}
+			return 0, &reasonError{base: ErrMismatch, mark: errBodyChanged, msg: "the body does not match the URL's bodySHA256"}
 		}
 	}
-	return nil
+	return key, nil
 }
 
 // twilioRequestURI returns the request-target as the client sent it (path

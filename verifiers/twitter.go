@@ -61,8 +61,18 @@ func (t *Twitter) Provision(ctx caddy.Context) (err error) {
 // that can never start with '{': see validCRCToken) can pass for an
 // event's signature.
 func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := t.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (t *Twitter) KeyCount() int { return len(t.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (t *Twitter) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	if !startsJSONObject(body) {
-		return fmt.Errorf("%w: an X webhook body is a JSON object", ErrFormat)
+		return 0, fmt.Errorf("%w: an X webhook body is a JSON object", ErrFormat)
 	}
 	return checkPrefixedHMAC(r, TwitterSignatureHeader, "sha256=", sha256.New, t.keys, EncodingBase64, body)
 }

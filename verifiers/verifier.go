@@ -55,6 +55,20 @@ type Verifier interface {
 	Verify(r *http.Request, body []byte, now time.Time) error
 }
 
+// KeyVerifier is implemented by schemes that can tell which of their
+// configured secrets verified a request, so that an operator rotating a
+// secret sees when the old one stops matching. VerifyKey is Verify that
+// also returns, when the request is authentic, the position of the secret
+// that matched among the scheme's secrets in effect (0 for the first; a
+// secret whose placeholder resolved to nothing is not among them), and
+// KeyCount how many are in effect. Every scheme of this package with
+// secrets implements it.
+type KeyVerifier interface {
+	Verifier
+	VerifyKey(r *http.Request, body []byte, now time.Time) (key int, err error)
+	KeyCount() int
+}
+
 // IDDefaulter is implemented by schemes that know where their provider puts
 // the event ID. DefaultIDFrom returns the id_from rules the ingress uses
 // when the source sets none, tried in order (see IDRule: header, json and
@@ -107,7 +121,7 @@ type scheme interface {
 	caddy.Module
 	caddy.Provisioner
 	caddyfile.Unmarshaler
-	Verifier
+	KeyVerifier
 	IDDefaulter
 }
 

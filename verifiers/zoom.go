@@ -64,6 +64,16 @@ func (z *Zoom) Provision(ctx caddy.Context) (err error) {
 
 // Verify checks the request's signature and timestamp.
 func (z *Zoom) Verify(r *http.Request, body []byte, now time.Time) error {
+	_, err := z.VerifyKey(r, body, now)
+	return err
+}
+
+// KeyCount is how many secrets are in effect (KeyVerifier).
+func (z *Zoom) KeyCount() int { return len(z.keys) }
+
+// VerifyKey is Verify, returning the position of the secret that matched
+// (KeyVerifier).
+func (z *Zoom) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	return verifyV0(r, body, now, ZoomSignatureHeader, ZoomTimestampHeader, z.keys, z.tolerance)
 }
 

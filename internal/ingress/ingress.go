@@ -103,6 +103,10 @@ type Ingress struct {
 	Destinations []Destination `json:"destinations,omitempty"`
 
 	verifier verifiers.Verifier
+	// keyVerifier is the verifier when it tells which secret matched, each
+	// match counted in secretMatches (nil: it does not)
+	keyVerifier   verifiers.KeyVerifier
+	secretMatches *webhooks.SecretMatches
 	// the scheme's challenge requests, answered at the edge (nil: none)
 	handshakeGET  verifiers.HandshakerGET
 	handshakePOST verifiers.HandshakerPOST
@@ -155,6 +159,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: loading verifier: %v", h.Source, err)
 	}
 	h.verifier = mod.(verifiers.Verifier)
+	h.keyVerifier, _ = mod.(verifiers.KeyVerifier)
 	h.handshakeGET, _ = mod.(verifiers.HandshakerGET)
 	h.handshakePOST, _ = mod.(verifiers.HandshakerPOST)
 	h.handshakeUnsigned, _ = mod.(verifiers.HandshakerUnsigned)
@@ -234,6 +239,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: getting webhooks app: %v", h.Source, err)
 	}
 	h.app = appIface.(*webhooks.App)
+	h.secretMatches = h.app.SecretMatches(h.Source)
 	if err := h.app.RegisterSource(h.source()); err != nil {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
@@ -263,6 +269,9 @@ func (h *Ingress) source() *webhooks.Source {
 	}
 	if sh, ok := h.verifier.(verifiers.SecretHeaderer); ok {
 		src.SecretHeaders = sh.SecretHeaders()
+	}
+	if h.keyVerifier != nil {
+		src.Secrets = h.keyVerifier.KeyCount()
 	}
 	for _, r := range h.routes {
 		if r.name == storage.DefaultDestination {
@@ -389,7 +398,14 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	// verify first: a validly signed request is never refused by the guard
 	// (behind a proxy every provider may share one client IP)
-	if err := h.verifier.Verify(r, body, now); err != nil {
+	if h.keyVerifier != nil {
+		key, err := h.keyVerifier.VerifyKey(r, body, now)
+		if err != nil {
+			h.rejectSignature(w, clientIP(r), now, err)
+			return nil
+		}
+		h.secretMatches.Observe(key, now)
+	} else if err := h.verifier.Verify(r, body, now); err != nil {
 		h.rejectSignature(w, clientIP(r), now, err)
 		return nil
 	}

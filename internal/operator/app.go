@@ -115,6 +115,9 @@ type SourceCounts struct {
 	Recent map[string]int64
 	// AllTime are the source's counters since it was first counted.
 	AllTime map[string]int64
+	// Secrets is how many secrets the source's scheme has in effect on
+	// this node (0: it has none, or does not tell which matched).
+	Secrets int
 }
 
 // Redrive is what a bulk retry did (or, dry, would do).

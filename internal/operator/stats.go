@@ -2,6 +2,8 @@ package operator
 
 import (
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,7 +45,7 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 		recent := b.split(src.Recent, false)
 		all := b.split(src.AllTime, true)
 		st := SourceStats{Queue: src.Queue, Windows: Windows{LastHour: summarize(recent), AllTime: summarize(all)},
-			Types: b.types, Destinations: b.destinations}
+			Types: b.types, Destinations: b.destinations, Secrets: b.secretList(src.Secrets)}
 		res.Sources[name] = st
 		for k, v := range recent {
 			lastHour[k] += v
@@ -56,14 +58,25 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 	return answer(w, res)
 }
 
-// The stats counters kept by event type and by destination, beside a
-// source's plain counters: "type:<outcome>:<type>" (outcome accepted,
-// delivered or dead) and "destination:<outcome>:<name>" (outcome delivered
-// or dead).
+// The stats counters kept by event type, by destination and by secret,
+// beside a source's plain counters: "type:<outcome>:<type>" (outcome
+// accepted, delivered or dead), "destination:<outcome>:<name>" (outcome
+// delivered or dead), "secret:matched:<position>" and the latest value
+// "secret:last:<position>" (Unix seconds).
 const (
 	typeCounterPrefix        = "type:"
 	destinationCounterPrefix = "destination:"
+	secretCounterPrefix      = "secret:"
 )
+
+// SecretMatchCounter is the name of the stats counter of the requests
+// verified by a source's secret at position pos (1 for the first).
+func SecretMatchCounter(pos int) string { return secretCounterPrefix + "matched:" + strconv.Itoa(pos) }
+
+// SecretLastMatched is the name of the latest value (storage.StatsBatch's
+// Latest) of when a source's secret at position pos last verified a
+// request, in Unix seconds.
+func SecretLastMatched(pos int) string { return secretCounterPrefix + "last:" + strconv.Itoa(pos) }
 
 // TypeCounter is the name of the stats counter of outcome for events of
 // type typ.
@@ -89,11 +102,12 @@ func BreakdownOf(name string) (kind, value string, ok bool) {
 	return "", "", false
 }
 
-// breakdown gathers a source's counters by event type and by destination,
-// over both windows (nil maps until one is counted).
+// breakdown gathers a source's counters by event type, by destination
+// and by secret, over both windows (nil maps until one is counted).
 type breakdown struct {
 	types        map[string]TypeStats
 	destinations map[string]DestinationStats
+	secrets      map[int]SecretStats
 }
 
 // split returns the plain counters of c (those neither by type nor by
@@ -111,6 +125,8 @@ func (b *breakdown) split(c map[string]int64, allTime bool) map[string]int64 {
 			b.addType(rest, n, allTime)
 		} else if rest, ok := strings.CutPrefix(name, destinationCounterPrefix); ok {
 			b.addDestination(rest, n, allTime)
+		} else if rest, ok := strings.CutPrefix(name, secretCounterPrefix); ok {
+			b.addSecret(rest, n, allTime)
 		} else if SeriesCounter(name) {
 			continue // the time series' (seriescounters.go)
 		} else {
@@ -166,6 +182,52 @@ func (b *breakdown) addDestination(counter string, n int64, allTime bool) {
 		dc.Dead += n
 	}
 	b.destinations[dest] = ds
+}
+
+// addSecret adds the secret counter named "matched:<position>" (n
+// requests) or "last:<position>" (n the time, all-time only).
+func (b *breakdown) addSecret(counter string, n int64, allTime bool) {
+	kind, p, ok := strings.Cut(counter, ":")
+	pos, err := strconv.Atoi(p)
+	if !ok || err != nil || pos < 1 || kind != "matched" && kind != "last" {
+		return
+	}
+	if b.secrets == nil {
+		b.secrets = map[int]SecretStats{}
+	}
+	s := b.secrets[pos]
+	s.Position = pos
+	switch {
+	case kind == "last" && allTime:
+		s.LastMatched = time.Unix(n, 0).UTC()
+	case kind == "matched" && allTime:
+		s.MatchesAllTime += n
+	case kind == "matched":
+		s.MatchesLastHour += n
+	}
+	b.secrets[pos] = s
+}
+
+// secretList is the source's secrets by position: each of the inEffect
+// secrets its scheme has in effect on this node, matched or not, and no
+// other (a position past them counted a secret since removed); when the
+// scheme does not tell (inEffect 0), every position counted. Nil when
+// there is none.
+func (b *breakdown) secretList(inEffect int) []SecretStats {
+	var out []SecretStats
+	if inEffect > 0 {
+		for pos := 1; pos <= inEffect; pos++ {
+			s := b.secrets[pos]
+			s.Position = pos
+			out = append(out, s)
+		}
+		return out
+	}
+	for _, s := range b.secrets {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b SecretStats) int { return a.Position - b.Position })
+	return out
 }
 
 // summarize derives the rates of raw counters (nil: none counted).

@@ -3,6 +3,7 @@ package operator
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestBreakdownSplit: the counters by type and by destination leave the
@@ -90,5 +91,33 @@ func TestBreakdownWindows(t *testing.T) {
 	}
 	if want := (TypeStats{LastHour: TypeCounts{Received: 1}, AllTime: TypeCounts{Received: 6}}); b.types["t"] != want {
 		t.Errorf("type t %+v, want %+v", b.types["t"], want)
+	}
+}
+
+// TestSecretList: the secret counters leave the plain ones; each secret in
+// effect is listed by position, matched or not, a removed one's counters
+// dropped; without a count from the scheme, every position counted.
+func TestSecretList(t *testing.T) {
+	var b breakdown
+	recent := b.split(map[string]int64{"accepted": 4, SecretMatchCounter(2): 3, "secret:bogus:1": 1, SecretMatchCounter(0): 1}, false)
+	all := b.split(map[string]int64{"accepted": 9, SecretMatchCounter(1): 5, SecretMatchCounter(2): 4, SecretMatchCounter(4): 2,
+		SecretLastMatched(1): 1700000000, SecretLastMatched(2): 1700000300, SecretLastMatched(4): 1600000000}, true)
+	if !reflect.DeepEqual(recent, map[string]int64{"accepted": 4}) || !reflect.DeepEqual(all, map[string]int64{"accepted": 9}) {
+		t.Errorf("plain counters: %v, %v; the secret counters must leave them", recent, all)
+	}
+	want := []SecretStats{
+		{Position: 1, LastMatched: time.Unix(1700000000, 0).UTC(), MatchesAllTime: 5},
+		{Position: 2, LastMatched: time.Unix(1700000300, 0).UTC(), MatchesLastHour: 3, MatchesAllTime: 4},
+		{Position: 3},
+	}
+	if got := b.secretList(3); !reflect.DeepEqual(got, want) {
+		t.Errorf("secretList(3) = %+v\nwant %+v", got, want)
+	}
+	all4 := append(want[:2:2], SecretStats{Position: 4, LastMatched: time.Unix(1600000000, 0).UTC(), MatchesAllTime: 2})
+	if got := b.secretList(0); !reflect.DeepEqual(got, all4) {
+		t.Errorf("secretList(0) = %+v\nwant %+v", got, all4)
+	}
+	if got := (&breakdown{}).secretList(0); got != nil {
+		t.Errorf("no secret counted: %+v, want nil (absent from the answer)", got)
 	}
 }

@@ -95,6 +95,27 @@ type SourceStats struct {
 	// Destinations has the source's delivery results by destination
 	// ("default" for forward_to's; absent when none was counted).
 	Destinations map[string]DestinationStats `json:"destinations,omitempty"`
+	// Secrets has, by position, which of the source's secrets verified
+	// its requests and when each last did: every secret its scheme has in
+	// effect, so that an operator rotating one sees the old one stop
+	// matching (absent when the scheme has no secret).
+	Secrets []SecretStats `json:"secrets,omitempty"`
+}
+
+// SecretStats is one of a source's secrets in StatsAnswer, named by its
+// position, never by its value.
+type SecretStats struct {
+	// Position is the secret's place among those in effect, 1 for the
+	// first (one whose placeholder resolved to nothing is skipped).
+	Position int `json:"position"`
+	// LastMatched is when it last verified a request on any node sharing
+	// the store, to the second (absent: never since counting began).
+	LastMatched time.Time `json:"last_matched,omitzero"`
+	// MatchesLastHour counts the requests it verified in the last hour.
+	MatchesLastHour int64 `json:"matches_last_hour"`
+	// MatchesAllTime counts the requests it verified since counting
+	// began.
+	MatchesAllTime int64 `json:"matches_all_time"`
 }
 
 // DestinationStats is one destination of a source in StatsAnswer.

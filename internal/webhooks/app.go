@@ -126,6 +126,9 @@ type Source struct {
 	// SecretHeaderer): Caddy's access log records them unless its filter
 	// deletes them (accesslog.go checks).
 	SecretQueryParams, SecretHeaders []string
+	// Secrets is how many secrets the source's scheme has in effect
+	// (verifiers.KeyVerifier; 0: none, or it does not tell which matched).
+	Secrets int
 }
 
 // targetOf is the target of one of the source's destinations
@@ -491,6 +494,17 @@ func (a *App) RegisterSource(src *Source) error {
 	}
 	a.sources[src.Name] = src
 	return nil
+}
+
+// secretsInEffect is how many secrets the configured source's scheme has
+// in effect (Source.Secrets; 0 for a source not configured).
+func (a *App) secretsInEffect(source string) int {
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	if src, ok := a.sources[source]; ok {
+		return src.Secrets
+	}
+	return 0
 }
 
 // sourceNames lists the configured sources (alerts included): the lanes

@@ -275,6 +275,42 @@ func printStats(w io.Writer, v *operator.StatsAnswer) {
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", n, d, ds.LastHour.Delivered, ds.LastHour.Dead, ds.AllTime.Delivered, ds.AllTime.Dead)
 		}
 	}
+	printSecrets(w, v.Sources, names, time.Now())
+}
+
+// printSecrets lists which secret of each source verified its requests
+// and when each last did ("secret 2 of 2 last matched 3d ago"), so that an
+// operator rotating one sees when the old one can go.
+func printSecrets(w io.Writer, sources map[string]operator.SourceStats, names []string, now time.Time) {
+	header := false
+	for _, n := range names {
+		list := sources[n].Secrets
+		for _, s := range list {
+			if !header {
+				fmt.Fprintln(w, "\nSOURCE\tSECRET\tLAST MATCHED\tMATCHES (1H)\tMATCHES (ALL)")
+				header = true
+			}
+			last := "never"
+			if !s.LastMatched.IsZero() {
+				last = ago(now.Sub(s.LastMatched)) + " ago (" + timeOrDash(s.LastMatched) + ")"
+			}
+			fmt.Fprintf(w, "%s\t%d of %d\t%s\t%d\t%d\n", n, s.Position, len(list), last, s.MatchesLastHour, s.MatchesAllTime)
+		}
+	}
+}
+
+// ago is a duration as an operator reads it: its largest unit, rounded
+// down (45s, 12m, 5h, 3d).
+func ago(d time.Duration) string {
+	switch d = max(d, 0); {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
 // printSignatureFailures lists the last failed signature checks of each

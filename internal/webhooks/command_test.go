@@ -266,6 +266,41 @@ func TestPrintStatsDestinations(t *testing.T) {
 	}
 }
 
+// TestPrintSecrets: the secrets table says which secret of a source last
+// matched and how long ago, the never-used one "never", in position order.
+func TestPrintSecrets(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	sources := map[string]operator.SourceStats{
+		"stripe": {Secrets: []operator.SecretStats{
+			{Position: 1, LastMatched: now.Add(-74 * time.Hour), MatchesAllTime: 900},
+			{Position: 2, LastMatched: now.Add(-5 * time.Second), MatchesLastHour: 12, MatchesAllTime: 40},
+			{Position: 3},
+		}},
+		"quiet": {},
+	}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printSecrets(tw, sources, []string{"quiet", "stripe"}, now)
+	tw.Flush()
+	rows := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(rows) != 4 || !strings.HasPrefix(rows[0], "SOURCE") {
+		t.Fatalf("secrets table:\n%s", buf.String())
+	}
+	for i, want := range []string{"1 of 3 3d ago (", "2 of 3 5s ago (", "3 of 3 never"} {
+		if row := strings.Join(strings.Fields(rows[i+1]), " "); !strings.HasPrefix(row, "stripe "+want) {
+			t.Errorf("row %d: %q, want it to start with %q", i+1, row, "stripe "+want)
+		}
+	}
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{{-time.Second, "0s"}, {59 * time.Second, "59s"}, {61 * time.Minute, "1h"}, {47 * time.Hour, "47h"}, {49 * time.Hour, "2d"}} {
+		if got := ago(tc.d); got != tc.want {
+			t.Errorf("ago(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
 // TestEraseCommand: `caddy webhooks erase <source> <event_id>` sends
 // DELETE to the event's route (names escaped), prints what was removed,
 // and fails with the API's error for an unknown event.

@@ -20,6 +20,7 @@ var metrics = struct {
 	deliveryDuration  *prometheus.HistogramVec
 	durationByResult  *prometheus.HistogramVec
 	signatureFailures *prometheus.CounterVec
+	secretMatches     *prometheus.CounterVec
 }{
 	received: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "webhooks", Name: "received_total",
@@ -45,6 +46,10 @@ var metrics = struct {
 		Namespace: "caddy", Subsystem: "webhooks", Name: "signature_failures_total",
 		Help: "Requests rejected by signature verification, by source and reason (missing, malformed, timestamp, mismatch, body, other).",
 	}, []string{"source", "reason"}),
+	secretMatches: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "caddy", Subsystem: "webhooks", Name: "signature_matches_total",
+		Help: "Requests whose signature verified, by source and the position of the secret that matched (1 for the first in effect), so that a rotated-out secret is seen to stop matching.",
+	}, []string{"source", "secret"}),
 }
 
 // observeReceived counts one ingress answer (App.Observe).
@@ -70,7 +75,7 @@ func (a *App) registerMetrics(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{metrics.received, metrics.deliveries, metrics.deliveryDuration, metrics.durationByResult, metrics.signatureFailures} {
+	for _, c := range []prometheus.Collector{metrics.received, metrics.deliveries, metrics.deliveryDuration, metrics.durationByResult, metrics.signatureFailures, metrics.secretMatches} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -26,6 +26,9 @@ const statsFlushEvery = 2 * time.Second
 type statsBuffer struct {
 	mu     sync.Mutex
 	deltas map[string]map[string]int64
+	// latestValues are the values kept at their largest
+	// (storage.StatsBatch's Latest), by source and name
+	latestValues map[string]map[string]int64
 	// pending is the batch whose write failed, nil when none
 	pending *storage.StatsBatch
 	// names are the names counted apart, shared by every app instance of
@@ -195,20 +198,36 @@ func (b *statsBuffer) add(source, name string, n int64) {
 	m[name] += n
 }
 
+// latest keeps v as source's value of name if it is the largest yet.
+func (b *statsBuffer) latest(source, name string, v int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.latestValues == nil {
+		b.latestValues = map[string]map[string]int64{}
+	}
+	m := b.latestValues[source]
+	if m == nil {
+		m = map[string]int64{}
+		b.latestValues[source] = m
+	}
+	m[name] = max(m[name], v)
+}
+
 // next is the batch to write: the pending one, else a new one of the
-// deltas counted since the last (false when there are none), its time
-// series' counters apart (operator.SeriesCounter: they go to the windows'
-// buckets only).
+// deltas and latest values counted since the last (false when there are
+// none), its time series' counters apart (operator.SeriesCounter: they go
+// to the windows' buckets only).
 func (b *statsBuffer) next(now time.Time) (storage.StatsBatch, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.pending != nil {
 		return *b.pending, true
 	}
-	if len(b.deltas) == 0 {
+	if len(b.deltas) == 0 && len(b.latestValues) == 0 {
 		return storage.StatsBatch{}, false
 	}
-	batch := storage.StatsBatch{ID: newBatchID(), At: now, Counters: map[string]map[string]int64{}, Window: map[string]map[string]int64{}}
+	batch := storage.StatsBatch{ID: newBatchID(), At: now, Counters: map[string]map[string]int64{}, Window: map[string]map[string]int64{},
+		Latest: b.latestValues}
 	for source, m := range b.deltas {
 		for name, n := range m {
 			into := batch.Counters
@@ -221,7 +240,7 @@ func (b *statsBuffer) next(now time.Time) (storage.StatsBatch, bool) {
 			into[source][name] = n
 		}
 	}
-	b.deltas = nil
+	b.deltas, b.latestValues = nil, nil
 	b.pending = &batch
 	return batch, true
 }
@@ -378,7 +397,7 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 				q.Dead += n
 			}
 		}
-		out.Sources[src] = operator.SourceCounts{Queue: q, Recent: recent[src], AllTime: all[src]}
+		out.Sources[src] = operator.SourceCounts{Queue: q, Recent: recent[src], AllTime: all[src], Secrets: a.secretsInEffect(src)}
 	}
 	return out, nil
 }

@@ -43,6 +43,14 @@ func addCounter(b *kv.Bucket, k []byte, d int64) error {
 	return b.Put(k, int64Value(n+d))
 }
 
+// maxCounter sets the counter at k of b to v when v is larger than it.
+func maxCounter(b *kv.Bucket, k []byte, v int64) error {
+	if cur := b.Get(k); len(cur) == 8 && int64(binary.BigEndian.Uint64(cur)) >= v {
+		return nil
+	}
+	return b.Put(k, int64Value(v))
+}
+
 // AddStats implements storage.Store: the all-time totals, the minute and
 // the hour bucket in one transaction, with the batch's ID when it has one
 // (a batch applied already is not applied again).
@@ -76,6 +84,13 @@ func (s *Store) AddStats(ctx context.Context, batch storage.StatsBatch) error {
 					if err := addCounter(h, statsKey(hour, source, name), d); err != nil {
 						return err
 					}
+				}
+			}
+		}
+		for source, m := range batch.Latest {
+			for name, v := range m {
+				if err := maxCounter(b, statsKey(0, source, name), v); err != nil {
+					return err
 				}
 			}
 		}

@@ -47,19 +47,25 @@ func (s *Store) AddStats(ctx context.Context, b storage.StatsBatch) error {
 	if b.ID != "" {
 		marker, memory = s.statsBatchKey(b.ID), int64(storage.StatsBatchMemory/time.Second)
 	}
-	args := []any{memory, int64(storage.StatsRetention / time.Second), int64(storage.StatsHourRetention / time.Second), 0}
+	args := []any{memory, int64(storage.StatsRetention / time.Second), int64(storage.StatsHourRetention / time.Second), 0, 0}
 	for source, m := range b.Counters {
 		for name, d := range m {
 			args = append(args, storage.StatsField(source, name), d)
 		}
 	}
-	args[3] = (len(args) - 4) / 2
+	args[3] = (len(args) - 5) / 2
 	for source, m := range b.Window {
 		for name, d := range m {
 			args = append(args, storage.StatsField(source, name), d)
 		}
 	}
-	if len(args) == 4 {
+	args[4] = (len(args)-5)/2 - args[3].(int)
+	for source, m := range b.Latest {
+		for name, v := range m {
+			args = append(args, storage.StatsField(source, name), v)
+		}
+	}
+	if len(args) == 5 {
 		return nil
 	}
 	_, err := s.eval(ctx, statsScript, []string{marker, s.statsKey(0), s.statsKey(minute), s.statsHourKey(hour)}, args...)
@@ -69,8 +75,10 @@ func (s *Store) AddStats(ctx context.Context, b storage.StatsBatch) error {
 // statsScript adds a batch of counters.
 // KEYS: batch marker, all-time hash, minute hash, hour hash.
 // ARGV: marker lifetime in seconds (0: no marker), minute and hour hash
-// lifetimes, the number n of all-time counters, then field, delta pairs:
-// the first n go to all three hashes, the rest to the minute and hour ones.
+// lifetimes, the number n of all-time counters, the number w of window
+// counters, then field, value pairs: the first n deltas go to all three
+// hashes, the next w to the minute and hour ones, and the rest are latest
+// values, set in the all-time hash when larger than its own.
 // Returns 0 when the batch was applied already, else 1.
 var statsScript = redis.NewScript(`
 if ARGV[1] ~= '0' then
@@ -79,13 +87,23 @@ if ARGV[1] ~= '0' then
 	end
 end
 local n = tonumber(ARGV[4])
-local i = 5
+local w = tonumber(ARGV[5])
+local i = 6
 while i < #ARGV do
-	redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
-	redis.call('HINCRBY', KEYS[4], ARGV[i], ARGV[i + 1])
-	if n > 0 then
-		redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
-		n = n - 1
+	if n <= 0 and w <= 0 then
+		local cur = redis.call('HGET', KEYS[2], ARGV[i])
+		if not cur or tonumber(cur) < tonumber(ARGV[i + 1]) then
+			redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+		end
+	else
+		redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+		redis.call('HINCRBY', KEYS[4], ARGV[i], ARGV[i + 1])
+		if n > 0 then
+			redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+			n = n - 1
+		else
+			w = w - 1
+		end
 	end
 	i = i + 2
 end

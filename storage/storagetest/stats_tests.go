@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -275,7 +276,8 @@ func testQueueHeads(t *testing.T, f Factory) {
 // testStatsBatch: a batch sent again under its ID (its writer got no
 // answer) counts once, a batch without an ID counts each time, and a
 // batch's Window counters go to the minute and hour buckets only, never
-// to the all-time totals.
+// to the all-time totals; its Latest values go to the all-time totals
+// only, the largest kept.
 func testStatsBatch(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := t.Context()
@@ -297,12 +299,22 @@ func testStatsBatch(t *testing.T, f Factory) {
 	if err := s.AddStats(ctx, storage.StatsBatch{ID: "empty", At: now}); err != nil {
 		t.Errorf("an empty batch: %v", err)
 	}
+	// latest values: the largest wins, whichever batch (and node) gave it
+	for i, v := range []int64{1700000100, 1700000300, 1700000200} {
+		b := storage.StatsBatch{ID: "latest-" + strconv.Itoa(i), At: now, Latest: counters{"stripe": {"secret_last:2": v}}}
+		if i == 0 {
+			b.Latest["github"] = map[string]int64{"secret_last:1": 1700000000}
+		}
+		if err := s.AddStats(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
 	_, all, err := s.Stats(ctx, now.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (counters{"stripe": {"accepted": 3}, "github": {"accepted": 2}}); !reflect.DeepEqual(all, want) {
-		t.Errorf("all-time totals = %v, want %v (batch-1 once, the window's counter left out)", all, want)
+	if want := (counters{"stripe": {"accepted": 3, "secret_last:2": 1700000300}, "github": {"accepted": 2, "secret_last:1": 1700000000}}); !reflect.DeepEqual(all, want) {
+		t.Errorf("all-time totals = %v, want %v (batch-1 once, the window's counter left out, the largest latest value)", all, want)
 	}
 	for _, res := range []storage.StatsResolution{storage.StatsByMinute, storage.StatsByHour} {
 		bs, err := s.StatsBuckets(ctx, res, now.Add(-time.Hour), now.Add(time.Hour))
@@ -312,6 +324,9 @@ func testStatsBatch(t *testing.T, f Factory) {
 		last := bs[len(bs)-1].Counters
 		if last["stripe"]["accepted"] != 3 || last["stripe"]["lat:3"] != 5 || last["github"]["accepted"] != 2 {
 			t.Errorf("%s bucket of now = %v, want accepted 3 and lat:3 5 for stripe, 2 for github", res, last)
+		}
+		if _, ok := last["stripe"]["secret_last:2"]; ok {
+			t.Errorf("%s bucket of now = %v: a latest value went to a bucket", res, last)
 		}
 	}
 }

@@ -57,7 +57,8 @@
 		if (!s) return "0 s";
 		if (s < 120) return Math.round(s) + " s";
 		if (s < 7200) return Math.round(s / 60) + " min";
-		return (s / 3600).toFixed(1) + " h";
+		if (s < 172800) return (s / 3600).toFixed(1) + " h";
+		return (s / 86400).toFixed(1) + " d";
 	}
 
 	function fmtTick(t, stepSeconds) {
@@ -134,6 +135,38 @@
 		$("sig-failures").hidden = rows.children.length === 0;
 	}
 
+	// drawSecrets lists which secret of each source verified its requests
+	// and when each last did (GET api/stats sources.*.secrets), so that an
+	// operator rotating one sees when the old one can go.
+	function drawSecrets(plain) {
+		const rows = $("secrets-rows");
+		rows.replaceChildren();
+		if (plain && plain.store && plain.store.available === false) {
+			// not known while the store does not answer
+			$("secrets").hidden = true;
+			$("secrets-empty").hidden = true;
+			return;
+		}
+		const sources = (plain && plain.sources) || {};
+		for (const source of Object.keys(sources).sort()) {
+			const list = Array.isArray(sources[source].secrets) ? sources[source].secrets : [];
+			for (const s of list) {
+				const last = s.last_matched ? new Date(s.last_matched) : null;
+				const when = last && !Number.isNaN(last.getTime())
+					? fmtAge(Math.max(0, (Date.now() - last.getTime()) / 1000)) + " ago (" + last.toISOString().slice(0, 19).replace("T", " ") + " UTC)"
+					: "never matched";
+				rows.append(el("tr", { "data-source": source, "data-position": String(s.position) },
+					el("td", {}, source),
+					el("td", {}, "secret " + s.position + " of " + list.length),
+					el("td", {}, when),
+					el("td", { class: "num" }, String(s.matches_last_hour ?? 0)),
+					el("td", { class: "num" }, String(s.matches_all_time ?? 0))));
+			}
+		}
+		$("secrets-empty").hidden = rows.children.length > 0;
+		$("secrets").hidden = rows.children.length === 0;
+	}
+
 	// loadHealth draws the store's row and the per-source table; it
 	// returns whether the store answered (without it there is nothing to
 	// count, nor to chart).
@@ -145,6 +178,8 @@
 			// not known: say so rather than keep an earlier state
 			$("sig-failures").hidden = true;
 			$("sig-failures-empty").hidden = true;
+			$("secrets").hidden = true;
+			$("secrets-empty").hidden = true;
 			$("store-health").hidden = false;
 			$("store-state").textContent = "unknown";
 			for (const id of ["spool-events", "spool-bytes", "spool-oldest"]) $(id).textContent = "—";
@@ -152,6 +187,7 @@
 			throw e;
 		}
 		drawSigFailures(plain);
+		drawSecrets(plain);
 		const rows = $("health-rows");
 		rows.replaceChildren();
 		if (!drawStore(plain)) {
