@@ -1,9 +1,12 @@
 package verifiers
 
 import (
+	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -17,16 +20,20 @@ import (
 
 // HMAC verifies a generic HMAC signature, for providers without a scheme of
 // their own. The signature header holds exactly one signature: the
-// configured prefix followed by the MAC in the configured encoding. Hex
+// configured prefix followed by the MAC in the configured encoding; or,
+// with signature_param, a list of key=value parameters (separated by commas
+// or spaces) whose signature_param values are signatures, any of which may
+// match, and whose timestamp_param value is the signed timestamp. Hex
 // must be lowercase and base64 must be the standard, padded alphabet; the
 // MAC is compared as text in constant time. Several secrets mean rotation:
 // any one may match.
 //
 // The signed bytes are signed_content with {body} replaced by the raw
-// body, {timestamp} by the timestamp header's value as received and {id}
-// by the id header's value. With timestamp_header set, the timestamp must
-// be integer Unix seconds within tolerance of the current time, in either
-// direction.
+// body, {timestamp} by the timestamp (timestamp_header's or
+// timestamp_param's value) as received and {id} by the id header's value.
+// With a timestamp, it must be within tolerance of the current time, in
+// either direction, read as timestamp_format says: integer Unix seconds,
+// milliseconds, or RFC 3339.
 //
 // For example, a provider sending `X-Signature: sha256=<hex>` over
 // "<timestamp>.<body>" with the time in `X-Timestamp`:
@@ -43,7 +50,9 @@ type HMAC struct {
 	// X-Signature.
 	Header string `json:"header,omitempty"`
 
-	// Algorithm is the hash: sha1, sha256 or sha512. Default: sha256.
+	// Algorithm is the hash: md5, sha1, sha256 or sha512. Default:
+	// sha256. (HMAC-MD5 is still a sound MAC; md5 is there for the
+	// providers that sign with it.)
 	Algorithm string `json:"algorithm,omitempty"`
 
 	// Encoding is how the MAC is written: hex (lowercase) or base64
@@ -55,11 +64,31 @@ type HMAC struct {
 	// none.
 	Prefix string `json:"prefix,omitempty"`
 
-	// TimestampHeader is the request header carrying the signed timestamp
-	// (integer Unix seconds); when it is set, the timestamp is required
-	// and must be within tolerance, and signed_content must include
-	// {timestamp}.
+	// SignatureParam, when set, makes the header a list of key=value
+	// parameters, separated by commas or spaces (`t=1700000000,v1=<mac>`):
+	// the values of this key are the signatures, any of which may match.
+	// Prefix is then not used.
+	SignatureParam string `json:"signature_param,omitempty"`
+
+	// TimestampParam is the key of the signed timestamp in the header's
+	// parameters (with signature_param; instead of timestamp_header).
+	// Every occurrence of it must hold the same value.
+	TimestampParam string `json:"timestamp_param,omitempty"`
+
+	// TimestampHeader is the request header carrying the signed timestamp;
+	// when it is set, the timestamp is required and must be within
+	// tolerance, and signed_content must include {timestamp}.
 	TimestampHeader string `json:"timestamp_header,omitempty"`
+
+	// TimestampFormat is how the timestamp is written: unix (integer
+	// seconds), unix_ms (integer milliseconds) or rfc3339 (such as
+	// 2021-02-19T23:47:00.8091512Z, any offset). Default: unix.
+	TimestampFormat string `json:"timestamp_format,omitempty"`
+
+	// SecretEncoding is how the configured secrets are written: raw (the
+	// key is the text itself), base64 (standard alphabet, padded or not)
+	// or hex. Default: raw.
+	SecretEncoding string `json:"secret_encoding,omitempty"`
 
 	// IDHeader is the request header whose value fills {id} in
 	// signed_content, and the default id_from rule of this scheme.
@@ -68,7 +97,7 @@ type HMAC struct {
 
 	// SignedContent is the template of the signed bytes, over {id},
 	// {timestamp} and {body}, which it must include. Default: "{body}", or
-	// "{timestamp}.{body}" when timestamp_header is set.
+	// "{timestamp}.{body}" with a timestamp.
 	SignedContent string `json:"signed_content,omitempty"`
 
 	// ToleranceConfig holds the replay window, only taken with
@@ -76,6 +105,7 @@ type HMAC struct {
 	ToleranceConfig
 
 	keys      [][]byte
+	parseTime func(string) (int64, error)
 	newHash   func() hash.Hash
 	size      int
 	enc       Encoding
@@ -108,9 +138,18 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	if h.IDHeader == "" {
 		h.IDHeader = DefaultIDHeader
 	}
+	switch {
+	case h.TimestampParam != "" && h.SignatureParam == "":
+		return errors.New("timestamp_param needs signature_param")
+	case h.TimestampParam != "" && h.TimestampHeader != "":
+		return errors.New("timestamp_param and timestamp_header both name the timestamp: keep one")
+	case h.SignatureParam != "" && h.Prefix != "":
+		return errors.New("prefix is not used with signature_param: the parameter's key says which value is a signature")
+	}
+	timestamped := h.TimestampHeader != "" || h.TimestampParam != ""
 	if h.SignedContent == "" {
 		h.SignedContent = "{body}"
-		if h.TimestampHeader != "" {
+		if timestamped {
 			h.SignedContent = "{timestamp}.{body}"
 		}
 	}
@@ -119,20 +158,26 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	if h.newHash, err = hashByName(h.Algorithm); err != nil {
 		return err
 	}
+	if h.parseTime, err = timestampFormat(h.TimestampFormat); err != nil {
+		return err
+	}
+	if h.TimestampFormat != "" && !timestamped {
+		return errors.New("timestamp_format needs timestamp_header or timestamp_param")
+	}
 	h.size = h.newHash().Size()
 	h.enc = Encoding(h.Encoding)
 	if !h.enc.Valid() {
 		return fmt.Errorf("unknown encoding %q (want hex or base64)", h.Encoding)
 	}
 	def := DefaultTolerance
-	if h.TimestampHeader == "" {
+	if !timestamped {
 		def = 0
 	}
 	if h.tolerance, err = h.ToleranceConfig.compile(def); err != nil {
 		return err
 	}
-	if h.TimestampHeader == "" && h.tolerance != 0 {
-		return errors.New("tolerance needs timestamp_header")
+	if !timestamped && h.tolerance != 0 {
+		return errors.New("tolerance needs timestamp_header or timestamp_param")
 	}
 
 	var uses map[string]bool
@@ -142,17 +187,19 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	if !uses["body"] {
 		return errors.New("signed_content must include {body}")
 	}
-	if uses["timestamp"] && h.TimestampHeader == "" {
-		return errors.New("signed_content uses {timestamp} but timestamp_header is not set")
+	if uses["timestamp"] && !timestamped {
+		return errors.New("signed_content uses {timestamp} but neither timestamp_header nor timestamp_param is set")
 	}
-	if !uses["timestamp"] && h.TimestampHeader != "" {
+	if !uses["timestamp"] && timestamped {
 		// a timestamp that is not signed proves nothing about replay
-		return errors.New("timestamp_header is set but signed_content does not include {timestamp}")
+		return errors.New("a timestamp is read but signed_content does not include {timestamp}")
 	}
 	h.usesID = uses["id"]
 
-	h.keys, err = h.resolve()
-	return err
+	if h.keys, err = h.resolve(); err != nil {
+		return err
+	}
+	return decodeSecrets(h.keys, h.SecretEncoding)
 }
 
 // Verify checks the request's signature and, if configured, its timestamp.
@@ -171,20 +218,33 @@ func (h *HMAC) VerifyKey(r *http.Request, body []byte, now time.Time) (int, erro
 	if raw == "" {
 		return 0, errHeaderMissing(h.Header)
 	}
-	sig, ok := strings.CutPrefix(raw, h.Prefix)
-	if !ok {
-		return 0, fmt.Errorf("%w: header %s lacks the expected prefix", ErrFormat, h.Header)
+	var ts, id string
+	var sigs []string
+	if h.SignatureParam != "" {
+		var err error
+		if ts, sigs, err = h.headerParams(raw); err != nil {
+			return 0, err
+		}
+	} else {
+		sig, ok := strings.CutPrefix(raw, h.Prefix)
+		if !ok {
+			return 0, fmt.Errorf("%w: header %s lacks the expected prefix", ErrFormat, h.Header)
+		}
+		sigs = []string{sig}
 	}
-	if !h.enc.WellFormed(sig, h.size) {
+	if !anyWellFormed(h.enc, sigs, h.size) {
 		return 0, fmt.Errorf("%w: header %s is not %d bytes of %s", ErrFormat, h.Header, h.size, h.enc)
 	}
 
-	var ts, id string
 	if h.TimestampHeader != "" {
-		var t int64
-		var err error
-		if ts, t, err = timestampHeader(r, h.TimestampHeader); err != nil {
-			return 0, err
+		if ts = r.Header.Get(h.TimestampHeader); ts == "" {
+			return 0, errHeaderMissing(h.TimestampHeader)
+		}
+	}
+	if h.TimestampHeader != "" || h.TimestampParam != "" {
+		t, err := h.parseTime(ts)
+		if err != nil {
+			return 0, fmt.Errorf("timestamp: %w", err)
 		}
 		if err = CheckTimestamp(t, now, h.tolerance); err != nil {
 			return 0, err
@@ -210,7 +270,91 @@ func (h *HMAC) VerifyKey(r *http.Request, body []byte, now time.Time) (int, erro
 			msg[i] = p.lit
 		}
 	}
-	return MatchHMAC(h.newHash, h.keys, h.enc, []string{sig}, msg...)
+	return MatchHMAC(h.newHash, h.keys, h.enc, sigs, msg...)
+}
+
+// headerParams reads the signature header as key=value parameters: the
+// signatures (the values of signature_param) and the timestamp (the value
+// of timestamp_param, the same in each occurrence). A parameter without
+// "=", no signature, or a missing or ambiguous timestamp is malformed
+// (ErrFormat); parameters of other keys are ignored.
+func (h *HMAC) headerParams(raw string) (ts string, sigs []string, err error) {
+	for _, p := range strings.FieldsFunc(raw, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || v == "" {
+			return "", nil, fmt.Errorf("%w: header %s has a parameter that is not key=value", ErrFormat, h.Header)
+		}
+		switch k {
+		case h.SignatureParam:
+			sigs = append(sigs, v)
+		case h.TimestampParam:
+			if ts != "" && ts != v {
+				return "", nil, fmt.Errorf("%w: header %s has two different %s", ErrFormat, h.Header, h.TimestampParam)
+			}
+			ts = v
+		}
+	}
+	if len(sigs) == 0 {
+		return "", nil, fmt.Errorf("%w: header %s has no %s", ErrFormat, h.Header, h.SignatureParam)
+	}
+	if h.TimestampParam != "" && ts == "" {
+		return "", nil, fmt.Errorf("%w: header %s has no %s", ErrFormat, h.Header, h.TimestampParam)
+	}
+	return ts, sigs, nil
+}
+
+// timestampFormat returns the reader of timestamps written as name says
+// (unix when empty), giving Unix seconds (milliseconds and fractions of a
+// second truncated); what it cannot read is an error wrapping ErrFormat.
+func timestampFormat(name string) (func(string) (int64, error), error) {
+	switch name {
+	case "", "unix":
+		return ParseUnixSeconds, nil
+	case "unix_ms":
+		return func(s string) (int64, error) {
+			ms, err := ParseUnixSeconds(s)
+			if err != nil {
+				return 0, fmt.Errorf("%w: timestamp is not integer Unix milliseconds", ErrFormat)
+			}
+			return ms / 1000, nil
+		}, nil
+	case "rfc3339":
+		return func(s string) (int64, error) {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return 0, fmt.Errorf("%w: timestamp is not RFC 3339", ErrFormat)
+			}
+			return t.Unix(), nil
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown timestamp_format %q (want unix, unix_ms or rfc3339)", name)
+}
+
+// decodeSecrets decodes each resolved secret in place as enc says (raw,
+// the default, leaves them as they are). An error names a secret by its
+// position, never its value.
+func decodeSecrets(keys [][]byte, enc string) error {
+	var decode func(string) ([]byte, error)
+	switch enc {
+	case "", "raw":
+		return nil
+	case "base64":
+		decode = func(s string) ([]byte, error) {
+			return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+		}
+	case "hex":
+		decode = hex.DecodeString
+	default:
+		return fmt.Errorf("unknown secret_encoding %q (want raw, base64 or hex)", enc)
+	}
+	for i, k := range keys {
+		b, err := decode(string(k))
+		if err != nil || len(b) == 0 {
+			return fmt.Errorf("secret %d is not %s", i+1, enc)
+		}
+		keys[i] = b
+	}
+	return nil
 }
 
 // DefaultIDFrom returns the id header: id_header when set, otherwise
@@ -228,10 +372,14 @@ func (h *HMAC) DefaultIDFrom() []IDRule {
 //	hmac [<secret>...] {
 //		secret           <secret>...
 //		header           <name>
-//		algorithm        sha1|sha256|sha512
+//		algorithm        md5|sha1|sha256|sha512
 //		encoding         hex|base64
+//		secret_encoding  raw|base64|hex
 //		prefix           <text>
+//		signature_param  <key>
+//		timestamp_param  <key>
 //		timestamp_header <name>
+//		timestamp_format unix|unix_ms|rfc3339
 //		id_header        <name>
 //		signed_content   <template>
 //		tolerance        <duration>
@@ -264,8 +412,26 @@ func (h *HMAC) caddyfileOption(d *caddyfile.Dispenser, name string) (bool, error
 		}
 	case "prefix":
 		return true, oneArg(d, &h.Prefix)
+	case "signature_param":
+		return true, oneArg(d, &h.SignatureParam)
+	case "timestamp_param":
+		return true, oneArg(d, &h.TimestampParam)
 	case "timestamp_header":
 		return true, oneArg(d, &h.TimestampHeader)
+	case "timestamp_format":
+		if err := oneArg(d, &h.TimestampFormat); err != nil {
+			return true, err
+		}
+		if _, err := timestampFormat(h.TimestampFormat); err != nil {
+			return true, d.Err(err.Error())
+		}
+	case "secret_encoding":
+		if err := oneArg(d, &h.SecretEncoding); err != nil {
+			return true, err
+		}
+		if h.SecretEncoding != "raw" && h.SecretEncoding != "base64" && h.SecretEncoding != "hex" {
+			return true, d.Errf("unknown secret_encoding %q (want raw, base64 or hex)", h.SecretEncoding)
+		}
 	case "id_header":
 		return true, oneArg(d, &h.IDHeader)
 	case "signed_content":
@@ -286,6 +452,8 @@ func (h *HMAC) caddyfileOption(d *caddyfile.Dispenser, name string) (bool, error
 // hashByName returns the hash named by the algorithm option.
 func hashByName(name string) (func() hash.Hash, error) {
 	switch name {
+	case "md5":
+		return md5.New, nil
 	case "sha1":
 		return sha1.New, nil
 	case "sha256":
@@ -293,7 +461,7 @@ func hashByName(name string) (func() hash.Hash, error) {
 	case "sha512":
 		return sha512.New, nil
 	}
-	return nil, fmt.Errorf("unknown algorithm %q (want sha1, sha256 or sha512)", name)
+	return nil, fmt.Errorf("unknown algorithm %q (want md5, sha1, sha256 or sha512)", name)
 }
 
 // The fields a signed_content template may use.

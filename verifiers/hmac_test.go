@@ -33,6 +33,16 @@ const (
 	slackTS     = "1531420618"
 	slackBody   = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
 	slackSig    = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+
+	// RFC 2202 test case 2, HMAC-MD5
+	rfcMD5 = "750c783e6ab0b503eaa86e310a5db738"
+	// HMAC-SHA256("Jefe", "1700000000123." + tsBody), hex: milliseconds
+	msTS  = "1700000000123"
+	msSig = "d5918de0eafb570952a039dff845b0d89c971fdebee4d5e8891319c2540e7193"
+	// HMAC-SHA256("Jefe", "2023-11-14T22:13:20.5Z." + tsBody), hex:
+	// RFC 3339, half a second after tsTS
+	rfcTS  = "2023-11-14T22:13:20.5Z"
+	rfcSig = "5fe50e7ff9aa2a36babb1f31368cef5c74b643fc7facf64564ff1edd42521183"
 )
 
 func TestHMACVerify(t *testing.T) {
@@ -45,6 +55,13 @@ func TestHMACVerify(t *testing.T) {
 		IDHeader: "webhook-id", SignedContent: "{id}.{timestamp}.{body}", ToleranceConfig: tolerance(time.Minute)}
 	slack := HMAC{SecretsConfig: keyed(slackSecret), Header: "X-Slack-Signature", Prefix: "v0=",
 		TimestampHeader: "X-Slack-Request-Timestamp", SignedContent: "v0:{timestamp}:{body}"}
+	params := HMAC{SecretsConfig: keyed(rfcKey), SignatureParam: "v1", TimestampParam: "t"}
+	sigOnly := HMAC{SecretsConfig: keyed(rfcKey), SignatureParam: "v1"}
+	millis := HMAC{SecretsConfig: keyed(rfcKey), TimestampHeader: "X-Ts", TimestampFormat: "unix_ms"}
+	rfc3339 := HMAC{SecretsConfig: keyed(rfcKey), TimestampHeader: "X-Ts", TimestampFormat: "rfc3339"}
+	md5Hex := HMAC{SecretsConfig: keyed(rfcKey), Algorithm: "md5"}
+	b64Key := HMAC{SecretsConfig: keyed("SmVmZQ=="), SecretEncoding: "base64"}
+	hexKey := HMAC{SecretsConfig: keyed("4a656665"), SecretEncoding: "hex"}
 
 	now := time.Unix(1700000000, 0)
 	slackNow := time.Unix(1531420618, 0)
@@ -89,11 +106,36 @@ func TestHMACVerify(t *testing.T) {
 		{name: "id template, id missing", cfg: withID, headers: []string{"webhook-timestamp", tsTS, "X-Signature", idSig}, body: tsBody, now: now, want: ErrFormat},
 		{name: "id template, custom tolerance", cfg: withID, headers: []string{"webhook-id", "msg_1", "webhook-timestamp", tsTS, "X-Signature", idSig}, body: tsBody, now: now.Add(61 * time.Second), want: ErrTimestamp},
 
+		// signature and timestamp as parameters of one header
+		{name: "params", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ",v1=" + tsSig}, body: tsBody, now: now},
+		{name: "params, spaces and another version", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ", v0=abc, v1=" + tsSig}, body: tsBody, now: now},
+		{name: "params, rotation: two signatures", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ",v1=" + rfcSHA256 + " t=" + tsTS + ",v1=" + tsSig}, body: tsBody, now: now},
+		{name: "params, two timestamps", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ",v1=" + tsSig + ",t=1700000001"}, body: tsBody, now: now, want: ErrFormat},
+		{name: "params, no timestamp", cfg: params, headers: []string{"X-Signature", "v1=" + tsSig}, body: tsBody, now: now, want: ErrFormat},
+		{name: "params, no signature", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ",v0=" + tsSig}, body: tsBody, now: now, want: ErrFormat},
+		{name: "params, not key=value", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + "," + tsSig}, body: tsBody, now: now, want: ErrFormat},
+		{name: "params, stale", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ",v1=" + tsSig}, body: tsBody, now: now.Add(6 * time.Minute), want: ErrTimestamp},
+		{name: "params, timestamp is signed", cfg: params, headers: []string{"X-Signature", "t=1700000001,v1=" + tsSig}, body: tsBody, now: now, want: ErrMismatch},
+		{name: "params, signatures only", cfg: sigOnly, headers: []string{"X-Signature", "v1=" + rfcSHA1 + ",v1=" + rfcSHA256}, body: rfcMsg},
+
+		// timestamp formats
+		{name: "unix_ms", cfg: millis, headers: []string{"X-Signature", msSig, "X-Ts", msTS}, body: tsBody, now: now},
+		{name: "unix_ms read as seconds would be stale", cfg: millis, headers: []string{"X-Signature", msSig, "X-Ts", msTS}, body: tsBody, now: now.Add(5*time.Minute + time.Second), want: ErrTimestamp},
+		{name: "unix_ms not a number", cfg: millis, headers: []string{"X-Signature", msSig, "X-Ts", "1.7e12"}, body: tsBody, now: now, want: ErrFormat},
+		{name: "rfc3339", cfg: rfc3339, headers: []string{"X-Signature", rfcSig, "X-Ts", rfcTS}, body: tsBody, now: now},
+		{name: "rfc3339, stale", cfg: rfc3339, headers: []string{"X-Signature", rfcSig, "X-Ts", rfcTS}, body: tsBody, now: now.Add(-6 * time.Minute), want: ErrTimestamp},
+		{name: "rfc3339, unix seconds", cfg: rfc3339, headers: []string{"X-Signature", tsSig, "X-Ts", tsTS}, body: tsBody, now: now, want: ErrFormat},
+
+		// md5, and secrets written in base64 or hex
+		{name: "rfc2202 md5 hex", cfg: md5Hex, headers: []string{"X-Signature", rfcMD5}, body: rfcMsg},
+		{name: "base64 secret", cfg: b64Key, headers: []string{"X-Signature", rfcSHA256}, body: rfcMsg},
+		{name: "hex secret", cfg: hexKey, headers: []string{"X-Signature", rfcSHA256}, body: rfcMsg},
+
 		// Slack's documented example, expressed with the generic scheme
 		{name: "slack docs vector", cfg: slack, headers: []string{"X-Slack-Signature", slackSig, "X-Slack-Request-Timestamp", slackTS}, body: slackBody, now: slackNow},
 		{name: "slack docs vector, body changed", cfg: slack, headers: []string{"X-Slack-Signature", slackSig, "X-Slack-Request-Timestamp", slackTS}, body: slackBody + "x", now: slackNow, want: ErrMismatch},
 		{name: "slack docs vector, replayed later", cfg: slack, headers: []string{"X-Slack-Signature", slackSig, "X-Slack-Request-Timestamp", slackTS}, body: slackBody, now: slackNow.Add(time.Hour), want: ErrTimestamp},
-	}, rfcKey, slackSecret, rfcSHA256, rfcSHA1, tsSig, idSig, slackSig[3:])
+	}, rfcKey, slackSecret, rfcSHA256, rfcSHA1, tsSig, idSig, slackSig[3:], msSig, rfcSig)
 }
 
 func TestHMACProvision(t *testing.T) {
@@ -125,7 +167,7 @@ func TestHMACProvision(t *testing.T) {
 		},
 		{name: "no secret", cfg: HMAC{}, wantErr: "no secret"},
 		{name: "secrets resolve to empty", cfg: HMAC{SecretsConfig: keyed("{env.HOOKLINE_TEST_UNSET_XYZ}")}, wantErr: "non-empty"},
-		{name: "bad algorithm", cfg: HMAC{SecretsConfig: keyed("k"), Algorithm: "md5"}, wantErr: "algorithm"},
+		{name: "bad algorithm", cfg: HMAC{SecretsConfig: keyed("k"), Algorithm: "sha3-256"}, wantErr: "algorithm"},
 		{name: "algorithm is lowercase", cfg: HMAC{SecretsConfig: keyed("k"), Algorithm: "SHA256"}, wantErr: "algorithm"},
 		{name: "bad encoding", cfg: HMAC{SecretsConfig: keyed("k"), Encoding: "base64url"}, wantErr: "encoding"},
 		{name: "negative tolerance", cfg: HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts", ToleranceConfig: tolerance(-1)}, wantErr: "negative"},
@@ -135,6 +177,13 @@ func TestHMACProvision(t *testing.T) {
 		{name: "template unclosed", cfg: HMAC{SecretsConfig: keyed("k"), SignedContent: "{body"}, wantErr: "unclosed"},
 		{name: "timestamp field without header", cfg: HMAC{SecretsConfig: keyed("k"), SignedContent: "{timestamp}.{body}"}, wantErr: "timestamp_header"},
 		{name: "timestamp header not signed", cfg: HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts", SignedContent: "{body}"}, wantErr: "{timestamp}"},
+		{name: "timestamp_param alone", cfg: HMAC{SecretsConfig: keyed("k"), TimestampParam: "t"}, wantErr: "signature_param"},
+		{name: "timestamp twice", cfg: HMAC{SecretsConfig: keyed("k"), SignatureParam: "v1", TimestampParam: "t", TimestampHeader: "X-Ts"}, wantErr: "keep one"},
+		{name: "prefix with params", cfg: HMAC{SecretsConfig: keyed("k"), SignatureParam: "v1", Prefix: "v1="}, wantErr: "prefix"},
+		{name: "bad timestamp_format", cfg: HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts", TimestampFormat: "iso"}, wantErr: "timestamp_format"},
+		{name: "timestamp_format without timestamp", cfg: HMAC{SecretsConfig: keyed("k"), TimestampFormat: "unix_ms"}, wantErr: "timestamp_header"},
+		{name: "bad secret_encoding", cfg: HMAC{SecretsConfig: keyed("k"), SecretEncoding: "base32"}, wantErr: "secret_encoding"},
+		{name: "secret not hex", cfg: HMAC{SecretsConfig: keyed("{env.HOOKLINE_TEST_HMAC}"), SecretEncoding: "hex"}, wantErr: "secret 1 is not hex"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.cfg
