@@ -57,7 +57,7 @@ var conformanceSchemes = []*conformance{{
 	sign:   signedShopify,
 	header: ShopifyHMACHeader, malformed: "fake", // shopify-api-js's "returns false on invalid HMAC"
 	encoding:   EncodingBase64,
-	defaultIDs: []string{"header X-Shopify-Webhook-Id"},
+	defaultIDs: []string{"header X-Shopify-Webhook-Id", "header shopify-webhook-id"},
 }, {
 	label: "twitter", names: []string{"twitter", "x"},
 	keys: [2]string{xSecret, "another-consumer-secret"}, body: xBody,

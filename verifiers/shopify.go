@@ -22,7 +22,8 @@ import (
 // always carries X-Shopify-Webhook-Id, which the SDK requires (its
 // X-Shopify-Event-Id, shared by every subscription's webhook of one event,
 // does not stand in for it); an Event (shopify-hmac-sha256) carries
-// shopify-event-id (X-Shopify-Event-Id is accepted there too). Header
+// shopify-webhook-id, which the SDK requires (shopify-event-id and
+// X-Shopify-Event-Id are accepted there too). Header
 // names are matched in any letter case.
 //
 // Several secrets mean rotation: after a client secret is rotated Shopify
@@ -43,14 +44,18 @@ const (
 	ShopifyEventsHMACHeader = "shopify-hmac-sha256"
 	ShopifyWebhookIDHeader  = "X-Shopify-Webhook-Id"
 	ShopifyEventIDHeader    = "X-Shopify-Event-Id"
-	// ShopifyEventsEventIDHeader is the delivery id of Shopify's Events
-	// (shopify-* headers).
+	// ShopifyEventsWebhookIDHeader is the delivery id of Shopify's Events
+	// (shopify-* headers), the one Shopify's own library requires of them
+	// (shopify-api-js 15, checkEventsHeaders), as X-Shopify-Webhook-Id of
+	// a classic webhook.
+	ShopifyEventsWebhookIDHeader = "shopify-webhook-id"
+	// ShopifyEventsEventIDHeader is the event id of Shopify's Events.
 	ShopifyEventsEventIDHeader = "shopify-event-id"
 )
 
 // shopifyEventsIDHeaders are the headers of which an Event (shopify-*
-// headers) must carry one: its delivery id.
-var shopifyEventsIDHeaders = []string{ShopifyEventsEventIDHeader, ShopifyEventIDHeader}
+// headers) must carry one: its delivery id, or its event id.
+var shopifyEventsIDHeaders = []string{ShopifyEventsWebhookIDHeader, ShopifyEventsEventIDHeader, ShopifyEventIDHeader}
 
 // CaddyModule returns the Caddy module information.
 func (Shopify) CaddyModule() caddy.ModuleInfo {
@@ -102,16 +107,18 @@ func hasHeader(h http.Header, names []string) bool {
 	return false
 }
 
-// DefaultIDFrom returns the webhook id header.
+// DefaultIDFrom returns the webhook id header: a classic webhook's
+// X-Shopify-Webhook-Id, else an Event's shopify-webhook-id.
 //
-// X-Shopify-Event-Id is not a default, not even as a fallback: Shopify
+// X-Shopify-Event-Id (and an Event's shopify-event-id) is not a default,
+// not even as a fallback: Shopify
 // sends one webhook per subscription for the same event, all sharing
 // X-Shopify-Event-Id (the docs' "ignore duplicates" guide), and
 // subscriptions differ in topic filters and include_fields, so the event
 // id would merge distinct deliveries. A delivery with no webhook id is
 // accepted under a generated id (never deduplicated).
 func (*Shopify) DefaultIDFrom() []IDRule {
-	return []IDRule{idHeader(ShopifyWebhookIDHeader)}
+	return []IDRule{idHeader(ShopifyWebhookIDHeader), idHeader(ShopifyEventsWebhookIDHeader)}
 }
 
 // UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after

@@ -60,6 +60,9 @@ func TestShopifyRequiresBodyAndID(t *testing.T) {
 		{name: "webhook id", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "X-Shopify-Webhook-Id", shopifyID}, body: shopifyBody},
 		{name: "webhook id, lowercase name", cfg: one, headers: []string{"X-Shopify-Hmac-Sha256", shopifySig, "x-shopify-webhook-id", shopifyID}, body: shopifyBody},
 		{name: "events: shopify-event-id", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "shopify-event-id", shopifyID}, body: shopifyBody},
+		// what shopify-api-js 15 requires of an Event (TestOfficialSDKs
+		// runs it)
+		{name: "events: shopify-webhook-id", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "shopify-webhook-id", shopifyID}, body: shopifyBody},
 		{name: "events: Shopify-Event-Id", cfg: one, headers: []string{"Shopify-Hmac-Sha256", shopifySig, "Shopify-Event-Id", shopifyID}, body: shopifyBody},
 		{name: "events: X-Shopify-Event-Id", cfg: one, headers: []string{"shopify-hmac-sha256", shopifySig, "X-Shopify-Event-Id", shopifyID}, body: shopifyBody},
 		// a classic webhook needs its webhook id, as shopify-api-js does
