@@ -210,7 +210,11 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		h.MaxBody = DefaultMaxBody
 	}
 	if h.DedupeWindow == 0 {
+		// the provider's retry horizon, where its scheme knows it
 		h.DedupeWindow = caddy.Duration(DefaultDedupeWindow)
+		if d, ok := h.verifier.(verifiers.DedupeWindower); ok {
+			h.DedupeWindow = caddy.Duration(d.DefaultDedupeWindow())
+		}
 	}
 	if h.AckStatus == 0 {
 		h.AckStatus = http.StatusAccepted
