@@ -1,11 +1,14 @@
 package verifiers
 
 import (
+	"bytes"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -201,6 +204,23 @@ var conformanceSchemes = []*conformance{{
 	},
 }, {
 	// the generic scheme signing "<timestamp>.<body>" (the default template)
+	// Discord's form: hex key and signature over timestamp + body
+	label: "ed25519", names: []string{"ed25519"},
+	keys: [2]string{edPublicHex(edKeyA), edPublicHex(edKeyB)}, body: `{"version":1,"application_id":"1234567890","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2024-10-18T14:42:53.064834"}}`,
+	options:          `"header":"X-Signature-Ed25519","timestamp_header":"X-Signature-Timestamp"`,
+	caddyfileOptions: "header X-Signature-Ed25519\n timestamp_header X-Signature-Timestamp",
+	sign:             signedEd25519,
+	header:           "X-Signature-Ed25519", malformed: "not a signature",
+	encoding:    EncodingHex,
+	timestamped: true, tolerance: 5 * time.Minute,
+	defaultIDs: []string{"header Idempotency-Key"},
+	caddyfile: []caddyfileCase{
+		{name: "telnyx", input: "ed25519 k {\n header telnyx-signature-ed25519\n encoding base64\n timestamp_header telnyx-timestamp\n signed_content {timestamp}|{body}\n}",
+			json: `{"secrets":["k"],"header":"telnyx-signature-ed25519","encoding":"base64","timestamp_header":"telnyx-timestamp","signed_content":"{timestamp}|{body}"}`},
+		{name: "bad encoding", input: "ed25519 k {\n encoding base32\n}", wantErr: true},
+		{name: "bad timestamp_format", input: "ed25519 k {\n timestamp_format iso\n}", wantErr: true},
+	},
+}, {
 	label: "hmac_timestamped", names: []string{"hmac"},
 	keys: [2]string{rfcKey, "another hmac secret"}, body: tsBody,
 	options:          `"prefix":"sha256=","timestamp_header":"X-Timestamp"`,
@@ -213,6 +233,28 @@ var conformanceSchemes = []*conformance{{
 }}
 
 // The signers of the schemes that need more than a line.
+
+// edKeyA and edKeyB are the ed25519 conformance keys.
+var (
+	edKeyA = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0xa1}, ed25519.SeedSize))
+	edKeyB = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0xb2}, ed25519.SeedSize))
+)
+
+// edPublicHex is the hex of priv's public key, as Discord shows it.
+func edPublicHex(priv ed25519.PrivateKey) string {
+	return hex.EncodeToString(priv.Public().(ed25519.PublicKey))
+}
+
+// signedEd25519 is the request Discord sends with the signature, by the
+// private key of the public key key, of ts and body.
+func signedEd25519(_ testing.TB, key string, body []byte, ts time.Time) *http.Request {
+	priv := edKeyA
+	if key == edPublicHex(edKeyB) {
+		priv = edKeyB
+	}
+	at := strconv.FormatInt(ts.Unix(), 10)
+	return newRequest("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(priv, append([]byte(at), body...))), "X-Signature-Timestamp", at)
+}
 
 // signedShopify is the request Shopify sends with key's signature of body.
 func signedShopify(_ testing.TB, key string, body []byte, _ time.Time) *http.Request {

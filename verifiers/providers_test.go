@@ -1,11 +1,13 @@
 package verifiers
 
 import (
+	"crypto/ed25519"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"hash"
 	"maps"
 	"net/url"
@@ -362,6 +364,20 @@ var providerCases = []providerCase{
 		sign:      svixSigner("webhook-"),
 		vector:    []string{"webhook-id", "wh_685c059ae39c8190af8c71ed1022a24d", "webhook-timestamp", "1750861210", "webhook-signature", "v1,gUAg4R2hWouRZqRQG4uJypNS8YK885G838+EHb4nKBY="},
 		vectorNow: time.Unix(1750861210, 0), vectorBody: openAIBody},
+	// Ed25519: the recipe's "secret" is the public key; the signer uses
+	// the matching private key (conformance_test.go's edKeyA, edKeyB)
+	{recipe: "discord", doc: "https://discord.com/developers/docs/events/webhook-events", wantType: "APPLICATION_AUTHORIZED",
+		secret: edPublicHex(edKeyA), wrong: edPublicHex(edKeyB), body: `{"version":1,"application_id":"1234567890","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2024-10-18T14:42:53.064834","data":{}}}`, timestamped: true,
+		sign: func(public, body string, ts time.Time) ([]string, string) {
+			at := strconv.FormatInt(ts.Unix(), 10)
+			return []string{"X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(edPrivateOf(public), []byte(at+body))), "X-Signature-Timestamp", at}, body
+		}},
+	{recipe: "telnyx", doc: "https://developers.telnyx.com/docs/development/sdk/node/webhooks", wantID: "0ccc7b54-4df3-4bca-a65a-3da1ecc777f0", wantType: "call.initiated",
+		secret: edPublicB64(edKeyA), wrong: edPublicB64(edKeyB), body: `{"data":{"event_type":"call.initiated","id":"0ccc7b54-4df3-4bca-a65a-3da1ecc777f0","occurred_at":"2026-01-01T00:00:00.000000Z","payload":{},"record_type":"event"}}`, timestamped: true,
+		sign: func(public, body string, ts time.Time) ([]string, string) {
+			at := strconv.FormatInt(ts.Unix(), 10)
+			return []string{"telnyx-signature-ed25519", base64.StdEncoding.EncodeToString(ed25519.Sign(edPrivateOf(public), []byte(at+"|"+body))), "telnyx-timestamp", at}, body
+		}},
 	{recipe: "msgraph", doc: "https://learn.microsoft.com/graph/change-notifications-delivery-webhooks",
 		secret: graphState, body: graphBody(graphState), bodyUnsigned: true,
 		sign: func(secret, _ string, _ time.Time) ([]string, string) { return nil, graphBody(secret) }},
@@ -386,6 +402,20 @@ const onfidoBody = `{"payload":{"resource_type":"check","action":"check.complete
 // openAIBody is the official Node SDK's test payload (openai-node
 // tests/api-resources/webhooks.test.ts @60323767).
 const openAIBody = `{"id": "evt_685c059ae3a481909bdc86819b066fb6", "object": "event", "created_at": 1750861210, "type": "response.completed", "data": {"id": "resp_123"}}`
+
+// edPublicB64 is the base64 of priv's public key, as Telnyx shows it.
+func edPublicB64(priv ed25519.PrivateKey) string {
+	return base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey))
+}
+
+// edPrivateOf is the conformance private key whose public key is public
+// (hex or base64).
+func edPrivateOf(public string) ed25519.PrivateKey {
+	if public == edPublicHex(edKeyB) || public == edPublicB64(edKeyB) {
+		return edKeyB
+	}
+	return edKeyA
+}
 
 // goCardlessBody is the official Go SDK's test fixture
 // (gocardless-pro-go testdata/webhook_request.json), final newline included.

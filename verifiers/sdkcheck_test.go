@@ -205,6 +205,8 @@ var sdkVerifiers = map[string]sdkVerify{
 	"box-node-sdk | box (primary + secondary)":                      {recipe: "box"},
 	"pusher | pusher":                                               {recipe: "pusher"},
 	"webflow-api | webflow (ms timestamp)":                          {recipe: "webflow"},
+	"telnyx | telnyx ed25519":                                       {recipe: "telnyx"},
+	"discord-interactions | discord ed25519":                        {recipe: "discord"},
 	// Polar's SDK uses its secret's UTF-8 bytes as the Standard Webhooks
 	// key: hookline takes it as whsec_ and their base64
 	"@polar-sh/sdk | standard-webhooks (polar, utf-8 secret)": {directive: "standard {secret}", secret: func(s string) string {
@@ -215,8 +217,6 @@ var sdkVerifiers = map[string]sdkVerify{
 // sdkUnsupported are the lines of check.mjs hookline does not verify, and
 // why.
 var sdkUnsupported = map[string]string{
-	"telnyx | telnyx ed25519":                  "Ed25519 signatures: no scheme yet (docs/providers.md, what the generic scheme cannot express)",
-	"discord-interactions | discord ed25519":   "Ed25519 signatures: no scheme yet",
 	"@hubspot/api-client | hubspot v1":         "a plain SHA-256 of secret and body, not an HMAC: only v3 is verified",
 	"@hubspot/api-client | hubspot v2":         "a plain SHA-256 of secret, method, URL and body, not an HMAC: only v3 is verified",
 	"@easypost/api | easypost":                 "the SDK rewrites the body's integer weights before checking: no recipe until EasyPost's signed bytes are settled",

@@ -28,7 +28,7 @@ import (
 // or facebook are types of their own embedding the scheme).
 func init() {
 	for _, m := range []caddy.Module{
-		GitHub{}, GitLab{}, HMAC{}, MSGraph{}, None{}, Paddle{}, SendGrid{}, Shopify{}, Slack{}, Stripe{}, Twilio{}, Zoom{},
+		Ed25519{}, GitHub{}, GitLab{}, HMAC{}, MSGraph{}, None{}, Paddle{}, SendGrid{}, Shopify{}, Slack{}, Stripe{}, Twilio{}, Zoom{},
 		Meta{}, Facebook{}, WhatsApp{}, Instagram{},
 		Standard{}, Svix{},
 		Twitter{}, X{},

@@ -172,8 +172,8 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			n, err := strconv.Atoi(s)
-			if err != nil || (n != 200 && n != 202) {
-				return d.Errf("ack_status must be 200 or 202")
+			if err != nil || (n != 200 && n != 202 && n != 204) {
+				return d.Errf("ack_status must be 200, 202 or 204")
 			}
 			h.AckStatus = n
 		case "block_failures":

@@ -79,7 +79,7 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 			want:       &Ingress{Source: "src", RequireJSON: true},
 			wantVerify: `{"scheme":"hmac","secrets":["s1"]}`,
 		},
-		{name: "verify hmac bad algorithm", input: ingressBlock("verify hmac s {", "\talgorithm md5", "}"), wantErr: "unknown algorithm"},
+		{name: "verify hmac bad algorithm", input: ingressBlock("verify hmac s {", "\talgorithm sha3-256", "}"), wantErr: "unknown algorithm"},
 		{name: "verify hmac bad encoding", input: ingressBlock("verify hmac s {", "\tencoding hexa", "}"), wantErr: "unknown encoding"},
 		{name: "verify hmac bad template", input: ingressBlock("verify hmac s {", "\tsigned_content {nope}", "}"), wantErr: "unknown placeholder"},
 		{name: "verify hmac bad tolerance", input: ingressBlock("verify hmac s {", "\ttolerance soon", "}"), wantErr: "bad tolerance"},
@@ -259,8 +259,9 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		// ack_status
 		{name: "ack_status 200", input: ingressBlock("ack_status 200"), want: &Ingress{Source: "src", AckStatus: 200}},
 		{name: "ack_status 202", input: ingressBlock("ack_status 202"), want: &Ingress{Source: "src", AckStatus: 202}},
-		{name: "ack_status 201", input: ingressBlock("ack_status 201"), wantErr: "ack_status must be 200 or 202"},
-		{name: "ack_status garbage", input: ingressBlock("ack_status ok"), wantErr: "ack_status must be 200 or 202"},
+		{name: "ack_status 204", input: ingressBlock("ack_status 204"), want: &Ingress{Source: "src", AckStatus: 204}},
+		{name: "ack_status 201", input: ingressBlock("ack_status 201"), wantErr: "ack_status must be 200, 202 or 204"},
+		{name: "ack_status garbage", input: ingressBlock("ack_status ok"), wantErr: "ack_status must be 200, 202 or 204"},
 		{name: "ack_status no arg", input: ingressBlock("ack_status"), wantErr: "wrong argument count"},
 
 		// sign_forwarded and type_from
@@ -462,8 +463,8 @@ func TestIngressValidate(t *testing.T) {
 		}},
 		{name: "max_body zero", modify: func(h *Ingress) { h.MaxBody = 0 }, wantErr: "max_body must be positive"},
 		{name: "max_body negative", modify: func(h *Ingress) { h.MaxBody = -1 }, wantErr: "max_body must be positive"},
-		{name: "ack_status zero", modify: func(h *Ingress) { h.AckStatus = 0 }, wantErr: "ack_status must be 200 or 202"},
-		{name: "ack_status 201", modify: func(h *Ingress) { h.AckStatus = 201 }, wantErr: "ack_status must be 200 or 202"},
+		{name: "ack_status zero", modify: func(h *Ingress) { h.AckStatus = 0 }, wantErr: "ack_status must be 200, 202 or 204"},
+		{name: "ack_status 201", modify: func(h *Ingress) { h.AckStatus = 201 }, wantErr: "ack_status must be 200, 202 or 204"},
 		{name: "negative dedupe_window", modify: func(h *Ingress) { h.DedupeWindow = -1 }, wantErr: "durations must not be negative"},
 		{name: "negative timeout", modify: func(h *Ingress) { h.Timeout = dur(-time.Second) }, wantErr: "durations must not be negative"},
 		{name: "retry negative attempts", modify: func(h *Ingress) { h.Retry = &RetryConfig{MaxAttempts: -1} }, wantErr: "retry: max_attempts"},

@@ -74,7 +74,8 @@ type Ingress struct {
 	MaxBody int64 `json:"max_body,omitempty"`
 	// RequireJSON rejects bodies that are not JSON (400 INVALID_JSON).
 	RequireJSON bool `json:"require_json,omitempty"`
-	// AckStatus is the status of an accepted webhook: 202 (default) or 200.
+	// AckStatus is the status of an accepted webhook: 202 (default), 200,
+	// or 204 (with no body, as Discord's Webhook Events want).
 	AckStatus int `json:"ack_status,omitempty"`
 	// AllowIPs, when set, lists the client IPs and CIDR ranges allowed to
 	// send to the source ({env.*} and {file.*} placeholders resolved in
@@ -323,8 +324,8 @@ func (h *Ingress) Validate() error {
 	if h.MaxBody < 1 {
 		return fmt.Errorf("webhook_ingress %s: max_body must be positive", h.Source)
 	}
-	if h.AckStatus != http.StatusOK && h.AckStatus != http.StatusAccepted {
-		return fmt.Errorf("webhook_ingress %s: ack_status must be 200 or 202", h.Source)
+	if h.AckStatus != http.StatusOK && h.AckStatus != http.StatusAccepted && h.AckStatus != http.StatusNoContent {
+		return fmt.Errorf("webhook_ingress %s: ack_status must be 200, 202 or 204", h.Source)
 	}
 	if h.DedupeWindow < 0 || h.Timeout < 0 {
 		return fmt.Errorf("webhook_ingress %s: durations must not be negative", h.Source)
@@ -507,6 +508,10 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		ce.Write(zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
 	}
 	h.app.ObserveAccepted(accepted)
+	if h.AckStatus == http.StatusNoContent {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
 	writeAnswer(w, h.AckStatus, eventID, "Webhook accepted for processing", "")
 	return nil
 }

@@ -1,6 +1,8 @@
 package ingress_test
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
@@ -82,7 +86,8 @@ func TestProvidersDocAdapts(t *testing.T) {
 // TestProvidersDocChecks: the recipes that answer a provider's URL check
 // with Caddy's own directives do it in a real Caddy: Dropbox's GET
 // ?challenge= is echoed as text/plain with nosniff, Trello's HEAD gets a
-// 200, and a signed POST still reaches the ingress.
+// 200, and a signed POST still reaches the ingress; Discord's signed PING
+// gets the 204 with no body it wants (ack_status 204), and is delivered.
 func TestProvidersDocChecks(t *testing.T) {
 	raw, err := os.ReadFile("../../docs/providers.md")
 	if err != nil {
@@ -95,8 +100,10 @@ func TestProvidersDocChecks(t *testing.T) {
 	up := newUpstream(t)
 	t.Setenv("DROPBOX_APP_SECRET", "dropbox-app-secret")
 	t.Setenv("TRELLO_APP_SECRET", "trello-app-secret")
+	discordKey := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	t.Setenv("DISCORD_PUBLIC_KEY", hex.EncodeToString(discordKey.Public().(ed25519.PublicKey)))
 	var routes []string
-	for _, name := range []string{"dropbox", "trello"} {
+	for _, name := range []string{"dropbox", "trello", "discord"} {
 		b, ok := blocks[name]
 		if !ok {
 			t.Fatalf("no %s recipe", name)
@@ -128,7 +135,27 @@ func TestProvidersDocChecks(t *testing.T) {
 	if resp, got := post(t, "/hooks/dropbox", payload, map[string]string{"X-Dropbox-Signature": hex.EncodeToString(m.Sum(nil))}); resp.StatusCode != 202 {
 		t.Errorf("a signed Dropbox notification: %d %v", resp.StatusCode, got)
 	}
+	if got := up.next(t, 5*time.Second); got.Path != "/in/dropbox" {
+		t.Errorf("delivered to %s, want /in/dropbox", got.Path)
+	}
 	if resp, _ := post(t, "/hooks/trello", payload, map[string]string{"X-Trello-Webhook": "bm90IGEgc2lnbmF0dXJlIG9mIHRoZSBib2R5IQ=="}); resp.StatusCode != 401 {
 		t.Errorf("an unsigned Trello POST: %d, want 401", resp.StatusCode)
+	}
+	ping := []byte(`{"version":1,"application_id":"1234567890","type":0}`)
+	at := strconv.FormatInt(time.Now().Unix(), 10)
+	req, _ := http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/discord", bytes.NewReader(ping))
+	req.Header.Set("X-Signature-Timestamp", at)
+	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(discordKey, append([]byte(at), ping...))))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || len(body) != 0 {
+		t.Errorf("Discord's PING: %d %q, want 204 and no body", resp.StatusCode, body)
+	}
+	if got := up.next(t, 5*time.Second); got.Path != "/in/discord" {
+		t.Errorf("delivered to %s, want /in/discord", got.Path)
 	}
 }
