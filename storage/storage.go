@@ -288,7 +288,8 @@ type Operations interface {
 
 	// AddStats adds a batch of counter deltas atomically: b.Counters to the
 	// all-time totals and to the minute and hour buckets of b.At, b.Window
-	// to those buckets only. The deltas of every node sharing the store add
+	// to those buckets only, and sets b.Latest's values in the all-time
+	// totals where they are larger than the stored ones. The deltas of every node sharing the store add
 	// up; a batch whose ID the store applied within StatsBatchMemory is
 	// not applied again (a writer whose reply was lost sends it again).
 	AddStats(ctx context.Context, b StatsBatch) error

@@ -25,13 +25,33 @@ type SecretsConfig struct {
 	// when the module is provisioned; secrets that resolve to nothing are
 	// ignored, but at least one must remain.
 	Secrets []string `json:"secrets,omitempty"`
+
+	// positions are the place in Secrets of each key resolve returned
+	positions []int
 }
 
 // resolve compiles the secrets into the keys Verify uses (see
-// ResolveSecrets).
-func (c SecretsConfig) resolve() ([][]byte, error) {
-	return ResolveSecrets(c.Secrets)
+// ResolveSecrets), noting where each key is configured (keyPosition).
+func (c *SecretsConfig) resolve() ([][]byte, error) {
+	keys, positions, err := resolvePositions(c.Secrets)
+	c.positions = positions
+	return keys, err
 }
+
+// keyPosition is the place among the configured secrets of the key at k
+// among those resolve returned: a secret whose placeholder resolved to
+// nothing keeps its place, so the positions an operator reads (secret 2
+// of 3) do not move when an optional {env.OLD_SECRET} is left unset.
+func (c *SecretsConfig) keyPosition(k int) int {
+	if k >= 0 && k < len(c.positions) {
+		return c.positions[k]
+	}
+	return k
+}
+
+// KeyCount is how many secrets are configured, those left unset included
+// (KeyVerifier).
+func (c *SecretsConfig) KeyCount() int { return len(c.Secrets) }
 
 // ToleranceConfig is the replay window of a scheme that signs a timestamp.
 // A scheme embeds it; its Caddyfile form is a `tolerance <duration>` line

@@ -60,7 +60,7 @@ var conformanceSchemes = []*conformance{{
 	sign:   signedShopify,
 	header: ShopifyHMACHeader, malformed: "fake", // shopify-api-js's "returns false on invalid HMAC"
 	encoding:   EncodingBase64,
-	defaultIDs: []string{"header X-Shopify-Webhook-Id", "header shopify-webhook-id"},
+	defaultIDs: []string{"header X-Shopify-Webhook-Id"},
 }, {
 	label: "twitter", names: []string{"twitter", "x"},
 	keys: [2]string{xSecret, "another-consumer-secret"}, body: xBody,
@@ -491,6 +491,13 @@ func (s *conformance) checkKey(t *testing.T, name string, keys []string, signer 
 	got, err := v.VerifyKey(s.sign(t, signer, []byte(body), conformanceNow), []byte(body), conformanceNow)
 	if err != nil || got != want {
 		t.Errorf("VerifyKey = %d, %v; want secret %d of %d", got, err, want, len(keys))
+	}
+	// an optional secret left unset keeps its place: the positions an
+	// operator reads do not move
+	unset := mustLoad(t, name, s.config(append([]string{"{env.HOOKLINE_TEST_UNSET_SECRET}"}, keys...)...)).(KeyVerifier)
+	got, err = unset.VerifyKey(s.sign(t, signer, []byte(body), conformanceNow), []byte(body), conformanceNow)
+	if err != nil || got != want+1 || unset.KeyCount() != len(keys)+1 {
+		t.Errorf("behind an unset secret: VerifyKey = %d, %v, KeyCount %d; want secret %d of %d", got, err, unset.KeyCount(), want+1, len(keys)+1)
 	}
 }
 

@@ -167,12 +167,16 @@ func (e *Ed25519) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many public keys are in effect (KeyVerifier).
-func (e *Ed25519) KeyCount() int { return len(e.keys) }
-
-// VerifyKey is Verify, returning the position of the public key that
-// verified the signature (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (e *Ed25519) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := e.verifyKey(r, body, now)
+	return e.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (e *Ed25519) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(e.Header)
 	if raw == "" {
 		return 0, errHeaderMissing(e.Header)

@@ -54,12 +54,16 @@ func (g *GitHub) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (g *GitHub) KeyCount() int { return len(g.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (g *GitHub) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := g.verifyKey(r, body, now)
+	return g.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (g *GitHub) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	// only an absent X-Hub-Signature-256 opens the way to the SHA-1
 	// fallback: a present but empty one is malformed
 	if g.AllowSHA1 && len(r.Header.Values(GitHubSignatureHeader)) == 0 &&

@@ -57,12 +57,16 @@ func (g *GitLab) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (g *GitLab) KeyCount() int { return len(g.tokens) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (g *GitLab) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := g.verifyKey(r, body, now)
+	return g.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (g *GitLab) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	tok := r.Header.Get(GitLabTokenHeader)
 	if tok == "" {
 		return 0, errHeaderMissing(GitLabTokenHeader)

@@ -145,6 +145,8 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 		return errors.New("timestamp_param and timestamp_header both name the timestamp: keep one")
 	case h.SignatureParam != "" && h.Prefix != "":
 		return errors.New("prefix is not used with signature_param: the parameter's key says which value is a signature")
+	case h.SignatureParam != "" && h.SignatureParam == h.TimestampParam:
+		return errors.New("signature_param and timestamp_param must name different keys")
 	}
 	timestamped := h.TimestampHeader != "" || h.TimestampParam != ""
 	if h.SignedContent == "" {
@@ -208,12 +210,16 @@ func (h *HMAC) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (h *HMAC) KeyCount() int { return len(h.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (h *HMAC) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := h.verifyKey(r, body, now)
+	return h.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (h *HMAC) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(h.Header)
 	if raw == "" {
 		return 0, errHeaderMissing(h.Header)
@@ -244,7 +250,10 @@ func (h *HMAC) VerifyKey(r *http.Request, body []byte, now time.Time) (int, erro
 	if h.TimestampHeader != "" || h.TimestampParam != "" {
 		t, err := h.parseTime(ts)
 		if err != nil {
-			return 0, fmt.Errorf("timestamp: %w", err)
+			if h.TimestampHeader != "" {
+				return 0, fmt.Errorf("header %s: %w", h.TimestampHeader, err)
+			}
+			return 0, fmt.Errorf("header %s, parameter %s: %w", h.Header, h.TimestampParam, err)
 		}
 		if err = CheckTimestamp(t, now, h.tolerance); err != nil {
 			return 0, err
@@ -284,10 +293,10 @@ func (h *HMAC) headerParams(raw string) (ts string, sigs []string, err error) {
 		if !ok || v == "" {
 			return "", nil, fmt.Errorf("%w: header %s has a parameter that is not key=value", ErrFormat, h.Header)
 		}
-		switch k {
-		case h.SignatureParam:
+		switch {
+		case k == h.SignatureParam:
 			sigs = append(sigs, v)
-		case h.TimestampParam:
+		case h.TimestampParam != "" && k == h.TimestampParam:
 			if ts != "" && ts != v {
 				return "", nil, fmt.Errorf("%w: header %s has two different %s", ErrFormat, h.Header, h.TimestampParam)
 			}

@@ -117,6 +117,7 @@ func TestHMACVerify(t *testing.T) {
 		{name: "params, stale", cfg: params, headers: []string{"X-Signature", "t=" + tsTS + ",v1=" + tsSig}, body: tsBody, now: now.Add(6 * time.Minute), want: ErrTimestamp},
 		{name: "params, timestamp is signed", cfg: params, headers: []string{"X-Signature", "t=1700000001,v1=" + tsSig}, body: tsBody, now: now, want: ErrMismatch},
 		{name: "params, signatures only", cfg: sigOnly, headers: []string{"X-Signature", "v1=" + rfcSHA1 + ",v1=" + rfcSHA256}, body: rfcMsg},
+		{name: "params, signatures only, a parameter of no key", cfg: sigOnly, headers: []string{"X-Signature", "=x,v1=" + rfcSHA256 + ",=y"}, body: rfcMsg},
 
 		// timestamp formats
 		{name: "unix_ms", cfg: millis, headers: []string{"X-Signature", msSig, "X-Ts", msTS}, body: tsBody, now: now},
@@ -180,6 +181,7 @@ func TestHMACProvision(t *testing.T) {
 		{name: "timestamp_param alone", cfg: HMAC{SecretsConfig: keyed("k"), TimestampParam: "t"}, wantErr: "signature_param"},
 		{name: "timestamp twice", cfg: HMAC{SecretsConfig: keyed("k"), SignatureParam: "v1", TimestampParam: "t", TimestampHeader: "X-Ts"}, wantErr: "keep one"},
 		{name: "prefix with params", cfg: HMAC{SecretsConfig: keyed("k"), SignatureParam: "v1", Prefix: "v1="}, wantErr: "prefix"},
+		{name: "one key for both params", cfg: HMAC{SecretsConfig: keyed("k"), SignatureParam: "v1", TimestampParam: "v1"}, wantErr: "different keys"},
 		{name: "bad timestamp_format", cfg: HMAC{SecretsConfig: keyed("k"), TimestampHeader: "X-Ts", TimestampFormat: "iso"}, wantErr: "timestamp_format"},
 		{name: "timestamp_format without timestamp", cfg: HMAC{SecretsConfig: keyed("k"), TimestampFormat: "unix_ms"}, wantErr: "timestamp_header"},
 		{name: "bad secret_encoding", cfg: HMAC{SecretsConfig: keyed("k"), SecretEncoding: "base32"}, wantErr: "secret_encoding"},
@@ -200,7 +202,7 @@ func TestHMACProvision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := HMAC{SecretsConfig: h.SecretsConfig, Header: h.Header, Algorithm: h.Algorithm, Encoding: h.Encoding,
+			got := HMAC{SecretsConfig: SecretsConfig{Secrets: h.Secrets}, Header: h.Header, Algorithm: h.Algorithm, Encoding: h.Encoding,
 				Prefix: h.Prefix, TimestampHeader: h.TimestampHeader, IDHeader: h.IDHeader,
 				SignedContent: h.SignedContent, ToleranceConfig: h.ToleranceConfig}
 			if !reflect.DeepEqual(got, tc.want) {

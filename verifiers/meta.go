@@ -75,12 +75,16 @@ func (m *Meta) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (m *Meta) KeyCount() int { return len(m.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (m *Meta) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := m.verifyKey(r, body, now)
+	return m.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (m *Meta) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	return checkPrefixedHMAC(r, MetaSignatureHeader, "sha256=", sha256.New, m.keys, EncodingHex, body)
 }
 

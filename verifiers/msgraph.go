@@ -91,12 +91,16 @@ func (m *MSGraph) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (m *MSGraph) KeyCount() int { return len(m.states) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (m *MSGraph) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := m.verifyKey(r, body, now)
+	return m.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (m *MSGraph) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	var coll map[string]json.RawMessage
 	if err := json.Unmarshal(body, &coll); err != nil {
 		return 0, fmt.Errorf("%w: the body is not a JSON notification collection", ErrFormat)

@@ -58,12 +58,16 @@ func (p *Paddle) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (p *Paddle) KeyCount() int { return len(p.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (p *Paddle) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := p.verifyKey(r, body, now)
+	return p.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (p *Paddle) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(PaddleSignatureHeader)
 	if raw == "" {
 		return 0, errHeaderMissing(PaddleSignatureHeader)

@@ -28,7 +28,9 @@ import (
 // the reason hookline does not verify it.
 //
 // It needs Node.js and npm (scripts/test installs them) and the npm
-// registry for `npm ci`; without them it skips, except with CI=true.
+// registry for `npm ci`; without them it skips, except with CI=true. The
+// official Go SDKs are checked the same way by testdata/sdkcheck/gosdk, a
+// module of its own that scripts/test runs.
 func TestOfficialSDKs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs and runs the official SDKs (npm)")

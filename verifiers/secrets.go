@@ -19,22 +19,31 @@ import (
 // left unset. It fails when no secret is left. The error never contains a
 // secret. A literal brace in a secret is written \{ or \}.
 func ResolveSecrets(secrets []string) ([][]byte, error) {
+	keys, _, err := resolvePositions(secrets)
+	return keys, err
+}
+
+// resolvePositions is ResolveSecrets that also returns, for each key, its
+// place in secrets.
+func resolvePositions(secrets []string) ([][]byte, []int, error) {
 	repl := caddy.NewReplacer()
 	keys := make([][]byte, 0, len(secrets))
-	for _, s := range secrets {
+	positions := make([]int, 0, len(secrets))
+	for i, s := range secrets {
 		v := repl.ReplaceAll(s, "")
 		if v == "" {
 			continue
 		}
 		keys = append(keys, []byte(v))
+		positions = append(positions, i)
 	}
 	if len(keys) == 0 {
 		if len(secrets) == 0 {
-			return nil, errors.New("no secret configured")
+			return nil, nil, errors.New("no secret configured")
 		}
-		return nil, fmt.Errorf("none of the %d configured secrets is non-empty after placeholder resolution", len(secrets))
+		return nil, nil, fmt.Errorf("none of the %d configured secrets is non-empty after placeholder resolution", len(secrets))
 	}
-	return keys, nil
+	return keys, positions, nil
 }
 
 // resolveSetting replaces placeholders such as {env.NAME} and {file./path}

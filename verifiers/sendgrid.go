@@ -47,6 +47,7 @@ type SendGrid struct {
 	ToleranceConfig
 
 	keys      []*ecdsa.PublicKey
+	positions []int // the place in PublicKeys of each of keys
 	tolerance time.Duration
 }
 
@@ -71,7 +72,7 @@ func (s *SendGrid) Provision(ctx caddy.Context) error {
 	if s.tolerance, err = s.ToleranceConfig.compile(0); err != nil {
 		return err
 	}
-	raw, err := ResolveSecrets(s.PublicKeys)
+	raw, positions, err := resolvePositions(s.PublicKeys)
 	if err != nil {
 		return fmt.Errorf("public keys: %w", err)
 	}
@@ -83,6 +84,7 @@ func (s *SendGrid) Provision(ctx caddy.Context) error {
 		}
 		s.keys = append(s.keys, pub)
 	}
+	s.positions = positions
 	return nil
 }
 
@@ -120,12 +122,28 @@ func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (s *SendGrid) KeyCount() int { return len(s.keys) }
+// KeyCount is how many public keys are configured, those left unset
+// included (KeyVerifier).
+func (s *SendGrid) KeyCount() int { return len(s.PublicKeys) }
 
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// keyPosition is the place in PublicKeys of the key at k.
+func (s *SendGrid) keyPosition(k int) int {
+	if k >= 0 && k < len(s.positions) {
+		return s.positions[k]
+	}
+	return k
+}
+
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (s *SendGrid) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := s.verifyKey(r, body, now)
+	return s.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (s *SendGrid) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	sig64 := r.Header.Get(SendGridSignatureHeader)
 	if sig64 == "" {
 		return 0, errHeaderMissing(SendGridSignatureHeader)

@@ -60,12 +60,16 @@ func (s *Slack) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (s *Slack) KeyCount() int { return len(s.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (s *Slack) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := s.verifyKey(r, body, now)
+	return s.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (s *Slack) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	return verifyV0(r, body, now, SlackSignatureHeader, SlackTimestampHeader, s.keys, s.tolerance)
 }
 

@@ -124,12 +124,16 @@ func (s *Standard) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (s *Standard) KeyCount() int { return len(s.hmacKeys) + len(s.publicKeys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (s *Standard) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := s.verifyKey(r, body, now)
+	return s.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (s *Standard) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	id, err := standardHeader(r, StandardIDHeader, SvixIDHeader)
 	if err != nil {
 		return 0, err

@@ -88,12 +88,16 @@ func (s *Stripe) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (s *Stripe) KeyCount() int { return len(s.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (s *Stripe) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := s.verifyKey(r, body, now)
+	return s.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (s *Stripe) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	raw := r.Header.Get(s.header)
 	if raw == "" {
 		return 0, errHeaderMissing(s.header)

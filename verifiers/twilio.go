@@ -134,12 +134,16 @@ func (tw *Twilio) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (tw *Twilio) KeyCount() int { return len(tw.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (tw *Twilio) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := tw.verifyKey(r, body, now)
+	return tw.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (tw *Twilio) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	sig := r.Header.Get(tw.header)
 	if sig == "" {
 		return 0, errHeaderMissing(tw.header)

@@ -65,12 +65,16 @@ func (t *Twitter) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (t *Twitter) KeyCount() int { return len(t.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (t *Twitter) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := t.verifyKey(r, body, now)
+	return t.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (t *Twitter) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	if !startsJSONObject(body) {
 		return 0, fmt.Errorf("%w: an X webhook body is a JSON object", ErrFormat)
 	}

@@ -59,10 +59,11 @@ type Verifier interface {
 // configured secrets verified a request, so that an operator rotating a
 // secret sees when the old one stops matching. VerifyKey is Verify that
 // also returns, when the request is authentic, the position of the secret
-// that matched among the scheme's secrets in effect (0 for the first; a
-// secret whose placeholder resolved to nothing is not among them), and
-// KeyCount how many are in effect. Every scheme of this package with
-// secrets implements it.
+// that matched among the scheme's configured secrets (0 for the first; one
+// whose placeholder resolved to nothing keeps its place, so positions do
+// not move when an optional {env.OLD_SECRET} is left unset), and KeyCount
+// how many are configured. Every scheme of this package with secrets
+// implements it.
 type KeyVerifier interface {
 	Verifier
 	VerifyKey(r *http.Request, body []byte, now time.Time) (key int, err error)

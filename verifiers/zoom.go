@@ -68,12 +68,16 @@ func (z *Zoom) Verify(r *http.Request, body []byte, now time.Time) error {
 	return err
 }
 
-// KeyCount is how many secrets are in effect (KeyVerifier).
-func (z *Zoom) KeyCount() int { return len(z.keys) }
-
-// VerifyKey is Verify, returning the position of the secret that matched
-// (KeyVerifier).
+// VerifyKey is Verify, returning the position among the configured
+// secrets of the one that matched (KeyVerifier).
 func (z *Zoom) VerifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
+	k, err := z.verifyKey(r, body, now)
+	return z.keyPosition(k), err
+}
+
+// verifyKey checks the request, returning the position of the matching
+// key among those in effect.
+func (z *Zoom) verifyKey(r *http.Request, body []byte, now time.Time) (int, error) {
 	return verifyV0(r, body, now, ZoomSignatureHeader, ZoomTimestampHeader, z.keys, z.tolerance)
 }
 

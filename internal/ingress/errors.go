@@ -55,6 +55,17 @@ func writeError(w http.ResponseWriter, status int, code, msg string, retryAfter 
 
 func writeJSON(w http.ResponseWriter, status int, v any) { httpjson.Write(w, status, v) }
 
+// answer writes a success answer of the source (writeAnswer), or, with
+// ack_status 204, a 204 with no body for each of them (accepted, ignored
+// or a duplicate): a provider wanting 204s (Discord) wants them all.
+func (h *Ingress) answer(w http.ResponseWriter, status int, eventID, msg, eventStatus string) {
+	if h.AckStatus == http.StatusNoContent {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeAnswer(w, status, eventID, msg, eventStatus)
+}
+
 // writeAnswer writes the answer to a webhook taken (accepted, duplicate or
 // ignored): {"event_id": ..., "message": ..., "status": ...} ("status"
 // left out when empty), the bytes encoding/json gives for the map of

@@ -508,11 +508,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		ce.Write(zap.String("source", h.Source), zap.String("event_id", eventID), zap.String("id", res.ID))
 	}
 	h.app.ObserveAccepted(accepted)
-	if h.AckStatus == http.StatusNoContent {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	writeAnswer(w, h.AckStatus, eventID, "Webhook accepted for processing", "")
+	h.answer(w, h.AckStatus, eventID, "Webhook accepted for processing", "")
 	return nil
 }
 
@@ -527,7 +523,7 @@ func (h *Ingress) ignore(w http.ResponseWriter, r *http.Request, eventID, typ st
 	}
 	h.setPlaceholders(r, eventID)
 	h.app.ObserveIgnored(h.Source, eventID, typ, requestID(r))
-	writeAnswer(w, http.StatusOK, eventID, "Webhook ignored: no destination takes this event", "ignored")
+	h.answer(w, http.StatusOK, eventID, "Webhook ignored: no destination takes this event", "ignored")
 }
 
 // reject writes an error answer and counts it under its code.
@@ -555,7 +551,7 @@ func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string)
 	if status == string(storage.StatusInFlight) {
 		status = string(storage.StatusQueued)
 	}
-	writeAnswer(w, http.StatusOK, eventID, "Webhook already processed", status)
+	h.answer(w, http.StatusOK, eventID, "Webhook already processed", status)
 }
 
 // rejectSignature answers a failed verification with the documented code,

@@ -158,4 +158,24 @@ func TestProvidersDocChecks(t *testing.T) {
 	if got := up.next(t, 5*time.Second); got.Path != "/in/discord" {
 		t.Errorf("delivered to %s, want /in/discord", got.Path)
 	}
+	// the recipe has no id rule, so a PING sent again with an
+	// Idempotency-Key twice is the duplicate case: a 204 as well
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/discord", bytes.NewReader(ping))
+		req.Header.Set("X-Signature-Timestamp", at)
+		req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(discordKey, append([]byte(at), ping...))))
+		req.Header.Set("Idempotency-Key", "discord-dup-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent || len(body) != 0 {
+			t.Errorf("Discord's PING sent %d times: %d %q, want 204 and no body", i+1, resp.StatusCode, body)
+		}
+	}
+	if m := scrape(t); !strings.Contains(m, `caddy_webhooks_received_total{outcome="duplicate",source="discord"} 1`) {
+		t.Errorf("the second was not answered as a duplicate:\n%s", grepLines(m, "received_total"))
+	}
 }

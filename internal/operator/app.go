@@ -115,7 +115,7 @@ type SourceCounts struct {
 	Recent map[string]int64
 	// AllTime are the source's counters since it was first counted.
 	AllTime map[string]int64
-	// Secrets is how many secrets the source's scheme has in effect on
+	// Secrets is how many secrets the source's scheme has configured on
 	// this node (0: it has none, or does not tell which matched).
 	Secrets int
 }

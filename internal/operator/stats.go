@@ -2,7 +2,6 @@ package operator
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -209,24 +208,23 @@ func (b *breakdown) addSecret(counter string, n int64, allTime bool) {
 }
 
 // secretList is the source's secrets by position: each of the inEffect
-// secrets its scheme has in effect on this node, matched or not, and no
+// secrets its scheme has configured on this node, matched or not, and no
 // other (a position past them counted a secret since removed); when the
-// scheme does not tell (inEffect 0), every position counted. Nil when
-// there is none.
+// scheme does not tell (inEffect 0: a source no longer configured), every
+// position up to the last counted. Nil when there is none.
 func (b *breakdown) secretList(inEffect int) []SecretStats {
-	var out []SecretStats
-	if inEffect > 0 {
-		for pos := 1; pos <= inEffect; pos++ {
-			s := b.secrets[pos]
-			s.Position = pos
-			out = append(out, s)
+	n := inEffect
+	if n == 0 {
+		for pos := range b.secrets {
+			n = max(n, pos)
 		}
-		return out
 	}
-	for _, s := range b.secrets {
+	var out []SecretStats
+	for pos := 1; pos <= n; pos++ {
+		s := b.secrets[pos]
+		s.Position = pos
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b SecretStats) int { return a.Position - b.Position })
 	return out
 }
 

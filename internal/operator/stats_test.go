@@ -96,7 +96,8 @@ func TestBreakdownWindows(t *testing.T) {
 
 // TestSecretList: the secret counters leave the plain ones; each secret in
 // effect is listed by position, matched or not, a removed one's counters
-// dropped; without a count from the scheme, every position counted.
+// dropped; without a count from the scheme, every position up to the last
+// counted (so "secret 4 of 4", never "of 3").
 func TestSecretList(t *testing.T) {
 	var b breakdown
 	recent := b.split(map[string]int64{"accepted": 4, SecretMatchCounter(2): 3, "secret:bogus:1": 1, SecretMatchCounter(0): 1}, false)
@@ -113,7 +114,7 @@ func TestSecretList(t *testing.T) {
 	if got := b.secretList(3); !reflect.DeepEqual(got, want) {
 		t.Errorf("secretList(3) = %+v\nwant %+v", got, want)
 	}
-	all4 := append(want[:2:2], SecretStats{Position: 4, LastMatched: time.Unix(1600000000, 0).UTC(), MatchesAllTime: 2})
+	all4 := append(want[:3:3], SecretStats{Position: 4, LastMatched: time.Unix(1600000000, 0).UTC(), MatchesAllTime: 2})
 	if got := b.secretList(0); !reflect.DeepEqual(got, all4) {
 		t.Errorf("secretList(0) = %+v\nwant %+v", got, all4)
 	}

@@ -96,8 +96,8 @@ type SourceStats struct {
 	// ("default" for forward_to's; absent when none was counted).
 	Destinations map[string]DestinationStats `json:"destinations,omitempty"`
 	// Secrets has, by position, which of the source's secrets verified
-	// its requests and when each last did: every secret its scheme has in
-	// effect, so that an operator rotating one sees the old one stop
+	// its requests and when each last did: every secret its scheme has
+	// configured, so that an operator rotating one sees the old one stop
 	// matching (absent when the scheme has no secret).
 	Secrets []SecretStats `json:"secrets,omitempty"`
 }
@@ -105,8 +105,8 @@ type SourceStats struct {
 // SecretStats is one of a source's secrets in StatsAnswer, named by its
 // position, never by its value.
 type SecretStats struct {
-	// Position is the secret's place among those in effect, 1 for the
-	// first (one whose placeholder resolved to nothing is skipped).
+	// Position is the secret's place among those configured, 1 for the
+	// first (one whose placeholder resolved to nothing keeps its place).
 	Position int `json:"position"`
 	// LastMatched is when it last verified a request on any node sharing
 	// the store, to the second (absent: never since counting began).

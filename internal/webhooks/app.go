@@ -126,7 +126,7 @@ type Source struct {
 	// SecretHeaderer): Caddy's access log records them unless its filter
 	// deletes them (accesslog.go checks).
 	SecretQueryParams, SecretHeaders []string
-	// Secrets is how many secrets the source's scheme has in effect
+	// Secrets is how many secrets the source's scheme has configured
 	// (verifiers.KeyVerifier; 0: none, or it does not tell which matched).
 	Secrets int
 }
@@ -497,7 +497,7 @@ func (a *App) RegisterSource(src *Source) error {
 }
 
 // secretsInEffect is how many secrets the configured source's scheme has
-// in effect (Source.Secrets; 0 for a source not configured).
+// configured (Source.Secrets; 0 for a source not configured).
 func (a *App) secretsInEffect(source string) int {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()

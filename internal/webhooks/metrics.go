@@ -48,7 +48,7 @@ var metrics = struct {
 	}, []string{"source", "reason"}),
 	secretMatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "caddy", Subsystem: "webhooks", Name: "signature_matches_total",
-		Help: "Requests whose signature verified, by source and the position of the secret that matched (1 for the first in effect), so that a rotated-out secret is seen to stop matching.",
+		Help: "Requests whose signature verified, by source and the position of the secret that matched (1 for the first configured), so that a rotated-out secret is seen to stop matching.",
 	}, []string{"source", "secret"}),
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Which of a source's secrets verified its requests, by position (1 for
-// the first in effect), never by value: counted in the metric
+// the first configured), never by value: counted in the metric
 // signature_matches_total{source,secret} and in the stats (operator's
 // SecretMatchCounter and SecretLastMatched), so that an operator rotating
 // a secret sees the old one stop matching before removing it.
