@@ -118,19 +118,9 @@ func (e *Ed25519) Provision(ctx caddy.Context) error {
 	if !timestamped && e.tolerance != 0 {
 		return errors.New("tolerance needs timestamp_header")
 	}
-	var uses map[string]bool
-	if e.tmpl, uses, err = parseTemplate(e.SignedContent); err != nil {
+	if e.tmpl, e.usesID, err = compileSignedContent(e.SignedContent, timestamped, "timestamp_header"); err != nil {
 		return err
 	}
-	switch {
-	case !uses["body"]:
-		return errors.New("signed_content must include {body}")
-	case uses["timestamp"] && !timestamped:
-		return errors.New("signed_content uses {timestamp} but timestamp_header is not set")
-	case !uses["timestamp"] && timestamped:
-		return errors.New("timestamp_header is set but signed_content does not include {timestamp}")
-	}
-	e.usesID = uses["id"]
 	raw, err := e.resolve()
 	if err != nil {
 		return err

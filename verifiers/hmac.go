@@ -182,21 +182,9 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 		return errors.New("tolerance needs timestamp_header or timestamp_param")
 	}
 
-	var uses map[string]bool
-	if h.tmpl, uses, err = parseTemplate(h.SignedContent); err != nil {
+	if h.tmpl, h.usesID, err = compileSignedContent(h.SignedContent, timestamped, "timestamp_header or timestamp_param"); err != nil {
 		return err
 	}
-	if !uses["body"] {
-		return errors.New("signed_content must include {body}")
-	}
-	if uses["timestamp"] && !timestamped {
-		return errors.New("signed_content uses {timestamp} but neither timestamp_header nor timestamp_param is set")
-	}
-	if !uses["timestamp"] && timestamped {
-		// a timestamp that is not signed proves nothing about replay
-		return errors.New("a timestamp is read but signed_content does not include {timestamp}")
-	}
-	h.usesID = uses["id"]
 
 	if h.keys, err = h.resolve(); err != nil {
 		return err
@@ -471,6 +459,27 @@ func hashByName(name string) (func() hash.Hash, error) {
 		return sha512.New, nil
 	}
 	return nil, fmt.Errorf("unknown algorithm %q (want md5, sha1, sha256 or sha512)", name)
+}
+
+// compileSignedContent parses a signed_content template and checks it
+// against what the scheme reads: {body} always, and {timestamp} exactly
+// when a timestamp is read (one that is not signed proves nothing about
+// replay); timestampOptions names the options that read one. It returns
+// the template and whether it uses {id}. The generic schemes (hmac,
+// ed25519) share it.
+func compileSignedContent(tpl string, timestamped bool, timestampOptions string) ([]templatePart, bool, error) {
+	tmpl, uses, err := parseTemplate(tpl)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !uses["body"]:
+		return nil, false, errors.New("signed_content must include {body}")
+	case uses["timestamp"] && !timestamped:
+		return nil, false, fmt.Errorf("signed_content uses {timestamp} but no timestamp is read (%s)", timestampOptions)
+	case !uses["timestamp"] && timestamped:
+		return nil, false, fmt.Errorf("a timestamp is read (%s) but signed_content does not include {timestamp}", timestampOptions)
+	}
+	return tmpl, uses["id"], nil
 }
 
 // The fields a signed_content template may use.
