@@ -204,6 +204,14 @@ var conformanceSchemes = []*conformance{{
 	},
 }, {
 	// the generic scheme signing "<timestamp>.<body>" (the default template)
+	label: "twitch", names: []string{"twitch"},
+	keys: [2]string{twitchSecret, "another twitch secret"}, body: twitchBody,
+	sign:   signedTwitch,
+	header: TwitchSignatureHeader, malformed: "sha256=abc",
+	encoding: EncodingHex, prefix: "sha256=",
+	timestamped: true, tolerance: 10 * time.Minute,
+	defaultIDs: []string{"header Twitch-Eventsub-Message-Id"},
+}, {
 	// Discord's form: hex key and signature over timestamp + body
 	label: "ed25519", names: []string{"ed25519"},
 	keys: [2]string{edPublicHex(edKeyA), edPublicHex(edKeyB)}, body: `{"version":1,"application_id":"1234567890","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2024-10-18T14:42:53.064834"}}`,
@@ -233,6 +241,14 @@ var conformanceSchemes = []*conformance{{
 }}
 
 // The signers of the schemes that need more than a line.
+
+// signedTwitch is the EventSub notification Twitch sends with key's
+// signature of its id, its timestamp (RFC 3339) and body.
+func signedTwitch(_ testing.TB, key string, body []byte, ts time.Time) *http.Request {
+	at := ts.UTC().Format(time.RFC3339Nano)
+	return newRequest(TwitchIDHeader, twitchID, TwitchTimestampHeader, at, TwitchTypeHeader, "notification",
+		TwitchSignatureHeader, "sha256="+EncodingHex.Encode(hmacOf(sha256.New, []byte(key), []byte(twitchID+at+string(body)))))
+}
 
 // edKeyA and edKeyB are the ed25519 conformance keys.
 var (

@@ -41,6 +41,7 @@ var schemeProviders = []struct {
 // the URL; the others have none.
 var recipeChecks = map[string]string{
 	"zoom":       "`endpoint.url_validation` POST, answered",
+	"twitch":     "`webhook_callback_verification` POST, answered with its challenge",
 	"msgraph":    "`validationToken` POST, answered",
 	"dropbox":    "`challenge` GET, echoed by Caddy's `respond`",
 	"trello":     "HEAD, answered 200 by Caddy's `respond`",

@@ -378,6 +378,15 @@ var providerCases = []providerCase{
 			at := strconv.FormatInt(ts.Unix(), 10)
 			return []string{"telnyx-signature-ed25519", base64.StdEncoding.EncodeToString(ed25519.Sign(edPrivateOf(public), []byte(at+"|"+body))), "telnyx-timestamp", at}, body
 		}},
+	// the scheme's own defaults: the message id, the subscription type
+	{recipe: "twitch", doc: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/",
+		secret: twitchSecret, body: twitchBody, timestamped: true,
+		sign: func(secret, body string, ts time.Time) ([]string, string) {
+			at := ts.UTC().Format(time.RFC3339Nano)
+			return []string{TwitchIDHeader, twitchID, TwitchTimestampHeader, at, TwitchSignatureHeader, "sha256=" + hexHMAC(sha256.New, secret, twitchID, at, body)}, body
+		},
+		vector:    []string{TwitchIDHeader, twitchID, TwitchTimestampHeader, twitchTS, TwitchSignatureHeader, twitchSig},
+		vectorNow: time.Date(2021, 2, 19, 23, 47, 0, 0, time.UTC), vectorBody: twitchBody},
 	{recipe: "msgraph", doc: "https://learn.microsoft.com/graph/change-notifications-delivery-webhooks",
 		secret: graphState, body: graphBody(graphState), bodyUnsigned: true,
 		sign: func(secret, _ string, _ time.Time) ([]string, string) { return nil, graphBody(secret) }},

@@ -209,6 +209,7 @@ var sdkVerifiers = map[string]sdkVerify{
 	"webflow-api | webflow (ms timestamp)":                          {recipe: "webflow"},
 	"telnyx | telnyx ed25519":                                       {recipe: "telnyx"},
 	"discord-interactions | discord ed25519":                        {recipe: "discord"},
+	"@twurple/eventsub-http | twitch eventsub":                      {recipe: "twitch"},
 	// Polar's SDK uses its secret's UTF-8 bytes as the Standard Webhooks
 	// key: hookline takes it as whsec_ and their base64
 	"@polar-sh/sdk | standard-webhooks (polar, utf-8 secret)": {directive: "standard {secret}", secret: func(s string) string {
@@ -219,9 +220,8 @@ var sdkVerifiers = map[string]sdkVerify{
 // sdkUnsupported are the lines of check.mjs hookline does not verify, and
 // why.
 var sdkUnsupported = map[string]string{
-	"@hubspot/api-client | hubspot v1":         "a plain SHA-256 of secret and body, not an HMAC: only v3 is verified",
-	"@hubspot/api-client | hubspot v2":         "a plain SHA-256 of secret, method, URL and body, not an HMAC: only v3 is verified",
-	"@easypost/api | easypost":                 "the SDK rewrites the body's integer weights before checking: no recipe until EasyPost's signed bytes are settled",
-	"@twurple/eventsub-http | twitch eventsub": "the webhook_callback_verification challenge needs a scheme of its own (not written yet)",
-	"chargebee | basic auth (no signature)":    "basic auth, no signature: Caddy's basic_auth in front of verify none",
+	"@hubspot/api-client | hubspot v1":      "a plain SHA-256 of secret and body, not an HMAC: only v3 is verified",
+	"@hubspot/api-client | hubspot v2":      "a plain SHA-256 of secret, method, URL and body, not an HMAC: only v3 is verified",
+	"@easypost/api | easypost":              "the SDK rewrites the body's integer weights before checking: no recipe until EasyPost's signed bytes are settled",
+	"chargebee | basic auth (no signature)": "basic auth, no signature: Caddy's basic_auth in front of verify none",
 }

@@ -31,7 +31,7 @@ func init() {
 		Ed25519{}, GitHub{}, GitLab{}, HMAC{}, MSGraph{}, None{}, Paddle{}, SendGrid{}, Shopify{}, Slack{}, Stripe{}, Twilio{}, Zoom{},
 		Meta{}, Facebook{}, WhatsApp{}, Instagram{},
 		Standard{}, Svix{},
-		Twitter{}, X{},
+		Twitter{}, X{}, Twitch{},
 	} {
 		caddy.RegisterModule(m)
 	}

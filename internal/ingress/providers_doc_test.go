@@ -102,8 +102,9 @@ func TestProvidersDocChecks(t *testing.T) {
 	t.Setenv("TRELLO_APP_SECRET", "trello-app-secret")
 	discordKey := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 	t.Setenv("DISCORD_PUBLIC_KEY", hex.EncodeToString(discordKey.Public().(ed25519.PublicKey)))
+	t.Setenv("TWITCH_EVENTSUB_SECRET", "twitch-eventsub-secret")
 	var routes []string
-	for _, name := range []string{"dropbox", "trello", "discord"} {
+	for _, name := range []string{"dropbox", "trello", "discord", "twitch"} {
 		b, ok := blocks[name]
 		if !ok {
 			t.Fatalf("no %s recipe", name)
@@ -174,6 +175,28 @@ func TestProvidersDocChecks(t *testing.T) {
 		if resp.StatusCode != http.StatusNoContent || len(body) != 0 {
 			t.Errorf("Discord's PING sent %d times: %d %q, want 204 and no body", i+1, resp.StatusCode, body)
 		}
+	}
+	// Twitch's verification of a new subscription: its challenge back, as
+	// text/plain, never queued
+	verification := []byte(`{"challenge":"pogchamp-kappa-360noscope-vohiyo","subscription":{"type":"channel.follow","version":"1"}}`)
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	tm := hmac.New(sha256.New, []byte("twitch-eventsub-secret"))
+	tm.Write([]byte("msg-1" + ts + string(verification)))
+	req, _ = http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/twitch", bytes.NewReader(verification))
+	for k, v := range map[string]string{"Twitch-Eventsub-Message-Id": "msg-1", "Twitch-Eventsub-Message-Timestamp": ts,
+		"Twitch-Eventsub-Message-Type": "webhook_callback_verification", "Twitch-Eventsub-Message-Signature": "sha256=" + hex.EncodeToString(tm.Sum(nil))} {
+		req.Header.Set(k, v)
+	}
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "pogchamp-kappa-360noscope-vohiyo" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("Twitch's verification: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	if m := scrape(t); !strings.Contains(m, `caddy_webhooks_received_total{outcome="handshake",source="twitch"} 1`) {
+		t.Errorf("Twitch's verification was not answered as a handshake:\n%s", grepLines(m, "received_total"))
 	}
 	if m := scrape(t); !strings.Contains(m, `caddy_webhooks_received_total{outcome="duplicate",source="discord"} 1`) {
 		t.Errorf("the second was not answered as a duplicate:\n%s", grepLines(m, "received_total"))
