@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 )
 
 // orderedUpstream is the user's app for the ordering tests: it fails 30%

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 )
 
 // adminDo calls the node's admin API and decodes its JSON answer into v

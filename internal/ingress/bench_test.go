@@ -16,7 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddytest"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 )
 
 // BenchmarkPaths compares, through one real Caddy in one run, plain

@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/hookline/hookline/internal/caddyfiletest"
+	"github.com/hookline/hookline/internal/testing/caddyfiletest"
 )
 
 // ingressBlock wraps option lines in a webhook_ingress block for source "src".

@@ -19,7 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
 )

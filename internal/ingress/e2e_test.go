@@ -27,8 +27,8 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/hookline/hookline"
-	"github.com/hookline/hookline/internal/backends"
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/storagemodules"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )
@@ -681,7 +681,7 @@ func (s faultyStore) Enqueue(ctx context.Context, ev *storage.Event, until time.
 	return s.Store.Enqueue(ctx, ev, until)
 }
 
-var _ backends.Backend = (*faultyStorage)(nil)
+var _ storagemodules.Backend = (*faultyStorage)(nil)
 
 func TestStoreFailureAnswers503(t *testing.T) {
 	up := newUpstream(t)

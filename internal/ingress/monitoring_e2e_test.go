@@ -16,7 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/hookline/hookline/internal/operator/openapitest"
+	"github.com/hookline/hookline/internal/testing/openapitest"
 )
 
 // The monitoring in contrib/ (Grafana dashboard, Prometheus alerts) and

@@ -15,8 +15,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/internal/testing/browser"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage/storagetest"
 )
 

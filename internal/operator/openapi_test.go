@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/operator"
-	"github.com/hookline/hookline/internal/operator/openapitest"
+	"github.com/hookline/hookline/internal/testing/openapitest"
 	"github.com/hookline/hookline/storage"
 )
 

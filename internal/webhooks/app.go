@@ -22,8 +22,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
-	"github.com/hookline/hookline/internal/backends"
 	"github.com/hookline/hookline/internal/delivery"
+	"github.com/hookline/hookline/internal/storagemodules"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/spool"
 )
@@ -73,7 +73,7 @@ type App struct {
 	// includes webhooks.audit (and one that excludes it from the default).
 	Audit bool `json:"audit,omitempty"`
 
-	backend backends.Backend
+	backend storagemodules.Backend
 	keys    *storage.Keyring
 	sealed  *atomic.Pointer[storage.SealingStore]
 	rekey   *rekeyRunner
@@ -193,9 +193,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		if err != nil {
 			return fmt.Errorf("loading storage module: %v", err)
 		}
-		a.backend = mod.(backends.Backend)
+		a.backend = mod.(storagemodules.Backend)
 	} else {
-		def := new(backends.EmbeddedStorage)
+		def := new(storagemodules.EmbeddedStorage)
 		if err := def.Provision(ctx); err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
-	"github.com/hookline/hookline/internal/caddyfiletest"
+	"github.com/hookline/hookline/internal/testing/caddyfiletest"
 )
 
 // webhooksBlock wraps option lines in a webhooks global option block.

@@ -7,14 +7,14 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/hookline/hookline/internal/backends"
+	"github.com/hookline/hookline/internal/storagemodules"
 	"github.com/hookline/hookline/storage"
 )
 
 // sharedStore is the pooled, lazily opened store of one backend key. It
 // outlives config reloads: the old and new app instances hold it together.
 type sharedStore struct {
-	backend backends.Backend
+	backend storagemodules.Backend
 	// names are the stats' names counted apart (stats.go): like the
 	// store, they outlive a reload
 	names  statsNames

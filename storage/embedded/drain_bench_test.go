@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hookline/hookline/internal/drainbench"
+	"github.com/hookline/hookline/internal/testing/drainbench"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )

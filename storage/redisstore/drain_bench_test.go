@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/internal/drainbench"
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/drainbench"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/redisstore"
 )

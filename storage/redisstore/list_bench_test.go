@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage/redisstore"
 	"github.com/hookline/hookline/storage/storagetest"
 )

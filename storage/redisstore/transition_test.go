@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
 )

@@ -1,4 +1,4 @@
-package backends
+package storagemodules
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage/redisstore"
 )
 

@@ -1,6 +1,6 @@
 //go:build hookline_ceiling
 
-package backends
+package storagemodules
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/hookline/hookline/internal/ceiling"
+	"github.com/hookline/hookline/internal/testing/ceiling"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/ceiling"
+	"github.com/hookline/hookline/internal/testing/ceiling"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )

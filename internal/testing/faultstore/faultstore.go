@@ -17,7 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/hookline/hookline/internal/backends"
+	"github.com/hookline/hookline/internal/storagemodules"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -35,7 +35,7 @@ type Storage struct {
 	Name string `json:"name"`
 	// EmbeddedStorage is the store under the faults; its path is
 	// required here.
-	backends.EmbeddedStorage
+	storagemodules.EmbeddedStorage
 }
 
 // CaddyModule returns the Caddy module information.
@@ -55,13 +55,13 @@ func (s *Storage) Provision(ctx caddy.Context) error {
 	return s.EmbeddedStorage.Provision(ctx)
 }
 
-// Key implements backends.Backend.
+// Key implements storagemodules.Backend.
 func (s *Storage) Key() string { return "faultstore:" + s.Name + ":" + s.Path }
 
-// Describe implements backends.Backend.
+// Describe implements storagemodules.Backend.
 func (s *Storage) Describe() string { return "faultstore " + s.Name + " " + s.Path }
 
-// Open implements backends.Backend: it opens the embedded store, wraps
+// Open implements storagemodules.Backend: it opens the embedded store, wraps
 // it and registers the wrapper under Name (replacing any earlier one).
 func (s *Storage) Open() (storage.Store, error) {
 	st, err := s.EmbeddedStorage.Open()
@@ -129,7 +129,7 @@ func Get(name string, timeout time.Duration) (*storagetest.Faulty, error) {
 
 // Interface guards
 var (
-	_ caddy.Provisioner     = (*Storage)(nil)
-	_ caddyfile.Unmarshaler = (*Storage)(nil)
-	_ backends.Backend      = (*Storage)(nil)
+	_ caddy.Provisioner      = (*Storage)(nil)
+	_ caddyfile.Unmarshaler  = (*Storage)(nil)
+	_ storagemodules.Backend = (*Storage)(nil)
 )

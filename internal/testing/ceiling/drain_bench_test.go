@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hookline/hookline/internal/ceiling"
-	"github.com/hookline/hookline/internal/drainbench"
+	"github.com/hookline/hookline/internal/testing/ceiling"
+	"github.com/hookline/hookline/internal/testing/drainbench"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )
@@ -17,7 +17,7 @@ import (
 // round, then with the outcomes journaled unsynced. Against the embedded
 // store's run it tells what of the drain's time is the store's.
 //
-//	go test -run '^$' -bench Drain100k -benchtime 1x ./internal/ceiling/ ./storage/embedded/
+//	go test -run '^$' -bench Drain100k -benchtime 1x ./internal/testing/ceiling/ ./storage/embedded/
 func BenchmarkDrain100k(b *testing.B) {
 	for _, v := range []struct {
 		name string

@@ -1,8 +1,8 @@
-// Package backends holds the webhooks.storage.* guest modules: the Caddy
+// Package storagemodules holds the webhooks.storage.* guest modules: the Caddy
 // face (JSON config, Caddyfile, placeholders, pool key) of each storage
 // backend, embedded and redis. The stores themselves are in
 // storage/embedded and storage/redisstore.
-package backends
+package storagemodules
 
 import (
 	"fmt"

@@ -11,7 +11,7 @@
 // store: the ceiling that no store can pass on that machine, and, with a
 // journal, the ceiling of a store that syncs before it answers. It is
 // built into Caddy only with the build tag hookline_ceiling
-// (internal/backends/ceiling.go) and used by scripts/bench/run (CEILING)
+// (internal/storagemodules/ceiling.go) and used by scripts/bench/run (CEILING)
 // and by this package's benchmarks.
 //
 // It keeps nothing across a restart (the journal is written, never read),

@@ -17,7 +17,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/hookline/hookline"
-	"github.com/hookline/hookline/internal/faultstore"
+	"github.com/hookline/hookline/internal/testing/faultstore"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
 )

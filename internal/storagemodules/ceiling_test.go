@@ -1,6 +1,6 @@
 //go:build hookline_ceiling
 
-package backends
+package storagemodules
 
 import (
 	"path/filepath"
