@@ -49,6 +49,11 @@ func (c *SecretsConfig) keyPosition(k int) int {
 	return k
 }
 
+// secretNumber is how an error names the key at k among those resolve
+// returned: its place among the configured secrets, from 1, as the stats
+// and the metrics number it.
+func (c *SecretsConfig) secretNumber(k int) int { return c.keyPosition(k) + 1 }
+
 // KeyCount is how many secrets are configured, those left unset included
 // (KeyVerifier).
 func (c *SecretsConfig) KeyCount() int { return len(c.Secrets) }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"filippo.io/edwards25519"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
@@ -129,11 +130,26 @@ func (e *Ed25519) Provision(ctx caddy.Context) error {
 	for i, k := range raw {
 		key, ok := decodePublicKey(string(k))
 		if !ok {
-			return fmt.Errorf("public key %d is not the hex or base64 of %d bytes", i+1, ed25519.PublicKeySize)
+			return fmt.Errorf("public key %d is not the hex or base64 of %d bytes", e.secretNumber(i), ed25519.PublicKeySize)
+		}
+		if !strongPublicKey(key) {
+			return fmt.Errorf("public key %d is not a usable Ed25519 public key (not a curve point, or one of small order, which any signature could match)", e.secretNumber(i))
 		}
 		e.keys = append(e.keys, key)
 	}
 	return nil
+}
+
+// strongPublicKey reports whether key is a point of the curve outside the
+// small-order subgroup: crypto/ed25519 verifies against any 32 bytes, and
+// with the identity or another point of small order (a placeholder left
+// in a config, all zeros) a forged signature verifies for any message.
+func strongPublicKey(key ed25519.PublicKey) bool {
+	p, err := new(edwards25519.Point).SetBytes(key)
+	if err != nil {
+		return false
+	}
+	return new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) != 1
 }
 
 // decodePublicKey reads an Ed25519 public key: hex (either case) or

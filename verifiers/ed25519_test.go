@@ -55,3 +55,27 @@ func TestEd25519(t *testing.T) {
 		}
 	}
 }
+
+// TestEd25519WeakKeys: a public key with which any signature could verify
+// (the identity, a point of small order, all zeros) or that is no curve
+// point is refused at load, named by its number among the configured
+// secrets (an unset one before it counted), never by value; the same for
+// a Standard Webhooks whpk_ key.
+func TestEd25519WeakKeys(t *testing.T) {
+	identity := "01" + strings.Repeat("00", 31)
+	for _, tc := range []struct{ name, key string }{
+		{"the identity", identity},
+		{"all zeros (small order)", strings.Repeat("00", 32)},
+		{"no curve point", "02" + strings.Repeat("00", 31)},
+	} {
+		e := Ed25519{SecretsConfig: keyed("{env.HOOKLINE_TEST_UNSET_KEY}", edPublicHex(edKeyA), tc.key), Header: "X-Sig"}
+		err := e.Provision(testContext(t))
+		if err == nil || !strings.Contains(err.Error(), "public key 3") || strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: %v, want public key 3 refused, unnamed", tc.name, err)
+		}
+	}
+	s := Standard{TimestampedConfig: timestamped(0, "whpk_"+base64.StdEncoding.EncodeToString(mustHex(identity)))}
+	if err := s.Provision(testContext(t)); err == nil || !strings.Contains(err.Error(), "secret 1") {
+		t.Errorf("whpk_ identity: %v, want it refused", err)
+	}
+}

@@ -189,7 +189,7 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	if h.keys, err = h.resolve(); err != nil {
 		return err
 	}
-	return decodeSecrets(h.keys, h.SecretEncoding)
+	return decodeSecrets(h.keys, h.SecretEncoding, h.secretNumber)
 }
 
 // Verify checks the request's signature and, if configured, its timestamp.
@@ -329,8 +329,8 @@ func timestampFormat(name string) (func(string) (int64, error), error) {
 
 // decodeSecrets decodes each resolved secret in place as enc says (raw,
 // the default, leaves them as they are). An error names a secret by its
-// position, never its value.
-func decodeSecrets(keys [][]byte, enc string) error {
+// number among the configured ones, never its value.
+func decodeSecrets(keys [][]byte, enc string, number func(int) int) error {
 	var decode func(string) ([]byte, error)
 	switch enc {
 	case "", "raw":
@@ -347,7 +347,7 @@ func decodeSecrets(keys [][]byte, enc string) error {
 	for i, k := range keys {
 		b, err := decode(string(k))
 		if err != nil || len(b) == 0 {
-			return fmt.Errorf("secret %d is not %s", i+1, enc)
+			return fmt.Errorf("secret %d is not %s", number(i), enc)
 		}
 		keys[i] = b
 	}

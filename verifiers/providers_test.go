@@ -115,15 +115,15 @@ var providerCases = []providerCase{
 		sign: bodySigner("x-vercel-signature", "", hexHMAC, sha1.New)},
 	// Svix: the official Standard Webhooks vector (standard_test.go), sent
 	// with svix-* headers, then fresh signatures
-	{recipe: "clerk", doc: "https://clerk.com/docs/webhooks/overview",
+	{recipe: "clerk", doc: "https://clerk.com/docs/webhooks/overview", wantID: stdID, wantType: "user.created",
 		secret: stdSecret, wrong: stdOtherSecret, body: `{"type":"user.created","data":{"id":"user_1"}}`, timestamped: true,
 		sign:   svixSigner("svix-"),
 		vector: []string{"svix-id", stdID, "svix-timestamp", stdTS, "svix-signature", stdSig}, vectorNow: time.Unix(stdTSInt, 0)},
-	{recipe: "resend", doc: "https://resend.com/docs/dashboard/webhooks/verify-webhooks-requests",
+	{recipe: "resend", doc: "https://resend.com/docs/dashboard/webhooks/verify-webhooks-requests", wantID: stdID, wantType: "email.delivered",
 		secret: stdSecret, wrong: stdOtherSecret, body: `{"type":"email.delivered","data":{"email_id":"4ef9a417"}}`, timestamped: true,
 		sign:   svixSigner("svix-"),
 		vector: []string{"svix-id", stdID, "svix-timestamp", stdTS, "svix-signature", stdSig}, vectorNow: time.Unix(stdTSInt, 0)},
-	{recipe: "replicate", doc: "https://replicate.com/docs/topics/webhooks/verify-webhook",
+	{recipe: "replicate", doc: "https://replicate.com/docs/topics/webhooks/verify-webhook", wantID: stdID,
 		secret: stdSecret, wrong: stdOtherSecret, body: `{"id":"ufawqhfynnddngldkgtslldrkq","status":"succeeded"}`, timestamped: true,
 		sign:   svixSigner("webhook-"),
 		vector: stdHeaders(stdID, stdTS, stdSig), vectorNow: time.Unix(stdTSInt, 0)},
@@ -154,8 +154,9 @@ var providerCases = []providerCase{
 	{recipe: "mux", doc: "https://docs.mux.com/core/verify-webhook-signatures", wantID: "3a56ac3d-33da-4366-855b-f592d898409d", wantType: "video.asset.ready",
 		secret: "mux-webhook-secret", body: `{"type":"video.asset.ready","id":"3a56ac3d-33da-4366-855b-f592d898409d","data":{}}`, timestamped: true,
 		sign: stripeFormat("Mux-Signature")},
-	{recipe: "mandrill", doc: "https://mailchimp.com/developer/transactional/guides/track-respond-activity-webhooks/#authenticating-webhook-requests",
-		secret: "mandrill-webhook-key", body: "mandrill_events=" + url.QueryEscape(`[{"event":"send","_id":"exampleaaaaaaaaaaaaaaaaaaaaaaaaa","ts":1365109999}]`),
+	// the twilio scheme's default id: a hash of the exact bytes
+	{recipe: "mandrill", doc: "https://mailchimp.com/developer/transactional/guides/track-respond-activity-webhooks/#authenticating-webhook-requests", wantID: rawHashID(mandrillBody),
+		secret: "mandrill-webhook-key", body: mandrillBody,
 		sign: func(secret, body string, _ time.Time) ([]string, string) {
 			// the URL as entered in Mandrill (url + the request's path,
 			// newRequest's /hook), then each parameter's name and value,
@@ -168,7 +169,7 @@ var providerCases = []providerCase{
 			}
 			return []string{"Content-Type", "application/x-www-form-urlencoded", "X-Mandrill-Signature", b64HMAC(sha1.New, secret, msg)}, body
 		}},
-	{recipe: "zoom", doc: "https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events",
+	{recipe: "zoom", doc: "https://developers.zoom.us/docs/api/webhooks/#verify-webhook-events", wantID: rawHashID(zoomBody), wantType: "meeting.started",
 		secret: zoomSecret, body: zoomBody, timestamped: true,
 		sign: func(secret, body string, ts time.Time) ([]string, string) {
 			at := strconv.FormatInt(ts.Unix(), 10)
@@ -359,7 +360,7 @@ var providerCases = []providerCase{
 		sign: bodySigner("X-Signature", "", hexHMAC, sha256.New)},
 	// OpenAI sends Standard Webhooks: the official Node SDK's case
 	// (openai-node tests/api-resources/webhooks.test.ts)
-	{recipe: "openai", doc: "https://developers.openai.com/api/docs/guides/webhooks", wantType: "response.completed",
+	{recipe: "openai", doc: "https://developers.openai.com/api/docs/guides/webhooks", wantID: stdID, wantType: "response.completed",
 		secret: "whsec_RdvaYFYUXuIFuEbvZHwMfYFhUf7aMYjYcmM24+Aj40c=", wrong: stdOtherSecret, body: openAIBody, timestamped: true,
 		sign:      svixSigner("webhook-"),
 		vector:    []string{"webhook-id", "wh_685c059ae39c8190af8c71ed1022a24d", "webhook-timestamp", "1750861210", "webhook-signature", "v1,gUAg4R2hWouRZqRQG4uJypNS8YK885G838+EHb4nKBY="},
@@ -379,15 +380,16 @@ var providerCases = []providerCase{
 			return []string{"telnyx-signature-ed25519", base64.StdEncoding.EncodeToString(ed25519.Sign(edPrivateOf(public), []byte(at+"|"+body))), "telnyx-timestamp", at}, body
 		}},
 	// the scheme's own defaults: the message id, the subscription type
-	{recipe: "twitch", doc: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/",
-		secret: twitchSecret, body: twitchBody, timestamped: true,
+	{recipe: "twitch", doc: "https://dev.twitch.tv/docs/eventsub/handling-webhook-events/", wantID: twitchID, wantType: "channel.follow",
+		headers: []string{TwitchSubTypeHeader, "channel.follow", TwitchTypeHeader, "notification"},
+		secret:  twitchSecret, body: twitchBody, timestamped: true,
 		sign: func(secret, body string, ts time.Time) ([]string, string) {
 			at := ts.UTC().Format(time.RFC3339Nano)
 			return []string{TwitchIDHeader, twitchID, TwitchTimestampHeader, at, TwitchSignatureHeader, "sha256=" + hexHMAC(sha256.New, secret, twitchID, at, body)}, body
 		},
 		vector:    []string{TwitchIDHeader, twitchID, TwitchTimestampHeader, twitchTS, TwitchSignatureHeader, twitchSig},
 		vectorNow: time.Date(2021, 2, 19, 23, 47, 0, 0, time.UTC), vectorBody: twitchBody},
-	{recipe: "msgraph", doc: "https://learn.microsoft.com/graph/change-notifications-delivery-webhooks",
+	{recipe: "msgraph", doc: "https://learn.microsoft.com/graph/change-notifications-delivery-webhooks", wantType: "created",
 		secret: graphState, body: graphBody(graphState), bodyUnsigned: true,
 		sign: func(secret, _ string, _ time.Time) ([]string, string) { return nil, graphBody(secret) }},
 }
@@ -424,6 +426,15 @@ func edPrivateOf(public string) ed25519.PrivateKey {
 		return edKeyB
 	}
 	return edKeyA
+}
+
+// mandrillBody is a form Mandrill posts, one event in mandrill_events.
+var mandrillBody = "mandrill_events=" + url.QueryEscape(`[{"event":"send","_id":"exampleaaaaaaaaaaaaaaaaaaaaaaaaa","ts":1365109999}]`)
+
+// rawHashID is the id raw_hash gives body: the SHA-256 of its exact bytes.
+func rawHashID(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return "rh:" + EncodingHex.Encode(sum[:])
 }
 
 // goCardlessBody is the official Go SDK's test fixture
@@ -565,20 +576,28 @@ func TestProviderRecipes(t *testing.T) {
 				t.Run("an hour old", func(t *testing.T) { check(t, pc.secret, pc.body, now.Add(-time.Hour), nil, ErrTimestamp) })
 			}
 			t.Run("id and type rules", func(t *testing.T) {
+				// the recipe's, else its scheme's defaults (what the
+				// ingress applies)
 				idRules, typeRules := recipeRules(t, block)
+				if d, ok := v.(IDDefaulter); ok && len(idRules) == 0 {
+					idRules = d.DefaultIDFrom()
+				}
+				if d, ok := v.(TypeDefaulter); ok && len(typeRules) == 0 {
+					typeRules = d.DefaultTypeFrom()
+				}
 				hdr, sent := pc.sign(pc.secret, pc.body, now)
 				req := newRequest(append(hdr, pc.headers...)...)
 				if got := dedupe.Extract(idRules, req, []byte(sent), now); len(idRules) > 0 && got != pc.wantID {
 					t.Errorf("id_from finds %q, want %q", got, pc.wantID)
 				}
 				if len(idRules) == 0 && pc.wantID != "" {
-					t.Errorf("no id_from, want the id %q", pc.wantID)
+					t.Errorf("no id rule, want the id %q", pc.wantID)
 				}
 				if got := dedupe.ExtractType(typeRules, req, []byte(sent)); len(typeRules) > 0 && got != pc.wantType {
 					t.Errorf("type_from finds %q, want %q", got, pc.wantType)
 				}
 				if len(typeRules) == 0 && pc.wantType != "" {
-					t.Errorf("no type_from, want the type %q", pc.wantType)
+					t.Errorf("no type rule, want the type %q", pc.wantType)
 				}
 			})
 			if pc.vector != nil {

@@ -80,7 +80,7 @@ func (s *SendGrid) Provision(ctx caddy.Context) error {
 	for i, k := range raw {
 		pub, err := parseSendGridKey(string(k))
 		if err != nil {
-			return fmt.Errorf("public key %d: %w", i+1, err)
+			return fmt.Errorf("public key %d: %w", positions[i]+1, err)
 		}
 		s.keys = append(s.keys, pub)
 	}

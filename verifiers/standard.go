@@ -84,7 +84,7 @@ func (Standard) CaddyModule() caddy.ModuleInfo {
 
 // Provision resolves the secrets, decodes them by their prefix and fills
 // in the default tolerance. Errors name a secret by its position among the
-// non-empty resolved secrets, never by its value.
+// configured secrets, never by its value.
 func (s *Standard) Provision(ctx caddy.Context) error {
 	secrets, tol, err := s.compile(DefaultTolerance)
 	if err != nil {
@@ -92,12 +92,15 @@ func (s *Standard) Provision(ctx caddy.Context) error {
 	}
 	s.hmacKeys, s.publicKeys, s.hmacPos, s.publicPos, s.tolerance = nil, nil, nil, nil, tol
 	for i, sec := range secrets {
-		n := i + 1
+		n := s.secretNumber(i)
 		switch {
 		case bytes.HasPrefix(sec, []byte(standardPublicKeyPrefix)):
 			key, ok := decodeCanonicalBase64(string(sec[len(standardPublicKeyPrefix):]))
 			if !ok || len(key) != ed25519.PublicKeySize {
 				return fmt.Errorf("secret %d: a whpk_ key must be the padded standard base64 of a %d-byte ed25519 public key", n, ed25519.PublicKeySize)
+			}
+			if !strongPublicKey(key) {
+				return fmt.Errorf("secret %d: a whpk_ key must be a usable ed25519 public key (not one of small order, which any signature could match)", n)
 			}
 			s.publicKeys = append(s.publicKeys, ed25519.PublicKey(key))
 			s.publicPos = append(s.publicPos, i)

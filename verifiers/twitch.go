@@ -44,6 +44,9 @@ const DefaultTwitchTolerance = 10 * time.Minute
 // maxTwitchChallenge bounds the challenge echoed to a verification.
 const maxTwitchChallenge = 256
 
+// twitchPending is the status of a subscription Twitch is verifying.
+const twitchPending = "webhook_callback_verification_pending"
+
 // CaddyModule returns the Caddy module information.
 func (Twitch) CaddyModule() caddy.ModuleInfo {
 	return moduleInfo[Twitch]("webhooks.verifiers.twitch")
@@ -75,16 +78,27 @@ func (tw *Twitch) VerifyKey(r *http.Request, body []byte, now time.Time) (int, e
 
 // HandshakePOST answers a verified webhook_callback_verification message
 // with its challenge (200 text/plain); a challenge that is not 1 to 256
-// printable ASCII characters gets 401 INVALID_SIGNATURE_FORMAT. Any other
+// printable ASCII characters gets 401 INVALID_SIGNATURE_FORMAT. The
+// message type header is not signed, so a body of a subscription pending
+// its verification is one too, whatever that header says: a captured
+// verification resent without it is answered, never queued. Any other
 // message returns false and is handled as an event.
 func (*Twitch) HandshakePOST(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if r.Header.Get(TwitchTypeHeader) != "webhook_callback_verification" {
+	byHeader := r.Header.Get(TwitchTypeHeader) == "webhook_callback_verification"
+	if !byHeader && !bytes.Contains(body, []byte(twitchPending)) {
 		return false
 	}
 	var msg struct {
-		Challenge *string `json:"challenge"`
+		Challenge    *string `json:"challenge"`
+		Subscription struct {
+			Status string `json:"status"`
+		} `json:"subscription"`
 	}
-	if json.Unmarshal(body, &msg) != nil || msg.Challenge == nil || !validTwitchChallenge(*msg.Challenge) {
+	err := json.Unmarshal(body, &msg)
+	if !byHeader && (err != nil || msg.Subscription.Status != twitchPending) {
+		return false
+	}
+	if err != nil || msg.Challenge == nil || !validTwitchChallenge(*msg.Challenge) {
 		handshakeMalformed(w, fmt.Sprintf("a verification's challenge must be 1 to %d printable ASCII characters", maxTwitchChallenge))
 		return true
 	}

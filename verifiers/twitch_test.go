@@ -65,4 +65,16 @@ func TestTwitchHandshake(t *testing.T) {
 			t.Errorf("message type %q handled as a verification", typ)
 		}
 	}
+	// a verification whose (unsigned) type header was stripped: its body
+	// says so, and it is answered, not queued
+	pending := []byte(`{"challenge":"abc-123","subscription":{"status":"webhook_callback_verification_pending","type":"channel.follow"}}`)
+	w = httptest.NewRecorder()
+	if !tw.HandshakePOST(w, newRequest(TwitchTypeHeader, "notification"), pending) || w.Code != http.StatusOK || w.Body.String() != "abc-123" {
+		t.Errorf("a pending subscription's verification under another type: %d %q", w.Code, w.Body.String())
+	}
+	// a notification that merely mentions the status is an event
+	mention := []byte(`{"subscription":{"status":"enabled"},"event":{"note":"webhook_callback_verification_pending"}}`)
+	if tw.HandshakePOST(httptest.NewRecorder(), newRequest(TwitchTypeHeader, "notification"), mention) {
+		t.Error("a notification mentioning the status handled as a verification")
+	}
 }

@@ -53,7 +53,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //			schedule <delay>...             # explicit delays instead of backoff
 //		}
 //		rate_limit <n>/<s|m|h|duration>     # delivery rate to the upstream
-//		ack_status 202                      # or 200
+//		ack_status 202                      # or 200, or 204 (no body)
 //		block_failures <count> <window> [<cooldown>]   # default 20 1m 5m: 429 for a client IP failing signatures this often
 //		block_failures off
 //		sign_forwarded <whsec_secret>...    # Standard Webhooks signature on every attempt; several: rotation

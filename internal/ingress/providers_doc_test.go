@@ -195,8 +195,24 @@ func TestProvidersDocChecks(t *testing.T) {
 	if resp.StatusCode != 200 || string(body) != "pogchamp-kappa-360noscope-vohiyo" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("Twitch's verification: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
-	if m := scrape(t); !strings.Contains(m, `caddy_webhooks_received_total{outcome="handshake",source="twitch"} 1`) {
-		t.Errorf("Twitch's verification was not answered as a handshake:\n%s", grepLines(m, "received_total"))
+	// one signed with another secret: refused, the challenge not echoed
+	req, _ = http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/twitch", bytes.NewReader(verification))
+	for k, v := range map[string]string{"Twitch-Eventsub-Message-Id": "msg-2", "Twitch-Eventsub-Message-Timestamp": ts,
+		"Twitch-Eventsub-Message-Type": "webhook_callback_verification", "Twitch-Eventsub-Message-Signature": "sha256=" + strings.Repeat("ab", 32)} {
+		req.Header.Set(k, v)
+	}
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || strings.Contains(string(body), "pogchamp") {
+		t.Errorf("a mis-signed verification: %d %q, want 401 without the challenge", resp.StatusCode, body)
+	}
+	metrics := scrape(t)
+	if !strings.Contains(metrics, `caddy_webhooks_received_total{outcome="handshake",source="twitch"} 1`) ||
+		strings.Contains(metrics, `caddy_webhooks_received_total{outcome="accepted",source="twitch"}`) {
+		t.Errorf("Twitch's verifications: want one handshake and nothing queued:\n%s", grepLines(metrics, "received_total"))
 	}
 	if m := scrape(t); !strings.Contains(m, `caddy_webhooks_received_total{outcome="duplicate",source="discord"} 1`) {
 		t.Errorf("the second was not answered as a duplicate:\n%s", grepLines(m, "received_total"))

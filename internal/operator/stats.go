@@ -183,6 +183,10 @@ func (b *breakdown) addDestination(counter string, n int64, allTime bool) {
 	b.destinations[dest] = ds
 }
 
+// maxListedSecrets bounds the positions a source's list shows, whatever
+// its counters (read from the store) say.
+const maxListedSecrets = 64
+
 // addSecret adds the secret counter named "matched:<position>" (n
 // requests) or "last:<position>" (n the time, all-time only).
 func (b *breakdown) addSecret(counter string, n int64, allTime bool) {
@@ -211,7 +215,8 @@ func (b *breakdown) addSecret(counter string, n int64, allTime bool) {
 // secrets its scheme has configured on this node, matched or not, and no
 // other (a position past them counted a secret since removed); when the
 // scheme does not tell (inEffect 0: a source no longer configured), every
-// position up to the last counted. Nil when there is none.
+// position up to the last counted, at most maxListedSecrets. Nil when
+// there is none.
 func (b *breakdown) secretList(inEffect int) []SecretStats {
 	n := inEffect
 	if n == 0 {
@@ -219,6 +224,7 @@ func (b *breakdown) secretList(inEffect int) []SecretStats {
 			n = max(n, pos)
 		}
 	}
+	n = min(n, maxListedSecrets)
 	var out []SecretStats
 	for pos := 1; pos <= n; pos++ {
 		s := b.secrets[pos]

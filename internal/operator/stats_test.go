@@ -121,4 +121,11 @@ func TestSecretList(t *testing.T) {
 	if got := (&breakdown{}).secretList(0); got != nil {
 		t.Errorf("no secret counted: %+v, want nil (absent from the answer)", got)
 	}
+	// a position far out (a store's counters are not to be trusted to
+	// size an answer): the list stops at maxListedSecrets
+	var far breakdown
+	far.split(map[string]int64{SecretMatchCounter(2000000000): 1}, true)
+	if got := far.secretList(0); len(got) != maxListedSecrets {
+		t.Errorf("a counter at position 2e9: %d positions listed, want %d", len(got), maxListedSecrets)
+	}
 }
