@@ -27,7 +27,7 @@ type SecretsConfig struct {
 	Secrets []string `json:"secrets,omitempty"`
 
 	// positions are the place in Secrets of each key resolve returned
-	positions []int
+	positions keyPositions
 }
 
 // resolve compiles the secrets into the keys Verify uses (see
@@ -42,9 +42,17 @@ func (c *SecretsConfig) resolve() ([][]byte, error) {
 // among those resolve returned: a secret whose placeholder resolved to
 // nothing keeps its place, so the positions an operator reads (secret 2
 // of 3) do not move when an optional {env.OLD_SECRET} is left unset.
-func (c *SecretsConfig) keyPosition(k int) int {
-	if k >= 0 && k < len(c.positions) {
-		return c.positions[k]
+func (c *SecretsConfig) keyPosition(k int) int { return c.positions.of(k) }
+
+// keyPositions are the places in a configured list of the keys resolved
+// from it (resolvePositions): a scheme maps the index of the key that
+// matched through it.
+type keyPositions []int
+
+// of is the configured place of the key at k (k itself when unknown).
+func (p keyPositions) of(k int) int {
+	if k >= 0 && k < len(p) {
+		return p[k]
 	}
 	return k
 }

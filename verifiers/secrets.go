@@ -25,10 +25,10 @@ func ResolveSecrets(secrets []string) ([][]byte, error) {
 
 // resolvePositions is ResolveSecrets that also returns, for each key, its
 // place in secrets.
-func resolvePositions(secrets []string) ([][]byte, []int, error) {
+func resolvePositions(secrets []string) ([][]byte, keyPositions, error) {
 	repl := caddy.NewReplacer()
 	keys := make([][]byte, 0, len(secrets))
-	positions := make([]int, 0, len(secrets))
+	positions := make(keyPositions, 0, len(secrets))
 	for i, s := range secrets {
 		v := repl.ReplaceAll(s, "")
 		if v == "" {

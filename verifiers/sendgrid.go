@@ -47,7 +47,7 @@ type SendGrid struct {
 	ToleranceConfig
 
 	keys      []*ecdsa.PublicKey
-	positions []int // the place in PublicKeys of each of keys
+	positions keyPositions // the place in PublicKeys of each of keys
 	tolerance time.Duration
 }
 
@@ -80,7 +80,7 @@ func (s *SendGrid) Provision(ctx caddy.Context) error {
 	for i, k := range raw {
 		pub, err := parseSendGridKey(string(k))
 		if err != nil {
-			return fmt.Errorf("public key %d: %w", positions[i]+1, err)
+			return fmt.Errorf("public key %d: %w", positions.of(i)+1, err)
 		}
 		s.keys = append(s.keys, pub)
 	}
@@ -127,12 +127,7 @@ func (s *SendGrid) Verify(r *http.Request, body []byte, now time.Time) error {
 func (s *SendGrid) KeyCount() int { return len(s.PublicKeys) }
 
 // keyPosition is the place in PublicKeys of the key at k.
-func (s *SendGrid) keyPosition(k int) int {
-	if k >= 0 && k < len(s.positions) {
-		return s.positions[k]
-	}
-	return k
-}
+func (s *SendGrid) keyPosition(k int) int { return s.positions.of(k) }
 
 // VerifyKey is Verify, returning the position among the configured
 // secrets of the one that matched (KeyVerifier).
