@@ -67,7 +67,6 @@ func (m *SecretMatches) Observe(key int, now time.Time) {
 	}
 	s.counter.Inc()
 	if b := m.app.stats; b != nil {
-		b.add(m.source, s.matched, 1)
-		b.latest(m.source, s.last, now.Unix())
+		b.addLatest(m.source, s.matched, 1, s.last, now.Unix())
 	}
 }

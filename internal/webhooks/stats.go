@@ -187,30 +187,32 @@ func (n *statsNames) seed(allTime map[string]map[string]int64) {
 func (b *statsBuffer) add(source, name string, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.deltas == nil {
-		b.deltas = map[string]map[string]int64{}
-	}
-	m := b.deltas[source]
-	if m == nil {
-		m = map[string]int64{}
-		b.deltas[source] = m
-	}
-	m[name] += n
+	sourceValues(&b.deltas, source)[name] += n
 }
 
-// latest keeps v as source's value of name if it is the largest yet.
-func (b *statsBuffer) latest(source, name string, v int64) {
+// addLatest adds n to source's counter name and keeps v as its value of
+// latest if it is the largest yet, under one lock: a secret's match, on
+// every verified request.
+func (b *statsBuffer) addLatest(source, name string, n int64, latest string, v int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.latestValues == nil {
-		b.latestValues = map[string]map[string]int64{}
+	sourceValues(&b.deltas, source)[name] += n
+	m := sourceValues(&b.latestValues, source)
+	m[latest] = max(m[latest], v)
+}
+
+// sourceValues is source's map in *all, made when missing (the caller
+// holds b.mu).
+func sourceValues(all *map[string]map[string]int64, source string) map[string]int64 {
+	if *all == nil {
+		*all = map[string]map[string]int64{}
 	}
-	m := b.latestValues[source]
+	m := (*all)[source]
 	if m == nil {
 		m = map[string]int64{}
-		b.latestValues[source] = m
+		(*all)[source] = m
 	}
-	m[name] = max(m[name], v)
+	return m
 }
 
 // next is the batch to write: the pending one, else a new one of the
