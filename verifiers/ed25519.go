@@ -66,12 +66,9 @@ type Ed25519 struct {
 	// timestamp_header (default 5m).
 	ToleranceConfig
 
-	keys      []ed25519.PublicKey
-	enc       Encoding
-	tmpl      []templatePart
-	usesID    bool
-	parseTime func(string) (int64, error)
-	tolerance time.Duration
+	keys []ed25519.PublicKey
+	enc  Encoding
+	signed
 }
 
 // CaddyModule returns the Caddy module information.
@@ -103,23 +100,7 @@ func (e *Ed25519) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("unknown encoding %q (want hex or base64)", e.Encoding)
 	}
 	var err error
-	if e.parseTime, err = timestampFormat(e.TimestampFormat); err != nil {
-		return err
-	}
-	if e.TimestampFormat != "" && !timestamped {
-		return errors.New("timestamp_format needs timestamp_header")
-	}
-	def := DefaultTolerance
-	if !timestamped {
-		def = 0
-	}
-	if e.tolerance, err = e.ToleranceConfig.compile(def); err != nil {
-		return err
-	}
-	if !timestamped && e.tolerance != 0 {
-		return errors.New("tolerance needs timestamp_header")
-	}
-	if e.tmpl, e.usesID, err = compileSignedContent(e.SignedContent, timestamped, "timestamp_header"); err != nil {
+	if e.signed, err = compileSigned(e.SignedContent, e.TimestampFormat, &e.ToleranceConfig, timestamped, "timestamp_header"); err != nil {
 		return err
 	}
 	raw, err := e.resolve()
@@ -271,40 +252,10 @@ func (e *Ed25519) DefaultIDFrom() []IDRule {
 // Ed25519 for what each means and its default.
 func (e *Ed25519) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return parseSecretsBlock(d, &e.Secrets, func(d *caddyfile.Dispenser, name string) (bool, error) {
-		switch name {
-		case "header":
+		if name == "header" {
 			return true, oneArg(d, &e.Header)
-		case "encoding":
-			if err := oneArg(d, &e.Encoding); err != nil {
-				return true, err
-			}
-			if !Encoding(e.Encoding).Valid() {
-				return true, d.Errf("unknown encoding %q (want hex or base64)", e.Encoding)
-			}
-		case "timestamp_header":
-			return true, oneArg(d, &e.TimestampHeader)
-		case "timestamp_format":
-			if err := oneArg(d, &e.TimestampFormat); err != nil {
-				return true, err
-			}
-			if _, err := timestampFormat(e.TimestampFormat); err != nil {
-				return true, d.Err(err.Error())
-			}
-		case "id_header":
-			return true, oneArg(d, &e.IDHeader)
-		case "signed_content":
-			if err := oneArg(d, &e.SignedContent); err != nil {
-				return true, err
-			}
-			if _, _, err := parseTemplate(e.SignedContent); err != nil {
-				return true, d.Err(err.Error())
-			}
-		case "tolerance":
-			return true, e.ToleranceConfig.parse(d)
-		default:
-			return false, nil
 		}
-		return true, nil
+		return signedOptions{&e.Encoding, &e.TimestampHeader, &e.TimestampFormat, &e.IDHeader, &e.SignedContent, &e.ToleranceConfig}.parse(d, name)
 	})
 }
 

@@ -104,14 +104,11 @@ type HMAC struct {
 	// timestamp_header (default 5m).
 	ToleranceConfig
 
-	keys      [][]byte
-	parseTime func(string) (int64, error)
-	newHash   func() hash.Hash
-	size      int
-	enc       Encoding
-	tmpl      []templatePart
-	usesID    bool
-	tolerance time.Duration
+	keys [][]byte
+	signed
+	newHash func() hash.Hash
+	size    int
+	enc     Encoding
 }
 
 // DefaultHMACHeader is the signature header of the generic scheme when
@@ -160,29 +157,12 @@ func (h *HMAC) Provision(ctx caddy.Context) error {
 	if h.newHash, err = hashByName(h.Algorithm); err != nil {
 		return err
 	}
-	if h.parseTime, err = timestampFormat(h.TimestampFormat); err != nil {
-		return err
-	}
-	if h.TimestampFormat != "" && !timestamped {
-		return errors.New("timestamp_format needs timestamp_header or timestamp_param")
-	}
 	h.size = h.newHash().Size()
 	h.enc = Encoding(h.Encoding)
 	if !h.enc.Valid() {
 		return fmt.Errorf("unknown encoding %q (want hex or base64)", h.Encoding)
 	}
-	def := DefaultTolerance
-	if !timestamped {
-		def = 0
-	}
-	if h.tolerance, err = h.ToleranceConfig.compile(def); err != nil {
-		return err
-	}
-	if !timestamped && h.tolerance != 0 {
-		return errors.New("tolerance needs timestamp_header or timestamp_param")
-	}
-
-	if h.tmpl, h.usesID, err = compileSignedContent(h.SignedContent, timestamped, "timestamp_header or timestamp_param"); err != nil {
+	if h.signed, err = compileSigned(h.SignedContent, h.TimestampFormat, &h.ToleranceConfig, timestamped, "timestamp_header or timestamp_param"); err != nil {
 		return err
 	}
 
@@ -400,28 +380,12 @@ func (h *HMAC) caddyfileOption(d *caddyfile.Dispenser, name string) (bool, error
 		if _, err := hashByName(h.Algorithm); err != nil {
 			return true, d.Err(err.Error())
 		}
-	case "encoding":
-		if err := oneArg(d, &h.Encoding); err != nil {
-			return true, err
-		}
-		if !Encoding(h.Encoding).Valid() {
-			return true, d.Errf("unknown encoding %q (want hex or base64)", h.Encoding)
-		}
 	case "prefix":
 		return true, oneArg(d, &h.Prefix)
 	case "signature_param":
 		return true, oneArg(d, &h.SignatureParam)
 	case "timestamp_param":
 		return true, oneArg(d, &h.TimestampParam)
-	case "timestamp_header":
-		return true, oneArg(d, &h.TimestampHeader)
-	case "timestamp_format":
-		if err := oneArg(d, &h.TimestampFormat); err != nil {
-			return true, err
-		}
-		if _, err := timestampFormat(h.TimestampFormat); err != nil {
-			return true, d.Err(err.Error())
-		}
 	case "secret_encoding":
 		if err := oneArg(d, &h.SecretEncoding); err != nil {
 			return true, err
@@ -429,19 +393,8 @@ func (h *HMAC) caddyfileOption(d *caddyfile.Dispenser, name string) (bool, error
 		if h.SecretEncoding != "raw" && h.SecretEncoding != "base64" && h.SecretEncoding != "hex" {
 			return true, d.Errf("unknown secret_encoding %q (want raw, base64 or hex)", h.SecretEncoding)
 		}
-	case "id_header":
-		return true, oneArg(d, &h.IDHeader)
-	case "signed_content":
-		if err := oneArg(d, &h.SignedContent); err != nil {
-			return true, err
-		}
-		if _, _, err := parseTemplate(h.SignedContent); err != nil {
-			return true, d.Err(err.Error())
-		}
-	case "tolerance":
-		return true, h.ToleranceConfig.parse(d)
 	default:
-		return false, nil
+		return signedOptions{&h.Encoding, &h.TimestampHeader, &h.TimestampFormat, &h.IDHeader, &h.SignedContent, &h.ToleranceConfig}.parse(d, name)
 	}
 	return true, nil
 }
@@ -461,25 +414,97 @@ func hashByName(name string) (func() hash.Hash, error) {
 	return nil, fmt.Errorf("unknown algorithm %q (want md5, sha1, sha256 or sha512)", name)
 }
 
-// compileSignedContent parses a signed_content template and checks it
-// against what the scheme reads: {body} always, and {timestamp} exactly
-// when a timestamp is read (one that is not signed proves nothing about
-// replay); timestampOptions names the options that read one. It returns
-// the template and whether it uses {id}. The generic schemes (hmac,
-// ed25519) share it.
-func compileSignedContent(tpl string, timestamped bool, timestampOptions string) ([]templatePart, bool, error) {
+// signed is what the generic schemes (hmac, ed25519) compile from their
+// timestamp and signed_content options: the template, whether it uses
+// {id}, how the timestamp is read and its tolerance.
+type signed struct {
+	tmpl      []templatePart
+	usesID    bool
+	parseTime func(string) (int64, error)
+	tolerance time.Duration
+}
+
+// compileSigned checks and compiles the options of a generic scheme that
+// say what is signed: the template must include {body}, and {timestamp}
+// exactly when a timestamp is read (one that is not signed proves nothing
+// about replay); timestamp_format and tolerance need a timestamp, whose
+// default tolerance is DefaultTolerance. timestampOptions names the
+// options that read one, for the errors.
+func compileSigned(tpl, format string, tol *ToleranceConfig, timestamped bool, timestampOptions string) (signed, error) {
+	var c signed
+	var err error
+	if c.parseTime, err = timestampFormat(format); err != nil {
+		return c, err
+	}
+	if format != "" && !timestamped {
+		return c, fmt.Errorf("timestamp_format needs %s", timestampOptions)
+	}
+	def := DefaultTolerance
+	if !timestamped {
+		def = 0
+	}
+	if c.tolerance, err = tol.compile(def); err != nil {
+		return c, err
+	}
+	if !timestamped && c.tolerance != 0 {
+		return c, fmt.Errorf("tolerance needs %s", timestampOptions)
+	}
 	tmpl, uses, err := parseTemplate(tpl)
 	switch {
 	case err != nil:
-		return nil, false, err
+		return c, err
 	case !uses["body"]:
-		return nil, false, errors.New("signed_content must include {body}")
+		return c, errors.New("signed_content must include {body}")
 	case uses["timestamp"] && !timestamped:
-		return nil, false, fmt.Errorf("signed_content uses {timestamp} but no timestamp is read (%s)", timestampOptions)
+		return c, fmt.Errorf("signed_content uses {timestamp} but no timestamp is read (%s)", timestampOptions)
 	case !uses["timestamp"] && timestamped:
-		return nil, false, fmt.Errorf("a timestamp is read (%s) but signed_content does not include {timestamp}", timestampOptions)
+		return c, fmt.Errorf("a timestamp is read (%s) but signed_content does not include {timestamp}", timestampOptions)
 	}
-	return tmpl, uses["id"], nil
+	c.tmpl, c.usesID = tmpl, uses["id"]
+	return c, nil
+}
+
+// signedOptions are the Caddyfile options the generic schemes share, each
+// read into its field and checked as it is read.
+type signedOptions struct {
+	encoding, timestampHeader, timestampFormat, idHeader, signedContent *string
+	tolerance                                                           *ToleranceConfig
+}
+
+// parse reads the option name when it is one of them (false otherwise).
+func (o signedOptions) parse(d *caddyfile.Dispenser, name string) (bool, error) {
+	switch name {
+	case "encoding":
+		if err := oneArg(d, o.encoding); err != nil {
+			return true, err
+		}
+		if !Encoding(*o.encoding).Valid() {
+			return true, d.Errf("unknown encoding %q (want hex or base64)", *o.encoding)
+		}
+	case "timestamp_header":
+		return true, oneArg(d, o.timestampHeader)
+	case "timestamp_format":
+		if err := oneArg(d, o.timestampFormat); err != nil {
+			return true, err
+		}
+		if _, err := timestampFormat(*o.timestampFormat); err != nil {
+			return true, d.Err(err.Error())
+		}
+	case "id_header":
+		return true, oneArg(d, o.idHeader)
+	case "signed_content":
+		if err := oneArg(d, o.signedContent); err != nil {
+			return true, err
+		}
+		if _, _, err := parseTemplate(*o.signedContent); err != nil {
+			return true, d.Err(err.Error())
+		}
+	case "tolerance":
+		return true, o.tolerance.parse(d)
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 // The fields a signed_content template may use.
