@@ -252,6 +252,25 @@ func TestEndToEndOnRedis(t *testing.T) {
 
 func post(t testing.TB, path string, body []byte, hdr map[string]string) (*http.Response, map[string]any) {
 	t.Helper()
+	return do(t, newPost(t, path, body, hdr))
+}
+
+// postRaw is post for an answer that is not JSON (a handshake's text):
+// its body as sent.
+func postRaw(t testing.TB, path string, body []byte, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(newPost(t, path, body, hdr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, raw
+}
+
+// newPost is a POST of body to path on the test Caddy, with hdr.
+func newPost(t testing.TB, path string, body []byte, hdr map[string]string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://localhost:%d%s", httpPort, path), bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +278,7 @@ func post(t testing.TB, path string, body []byte, hdr map[string]string) (*http.
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	return do(t, req)
+	return req
 }
 
 func do(t testing.TB, req *http.Request) (*http.Response, map[string]any) {

@@ -144,16 +144,8 @@ func TestProvidersDocChecks(t *testing.T) {
 	}
 	ping := []byte(`{"version":1,"application_id":"1234567890","type":0}`)
 	at := strconv.FormatInt(time.Now().Unix(), 10)
-	req, _ := http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/discord", bytes.NewReader(ping))
-	req.Header.Set("X-Signature-Timestamp", at)
-	req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(discordKey, append([]byte(at), ping...))))
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || len(body) != 0 {
+	discordHeaders := map[string]string{"X-Signature-Timestamp": at, "X-Signature-Ed25519": hex.EncodeToString(ed25519.Sign(discordKey, append([]byte(at), ping...)))}
+	if resp, body = postRaw(t, "/hooks/discord", ping, discordHeaders); resp.StatusCode != http.StatusNoContent || len(body) != 0 {
 		t.Errorf("Discord's PING: %d %q, want 204 and no body", resp.StatusCode, body)
 	}
 	if got := up.next(t, 5*time.Second); got.Path != "/in/discord" {
@@ -161,18 +153,9 @@ func TestProvidersDocChecks(t *testing.T) {
 	}
 	// the recipe has no id rule, so a PING sent again with an
 	// Idempotency-Key twice is the duplicate case: a 204 as well
+	discordHeaders["Idempotency-Key"] = "discord-dup-1"
 	for i := range 2 {
-		req, _ := http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/discord", bytes.NewReader(ping))
-		req.Header.Set("X-Signature-Timestamp", at)
-		req.Header.Set("X-Signature-Ed25519", hex.EncodeToString(ed25519.Sign(discordKey, append([]byte(at), ping...))))
-		req.Header.Set("Idempotency-Key", "discord-dup-1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent || len(body) != 0 {
+		if resp, body := postRaw(t, "/hooks/discord", ping, discordHeaders); resp.StatusCode != http.StatusNoContent || len(body) != 0 {
 			t.Errorf("Discord's PING sent %d times: %d %q, want 204 and no body", i+1, resp.StatusCode, body)
 		}
 	}
@@ -182,30 +165,16 @@ func TestProvidersDocChecks(t *testing.T) {
 	ts := time.Now().UTC().Format(time.RFC3339Nano)
 	tm := hmac.New(sha256.New, []byte("twitch-eventsub-secret"))
 	tm.Write([]byte("msg-1" + ts + string(verification)))
-	req, _ = http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/twitch", bytes.NewReader(verification))
-	for k, v := range map[string]string{"Twitch-Eventsub-Message-Id": "msg-1", "Twitch-Eventsub-Message-Timestamp": ts,
-		"Twitch-Eventsub-Message-Type": "webhook_callback_verification", "Twitch-Eventsub-Message-Signature": "sha256=" + hex.EncodeToString(tm.Sum(nil))} {
-		req.Header.Set(k, v)
-	}
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
+	twitchHeaders := map[string]string{"Twitch-Eventsub-Message-Id": "msg-1", "Twitch-Eventsub-Message-Timestamp": ts,
+		"Twitch-Eventsub-Message-Type": "webhook_callback_verification", "Twitch-Eventsub-Message-Signature": "sha256=" + hex.EncodeToString(tm.Sum(nil))}
+	resp, body = postRaw(t, "/hooks/twitch", verification, twitchHeaders)
 	if resp.StatusCode != 200 || string(body) != "pogchamp-kappa-360noscope-vohiyo" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("Twitch's verification: %d %q %v", resp.StatusCode, body, resp.Header)
 	}
 	// one signed with another secret: refused, the challenge not echoed
-	req, _ = http.NewRequest(http.MethodPost, "http://localhost:9080/hooks/twitch", bytes.NewReader(verification))
-	for k, v := range map[string]string{"Twitch-Eventsub-Message-Id": "msg-2", "Twitch-Eventsub-Message-Timestamp": ts,
-		"Twitch-Eventsub-Message-Type": "webhook_callback_verification", "Twitch-Eventsub-Message-Signature": "sha256=" + strings.Repeat("ab", 32)} {
-		req.Header.Set(k, v)
-	}
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
+	twitchHeaders["Twitch-Eventsub-Message-Id"] = "msg-2"
+	twitchHeaders["Twitch-Eventsub-Message-Signature"] = "sha256=" + strings.Repeat("ab", 32)
+	resp, body = postRaw(t, "/hooks/twitch", verification, twitchHeaders)
 	if resp.StatusCode != 401 || strings.Contains(string(body), "pogchamp") {
 		t.Errorf("a mis-signed verification: %d %q, want 401 without the challenge", resp.StatusCode, body)
 	}
