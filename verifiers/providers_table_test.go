@@ -97,7 +97,7 @@ func TestProviderTable(t *testing.T) {
 		ids, types := defaults(p.scheme)
 		row(p.name, p.doc, p.scheme, ids, types, p.check)
 	}
-	recipes := docRecipes(t)
+	blocks := docRecipes(t)
 	for _, m := range recipeHeading.FindAllStringSubmatchIndex(doc, -1) {
 		name, link := doc[m[2]:m[3]], doc[m[4]:m[5]]
 		rest := doc[m[1]:]
@@ -105,7 +105,7 @@ func TestProviderTable(t *testing.T) {
 		if mark == nil || strings.Contains(rest[:strings.Index(rest, mark[0])], "\n### ") {
 			continue // a heading without a recipe of its own
 		}
-		block := recipes[mark[1]]
+		block := blocks[mark[1]]
 		scheme := strings.Fields(verifyDirective(t, block))[0]
 		ids, types := recipeRules(t, block)
 		if len(ids) == 0 || len(types) == 0 {

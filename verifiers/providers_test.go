@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/testing/recipes"
 )
 
 // providersDoc is the page of provider recipes this test proves.
@@ -447,60 +447,25 @@ const quickBooksBody = `{"eventNotifications":[{"realmId":"1185883450","dataChan
 // stdOtherSecret is a second Standard Webhooks secret.
 const stdOtherSecret = "whsec_YW5vdGhlciBzZWNyZXQgb2YgMjQgYnl0ZXM="
 
-// recipeMark finds each recipe's caddyfile block in providersDoc.
-var recipeMark = regexp.MustCompile("(?s)<!-- recipe: ([a-z0-9_-]+) -->\n```caddyfile\n(.*?)\n```")
-
 // docRecipes returns the caddyfile block of every recipe of providersDoc.
 func docRecipes(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(providersDoc)
+	out, err := recipes.Read(providersDoc)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, m := range recipeMark.FindAllStringSubmatch(string(raw), -1) {
-		if _, dup := out[m[1]]; dup {
-			t.Fatalf("recipe %s twice", m[1])
-		}
-		out[m[1]] = m[2]
-	}
-	if n := strings.Count(string(raw), "\n<!-- recipe: "); n != len(out) {
-		t.Fatalf("%d recipe marks, %d followed by a caddyfile block", n, len(out))
 	}
 	return out
 }
 
-// verifyDirective returns the words after `verify` of a recipe block, up
-// to the end of its line or its closing brace.
+// verifyDirective returns the words after `verify` of a recipe block.
 func verifyDirective(t *testing.T, block string) string {
 	t.Helper()
-	lines := strings.Split(block, "\n")
-	for i, l := range lines {
-		trimmed := strings.TrimSpace(l)
-		rest, ok := strings.CutPrefix(trimmed, "verify ")
-		if !ok {
-			continue
-		}
-		if !strings.HasSuffix(rest, "{") {
-			return rest
-		}
-		depth := 0
-		var out []string
-		for _, l := range lines[i:] {
-			depth += strings.Count(l, "{") - strings.Count(l, "}")
-			// placeholders such as {env.X} and {body} open and close on one line
-			out = append(out, l)
-			if depth == 0 {
-				return strings.TrimPrefix(strings.TrimSpace(strings.Join(out, "\n")), "verify ")
-			}
-		}
-		t.Fatalf("unclosed verify block in\n%s", block)
+	d, err := recipes.VerifyDirective(block)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no verify line in\n%s", block)
-	return ""
+	return d
 }
-
-var envPlaceholder = regexp.MustCompile(`\{env\.([A-Z0-9_]+)\}`)
 
 // TestProviderRecipes: every recipe of docs/providers.md, parsed from the
 // page with the scheme's Caddyfile parser and provisioned with the
@@ -509,14 +474,14 @@ var envPlaceholder = regexp.MustCompile(`\{env\.([A-Z0-9_]+)\}`)
 // secret, with a changed body (unless the body is unsigned) and, for
 // timestamped schemes, an hour old.
 func TestProviderRecipes(t *testing.T) {
-	recipes := docRecipes(t)
-	if len(recipes) < 15 {
-		t.Fatalf("%d recipes, want at least 15", len(recipes))
+	blocks := docRecipes(t)
+	if len(blocks) < 15 {
+		t.Fatalf("%d recipes, want at least 15", len(blocks))
 	}
 	tested := map[string]bool{}
 	now := time.Unix(1767225600, 0) // 2026-01-01
 	for _, pc := range providerCases {
-		block, ok := recipes[pc.recipe]
+		block, ok := blocks[pc.recipe]
 		if !ok {
 			t.Errorf("no recipe %s in %s", pc.recipe, providersDoc)
 			continue
@@ -531,7 +496,7 @@ func TestProviderRecipes(t *testing.T) {
 				t.Fatalf("the page does not link %s", pc.doc)
 			}
 			directive := verifyDirective(t, block)
-			envs := envPlaceholder.FindAllStringSubmatch(directive, -1)
+			envs := recipes.EnvPlaceholder.FindAllStringSubmatch(directive, -1)
 			if len(envs) == 0 {
 				t.Fatalf("the recipe's secret is not an {env.*} placeholder: %s", directive)
 			}
@@ -624,7 +589,7 @@ func TestProviderRecipes(t *testing.T) {
 		})
 	}
 	var untested []string
-	for r := range recipes {
+	for r := range blocks {
 		if !tested[r] {
 			untested = append(untested, r)
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/testing/recipes"
 )
 
 // TestOfficialSDKs runs the providers' official SDKs (testdata/sdkcheck:
@@ -63,7 +65,7 @@ func TestOfficialSDKs(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("check.mjs: an SDK did not verify its own signature or accepted a changed body: %v\n%s\n%s", err, stderr.String(), stdout.String())
 	}
-	recipes := docRecipes(t)
+	blocks := docRecipes(t)
 	lines, seen := 0, map[string]bool{}
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(nil, 1<<20)
@@ -91,12 +93,12 @@ func TestOfficialSDKs(t *testing.T) {
 			}
 			directive := how.directive
 			if how.recipe != "" {
-				block, ok := recipes[how.recipe]
+				block, ok := blocks[how.recipe]
 				if !ok {
 					t.Fatalf("no recipe %s", how.recipe)
 				}
 				directive = verifyDirective(t, block)
-				for _, e := range envPlaceholder.FindAllStringSubmatch(directive, -1) {
+				for _, e := range recipes.EnvPlaceholder.FindAllStringSubmatch(directive, -1) {
 					t.Setenv(e[1], l.Secret)
 				}
 			}

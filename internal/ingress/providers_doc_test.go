@@ -8,16 +8,21 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
-	"os"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/hookline/hookline/internal/testing/recipes"
 )
+
+// providersDoc is the page of provider recipes.
+const providersDoc = "../../docs/providers.md"
 
 // TestProvidersDocAdapts: every recipe of docs/providers.md is a whole
 // webhook_ingress block that the Caddyfile adapter takes without an error
@@ -25,18 +30,17 @@ import (
 // (verifiers/providers_test.go proves each verify directive against the
 // provider's signing).
 func TestProvidersDocAdapts(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/providers.md")
+	blocks, err := recipes.Read(providersDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)\n<!-- recipe: ([a-z0-9_-]+) -->\n```caddyfile\n(.*?)\n```").FindAllStringSubmatch(string(raw), -1)
 	if len(blocks) < 15 {
 		t.Fatalf("%d recipes", len(blocks))
 	}
-	verifyLine := regexp.MustCompile(`(?m)^\s*verify (\S+)`)
-	for _, b := range blocks {
-		t.Run(b[1], func(t *testing.T) {
-			site := ":8080 {\n\t" + strings.ReplaceAll(b[2], "\n", "\n\t") + "\n}\n"
+	for _, name := range slices.Sorted(maps.Keys(blocks)) {
+		block := blocks[name]
+		t.Run(name, func(t *testing.T) {
+			site := ":8080 {\n\t" + strings.ReplaceAll(block, "\n", "\n\t") + "\n}\n"
 			out, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(site), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -44,10 +48,11 @@ func TestProvidersDocAdapts(t *testing.T) {
 			if len(warnings) > 0 {
 				t.Fatalf("warnings: %v", warnings)
 			}
-			m := verifyLine.FindStringSubmatch(b[2])
-			if m == nil {
-				t.Fatal("no verify line")
+			directive, err := recipes.VerifyDirective(block)
+			if err != nil {
+				t.Fatal(err)
 			}
+			scheme := strings.Fields(directive)[0]
 			var cfg struct {
 				Apps struct {
 					HTTP struct {
@@ -76,8 +81,8 @@ func TestProvidersDocAdapts(t *testing.T) {
 					}
 				}
 			}
-			if got != m[1] {
-				t.Fatalf("scheme %q, want %q in %s", got, m[1], strings.TrimSpace(string(out)))
+			if got != scheme {
+				t.Fatalf("scheme %q, want %q in %s", got, scheme, strings.TrimSpace(string(out)))
 			}
 		})
 	}
@@ -89,13 +94,9 @@ func TestProvidersDocAdapts(t *testing.T) {
 // 200, and a signed POST still reaches the ingress; Discord's signed PING
 // gets the 204 with no body it wants (ack_status 204), and is delivered.
 func TestProvidersDocChecks(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/providers.md")
+	blocks, err := recipes.Read(providersDoc)
 	if err != nil {
 		t.Fatal(err)
-	}
-	blocks := map[string]string{}
-	for _, m := range regexp.MustCompile("(?s)\n<!-- recipe: ([a-z0-9_-]+) -->\n```caddyfile\n(.*?)\n```").FindAllStringSubmatch(string(raw), -1) {
-		blocks[m[1]] = m[2]
 	}
 	up := newUpstream(t)
 	t.Setenv("DROPBOX_APP_SECRET", "dropbox-app-secret")

@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/hookline/hookline/internal/testing/recipes"
 	"github.com/hookline/hookline/verifiers"
 )
 
@@ -91,42 +90,23 @@ func buildkiteValidate(r *http.Request, secret string) error {
 	return err
 }
 
-var recipeMark = regexp.MustCompile("(?s)<!-- recipe: ([a-z0-9_-]+) -->\n```caddyfile\n(.*?)\n```")
-
 // loadRecipe provisions the verify directive of recipe in
 // docs/providers.md, its {env.*} secret set to secret.
 func loadRecipe(t *testing.T, recipe, secret string) verifiers.Verifier {
 	t.Helper()
-	raw, err := os.ReadFile("../../../docs/providers.md")
+	blocks, err := recipes.Read("../../../docs/providers.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var block string
-	for _, m := range recipeMark.FindAllStringSubmatch(string(raw), -1) {
-		if m[1] == recipe {
-			block = m[2]
-		}
+	block, ok := blocks[recipe]
+	if !ok {
+		t.Fatalf("no recipe %s", recipe)
 	}
-	i := strings.Index(block, "verify ")
-	if i < 0 {
-		t.Fatalf("no recipe %s with a verify line", recipe)
+	directive, err := recipes.VerifyDirective(block)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// the verify directive: to the end of its block
-	rest, depth, end := block[i:], 0, 0
-	for j, c := range rest {
-		if c == '{' && (j+1 < len(rest) && rest[j+1] == '\n') {
-			depth++
-		}
-		if c == '}' && (j == 0 || rest[j-1] == '\t' || rest[j-1] == '\n') {
-			depth--
-			if depth == 0 {
-				end = j + 1
-				break
-			}
-		}
-	}
-	directive := strings.TrimPrefix(rest[:end], "verify ")
-	for _, m := range regexp.MustCompile(`\{env\.([A-Z0-9_]+)\}`).FindAllStringSubmatch(directive, -1) {
+	for _, m := range recipes.EnvPlaceholder.FindAllStringSubmatch(directive, -1) {
 		t.Setenv(m[1], secret)
 	}
 	name := strings.Fields(directive)[0]
