@@ -93,7 +93,7 @@ func defaultDedupeWindow(scheme string) time.Duration {
 
 // DefaultDedupeWindow implements DedupeWindower.
 func (s *Stripe) DefaultDedupeWindow() time.Duration {
-	if s.Header != "" && !strings.EqualFold(s.Header, StripeSignatureHeader) {
+	if s.otherProvider() {
 		return day
 	}
 	return defaultDedupeWindow("stripe")

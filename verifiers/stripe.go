@@ -151,10 +151,17 @@ func parseStripeSignature(name, h string) (ts string, v1 []string, err error) {
 // when header names another provider's header (its body is not a Stripe
 // event).
 func (s *Stripe) DefaultIDFrom() []IDRule {
-	if s.Header != "" && !strings.EqualFold(s.Header, StripeSignatureHeader) {
+	if s.otherProvider() {
 		return nil
 	}
 	return []IDRule{idJSON("id")}
+}
+
+// otherProvider reports whether the scheme reads Stripe's format under
+// another provider's header (Calendly, Mux): Stripe's defaults (its id
+// rule, its retry horizon) are then not that provider's.
+func (s *Stripe) otherProvider() bool {
+	return s.Header != "" && !strings.EqualFold(s.Header, StripeSignatureHeader)
 }
 
 // UnmarshalCaddyfile sets up the scheme from the Caddyfile tokens after
