@@ -24,7 +24,7 @@ func TestDispatcherDeliversEachDestination(t *testing.T) {
 	reports := make(chan Report, 20)
 	d := startDispatcher(t, Config{
 		Store: st,
-		Resolve: resolveTo(map[string]*Target{
+		Targets: targetsOf(map[string]*Target{
 			"shop":         {URL: def.URL + "/default", Policy: fastPolicy(1)},
 			"shop/billing": {URL: billing.URL + "/billing", Policy: fastPolicy(5)},
 			"shop/flaky":   {URL: flaky.URL + "/flaky", Policy: fastPolicy(3)},
@@ -81,8 +81,7 @@ func TestGateHoldsEachDestination(t *testing.T) {
 		"src/slow":    {URL: up.URL + "/slow", Policy: fastPolicy(3), Rate: storage.Rate{Events: 1, Per: time.Hour}},
 		"src/removed": nil,
 	}
-	d := New(Config{Store: newStore(t), Resolve: resolveTo(targets), Sources: func() []string { return []string{"src"} },
-		Destinations:    func(string) []string { return []string{"default", "fine", "slow"} },
+	d := New(Config{Store: newStore(t), Targets: targetsOf(targets),
 		BreakerFailures: 1, BreakerOpen: time.Minute})
 	d.breakers.get(down.URL).Execute(func() (int, error) { return 0, errTransient }) // open
 	g := d.gate()

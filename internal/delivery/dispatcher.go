@@ -22,24 +22,6 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// Target is how to deliver one destination's deliveries, looked up at
-// delivery time so that a reloaded config applies to jobs already queued.
-type Target struct {
-	URL     string
-	Timeout time.Duration
-	Policy  Policy
-	// Rate paces deliveries to the upstream (zero: unlimited). It is
-	// applied when jobs are leased, by the store, so that with a shared
-	// store it holds for all nodes together and no worker ever waits for it.
-	Rate storage.Rate
-	// Signer, when set, signs every attempt with fresh Standard Webhooks
-	// headers (sign_forwarded).
-	Signer *Signer
-	// Transport, when set, carries the deliveries: an upstream with TLS
-	// options of its own (nil: the dispatcher's client).
-	Transport *Transport
-}
-
 // Report is passed to Config.OnResult after each finished job.
 type Report struct {
 	Job      *storage.Job
@@ -56,23 +38,17 @@ type Config struct {
 	Store   storage.Queue
 	Workers int
 	Lease   time.Duration
-	// Resolve returns the delivery target of a source's destination
-	// (storage.DefaultDestination for forward_to); when it reports false
-	// the job's stored upstream is used with the default policy.
-	Resolve func(source, destination string) (*Target, bool)
-	// Sources, if set, lists the configured sources: at each lease the
-	// dispatcher holds back those paused or whose upstream's breaker is
-	// open, and paces those with a Rate (see storage.Gate), each of their
-	// destinations on its own. Their waiting jobs cost no store work.
-	Sources func() []string
-	// Destinations, if set, lists the destinations of a configured source
-	// (nil: its default destination only).
-	Destinations func(source string) []string
-	// Paused, if set, reports deliveries an operator paused: their jobs
-	// wait, with no attempt used. With destination "" it reports whether
-	// the whole source is paused; else whether the source's deliveries to
-	// destination wait (the source's pause or the destination's).
-	Paused func(source, destination string) bool
+	// Targets are the configured sources' destinations, by source and
+	// then destination (storage.DefaultDestination: forward_to), each built
+	// by NewTarget. At each lease the dispatcher gates their lanes, each
+	// destination on its own, as decide says (held, capped to a breaker's
+	// trial, paced; see storage.Gate): their waiting jobs cost no store
+	// work. A job whose source or destination is not here goes to its
+	// stored upstream with the defaults, ungated.
+	Targets map[string]map[string]*Target
+	// Holds, if set, is the operators' say: paused deliveries wait, with
+	// no attempt used, and a resumed pause's backlog drains paced.
+	Holds Holds
 	// Client sends the upstream requests (nil: a client with no redirects).
 	Client *http.Client
 	// Tracer returns the tracer provider of Caddy's tracing, once known
@@ -286,11 +262,16 @@ func (d *Dispatcher) worker() {
 	}
 }
 
-// Hint hands the loop jobs this process just enqueued, due at once
-// (storage.EnqueueResult.Due), and wakes it: it leases them by name
-// (storage.Queue.LeaseNamed), without looking for them. Hints beyond
+// Hint hands the loop jobs of source this process just enqueued, due at
+// once (storage.EnqueueResult.Due), and wakes it: it leases them by name
+// (storage.Queue.LeaseNamed), without looking for them. The jobs of a
+// source an operator holds wait without a hint or a wake (the resume wakes
+// the loop): a round for them would be a lease for nothing. Hints beyond
 // Workers+Prefetch waiting are dropped: the next Lease finds those jobs.
-func (d *Dispatcher) Hint(cands []storage.Candidate) {
+func (d *Dispatcher) Hint(source string, cands []storage.Candidate) {
+	if d.decide(source, "", nil).paused {
+		return
+	}
 	if len(cands) > 0 {
 		d.hintMu.Lock()
 		room := cap(d.slots) - len(d.hints)
@@ -513,67 +494,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// gate is what the store must hold back at this lease: the configured
-// sources an operator paused or whose upstream's breaker is open, and the
-// paces of those with a rate limit. Jobs of sources no longer configured
-// are not gated (they are delivered with the defaults, as run decides).
-func (d *Dispatcher) gate() *storage.Gate {
-	if d.cfg.Sources == nil {
-		return nil
-	}
-	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
-	clear(d.trialLanes)
-	for _, src := range d.cfg.Sources() {
-		held := d.cfg.Paused != nil && d.cfg.Paused(src, "")
-		if held {
-			// every destination of a paused source waits, those no longer
-			// configured too (their lanes follow the source's: GateLaneOf)
-			for _, lane := range storage.LanesOf(src) {
-				g.Skip[lane] = true
-			}
-		}
-		dests := []string{storage.DefaultDestination}
-		if d.cfg.Destinations != nil {
-			dests = d.cfg.Destinations(src)
-		}
-		for _, dest := range dests {
-			d.gateDestination(g, src, dest, held || (d.cfg.Paused != nil && d.cfg.Paused(src, dest)))
-		}
-	}
-	return g
-}
-
-// gateDestination adds the entries of one destination's lanes (its live
-// and replay lanes are gated alike). A named destination's lanes get
-// entries of their own even when nothing holds them (not skipped, no cap,
-// unpaced), so they never follow the default destination's.
-func (d *Dispatcher) gateDestination(g *storage.Gate, src, dest string, held bool) {
-	t, ok := d.cfg.Resolve(src, dest)
-	if !held && (!ok || t == nil) {
-		return
-	}
-	var trial bool
-	if !held {
-		held, trial = d.breakers.holds(t.URL)
-	}
-	own := !storage.IsDefaultDestination(dest)
-	for _, lane := range storage.DestinationLanes(src, dest) {
-		switch {
-		case held:
-			g.Skip[lane] = true
-			continue
-		case trial:
-			g.Cap[lane] = 1 // one trial request: the rest would be handed back
-			d.trialLanes[lane] = BreakerName(t.URL)
-		case own:
-			g.Skip[lane], g.Cap[lane] = false, -1
-		}
-		if t.Rate.Valid() || own {
-			g.Pace[lane] = t.Rate
-		}
-	}
-}
-
 // pausedRecheck is how long a job of a source that is not gated (no
 // longer configured) waits when handed back because its source is paused
 // or its upstream's breaker is open (each look is a lease and a release).
@@ -581,15 +501,16 @@ const pausedRecheck = 15 * time.Second
 
 // run delivers one leased job and records the outcome.
 func (d *Dispatcher) run(job *storage.Job) {
-	target, ok := d.cfg.Resolve(job.Source, storage.DestinationOf(&job.Event))
-	gated := ok && target != nil && d.cfg.Sources != nil
-	if d.cfg.Paused != nil && d.cfg.Paused(job.Source, storage.DestinationOf(&job.Event)) {
+	dest := storage.DestinationOf(&job.Event)
+	target := d.target(job.Source, dest)
+	gated := target != nil
+	if d.decide(job.Source, dest, target).paused {
 		// leased just before the pause: hand it back untouched
 		d.finish(job, storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)}, Report{})
 		return
 	}
-	if !ok || target == nil {
-		target = &Target{URL: job.Upstream, Timeout: EffectiveTimeout(0, d.cfg.Lease), Policy: Policy{}.WithDefaults()}
+	if target == nil {
+		target = d.fallback(job)
 	}
 	out, rep := d.attempt(job, target, gated)
 	d.record(job, out, rep)
@@ -698,8 +619,7 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.O
 	// a prefetched job may have waited for a worker: if its lease could
 	// run out during the attempt, hand it back rather than risk another
 	// worker delivering it at the same time
-	timeout := EffectiveTimeout(t.Timeout, d.cfg.Lease)
-	if time.Until(job.LeaseUntil) < timeout+AttemptMargin(timeout, d.cfg.Lease) {
+	if time.Until(job.LeaseUntil) < t.Timeout+AttemptMargin(t.Timeout, d.cfg.Lease) {
 		return storage.Outcome{Result: storage.Release}, rep
 	}
 	cb := d.breakers.get(t.URL)
@@ -768,7 +688,7 @@ var errTransient = errors.New("transient upstream failure")
 
 // send POSTs the job to the upstream and returns the status and headers.
 func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error) {
-	ctx, cancel := context.WithTimeout(d.deliverCtx, EffectiveTimeout(t.Timeout, d.cfg.Lease))
+	ctx, cancel := context.WithTimeout(d.deliverCtx, t.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(job.Body))
 	if err != nil {

@@ -23,16 +23,6 @@ func newCountingStore(st storage.Store) countingStore {
 func (c countingStore) leases(source string) int   { return c.Leased(source) }
 func (c countingStore) releases(source string) int { return c.Released(source) }
 
-func sourcesOf(targets map[string]*Target) func() []string {
-	return func() []string {
-		var out []string
-		for s := range targets {
-			out = append(out, s)
-		}
-		return out
-	}
-}
-
 // A rate-limited source is paced when its jobs are leased: no worker waits
 // for it, other sources are not held back, and no job is leased and handed
 // back for want of a slot.
@@ -51,7 +41,7 @@ func TestDispatcherPacesAtLease(t *testing.T) {
 		enqueue(t, st, storage.Event{Source: "other"})
 	}
 	start := time.Now()
-	startDispatcher(t, Config{Store: st, Workers: 2, Resolve: resolveTo(targets), Sources: sourcesOf(targets), OnResult: reportsTo(reports)})
+	startDispatcher(t, Config{Store: st, Workers: 2, Targets: targetsOf(targets), OnResult: reportsTo(reports)})
 	var otherDone, pacedDone time.Time
 	others, paced := 0, 0
 	for others < 20 || paced < 8 {
@@ -113,8 +103,8 @@ func TestDispatcherPausedSourceNotLeased(t *testing.T) {
 	for i := range 50 {
 		enqueue(t, st, storage.Event{Source: "held", Replay: i%2 == 0}) // its replays wait too
 	}
-	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
-		Paused: func(s, _ string) bool { return s == "held" && paused.Load() }})
+	d := startDispatcher(t, Config{Store: st, Workers: 4, Targets: targetsOf(targets),
+		Holds: pausedBy(func(s, _ string) bool { return s == "held" && paused.Load() })})
 	for range 5 {
 		enqueue(t, st, storage.Event{Source: "live"})
 	}
@@ -157,7 +147,7 @@ func TestDispatcherOpenBreakerNotLeased(t *testing.T) {
 	// send it before the second's failure opened the breaker (a lease
 	// costs no commit on the embedded store), a third request sent while
 	// the breaker was still closed
-	startDispatcher(t, Config{Store: st, Workers: 1, Prefetch: -1, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+	startDispatcher(t, Config{Store: st, Workers: 1, Prefetch: -1, Targets: targetsOf(targets),
 		BreakerFailures: 2, BreakerOpen: open})
 	waitFor(t, 2*time.Second, "the breaker to open", func() bool { return up.count() >= 2 })
 	openedAt := time.Now()
@@ -188,7 +178,7 @@ func TestDispatcherSendsUntravelableIDHashed(t *testing.T) {
 	st := newStore(t)
 	up := newUpstream(t, nil)
 	reports := make(chan Report, 1)
-	startDispatcher(t, Config{Store: st, Resolve: resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
+	startDispatcher(t, Config{Store: st, Targets: targetsOf(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
 		OnResult: reportsTo(reports)})
 	bad := "evt_1\r\nX-Injected: 1"
 	enqueue(t, st, storage.Event{Source: "s", EventID: bad})
@@ -214,8 +204,8 @@ func TestGateReplayLane(t *testing.T) {
 		"paused": {URL: "http://paused.invalid/"},
 		"plain":  {URL: "http://plain.invalid/"},
 	}
-	d := New(Config{Store: newStore(t), Resolve: resolveTo(targets), Sources: sourcesOf(targets),
-		Paused: func(s, _ string) bool { return s == "paused" }})
+	d := New(Config{Store: newStore(t), Targets: targetsOf(targets),
+		Holds: pausedBy(func(s, _ string) bool { return s == "paused" })})
 	g := d.gate()
 	for _, src := range []string{"paced", "paused", "plain"} {
 		live, replay := storage.LanesOf(src)[0], storage.LanesOf(src)[1]
@@ -234,10 +224,9 @@ func TestGateReplayLane(t *testing.T) {
 // source's other destinations keep flowing.
 func TestGateDestinationPause(t *testing.T) {
 	d := New(Config{Store: newStore(t),
-		Resolve:      func(string, string) (*Target, bool) { return &Target{URL: "http://up.invalid/"}, true },
-		Sources:      func() []string { return []string{"shop"} },
-		Destinations: func(string) []string { return []string{storage.DefaultDestination, "crm", "erp"} },
-		Paused:       func(s, dest string) bool { return s == "shop" && dest == "crm" }})
+		Targets: targetsOf(map[string]*Target{
+			"shop": {URL: "http://up.invalid/"}, "shop/crm": {URL: "http://up.invalid/"}, "shop/erp": {URL: "http://up.invalid/"}}),
+		Holds: pausedBy(func(s, dest string) bool { return s == "shop" && dest == "crm" })})
 	g := d.gate()
 	for _, dest := range []string{storage.DefaultDestination, "crm", "erp"} {
 		for _, lane := range storage.DestinationLanes("shop", dest) {
@@ -269,7 +258,7 @@ func TestBreakerPerDestination(t *testing.T) {
 	for range 10 {
 		enqueue(t, st, storage.Event{Source: "a"})
 	}
-	d := startDispatcher(t, Config{Store: st, Workers: 2, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+	d := startDispatcher(t, Config{Store: st, Workers: 2, Targets: targetsOf(targets),
 		OnResult: reportsTo(reports), BreakerFailures: 2, BreakerOpen: open})
 	waitFor(t, 2*time.Second, "/a's breaker to open", func() bool { return d.breakers.States()[BreakerName(up.URL+"/a")] })
 	// a job the breaker let through before it opened may still be on its
@@ -350,7 +339,7 @@ func TestFirstDeliveryAfterRecovery(t *testing.T) {
 	}
 	// the defaults a user gets: the breaker's, and a lease loop that idles
 	// a second between looks when nothing is due
-	d := startDispatcher(t, Config{Store: st, Workers: 4, Resolve: resolveTo(targets), Sources: sourcesOf(targets),
+	d := startDispatcher(t, Config{Store: st, Workers: 4, Targets: targetsOf(targets),
 		Idle: DefaultIdle, BreakerFailures: DefaultBreakerFailures})
 	waitFor(t, 3*time.Second, "the breaker to open", func() bool { return d.breakers.States()[BreakerName(up.URL)] })
 	// wait for a trial (a request once the breaker is open), then recover

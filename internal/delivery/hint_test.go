@@ -53,8 +53,9 @@ func tryEnqueueDue(st storage.Store, source string) ([]storage.Candidate, error)
 }
 
 // A hinted job is leased by name and delivered without a Lease scanning
-// the queue; a hint of a lane the gate holds back is not (Lease takes the
-// job once the lane opens), nor one of a job leased elsewhere meanwhile.
+// the queue; a hint of a source an operator holds is dropped without a
+// round (Lease takes the job once it is resumed), and one of a job leased
+// elsewhere meanwhile is not delivered again.
 func TestDispatcherLeasesHintedJobs(t *testing.T) {
 	st := newStore(t)
 	q := &countingQueue{Queue: st}
@@ -66,25 +67,25 @@ func TestDispatcherLeasesHintedJobs(t *testing.T) {
 		Store:   q,
 		Workers: 2,
 		Idle:    time.Hour, // no polling: only notifications wake the loop
-		Resolve: resolveTo(targets),
-		Sources: func() []string { return []string{"s", "held"} },
-		Paused:  func(src, _ string) bool { return src == "held" && held.Load() },
+		Targets: targetsOf(targets),
+		Holds:   pausedBy(func(src, _ string) bool { return src == "held" && held.Load() }),
 	})
 	waitFor(t, time.Second, "the first Lease", func() bool { return q.leases.Load() == 1 })
 	time.Sleep(20 * time.Millisecond) // the loop is asleep
 
-	d.Hint(enqueueDue(t, st, "s"))
+	d.Hint("s", enqueueDue(t, st, "s"))
 	waitFor(t, time.Second, "the hinted job's delivery", func() bool { return up.count() == 1 })
 	if n, l := q.named.Load(), q.leases.Load(); n != 1 || l != 1 {
 		t.Errorf("hinted job leased with %d LeaseNamed and %d more Lease calls, want 1 and none", n, l-1)
 	}
 
-	// a held lane's hint is dropped: the job waits for the lane to open
-	d.Hint(enqueueDue(t, st, "held"))
-	waitFor(t, time.Second, "the round of the held hint", func() bool { return q.leases.Load() == 2 })
+	// a held source's hint is dropped, without a round: the job waits for
+	// the source to be resumed
+	d.Hint("held", enqueueDue(t, st, "held"))
 	time.Sleep(50 * time.Millisecond)
-	if up.count() != 1 || q.named.Load() != 1 {
-		t.Fatalf("a held lane's job: %d deliveries, %d LeaseNamed; want it left waiting", up.count(), q.named.Load())
+	if up.count() != 1 || q.named.Load() != 1 || q.leases.Load() != 1 {
+		t.Fatalf("a held source's job: %d deliveries, %d LeaseNamed, %d Lease; want it left waiting, no round",
+			up.count(), q.named.Load(), q.leases.Load())
 	}
 	held.Store(false)
 	d.Notify()
@@ -96,7 +97,7 @@ func TestDispatcherLeasesHintedJobs(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("leasing the job first: %d, %v", len(jobs), err)
 	}
-	d.Hint(due)
+	d.Hint("s", due)
 	waitFor(t, time.Second, "the hint's round", func() bool { return q.named.Load() == 2 })
 	time.Sleep(50 * time.Millisecond)
 	if up.count() != 2 {
@@ -119,17 +120,17 @@ func TestDispatcherHintsDoNotStarveOthers(t *testing.T) {
 		hints = append(hints, enqueueDue(t, st, "s")...)
 	}
 	reports := make(chan Report, n+1)
-	d := New(Config{
+	d := New(fitTimeouts(Config{
 		Store:    st,
 		Workers:  2,
 		Idle:     time.Hour,
-		Resolve:  resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}, "other": {URL: up.URL, Policy: fastPolicy(3)}}),
+		Targets:  targetsOf(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}, "other": {URL: up.URL, Policy: fastPolicy(3)}}),
 		OnResult: reportsTo(reports),
-	})
+	}))
 	// hints wait before the first round, and keep coming faster than the
 	// workers deliver
 	first := cap(d.slots)
-	d.Hint(hints[:first])
+	d.Hint("s", hints[:first])
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -148,7 +149,7 @@ func TestDispatcherHintsDoNotStarveOthers(t *testing.T) {
 				case <-time.After(100 * time.Microsecond):
 				}
 			}
-			d.Hint([]storage.Candidate{h})
+			d.Hint("s", []storage.Candidate{h})
 		}
 	}()
 	d.Start()

@@ -52,7 +52,7 @@ func TestDispatcherRecordsInBackground(t *testing.T) {
 		Store:    stall,
 		Workers:  1,
 		Prefetch: 1,
-		Resolve:  resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
+		Targets:  targetsOf(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
 		OnResult: reportsTo(reports),
 	})
 	waitFor(t, 2*time.Second, "more deliveries while the first outcomes are recorded",
@@ -90,13 +90,13 @@ func TestDispatcherStopWaitsForRecords(t *testing.T) {
 	st, stall, unblock := newStall(t)
 	up := newUpstream(t, nil)
 	ev := enqueue(t, st, storage.Event{Source: "s"})
-	d := New(Config{
+	d := New(fitTimeouts(Config{
 		Store:           stall,
 		Workers:         1,
 		Idle:            20 * time.Millisecond,
 		BreakerFailures: 1000,
-		Resolve:         resolveTo(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
-	})
+		Targets:         targetsOf(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
+	}))
 	d.Start()
 	waitFor(t, 2*time.Second, "the outcome to be recorded", func() bool { return stall.finishing.Load() == 1 })
 	stopped := make(chan struct{})

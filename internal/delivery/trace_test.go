@@ -29,7 +29,7 @@ func TestDeliveryAttemptSpans(t *testing.T) {
 	reports := make(chan Report, 10)
 	startDispatcher(t, Config{
 		Store:    st,
-		Resolve:  resolveTo(map[string]*Target{"s": {URL: up.URL, Timeout: time.Second, Policy: fastPolicy(1)}}),
+		Targets:  targetsOf(map[string]*Target{"s": {URL: up.URL, Timeout: time.Second, Policy: fastPolicy(1)}}),
 		OnResult: reportsTo(reports),
 		Tracer:   func() trace.TracerProvider { return provider },
 	})

@@ -25,20 +25,26 @@ func TestConfigDurationsAcceptCaddyStrings(t *testing.T) {
 		{name: "dedupe_window", field: `"dedupe_window":%s}`, ns: "172800000000000", str: `"2d"`,
 			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().DedupeWindow, 48*time.Hour) }},
 		{name: "timeout", field: `"timeout":%s}`, ns: "30000000000", str: `"30s"`,
-			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().Target.Timeout, 30*time.Second) }},
+			check: func(t *testing.T, h *Ingress) {
+				checkDur(t, h.source().Destinations["default"].Timeout, 30*time.Second)
+			}},
 		{name: "retry initial", field: `"retry":{"initial":%s}}`, ns: "2000000000", str: `"2s"`,
-			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().Target.Policy.Initial, 2*time.Second) }},
+			check: func(t *testing.T, h *Ingress) {
+				checkDur(t, h.source().Destinations["default"].Policy.Initial, 2*time.Second)
+			}},
 		{name: "retry max", field: `"retry":{"max":%s}}`, ns: "600000000000", str: `"10m"`,
-			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().Target.Policy.Max, 10*time.Minute) }},
+			check: func(t *testing.T, h *Ingress) {
+				checkDur(t, h.source().Destinations["default"].Policy.Max, 10*time.Minute)
+			}},
 		{name: "retry schedule", field: `"retry":{"schedule":[60000000000,%s]}}`, ns: "5400000000000", str: `"1h30m"`,
 			check: func(t *testing.T, h *Ingress) {
-				if got, want := h.source().Target.Policy.Schedule, []time.Duration{time.Minute, 90 * time.Minute}; !reflect.DeepEqual(got, want) {
+				if got, want := h.source().Destinations["default"].Policy.Schedule, []time.Duration{time.Minute, 90 * time.Minute}; !reflect.DeepEqual(got, want) {
 					t.Errorf("schedule %v, want %v", got, want)
 				}
 			}},
 		{name: "rate_limit interval", field: `"rate_limit":{"events":50,"interval":%s}}`, ns: "1000000000", str: `"1s"`,
 			check: func(t *testing.T, h *Ingress) {
-				if got, want := h.source().Target.Rate, (storage.Rate{Events: 50, Per: time.Second}); got != want {
+				if got, want := h.source().Destinations["default"].Rate, (storage.Rate{Events: 50, Per: time.Second}); got != want {
 					t.Errorf("rate %+v, want %+v", got, want)
 				}
 			}},

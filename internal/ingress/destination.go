@@ -128,24 +128,26 @@ func (o DeliveryOptions) check() error {
 	return o.Ordered.check()
 }
 
-// target compiles the options into the delivery target of upstream u.
-func (o DeliveryOptions) target(u string) (delivery.Target, error) {
+// compile compiles the options of upstream u into the delivery options
+// the webhooks app builds the destination's target from (the timeout fitted
+// to its lease, the TLS connection pool sized to its workers:
+// delivery.NewTarget).
+func (o DeliveryOptions) compile(u string) (delivery.Options, error) {
 	if err := o.check(); err != nil {
-		return delivery.Target{}, err
+		return delivery.Options{}, err
 	}
 	signer, err := compileSigner(o.SignForwarded)
 	if err != nil {
-		return delivery.Target{}, err
+		return delivery.Options{}, err
 	}
 	if o.TLS != nil && !strings.HasPrefix(strings.ToLower(u), "https://") {
-		return delivery.Target{}, fmt.Errorf("tls_* options need an https URL, got %s", u)
+		return delivery.Options{}, fmt.Errorf("tls_* options need an https URL, got %s", u)
 	}
-	tr, err := o.TLS.transport()
+	tlsConfig, err := o.TLS.config()
 	if err != nil {
-		return delivery.Target{}, err
+		return delivery.Options{}, err
 	}
-	// no timeout (0): the app fits the default to its lease (delivery.EffectiveTimeout)
-	return delivery.Target{URL: u, Timeout: time.Duration(o.Timeout), Policy: o.Retry.Policy(), Rate: o.RateLimit.rate(), Signer: signer, Transport: tr}, nil
+	return delivery.Options{URL: u, Timeout: time.Duration(o.Timeout), Policy: o.Retry.Policy(), Rate: o.RateLimit.rate(), Signer: signer, TLS: tlsConfig}, nil
 }
 
 // Destination is one more upstream a source's events are delivered to
@@ -186,7 +188,7 @@ type Condition struct {
 type route struct {
 	name      string
 	match     routing.Matcher
-	target    delivery.Target
+	options   delivery.Options
 	ordered   bool
 	orderSkip bool // on_dead skip
 	insecure  bool // tls_insecure_skip_verify: Provision warns
@@ -236,11 +238,11 @@ func (h *Ingress) compileRoutes() (routes []route, orderRule *dedupe.Rule, err e
 		if err := checkURL(h.ForwardTo); err != nil {
 			return nil, nil, fmt.Errorf("forward_to %v", err)
 		}
-		t, err := h.DeliveryOptions.target(h.ForwardTo)
+		o, err := h.DeliveryOptions.compile(h.ForwardTo)
 		if err != nil {
 			return nil, nil, err
 		}
-		r := route{name: storage.DefaultDestination, target: t, insecure: h.DeliveryOptions.TLS.insecure()}
+		r := route{name: storage.DefaultDestination, options: o, insecure: h.DeliveryOptions.TLS.insecure()}
 		if err := ordered(&r, h.DeliveryOptions); err != nil {
 			return nil, nil, err
 		}
@@ -269,11 +271,11 @@ func (h *Ingress) compileRoutes() (routes []route, orderRule *dedupe.Rule, err e
 			return nil, nil, fmt.Errorf("destination %s: %v", d.Name, err)
 		}
 		opts := d.DeliveryOptions.over(h.DeliveryOptions)
-		t, err := opts.target(d.URL)
+		o, err := opts.compile(d.URL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("destination %s: %v", d.Name, err)
 		}
-		r.target, r.insecure = t, opts.TLS.insecure()
+		r.options, r.insecure = o, opts.TLS.insecure()
 		if err := ordered(&r, opts); err != nil {
 			return nil, nil, err
 		}
@@ -303,7 +305,7 @@ func deliveriesOf(routes []route, orderKey string) []storage.Delivery {
 	}
 	ds := make([]storage.Delivery, len(routes))
 	for i, r := range routes {
-		ds[i] = storage.Delivery{Destination: r.name, Upstream: r.target.URL}
+		ds[i] = storage.Delivery{Destination: r.name, Upstream: r.options.URL}
 		if r.ordered && orderKey != "" {
 			ds[i].OrderKey, ds[i].OrderSkip = orderKey, r.orderSkip
 		}

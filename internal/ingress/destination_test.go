@@ -97,8 +97,8 @@ func TestDestinationOptionsOverride(t *testing.T) {
 			{"name":"inherits","url":"http://127.0.0.1:3/"}]}`)
 	t.Cleanup(func() { h.Cleanup() })
 	src := h.source()
-	if src.Target.URL != "http://127.0.0.1:1/" || src.Target.Timeout != 5*time.Second || src.Target.Policy.MaxAttempts != 3 || src.Target.Signer != nil {
-		t.Errorf("default target %+v", src.Target)
+	if def := src.Destinations["default"]; def.URL != "http://127.0.0.1:1/" || def.Timeout != 5*time.Second || def.Policy.MaxAttempts != 3 || def.Signer != nil {
+		t.Errorf("default target %+v", def)
 	}
 	own, inherits := src.Destinations["own"], src.Destinations["inherits"]
 	if own.URL != "http://127.0.0.1:2/" || own.Timeout != 2*time.Second || own.Policy.MaxAttempts != 8 ||

@@ -200,7 +200,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	h.filtered, h.allDeliveries = routeAll(h.routes)
 	for _, r := range h.routes {
 		if r.name == storage.DefaultDestination {
-			h.defaultURL = r.target.URL
+			h.defaultURL = r.options.URL
 		}
 		if r.insecure {
 			h.log.Warn("tls_insecure_skip_verify: the upstream's certificate is not checked; anyone on the path can receive these events",
@@ -278,15 +278,9 @@ func (h *Ingress) source() *webhooks.Source {
 	if h.keyVerifier != nil {
 		src.Secrets = h.keyVerifier.KeyCount()
 	}
+	src.Destinations = make(map[string]delivery.Options, len(h.routes))
 	for _, r := range h.routes {
-		if r.name == storage.DefaultDestination {
-			src.Target = r.target
-			continue
-		}
-		if src.Destinations == nil {
-			src.Destinations = make(map[string]delivery.Target)
-		}
-		src.Destinations[r.name] = r.target
+		src.Destinations[r.name] = r.options
 	}
 	return src
 }
@@ -296,12 +290,8 @@ func (h *Ingress) source() *webhooks.Source {
 func (h *Ingress) WebhookSource() string { return h.Source }
 
 // Cleanup releases the source's references on its shared guard and
-// accept limiter, and closes the idle connections of its upstreams' own
-// transports.
+// accept limiter.
 func (h *Ingress) Cleanup() error {
-	for _, r := range h.routes {
-		r.target.Transport.Close()
-	}
 	if h.guardKey != "" {
 		key := h.guardKey
 		h.guardKey = ""

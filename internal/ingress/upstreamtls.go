@@ -10,7 +10,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/hookline/hookline/internal/caddyfileopt"
-	"github.com/hookline/hookline/internal/delivery"
 )
 
 // This file holds the TLS options of an https upstream (README.md,
@@ -75,9 +74,10 @@ func (c *UpstreamTLS) check() error {
 	return nil
 }
 
-// transport reads the files and makes the upstream's own transport (nil
-// without TLS options). DeliveryOptions.target calls it once check passed.
-func (c *UpstreamTLS) transport() (*delivery.Transport, error) {
+// config reads the files and makes the upstream's own TLS configuration
+// (nil without TLS options). DeliveryOptions.compile calls it once check
+// passed.
+func (c *UpstreamTLS) config() (*tls.Config, error) {
 	if c == nil {
 		return nil, nil
 	}
@@ -103,7 +103,7 @@ func (c *UpstreamTLS) transport() (*delivery.Transport, error) {
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	return delivery.NewTransport(cfg, delivery.DefaultWorkers), nil
+	return cfg, nil
 }
 
 // tlsOption reports whether opt is one of the tls_* option names.

@@ -78,16 +78,13 @@ type App struct {
 	sealed  *atomic.Pointer[storage.SealingStore]
 	rekey   *rekeyRunner
 	poolKey string
-	seenKey string
-	// breakersKey names the upstreams' circuit breakers in breakerPool:
-	// like the store, they outlive a reload
-	breakersKey string
-	breakers    *delivery.Breakers
-	shared      *sharedStore
-	seen        *seenRef
-	log         *zap.Logger
-	sourceMu    *sync.RWMutex
-	sources     map[string]*Source
+	shared  *sharedStore // the store's state that outlives a reload (pool.go)
+	// breakers are shared.breakers; seen holds shared.seen until Cleanup
+	breakers *delivery.Breakers
+	seen     *seenRef
+	log      *zap.Logger
+	sourceMu *sync.RWMutex
+	sources  map[string]*Source
 
 	disp        *atomic.Pointer[delivery.Dispatcher]
 	load        *ingestLoad // ingress requests in progress (pressure.go)
@@ -109,12 +106,10 @@ type App struct {
 type Source struct {
 	// Name is the source's name.
 	Name string
-	// Target is the default destination's (forward_to); a zero URL: the
-	// source has none.
-	Target delivery.Target
-	// Destinations are the targets of the source's named destinations
-	// (fan-out), by name.
-	Destinations map[string]delivery.Target
+	// Destinations are the delivery options of the source's destinations,
+	// by name (storage.DefaultDestination: forward_to's, when it has one);
+	// RegisterSource builds their targets (delivery.NewTarget).
+	Destinations map[string]delivery.Options
 	// DedupeWindow is how long an event ID stays claimed.
 	DedupeWindow time.Duration
 	// RedactBody, if set, is how the operator API shows a stored body of
@@ -129,26 +124,29 @@ type Source struct {
 	// Secrets is how many secrets the source's scheme has configured
 	// (verifiers.KeyVerifier; 0: none, or it does not tell which matched).
 	Secrets int
+
+	// targets are the destinations' targets, by name (RegisterSource)
+	targets map[string]*delivery.Target
 }
 
 // targetOf is the target of one of the source's destinations
 // (storage.DefaultDestination: forward_to).
 func (s *Source) targetOf(destination string) (*delivery.Target, bool) {
 	if storage.IsDefaultDestination(destination) {
-		return &s.Target, s.Target.URL != ""
+		destination = storage.DefaultDestination
 	}
-	t, ok := s.Destinations[destination]
-	return &t, ok
+	t, ok := s.targets[destination]
+	return t, ok
 }
 
 // destinations lists the names of the source's destinations, the default
 // first when it has one.
 func (s *Source) destinations() []string {
-	var names []string
-	if s.Target.URL != "" {
-		names = append(names, storage.DefaultDestination)
+	names := slices.Sorted(maps.Keys(s.targets))
+	if i := slices.Index(names, storage.DefaultDestination); i > 0 {
+		names = slices.Insert(slices.Delete(names, i, i+1), 0, storage.DefaultDestination)
 	}
-	return append(names, slices.Sorted(maps.Keys(s.Destinations))...)
+	return names
 }
 
 // CaddyModule returns the Caddy module information.
@@ -204,7 +202,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.poolKey = a.backend.Key()
 	backend := a.backend
 	val, _, err := storePool.LoadOrNew(a.poolKey, func() (caddy.Destructor, error) {
-		return &sharedStore{backend: backend}, nil
+		return newSharedStore(backend, a.log.Named("delivery"))
 	})
 	if err != nil {
 		a.poolKey = ""
@@ -212,46 +210,20 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.shared = val.(*sharedStore)
 	a.stats.names = &a.shared.names
-	// one L1 cache per store: what one store has seen says nothing about another
-	a.seenKey = "seen|" + a.poolKey
-	seen, _, err := seenPool.LoadOrNew(a.seenKey, func() (caddy.Destructor, error) {
-		s, err := dedupe.NewSeen(0)
-		if err != nil {
-			return nil, err
-		}
-		return seenDestructor{s}, nil
-	})
-	if err != nil {
-		a.seenKey = ""
-		return err
-	}
-	a.seen.p.Store(seen.(seenDestructor).Seen)
-	// one set of breakers per store: every config's dispatcher on it sees
-	// the same upstream state, across reloads
-	a.breakersKey = "breakers|" + a.poolKey
-	br, _, err := breakerPool.LoadOrNew(a.breakersKey, func() (caddy.Destructor, error) {
-		return delivery.NewBreakers(0, 0, a.log.Named("delivery")), nil
-	})
-	if err != nil {
-		a.breakersKey = ""
-		return err
-	}
-	a.breakers = br.(*delivery.Breakers)
+	a.seen.p.Store(a.shared.seen)
+	a.breakers = a.shared.breakers
 	if a.Alert != nil {
 		cfg := *a.Alert
 		cfg.URL = caddy.NewReplacer().ReplaceAll(cfg.URL, "") // {env.SLACK_WEBHOOK_URL}
 		if err := validateAlertURL(cfg.URL); err != nil {
 			return err
 		}
-		// the alert target has no timeout setting: the default one, fitted to the lease
-		lease := time.Duration(a.Lease)
-		timeout := delivery.EffectiveTimeout(0, lease)
-		if err := delivery.CheckTimeout(timeout, lease); err != nil {
+		// the alert target has no settings: the defaults, fitted to the lease
+		src := &Source{Name: alertSource, Destinations: map[string]delivery.Options{storage.DefaultDestination: {URL: cfg.URL}}}
+		if err := a.RegisterSource(src); err != nil {
 			return fmt.Errorf("alert: %v", err)
 		}
-		a.alerter = newAlerter(cfg, a, timeout)
-		a.sources[alertSource] = &Source{Name: alertSource, DedupeWindow: 0, Target: delivery.Target{
-			URL: cfg.URL, Timeout: timeout, Policy: delivery.Policy{}.WithDefaults()}}
+		a.alerter = newAlerter(cfg, a, src.targets[storage.DefaultDestination].Timeout)
 	}
 	return a.registerMetrics(ctx.GetMetricsRegistry())
 }
@@ -266,59 +238,6 @@ func (a *App) Validate() error {
 	}
 	return nil
 }
-
-var seenPool = caddy.NewUsagePool()
-
-// breakerPool holds the upstreams' circuit breakers of each store, so that
-// a reload neither closes an open breaker nor splits its failure count.
-var breakerPool = caddy.NewUsagePool()
-
-// seenRef holds an app's L1 cache so that Cleanup can take it away from
-// late users (OnResult of workers still finishing after Stop) without a
-// lock on their path: they load it once, Cleanup swaps in nil and waits
-// for the users that loaded it before closing it.
-type seenRef struct {
-	p     atomic.Pointer[dedupe.Seen]
-	users atomic.Int64
-}
-
-// seenReleaseWait bounds how long Cleanup waits for users of the cache.
-const seenReleaseWait = time.Second
-
-// load returns the cache, or nil once released.
-func (r *seenRef) load() *dedupe.Seen {
-	if r == nil {
-		return nil
-	}
-	return r.p.Load()
-}
-
-// use calls f with the cache unless it was released; the cache is not
-// closed while f runs.
-func (r *seenRef) use(f func(*dedupe.Seen)) {
-	if r == nil {
-		return
-	}
-	r.users.Add(1)
-	defer r.users.Add(-1)
-	if s := r.p.Load(); s != nil {
-		f(s)
-	}
-}
-
-// release takes the cache away from new users and waits, at most wait,
-// for those that hold it.
-func (r *seenRef) release(wait time.Duration) {
-	r.p.Store(nil)
-	deadline := time.Now().Add(wait)
-	for r.users.Load() > 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-}
-
-type seenDestructor struct{ *dedupe.Seen }
-
-func (s seenDestructor) Destruct() error { s.Close(); return nil }
 
 // Start opens the store and starts the workers and the retention cleaner.
 func (a *App) Start() error {
@@ -343,18 +262,16 @@ func (a *App) Start() error {
 		ss.OnChange(func(c spool.Change) { a.spoolChanged(ss.Spool(), c) })
 	}
 	d := delivery.New(delivery.Config{
-		Store:        st,
-		Workers:      a.Workers,
-		Lease:        time.Duration(a.Lease),
-		Resolve:      a.resolve,
-		Sources:      a.sourceNames,
-		Destinations: a.destinationNames,
-		Paused:       a.DeliveriesPaused,
-		Breakers:     a.breakers,
-		Tracer:       a.tracerProvider,
-		Logger:       a.log.Named("delivery"),
-		OnResult:     a.onResult,
-		Busy:         a.ingestBusy,
+		Store:    st,
+		Workers:  a.Workers,
+		Lease:    time.Duration(a.Lease),
+		Targets:  a.targets(),
+		Holds:    a.paused,
+		Breakers: a.breakers,
+		Tracer:   a.tracerProvider,
+		Logger:   a.log.Named("delivery"),
+		OnResult: a.onResult,
+		Busy:     a.ingestBusy,
 	})
 	d.Start()
 	a.disp.Store(d)
@@ -416,26 +333,31 @@ func (a *App) Cleanup() error {
 			cancel()
 		}
 	}
+	a.closeTransports()
 	var err error
 	if a.poolKey != "" {
+		// late workers (still finishing after Stop) may be updating the
+		// cache, which closes with the last config's release of the store
+		a.seen.release(seenReleaseWait)
 		_, err = storePool.Delete(a.poolKey)
 		a.poolKey = ""
 	}
-	if a.breakersKey != "" {
-		if _, e := breakerPool.Delete(a.breakersKey); e != nil && err == nil {
-			err = e
-		}
-		a.breakersKey = ""
-	}
-	if a.seenKey != "" {
-		// late workers (still finishing after Stop) may be updating it
-		a.seen.release(seenReleaseWait)
-		if _, e := seenPool.Delete(a.seenKey); e != nil && err == nil {
-			err = e
-		}
-		a.seenKey = ""
-	}
 	return err
+}
+
+// closeTransports closes the idle connections of the upstreams with TLS
+// options of their own, whose transports RegisterSource made.
+func (a *App) closeTransports() {
+	if a.sourceMu == nil { // Provision failed before sources existed
+		return
+	}
+	a.sourceMu.RLock()
+	defer a.sourceMu.RUnlock()
+	for _, src := range a.sources {
+		for _, t := range src.targets {
+			t.Transport.Close()
+		}
+	}
 }
 
 func (a *App) cleaner(ctx context.Context, st storage.Janitor) {
@@ -461,36 +383,30 @@ func (a *App) cleaner(ctx context.Context, st storage.Janitor) {
 	}
 }
 
-// RegisterSource makes a source's delivery settings known to the workers.
-// Each source name may be defined once per config. A Target.Timeout of 0
-// gets delivery.EffectiveTimeout for the app's lease; an explicit one
-// that does not fit the lease (delivery.CheckTimeout) is refused.
+// RegisterSource makes a source's delivery settings known to the workers,
+// building each destination's target for the app's lease and workers
+// (delivery.NewTarget: an explicit timeout that does not fit the lease is
+// refused). Each source name may be defined once per config; the sources
+// are the ones the workers start with (Start).
 func (a *App) RegisterSource(src *Source) error {
 	a.sourceMu.Lock()
 	defer a.sourceMu.Unlock()
 	if _, dup := a.sources[src.Name]; dup {
 		return fmt.Errorf("webhook source %q is defined more than once", src.Name)
 	}
-	// an explicit timeout must fit the lease; none gets the default fitted to it
-	lease := time.Duration(a.Lease)
-	fit := func(t *delivery.Target, name string) error {
-		if err := delivery.CheckTimeout(t.Timeout, lease); err != nil {
+	src.targets = make(map[string]*delivery.Target, len(src.Destinations))
+	for _, name := range slices.Sorted(maps.Keys(src.Destinations)) {
+		t, err := delivery.NewTarget(src.Destinations[name], time.Duration(a.Lease), a.Workers)
+		if err != nil {
+			for _, made := range src.targets {
+				made.Transport.Close()
+			}
 			if !storage.IsDefaultDestination(name) {
 				return fmt.Errorf("destination %s: %v", name, err)
 			}
 			return err
 		}
-		t.Timeout = delivery.EffectiveTimeout(t.Timeout, lease)
-		return nil
-	}
-	if err := fit(&src.Target, storage.DefaultDestination); err != nil {
-		return err
-	}
-	for name, t := range src.Destinations {
-		if err := fit(&t, name); err != nil {
-			return err
-		}
-		src.Destinations[name] = t
+		src.targets[name] = t
 	}
 	a.sources[src.Name] = src
 	return nil
@@ -507,36 +423,23 @@ func (a *App) secretsInEffect(source string) int {
 	return 0
 }
 
-// sourceNames lists the configured sources (alerts included): the lanes
-// the dispatcher gates.
+// sourceNames lists the configured sources (alerts included).
 func (a *App) sourceNames() []string {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
 	return slices.Collect(maps.Keys(a.sources))
 }
 
-// resolve is the target of a source's destination (the dispatcher's
-// Resolve).
-func (a *App) resolve(source, destination string) (*delivery.Target, bool) {
+// targets are the configured sources' targets (alerts included), by
+// source and destination: what the workers deliver by (delivery.Config).
+func (a *App) targets() map[string]map[string]*delivery.Target {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
-	src, ok := a.sources[source]
-	if !ok {
-		return nil, false
+	out := make(map[string]map[string]*delivery.Target, len(a.sources))
+	for name, src := range a.sources {
+		out[name] = src.targets
 	}
-	t, ok := src.targetOf(destination)
-	return a.catchUp(source, destination, t), ok
-}
-
-// destinationNames lists the destinations of a configured source (the
-// dispatcher's Destinations).
-func (a *App) destinationNames(source string) []string {
-	a.sourceMu.RLock()
-	defer a.sourceMu.RUnlock()
-	if src, ok := a.sources[source]; ok {
-		return src.destinations()
-	}
-	return nil
+	return out
 }
 
 // Store returns the open store, opening it if needed, under the app's
@@ -669,12 +572,11 @@ func (a *App) enqueueUntil(ctx context.Context, ev *storage.Event, until time.Ti
 			a.audit(stepSpooled, eventFields(ev)...)
 		}
 	}
-	// a held source's event waits: waking the workers for it would cost a
-	// lease per event for nothing (the resume wakes them); else they lease
-	// its deliveries by name, without looking for them
-	if err == nil && !res.Duplicate && !a.DeliveriesPaused(ev.Source, "") {
+	// the workers lease its deliveries by name, without looking for them
+	// (unless its source is held: then they wait for the resume)
+	if err == nil && !res.Duplicate {
 		if d := a.disp.Load(); d != nil {
-			d.Hint(res.Due)
+			d.Hint(ev.Source, res.Due)
 		}
 	}
 	return res, err

@@ -48,52 +48,68 @@ func TestTimeoutFitsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := time.Duration(app.Lease)
-	alert, _ := app.resolve(alertSource, "")
+	alert, _ := targetOf(app, alertSource, "")
 	if alert == nil || alert.Timeout >= lease || delivery.CheckTimeout(alert.Timeout, lease) != nil {
 		t.Fatalf("alert target timeout %v does not fit lease %s", alert, lease)
 	}
-	if err := app.RegisterSource(&Source{Name: "defaulted", Target: delivery.Target{URL: "http://127.0.0.1:1/"}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "defaulted", Destinations: defaultTo("http://127.0.0.1:1/")}); err != nil {
 		t.Fatalf("a source without timeout under lease 5s: %v", err)
 	}
-	if got, _ := app.resolve("defaulted", ""); got.Timeout != delivery.EffectiveTimeout(0, lease) || got.Timeout != 2500*time.Millisecond {
+	if got, _ := targetOf(app, "defaulted", ""); got.Timeout != delivery.EffectiveTimeout(0, lease) || got.Timeout != 2500*time.Millisecond {
 		t.Fatalf("default timeout under lease 5s: %s", got.Timeout)
 	}
-	err = app.RegisterSource(&Source{Name: "explicit", Target: delivery.Target{URL: "http://127.0.0.1:1/", Timeout: 10 * time.Second}})
+	err = app.RegisterSource(&Source{Name: "explicit", Destinations: map[string]delivery.Options{"default": {URL: "http://127.0.0.1:1/", Timeout: 10 * time.Second}}})
 	if err == nil || !strings.Contains(err.Error(), "timeout 10s must be shorter than the webhooks lease 5s") {
 		t.Fatalf("explicit timeout 10s with lease 5s: %v", err)
 	}
-	if _, ok := app.resolve("explicit", ""); ok {
+	if _, ok := targetOf(app, "explicit", ""); ok {
 		t.Fatal("a refused source was registered")
 	}
-	if err := app.RegisterSource(&Source{Name: "explicit", Target: delivery.Target{URL: "http://127.0.0.1:1/", Timeout: 3 * time.Second}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "explicit", Destinations: map[string]delivery.Options{"default": {URL: "http://127.0.0.1:1/", Timeout: 3 * time.Second}}}); err != nil {
 		t.Fatalf("explicit timeout 3s with lease 5s: %v", err)
 	}
 	// each destination's timeout fits the lease alike
-	err = app.RegisterSource(&Source{Name: "fanout", Target: delivery.Target{URL: "http://127.0.0.1:1/"},
-		Destinations: map[string]delivery.Target{"slow": {URL: "http://127.0.0.1:1/slow", Timeout: time.Minute}}})
+	err = app.RegisterSource(&Source{Name: "fanout", Destinations: map[string]delivery.Options{
+		"default": {URL: "http://127.0.0.1:1/"}, "slow": {URL: "http://127.0.0.1:1/slow", Timeout: time.Minute}}})
 	if err == nil || !strings.Contains(err.Error(), "destination slow: timeout 1m0s must be shorter") {
 		t.Fatalf("destination timeout 1m with lease 5s: %v", err)
 	}
-	if err := app.RegisterSource(&Source{Name: "fanout", Destinations: map[string]delivery.Target{"only": {URL: "http://127.0.0.1:1/only"}}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "fanout", Destinations: map[string]delivery.Options{"only": {URL: "http://127.0.0.1:1/only"}}}); err != nil {
 		t.Fatalf("a source with one named destination: %v", err)
 	}
-	if got, ok := app.resolve("fanout", "only"); !ok || got.Timeout != 2500*time.Millisecond {
+	if got, ok := targetOf(app, "fanout", "only"); !ok || got.Timeout != 2500*time.Millisecond {
 		t.Fatalf("destination only: %v %v, want the default timeout fitted to the lease", got, ok)
 	}
-	if _, ok := app.resolve("fanout", "default"); ok {
+	if _, ok := targetOf(app, "fanout", "default"); ok {
 		t.Fatal("a source without forward_to resolves its default destination")
 	}
-	if got := app.destinationNames("fanout"); len(got) != 1 || got[0] != "only" {
-		t.Fatalf("destinationNames(fanout) = %q", got)
+	if got := app.targets()["fanout"]; len(got) != 1 || got["only"] == nil {
+		t.Fatalf("targets of fanout: %v", got)
 	}
 	// the shortest lease: the alert target still fits
 	app, err = provisionApp(t, `{"lease":1000000000,"alert":{"url":"http://127.0.0.1:1/alerts"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if alert, _ := app.resolve(alertSource, ""); delivery.CheckTimeout(alert.Timeout, time.Second) != nil {
+	if alert, _ := targetOf(app, alertSource, ""); delivery.CheckTimeout(alert.Timeout, time.Second) != nil {
 		t.Fatalf("alert timeout %s under lease 1s", alert.Timeout)
 	}
+}
+
+// targetOf is the target the workers deliver a source's destination by
+// ("": its default destination).
+func targetOf(app *App, source, destination string) (*delivery.Target, bool) {
+	app.sourceMu.RLock()
+	defer app.sourceMu.RUnlock()
+	if src, ok := app.sources[source]; ok {
+		return src.targetOf(destination)
+	}
+	return nil, false
+}
+
+// defaultTo is Source.Destinations of a source whose forward_to is url.
+func defaultTo(url string) map[string]delivery.Options {
+	return map[string]delivery.Options{storage.DefaultDestination: {URL: url}}
 }
 
 // TestSeenCleanupRace: requests still served and workers finishing after
@@ -151,7 +167,7 @@ func TestAcceptL1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Cleanup()
-	if err := app.RegisterSource(&Source{Name: "s", Target: delivery.Target{URL: "http://127.0.0.1:1/"}, DedupeWindow: time.Hour}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "s", Destinations: defaultTo("http://127.0.0.1:1/"), DedupeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	builds := 0

@@ -67,7 +67,13 @@ func (a *App) SourcePause(source string) (storage.Pause, bool) {
 // whether the whole source is paused; else whether its deliveries to
 // destination wait (the source's pause or the destination's).
 func (a *App) DeliveriesPaused(source, destination string) bool {
-	st, now := a.paused.state.Load(), time.Now()
+	return a.paused.Paused(source, destination)
+}
+
+// Paused implements delivery.Holds: the pauses in force as this node last
+// read them (App.DeliveriesPaused).
+func (c *pausedCache) Paused(source, destination string) bool {
+	st, now := c.state.Load(), time.Now()
 	if _, ok := st.live(source, now); ok {
 		return true
 	}
@@ -248,24 +254,25 @@ func (a *App) startCatchUp(ctx context.Context, st storage.Store, gone []storage
 	a.paused.catchUp.Store(&next)
 }
 
-// catchUp is t as the dispatcher must use it: with the catch-up pace when
-// the destination has no rate_limit of its own and a resumed pause of it
-// or of its source is still draining.
-func (a *App) catchUp(source, destination string, t *delivery.Target) *delivery.Target {
-	m := a.paused.catchUp.Load()
-	if t == nil || m == nil || len(*m) == 0 || t.Rate.Valid() {
-		return t
+// CatchingUp implements delivery.Holds: whether a resumed pause of the
+// destination or of its source is still draining (startCatchUp), so that
+// without a rate_limit of its own it goes at the catch-up pace.
+func (c *pausedCache) CatchingUp(source, destination string) bool {
+	m := c.catchUp.Load()
+	if m == nil || len(*m) == 0 {
+		return false
 	}
 	now := time.Now()
 	for _, k := range []string{source, storage.PauseKey(source, pauseDestination(destination))} {
 		if end, ok := (*m)[k]; ok && end.After(now) {
-			c := *t
-			c.Rate = storage.DefaultCatchUpRate
-			return &c
+			return true
 		}
 	}
-	return t
+	return false
 }
+
+// Interface guard
+var _ delivery.Holds = (*pausedCache)(nil)
 
 // announcePause sends the alert (when alert is configured), the Caddy
 // event and the audit line of a pause set or changed (stepPaused) or

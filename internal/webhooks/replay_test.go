@@ -23,7 +23,7 @@ func TestReplayDelivered(t *testing.T) {
 	}
 	defer app.Cleanup()
 	rate := storage.Rate{Events: 4, Per: time.Second} // one every 250ms
-	if err := app.RegisterSource(&Source{Name: "s", Target: delivery.Target{URL: "http://127.0.0.1:1/", Rate: rate}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "s", Destinations: map[string]delivery.Options{"default": {URL: "http://127.0.0.1:1/", Rate: rate}}}); err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.InfoLevel)
@@ -154,7 +154,7 @@ func TestReplayPagesReplayEachOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Cleanup()
-	if err := app.RegisterSource(&Source{Name: "s", Target: delivery.Target{URL: "http://127.0.0.1:1/"}}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "s", Destinations: defaultTo("http://127.0.0.1:1/")}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := app.Store()

@@ -116,12 +116,8 @@ func (a *App) Health(ctx context.Context) (map[string]operator.Health, error) {
 		if name == alertSource {
 			continue
 		}
-		targets := []string{src.Target.URL}
-		for _, t := range src.Destinations {
-			targets = append(targets, t.URL)
-		}
-		for _, u := range targets {
-			if u != "" && open[delivery.BreakerName(u)] {
+		for _, t := range src.targets {
+			if open[delivery.BreakerName(t.URL)] {
 				h := out[name]
 				h.BreakerOpen = true
 				out[name] = h

@@ -74,7 +74,6 @@ func drain(b *testing.B, open func() storage.Store, n int, around func(b *testin
 		var delivered atomic.Int64
 		var heapPeak atomic.Uint64
 		d := delivery.New(delivery.Config{Store: st, Workers: Workers,
-			Resolve: func(string, string) (*delivery.Target, bool) { return nil, false },
 			OnResult: func(delivery.Report) {
 				if k := delivered.Add(1); k == int64(n) {
 					close(done)
