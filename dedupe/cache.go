@@ -29,7 +29,7 @@ type Seen struct {
 
 // seenEntry is what the cache knows of one claimed event.
 type seenEntry struct {
-	status string
+	status storage.Status
 	// single is true for an event known to have exactly one delivery:
 	// its delivery's result is the event's status. A fan-out event's
 	// status is the aggregate of its deliveries' (storage.AggregateStatus),
@@ -63,7 +63,7 @@ func NewSeen(maxEntries int64) (*Seen, error) {
 func Key(source, eventID string) string { return storage.ClaimKey(source, eventID) }
 
 // Get returns the cached status of key, if seen.
-func (s *Seen) Get(key string) (status string, ok bool) {
+func (s *Seen) Get(key string) (status storage.Status, ok bool) {
 	e, ok := s.c.Get(key)
 	return e.status, ok
 }
@@ -72,7 +72,7 @@ func (s *Seen) Get(key string) (status string, ok bool) {
 // for it. deliveries is how many deliveries the event has (0: not known,
 // as for a duplicate the store answered: then it is taken as a fan-out
 // event, whose entry a delivered result removes).
-func (s *Seen) Add(key, status string, deliveries int, until time.Time) {
+func (s *Seen) Add(key string, status storage.Status, deliveries int, until time.Time) {
 	s.set(key, seenEntry{status: status, single: deliveries == 1, until: until})
 }
 
@@ -93,7 +93,7 @@ func (s *Seen) set(key string, e seenEntry) {
 // is the aggregate at once (any dead delivery makes the event dead), and
 // delivered says nothing of the others, so the entry is removed and the
 // store answers the next duplicate. A key not cached stays uncached.
-func (s *Seen) Finished(key, status string) {
+func (s *Seen) Finished(key string, status storage.Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.c.Get(key)
@@ -104,7 +104,7 @@ func (s *Seen) Finished(key, status string) {
 		s.c.Del(key)
 		return
 	}
-	if !e.single && status != string(storage.StatusDead) {
+	if !e.single && status != storage.StatusDead {
 		s.c.Del(key)
 		return
 	}
@@ -114,7 +114,7 @@ func (s *Seen) Finished(key, status string) {
 
 // Update sets the status of a key already cached, with the claim's end
 // the store reports (erasure); keys not cached stay uncached.
-func (s *Seen) Update(key, status string, until time.Time) {
+func (s *Seen) Update(key string, status storage.Status, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.c.Get(key)

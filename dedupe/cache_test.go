@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/storage"
 )
 
 func newSeen(t *testing.T) *Seen {
@@ -19,7 +21,8 @@ func newSeen(t *testing.T) *Seen {
 func TestSeenAddGet(t *testing.T) {
 	s := newSeen(t)
 	for i, tc := range []struct {
-		key, status string
+		key    string
+		status storage.Status
 	}{
 		{key: Key("github", "d-1"), status: "queued"},
 		{key: Key("stripe", "evt_1"), status: "delivered"},
@@ -142,18 +145,18 @@ func TestSeenFinished(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		deliveries int
-		results    []string
-		want       string // "": not cached (the store answers)
+		results    []storage.Status
+		want       storage.Status // "": not cached (the store answers)
 	}{
-		{name: "one delivery, delivered", deliveries: 1, results: []string{"delivered"}, want: "delivered"},
-		{name: "one delivery, dead", deliveries: 1, results: []string{"dead"}, want: "dead"},
-		{name: "one delivery, dead then delivered (a retry)", deliveries: 1, results: []string{"dead", "delivered"}, want: "delivered"},
-		{name: "fan-out: billing dead, then crm delivered", deliveries: 2, results: []string{"dead", "delivered"}, want: ""},
-		{name: "fan-out: crm delivered, then billing dead", deliveries: 2, results: []string{"delivered", "dead"}, want: ""},
-		{name: "fan-out: dead", deliveries: 3, results: []string{"dead"}, want: "dead"},
-		{name: "fan-out: one delivered", deliveries: 2, results: []string{"delivered"}, want: ""},
-		{name: "deliveries not known: delivered", deliveries: 0, results: []string{"delivered"}, want: ""},
-		{name: "deliveries not known: dead", deliveries: 0, results: []string{"dead"}, want: "dead"},
+		{name: "one delivery, delivered", deliveries: 1, results: []storage.Status{"delivered"}, want: "delivered"},
+		{name: "one delivery, dead", deliveries: 1, results: []storage.Status{"dead"}, want: "dead"},
+		{name: "one delivery, dead then delivered (a retry)", deliveries: 1, results: []storage.Status{"dead", "delivered"}, want: "delivered"},
+		{name: "fan-out: billing dead, then crm delivered", deliveries: 2, results: []storage.Status{"dead", "delivered"}, want: ""},
+		{name: "fan-out: crm delivered, then billing dead", deliveries: 2, results: []storage.Status{"delivered", "dead"}, want: ""},
+		{name: "fan-out: dead", deliveries: 3, results: []storage.Status{"dead"}, want: "dead"},
+		{name: "fan-out: one delivered", deliveries: 2, results: []storage.Status{"delivered"}, want: ""},
+		{name: "deliveries not known: delivered", deliveries: 0, results: []storage.Status{"delivered"}, want: ""},
+		{name: "deliveries not known: dead", deliveries: 0, results: []storage.Status{"dead"}, want: "dead"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSeen(t)

@@ -21,8 +21,8 @@ const MaxIDLen = 256
 //
 // Two ids stay distinct after Normalize unless SHA-256 collides, the same
 // id always gives the same result, and Normalize(Normalize(id)) ==
-// Normalize(id), so ids stored before normalization was introduced can be
-// normalized again where they are sent.
+// Normalize(id). An id is normalized once, where it is found (the id_from
+// rules); the stores keep it and the workers send it as it is.
 func Normalize(id string) string {
 	if id == "" || Printable(id) {
 		return id

@@ -32,6 +32,16 @@ const (
 	StatusSpooled Status = "spooled"
 )
 
+// Reported is the status a duplicate's answer tells its sender: in_flight
+// is reported as queued (a delivery under way is not yet delivered, and the
+// sender has no use for the difference); the others as they are.
+func (s Status) Reported() Status {
+	if s == StatusInFlight {
+		return StatusQueued
+	}
+	return s
+}
+
 // Event is an accepted webhook: the exact bytes received and what is needed
 // to deliver them.
 type Event struct {
@@ -117,6 +127,36 @@ const (
 	// Outcome.Due (zero: now) with the attempt budget untouched.
 	Release
 )
+
+// String is the result's name, as the metrics, the stats and the audit
+// log name it: "delivered", "retry", "dead" or "release".
+func (r Result) String() string {
+	switch r {
+	case Delivered:
+		return "delivered"
+	case Retry:
+		return "retry"
+	case Dead:
+		return "dead"
+	case Release:
+		return "release"
+	}
+	return "unknown"
+}
+
+// Status is the status a job takes when it is finished with r: delivered,
+// dead, or queued again (Retry, Release); "" for an unknown result.
+func (r Result) Status() Status {
+	switch r {
+	case Delivered:
+		return StatusDelivered
+	case Dead:
+		return StatusDead
+	case Retry, Release:
+		return StatusQueued
+	}
+	return ""
+}
 
 // Outcome is passed to Finish.
 type Outcome struct {

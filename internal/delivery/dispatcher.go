@@ -622,6 +622,14 @@ func (d *Dispatcher) attempt(job *storage.Job, t *Target, gated bool) (storage.O
 	if time.Until(job.LeaseUntil) < t.Timeout+AttemptMargin(t.Timeout, d.cfg.Lease) {
 		return storage.Outcome{Result: storage.Release}, rep
 	}
+	if job.EventID != "" && !dedupe.Printable(job.EventID) {
+		// ids are normalized where they are found (dedupe.Normalize, the
+		// id_from rules): only another writer stores one that cannot
+		// travel in a header, and no attempt would ever carry it (nor
+		// should the upstream's breaker count it)
+		rep.Result = storage.Dead
+		return storage.Outcome{Result: storage.Dead, Error: "permanent failure: the stored event id cannot be sent in a header (not written by hookline's ingress)"}, rep
+	}
 	cb := d.breakers.get(t.URL)
 	var status int
 	var hdr http.Header
@@ -700,8 +708,7 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 		}
 		req.Header[k] = vv
 	}
-	// ids are normalized at ingress; this covers events stored before that
-	req.Header.Set("Webhook-Id", dedupe.Normalize(job.EventID))
+	req.Header.Set("Webhook-Id", job.EventID) // normalized where it was found (attempt checks)
 	req.Header.Set("X-Webhook-Source", job.Source)
 	req.Header.Set("X-Webhook-Destination", storage.DestinationOf(&job.Event))
 	if job.Type != "" {

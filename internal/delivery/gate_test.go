@@ -1,8 +1,6 @@
 package delivery
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -171,26 +169,33 @@ func TestDispatcherOpenBreakerNotLeased(t *testing.T) {
 	waitFor(t, 5*time.Second, "all deliveries after the breaker closed", func() bool { return up.count() >= 32 })
 }
 
-// An event id that cannot travel in a header (stored before ids were
-// normalized at ingress, or by another writer) is sent as its SHA-256 hex
-// instead of failing every attempt until the job dead-letters.
-func TestDispatcherSendsUntravelableIDHashed(t *testing.T) {
+// An event id that cannot travel in a header (written by another writer:
+// hookline's ingress normalizes every id it finds) dead-letters at once,
+// with no request to the upstream and no failure counted by its breaker,
+// instead of failing every attempt; an id that can travel goes as it is.
+func TestDispatcherRefusesUntravelableID(t *testing.T) {
 	st := newStore(t)
 	up := newUpstream(t, nil)
-	reports := make(chan Report, 1)
-	startDispatcher(t, Config{Store: st, Targets: targetsOf(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
-		OnResult: reportsTo(reports)})
+	reports := make(chan Report, 2)
+	d := startDispatcher(t, Config{Store: st, Targets: targetsOf(map[string]*Target{"s": {URL: up.URL, Policy: fastPolicy(3)}}),
+		OnResult: reportsTo(reports), BreakerFailures: 1})
 	bad := "evt_1\r\nX-Injected: 1"
-	enqueue(t, st, storage.Event{Source: "s", EventID: bad})
+	ev := enqueue(t, st, storage.Event{Source: "s", EventID: bad})
+	if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Dead || r.Attempt != nil {
+		t.Fatalf("result %v (%+v), want dead with no attempt", r.Result, r.Attempt)
+	}
+	if info := lookup(t, st, ev); info.Status != storage.StatusDead || len(info.Attempts) != 0 {
+		t.Errorf("stored: %s with %d attempts, want dead with none", info.Status, len(info.Attempts))
+	}
+	if !d.breakers.closed(up.URL) {
+		t.Errorf("the upstream's breaker counted the refused id")
+	}
+	enqueue(t, st, storage.Event{Source: "s", EventID: "evt_2"})
 	if r := nextReport(t, reports, 5*time.Second); r.Result != storage.Delivered {
-		t.Fatalf("result %v (%+v), want delivered", r.Result, r.Attempt)
+		t.Fatalf("the next event: %v (%+v), want delivered", r.Result, r.Attempt)
 	}
-	sum := sha256.Sum256([]byte(bad))
-	if got, want := up.requests()[0].header.Get("Webhook-Id"), hex.EncodeToString(sum[:]); got != want {
-		t.Fatalf("Webhook-Id = %q, want the id's SHA-256 hex %q", got, want)
-	}
-	if h := up.requests()[0].header.Get("X-Injected"); h != "" {
-		t.Fatalf("header injected through the id: %q", h)
+	if n := up.count(); n != 1 || up.requests()[0].header.Get("Webhook-Id") != "evt_2" || up.requests()[0].header.Get("X-Injected") != "" {
+		t.Fatalf("upstream got %d requests (Webhook-Id %q)", n, up.requests()[0].header.Get("Webhook-Id"))
 	}
 }
 

@@ -23,7 +23,7 @@ func TestConfigDurationsAcceptCaddyStrings(t *testing.T) {
 		check   func(t *testing.T, h *Ingress)
 	}{
 		{name: "dedupe_window", field: `"dedupe_window":%s}`, ns: "172800000000000", str: `"2d"`,
-			check: func(t *testing.T, h *Ingress) { checkDur(t, h.source().DedupeWindow, 48*time.Hour) }},
+			check: func(t *testing.T, h *Ingress) { checkDur(t, time.Duration(h.DedupeWindow), 48*time.Hour) }},
 		{name: "timeout", field: `"timeout":%s}`, ns: "30000000000", str: `"30s"`,
 			check: func(t *testing.T, h *Ingress) {
 				checkDur(t, h.source().Destinations["default"].Timeout, 30*time.Second)

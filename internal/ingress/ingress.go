@@ -265,7 +265,7 @@ func checkedDefaults[R interface{ Validate() error }](rules []R) ([]R, error) {
 // source is the delivery side of the config (defaults filled in, the
 // routes compiled) as the webhooks app delivers for it.
 func (h *Ingress) source() *webhooks.Source {
-	src := &webhooks.Source{Name: h.Source, DedupeWindow: time.Duration(h.DedupeWindow)}
+	src := &webhooks.Source{Name: h.Source}
 	if r, ok := h.verifier.(verifiers.BodyRedactor); ok {
 		src.RedactBody = r.RedactBody
 	}
@@ -491,7 +491,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		if res.Cached {
 			h.setPlaceholders(r, eventID)
 		}
-		h.answerDuplicate(w, eventID, string(res.Status))
+		h.answerDuplicate(w, eventID, res.Status)
 		return nil
 	}
 	if ce := h.log.Check(zap.DebugLevel, "webhook accepted"); ce != nil {
@@ -536,12 +536,9 @@ func (h *Ingress) setPlaceholders(r *http.Request, eventID string) {
 	}
 }
 
-func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID, status string) {
+func (h *Ingress) answerDuplicate(w http.ResponseWriter, eventID string, status storage.Status) {
 	h.app.Observe(h.Source, "duplicate")
-	if status == string(storage.StatusInFlight) {
-		status = string(storage.StatusQueued)
-	}
-	h.answer(w, http.StatusOK, eventID, "Webhook already processed", status)
+	h.answer(w, http.StatusOK, eventID, "Webhook already processed", string(status.Reported()))
 }
 
 // rejectSignature answers a failed verification with the documented code,

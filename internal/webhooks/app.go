@@ -110,8 +110,6 @@ type Source struct {
 	// by name (storage.DefaultDestination: forward_to's, when it has one);
 	// RegisterSource builds their targets (delivery.NewTarget).
 	Destinations map[string]delivery.Options
-	// DedupeWindow is how long an event ID stays claimed.
-	DedupeWindow time.Duration
 	// RedactBody, if set, is how the operator API shows a stored body of
 	// the source: its scheme's secrets in the body replaced
 	// (verifiers.BodyRedactor).
@@ -462,7 +460,7 @@ func (a *App) Seen() *dedupe.Seen { return a.seen.load() }
 
 // seenStatus is what the L1 cache says of key (ok false: not seen, or the
 // cache is gone: ask the store). Safe while Cleanup closes the cache.
-func (a *App) seenStatus(key string) (status string, ok bool) {
+func (a *App) seenStatus(key string) (status storage.Status, ok bool) {
 	a.seen.use(func(s *dedupe.Seen) { status, ok = s.Get(key) })
 	return status, ok
 }
@@ -470,7 +468,7 @@ func (a *App) seenStatus(key string) (status string, ok bool) {
 // rememberSeen records in the L1 cache that key was claimed until until
 // with status, for an event of deliveries deliveries (0: not known).
 // Safe while Cleanup closes the cache (then it does nothing).
-func (a *App) rememberSeen(key, status string, deliveries int, until time.Time) {
+func (a *App) rememberSeen(key string, status storage.Status, deliveries int, until time.Time) {
 	a.seen.use(func(s *dedupe.Seen) { s.Add(key, status, deliveries, until) })
 }
 
@@ -519,7 +517,7 @@ func (a *App) Accept(ctx context.Context, source, eventID string, window time.Du
 	if eventID != "" {
 		key = dedupe.Key(source, eventID)
 		if status, ok := a.seenStatus(key); ok {
-			return AcceptResult{Duplicate: true, Cached: true, Status: storage.Status(status)}, nil
+			return AcceptResult{Duplicate: true, Cached: true, Status: status}, nil
 		}
 	}
 	ev, err := build()
@@ -539,14 +537,14 @@ func (a *App) Accept(ctx context.Context, source, eventID string, window time.Du
 			st = storage.StatusQueued
 		}
 		if key != "" {
-			a.rememberSeen(key, string(st), max(len(ev.Deliveries), 1), until)
+			a.rememberSeen(key, st, max(len(ev.Deliveries), 1), until)
 		}
 		return AcceptResult{Status: st, ID: res.ID}, nil
 	}
 	if key != "" {
 		// cache it only for what is left of the claim, never beyond; how
 		// many deliveries the earlier event has is not known here
-		a.rememberSeen(key, string(res.Status), 0, res.DedupeUntil)
+		a.rememberSeen(key, res.Status, 0, res.DedupeUntil)
 	}
 	return AcceptResult{Duplicate: true, Status: res.Status, ID: res.ID}, nil
 }

@@ -167,7 +167,7 @@ func TestAcceptL1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Cleanup()
-	if err := app.RegisterSource(&Source{Name: "s", Destinations: defaultTo("http://127.0.0.1:1/"), DedupeWindow: time.Hour}); err != nil {
+	if err := app.RegisterSource(&Source{Name: "s", Destinations: defaultTo("http://127.0.0.1:1/")}); err != nil {
 		t.Fatal(err)
 	}
 	builds := 0
@@ -231,7 +231,7 @@ func TestAcceptL1(t *testing.T) {
 		app.Seen().Wait()
 	}
 	finish("s", "e1")
-	if status, ok := app.seenStatus(dedupe.Key("s", "e1")); !ok || status != string(storage.StatusDelivered) {
+	if status, ok := app.seenStatus(dedupe.Key("s", "e1")); !ok || status != storage.StatusDelivered {
 		t.Fatalf("after delivery within the window: %q %v", status, ok)
 	}
 	finish("s", "e2")

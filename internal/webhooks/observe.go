@@ -85,15 +85,10 @@ func (a *App) ObserveSignatureFailure(source, outcome string, f operator.Signatu
 // resultName is a delivery result's name in the metrics, the stats and
 // the audit log ("" for a release, which is none of them).
 func resultName(r storage.Result) string {
-	switch r {
-	case storage.Delivered:
-		return "delivered"
-	case storage.Retry:
-		return "retry"
-	case storage.Dead:
-		return "dead"
+	if r == storage.Release {
+		return ""
 	}
-	return ""
+	return r.String()
 }
 
 func (a *App) onResult(r delivery.Report) {
@@ -137,18 +132,13 @@ func (a *App) onResult(r delivery.Report) {
 	if !r.Job.Dedupe {
 		return
 	}
-	var status storage.Status
-	switch r.Result {
-	case storage.Delivered:
-		status = storage.StatusDelivered
-	case storage.Dead:
-		status = storage.StatusDead
-	default:
+	status := r.Result.Status()
+	if status != storage.StatusDelivered && status != storage.StatusDead {
 		return
 	}
 	// the entry keeps the claim's end it was cached with (the window of
 	// the config that accepted the event, not the current one's)
 	a.seen.use(func(s *dedupe.Seen) {
-		s.Finished(dedupe.Key(r.Job.Source, r.Job.EventID), string(status))
+		s.Finished(dedupe.Key(r.Job.Source, r.Job.EventID), status)
 	})
 }

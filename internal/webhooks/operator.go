@@ -141,7 +141,7 @@ func (a *App) EraseEvent(ctx context.Context, source, eventID string) (storage.E
 		providerID, typ, requestID = info.EventID, info.EventType, info.RequestID
 	}
 	a.seen.use(func(s *dedupe.Seen) {
-		s.Update(dedupe.Key(source, providerID), string(storage.StatusErased), res.DedupeUntil)
+		s.Update(dedupe.Key(source, providerID), storage.StatusErased, res.DedupeUntil)
 	})
 	a.audit(stepErased, append(auditFields(source, providerID, res.ID, typ, requestID),
 		zap.Int("deliveries", res.Deliveries), zap.Int("dlq_entries", res.DLQEntries))...)

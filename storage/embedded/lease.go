@@ -246,22 +246,22 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 				return err
 			}
 		}
-		switch out.Result {
-		case storage.Delivered:
-			rec.Status = storage.StatusDelivered
+		switch st := out.Result.Status(); st {
+		case storage.StatusDelivered:
+			rec.Status = st
 			return finishRecord(tx, rec, now)
-		case storage.Retry, storage.Release:
-			rec.Status = storage.StatusQueued
+		case storage.StatusQueued:
+			rec.Status = st
 			rec.Due = out.DueAt(now)
 			if err := putRecord(tx, rec); err != nil {
 				return err
 			}
 			return putDue(tx, rec)
-		case storage.Dead:
+		case storage.StatusDead:
 			if err := deadLetter(tx, rec, out.Error, now); err != nil {
 				return err
 			}
-			rec.Status = storage.StatusDead
+			rec.Status = st
 			return finishRecord(tx, rec, now)
 		}
 		return fmt.Errorf("unknown result %d", out.Result)

@@ -467,17 +467,13 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	if err != nil {
 		return err
 	}
-	var result, evJSON, entryJSON, entryStatus, entryOpen string
+	var evJSON, entryJSON, entryStatus, entryOpen string
 	due := out.DueAt(now)
-	switch out.Result {
-	case storage.Retry:
-		result = "retry"
-	case storage.Release:
-		result = "release"
-	case storage.Delivered:
-		result = "delivered" // the stored event, payload included, is kept for a replay
-	case storage.Dead:
-		result = "dead" // the DLQ entry keeps the payload
+	status := out.Result.Status()
+	switch status {
+	case "":
+		return fmt.Errorf("unknown result %d", out.Result)
+	case storage.StatusDead: // the DLQ entry keeps the payload; a delivered event keeps its own for a replay
 		stripped := job.Event
 		stripped.Body, stripped.Headers, stripped.Sealed = nil, nil, nil
 		b, err := json.Marshal(stripped)
@@ -498,12 +494,10 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 			return err
 		}
 		entryJSON, entryStatus, entryOpen = string(b), string(e.Status), flag(e.Status.Open())
-	default:
-		return fmt.Errorf("unknown result %d", out.Result)
 	}
 	lane := storage.LaneOf(&job.Event)
 	keys := p.finishKeys(job.ID, lane)
-	args := []any{job.ID, job.Lease, result, ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen,
+	args := []any{job.ID, job.Lease, string(status), ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen,
 		job.Destination, job.Type}
 	if chain := storage.ChainOf(&job.Event); chain != "" {
 		args = append(append(args, flag(storage.PopsChain(&job.Event, out.Result))), p.chainArgs(chain, now)...)
@@ -535,7 +529,8 @@ func (p partition) finishKeys(id, lane string) []string {
 //
 //	KEYS: event hash, inflight, done, dlq entry, dlq index, dlq open,
 //	      lane queue, lanes
-//	ARGV: id, token, result (retry|release|delivered|dead), now ms, due ms,
+//	ARGV: id, token, the status the job takes (queued|delivered|dead:
+//	      storage.Result.Status), now ms, due ms,
 //	      attempts JSON, stripped event JSON (dead; "": keep the stored one),
 //	      dlq entry JSON, source, lane,
 //	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open),
@@ -553,19 +548,19 @@ const luaFinishOne = luaPopChain + `
 local function finishOne(KEYS, ARGV)
 	if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
 	redis.call('SREM', KEYS[2], ARGV[1])
-	local r = ARGV[3]
-	if r == 'retry' or r == 'release' then
+	local st = ARGV[3]
+	if st == 'queued' then
 		redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
 		redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
 		redis.call('SADD', KEYS[8], ARGV[10])
 		return 1
 	end
 	if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ev', ARGV[7]) end
-	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', r, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0', 'dst', ARGV[13], 'ty', ARGV[14])
+	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', st, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0', 'dst', ARGV[13], 'ty', ARGV[14])
 	redis.call('ZREM', KEYS[7], ARGV[1])
 	redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 	if ARGV[15] == '1' then popChain(ARGV[16], ARGV[1], ARGV[17], ARGV[18], ARGV[19], ARGV[20], ARGV[21]) end
-	if r == 'dead' then
+	if st == 'dead' then
 		local old = redis.call('HGET', KEYS[4], 'at')
 		if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
 		local counted = dlqField(KEYS[4])
