@@ -1,27 +1,25 @@
 package dedupe
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/fields"
 )
 
 // The kinds of id_from rules.
 const (
-	KindHeader   = "header"    // a request header
-	KindJSON     = "json"      // a dot path into the JSON body
-	KindForm     = "form"      // a field of a url-encoded form body
-	KindBodyHash = "body_hash" // hash of the normalized body plus a time bucket
-	KindRawHash  = "raw_hash"  // hash of the exact received bytes, no window
+	KindHeader   = fields.Header // a request header
+	KindJSON     = fields.JSON   // a dot path into the JSON body
+	KindForm     = fields.Form   // a field of a url-encoded form body
+	KindBodyHash = "body_hash"   // hash of the normalized body plus a time bucket
+	KindRawHash  = "raw_hash"    // hash of the exact received bytes, no window
 	// KindConst is a fixed text, for type_from's joined parts only (the
 	// "messaging" of Meta's "page.messaging"); it is never an id.
 	KindConst = "const"
@@ -29,9 +27,9 @@ const (
 
 // IsFieldKind reports whether kind names one field of a request (header,
 // json or form): the kinds that routing conditions and order keys read.
-func IsFieldKind(kind string) bool {
-	return kind == KindHeader || kind == KindJSON || kind == KindForm
-}
+//
+// Deprecated: use fields.IsKind.
+func IsFieldKind(kind string) bool { return fields.IsKind(kind) }
 
 // Rule is one id_from rule: where to find a webhook's event ID.
 //
@@ -178,38 +176,24 @@ func (r Rule) Validate() error {
 // in order, or "" when none matches. body is the raw body. The ID is
 // returned normalized (see Normalize), so it can always travel in a header.
 func Extract(rules []Rule, r *http.Request, body []byte, now time.Time) string {
-	return Inspect(r, body).ID(rules, now)
+	return FindID(fields.Read(r, body), rules, now)
 }
 
-// A Request is one webhook request as id_from and type_from rules read it:
-// its JSON body is decoded at most once, on first use, however many rules
-// of either kind look into it.
-type Request struct {
-	r      *http.Request
-	body   []byte
-	doc    any
-	parsed bool
-}
+// Request is a fields.Request.
+//
+// Deprecated: a request's fields are not deduplication's; use
+// fields.Request.
+type Request = fields.Request
 
-// Inspect returns the request r with its raw body, for ID and Type.
-func Inspect(r *http.Request, body []byte) *Request { return &Request{r: r, body: body} }
+// Inspect is fields.Read.
+//
+// Deprecated: use fields.Read.
+func Inspect(r *http.Request, body []byte) *Request { return fields.Read(r, body) }
 
-// json is the decoded body (nil when it is not JSON).
-func (q *Request) json() any {
-	if !q.parsed {
-		q.parsed = true
-		q.doc = decodeJSON(q.body)
-	}
-	return q.doc
-}
-
-// JSON is the decoded JSON body (json.Number for numbers; nil when the
-// body is not JSON, or is JSON null), decoded once for every reader.
-func (q *Request) JSON() any { return q.json() }
-
-// ID is the event ID the rules find, trying them in order, or "" when
-// none matches; it is normalized (see Normalize).
-func (q *Request) ID(rules []Rule, now time.Time) string {
+// FindID is the event ID the rules find in q, trying them in order, or ""
+// when none matches; it is normalized (see Normalize): an id is
+// normalized here, where it is found, and nowhere else.
+func FindID(q *fields.Request, rules []Rule, now time.Time) string {
 	for _, rule := range rules {
 		if rule.Kind == KindConst { // a fixed text would merge every event
 			continue
@@ -223,162 +207,46 @@ func (q *Request) ID(rules []Rule, now time.Time) string {
 
 // find is the value the rule finds in the request ("" when its conditions
 // do not hold or it finds nothing).
-func (r Rule) find(q *Request, now time.Time) string {
-	if !r.applies(q.json) {
+func (r Rule) find(q *fields.Request, now time.Time) string {
+	if !r.applies(q) {
 		return ""
 	}
 	switch r.Kind {
-	case KindHeader:
-		return strings.TrimSpace(q.r.Header.Get(r.Arg))
-	case KindJSON:
-		return jsonPath(q.json(), r.Arg)
-	case KindForm:
-		return formValue(q.r, q.body, r.Arg)
+	case KindHeader, KindJSON, KindForm:
+		return q.Text(r.Kind, r.Arg)
 	case KindBodyHash:
-		return bodyHash(q.body, r.Window, now)
+		return bodyHash(q, r.Window, now)
 	case KindRawHash:
-		return rawHash(q.r, r.Arg, q.body)
+		return rawHash(q, r.Arg)
 	case KindConst:
 		return r.Arg
 	}
 	return ""
 }
 
-// applies reports whether the rule's JSON conditions hold; doc decodes the
-// body on first use.
-func (r Rule) applies(doc func() any) bool {
+// applies reports whether the rule's JSON conditions hold.
+func (r Rule) applies(q *fields.Request) bool {
 	for _, p := range r.IfPresent {
-		if !jsonPresent(doc(), p) {
+		if !q.Present(p) {
 			return false
 		}
 	}
 	for _, p := range r.IfAbsent {
-		if jsonPresent(doc(), p) {
+		if q.Present(p) {
 			return false
 		}
 	}
 	return true
 }
 
-func decodeJSON(body []byte) any {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil
-	}
-	return v
-}
-
-// jsonLookup walks a dot path; numeric segments index arrays. found is
-// false when a key is missing, an index is out of range or a segment walks
-// into something that is neither an object nor an array.
-func jsonLookup(doc any, path string) (v any, found bool) {
-	cur := doc
-	for _, seg := range strings.Split(path, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil, false
-			}
-			cur = v[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// jsonPresent reports whether path holds a value other than null.
-func jsonPresent(doc any, path string) bool {
-	v, found := jsonLookup(doc, path)
-	return found && v != nil
-}
-
-// jsonPath returns the string or number at path as text; anything else
-// gives "".
-func jsonPath(doc any, path string) string {
-	v, _ := jsonLookup(doc, path)
-	switch v := v.(type) {
-	case string:
-		return v
-	case json.Number:
-		return v.String()
-	}
-	return ""
-}
-
-// Field is the text of one field of the request, for routing
-// conditions: kind header (the first value of the header), json (the
-// scalar at the dot path: a string as itself, a number as written, true,
-// false and null as those words; an object or an array is not a field) or
-// form (a field of a url-encoded form body). ok is false when the request
-// has no such field.
-func (q *Request) Field(kind, path string) (v string, ok bool) {
-	switch kind {
-	case KindHeader:
-		vals := q.r.Header.Values(path)
-		if len(vals) == 0 {
-			return "", false
-		}
-		return vals[0], true
-	case KindJSON:
-		x, found := jsonLookup(q.json(), path)
-		if !found {
-			return "", false
-		}
-		switch x := x.(type) {
-		case string:
-			return x, true
-		case json.Number:
-			return x.String(), true
-		case bool:
-			return strconv.FormatBool(x), true
-		case nil:
-			return "null", true
-		}
-	case KindForm:
-		if vals, err := formValues(q.r, q.body); err == nil && vals.Has(path) {
-			return vals.Get(path), true
-		}
-	}
-	return "", false
-}
-
-func formValue(r *http.Request, body []byte, field string) string {
-	vals, err := formValues(r, body)
-	if err != nil {
-		return ""
-	}
-	return vals.Get(field)
-}
-
-// formValues parses a url-encoded form body (an error for any other
-// content type).
-func formValues(r *http.Request, body []byte) (url.Values, error) {
-	ct := r.Header.Get("Content-Type")
-	if !strings.HasPrefix(strings.ToLower(ct), "application/x-www-form-urlencoded") {
-		return nil, errNotForm
-	}
-	return url.ParseQuery(string(body))
-}
-
-var errNotForm = errors.New("not a url-encoded form")
-
 // bodyHash hashes the body (re-encoded canonically when it is JSON, so key
 // order and whitespace do not matter) plus the time bucket of now.
-func bodyHash(body []byte, window time.Duration, now time.Time) string {
+func bodyHash(q *fields.Request, window time.Duration, now time.Time) string {
+	body := q.Body()
 	canon := body
-	// json.Valid: decodeJSON reads only the first value, and bodies that
-	// merely start alike (NDJSON batches) must not hash alike
-	if doc := decodeJSON(body); doc != nil && json.Valid(body) {
+	// json.Valid: the decoded JSON is the first value only, and bodies
+	// that merely start alike (NDJSON batches) must not hash alike
+	if doc := q.JSON(); doc != nil && json.Valid(body) {
 		if b, err := json.Marshal(doc); err == nil { // maps marshal with sorted keys
 			canon = b
 		}
@@ -392,7 +260,8 @@ func bodyHash(body []byte, window time.Duration, now time.Time) string {
 // rawHash is the SHA-256 of the exact received bytes: no decoding, no
 // normalization, no time bucket. An empty body gives "" (nothing tells
 // two empty bodies apart).
-func rawHash(r *http.Request, headers string, body []byte) string {
+func rawHash(q *fields.Request, headers string) string {
+	body := q.Body()
 	if len(body) == 0 {
 		return ""
 	}
@@ -401,7 +270,7 @@ func rawHash(r *http.Request, headers string, body []byte) string {
 		for name := range strings.SplitSeq(headers, ",") {
 			// length-prefixed, so that no two header values and bodies
 			// make the same input
-			v := r.Header.Get(strings.TrimSpace(name))
+			v := q.HTTP().Header.Get(strings.TrimSpace(name))
 			fmt.Fprintf(h, "%d:%s\n", len(v), v)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/fields"
 )
 
 // TypeRule is one type_from rule: where to find a webhook's event type.
@@ -87,16 +89,16 @@ func ParseTypeRule(kind, arg string) (TypeRule, error) {
 }
 
 // ExtractType returns the event type the rules find in the request (see
-// Request.Type). body is the raw body.
+// FindType). body is the raw body.
 func ExtractType(rules []TypeRule, r *http.Request, body []byte) string {
-	return Inspect(r, body).Type(rules)
+	return FindType(fields.Read(r, body), rules)
 }
 
-// Type is the event type the rules find, trying them in order, or "" when
-// none does. A type is kept only when it is printable text of at most
+// FindType is the event type the rules find in q, trying them in order, or
+// "" when none does. A type is kept only when it is printable text of at most
 // MaxIDLen bytes (see Printable), so it can be sent upstream in a header;
 // a rule finding anything else counts as finding nothing.
-func (q *Request) Type(rules []TypeRule) string {
+func FindType(q *fields.Request, rules []TypeRule) string {
 	for _, t := range rules {
 		typ := t.Rule.find(q, time.Time{})
 		if typ == "" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 )
 
 // Matcher is what one destination takes: an event whose type matches one
@@ -44,7 +45,7 @@ func (m Matcher) Validate() error {
 // Match reports whether the destination takes the event of type typ
 // ("" when its source's type_from rules found none: only a matcher
 // without Events takes it) carried by q.
-func (m Matcher) Match(typ string, q *dedupe.Request) bool {
+func (m Matcher) Match(typ string, q *fields.Request) bool {
 	if len(m.Events) > 0 {
 		if typ == "" {
 			return false

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 )
 
 func TestGlob(t *testing.T) {
@@ -48,13 +48,13 @@ func TestGlob(t *testing.T) {
 	}
 }
 
-func request(contentType, body string, headers map[string]string) *dedupe.Request {
+func request(contentType, body string, headers map[string]string) *fields.Request {
 	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 	r.Header.Set("Content-Type", contentType)
 	for k, v := range headers {
 		r.Header.Set(k, v)
 	}
-	return dedupe.Inspect(r, []byte(body))
+	return fields.Read(r, []byte(body))
 }
 
 func TestConditions(t *testing.T) {
@@ -63,7 +63,7 @@ func TestConditions(t *testing.T) {
 	form := request("application/x-www-form-urlencoded", "MessageStatus=delivered&AccountSid=AC1&Empty=", nil)
 	for _, tc := range []struct {
 		name string
-		q    *dedupe.Request
+		q    *fields.Request
 		c    Condition
 		want bool
 	}{

@@ -3,7 +3,7 @@ package routing
 import (
 	"fmt"
 
-	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 )
 
 // Condition is one when line: the request's field at Path (a JSON dot
@@ -28,7 +28,7 @@ type Condition struct {
 
 // Validate checks the condition as the Caddyfile parser does.
 func (c Condition) Validate() error {
-	if !dedupe.IsFieldKind(c.Kind) {
+	if !fields.IsKind(c.Kind) {
 		return fmt.Errorf("when: kind must be json, header or form, got %q", c.Kind)
 	}
 	if c.Path == "" {
@@ -38,7 +38,7 @@ func (c Condition) Validate() error {
 }
 
 // Holds reports whether the condition holds for the request.
-func (c Condition) Holds(q *dedupe.Request) bool {
+func (c Condition) Holds(q *fields.Request) bool {
 	v, ok := q.Field(c.Kind, c.Path)
 	return ok && v == c.Value
 }

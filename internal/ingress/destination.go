@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/routing"
 	"github.com/hookline/hookline/storage"
@@ -78,7 +79,7 @@ func (c *OrderedConfig) check() error {
 	if c == nil {
 		return nil
 	}
-	if !dedupe.IsFieldKind(c.Kind) {
+	if !fields.IsKind(c.Kind) {
 		return fmt.Errorf("ordered: the key is found by header, json or form, got %q", c.Kind)
 	}
 	if c.Arg == "" {
@@ -316,10 +317,10 @@ func deliveriesOf(routes []route, orderKey string) []storage.Delivery {
 // route is the deliveries of an event of type typ (ok false: no
 // destination takes it). Without filters and order every destination takes
 // every event, and the event is not looked at.
-func (h *Ingress) route(typ string, q *dedupe.Request) (ds []storage.Delivery, ok bool) {
+func (h *Ingress) route(typ string, q *fields.Request) (ds []storage.Delivery, ok bool) {
 	var key string
 	if h.orderRule != nil {
-		key = q.ID([]dedupe.Rule{*h.orderRule}, time.Time{}) // normalized: fit for a store key
+		key = dedupe.FindID(q, []dedupe.Rule{*h.orderRule}, time.Time{}) // normalized: fit for a store key
 	}
 	if !h.filtered {
 		if key == "" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -142,7 +143,7 @@ func TestRoutingOrderKeys(t *testing.T) {
 		if tc.header != "" {
 			r.Header.Set("X-Key", tc.header)
 		}
-		ds, ok := tc.h.route("", dedupe.Inspect(r, []byte(tc.body)))
+		ds, ok := tc.h.route("", fields.Read(r, []byte(tc.body)))
 		if !ok {
 			t.Fatalf("%s: ignored", tc.name)
 		}
@@ -193,10 +194,10 @@ func TestRouting(t *testing.T) {
 		if tc.header != "" {
 			r.Header.Set("X-Shop", tc.header)
 		}
-		q := dedupe.Inspect(r, []byte(tc.body))
+		q := fields.Read(r, []byte(tc.body))
 		var typ string
 		if tc.h.filtered {
-			typ = q.Type(tc.h.typeRules)
+			typ = dedupe.FindType(q, tc.h.typeRules)
 		}
 		ds, ok := tc.h.route(typ, q)
 		var got []string

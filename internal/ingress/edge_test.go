@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 )
 
 func writeSchema(t testing.TB, text string) string {
@@ -54,7 +54,7 @@ func TestSchemaViolations(t *testing.T) {
 		{`[1,2]`, "", "want object"},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
-		err := sch.Validate(dedupe.Inspect(r, []byte(tc.body)).JSON())
+		err := sch.Validate(fields.Read(r, []byte(tc.body)).JSON())
 		if tc.reason == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.body, err)
@@ -145,7 +145,7 @@ func BenchmarkSchemaValidate(b *testing.B) {
 	}
 	r := httptest.NewRequest(http.MethodPost, "/", nil)
 	b.Run("validate", func(b *testing.B) {
-		doc := dedupe.Inspect(r, body).JSON()
+		doc := fields.Read(r, body).JSON()
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := sch.Validate(doc); err != nil {
@@ -156,7 +156,7 @@ func BenchmarkSchemaValidate(b *testing.B) {
 	b.Run("decode+validate", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := sch.Validate(dedupe.Inspect(r, body).JSON()); err != nil {
+			if err := sch.Validate(fields.Read(r, body).JSON()); err != nil {
 				b.Fatal(err)
 			}
 		}

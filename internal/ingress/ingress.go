@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/fields"
 	"github.com/hookline/hookline/internal/delivery"
 	"github.com/hookline/hookline/internal/operator"
 	"github.com/hookline/hookline/internal/webhooks"
@@ -423,7 +424,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 
 	// one decoding of the body for the schema, the id, the type and the routing
-	inspect := dedupe.Inspect(r, body)
+	inspect := fields.Read(r, body)
 	if h.schema != nil {
 		if err := h.schema.Validate(inspect.JSON()); err != nil {
 			field, reason := violation(err)
@@ -432,10 +433,10 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			return nil
 		}
 	}
-	eventID := inspect.ID(h.rules, now)
+	eventID := dedupe.FindID(inspect, h.rules, now)
 	var typ string // found before the store only when a destination filters on it
 	if h.filtered {
-		typ = inspect.Type(h.typeRules)
+		typ = dedupe.FindType(inspect, h.typeRules)
 	}
 	deliveries, taken := h.route(typ, inspect)
 	if !taken {
@@ -459,7 +460,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		}
 		h.setPlaceholders(r, eventID)
 		if !h.filtered {
-			typ = inspect.Type(h.typeRules) // a duplicate's type is never read
+			typ = dedupe.FindType(inspect, h.typeRules) // a duplicate's type is never read
 		}
 		accepted = &storage.Event{
 			ID:         sid,
