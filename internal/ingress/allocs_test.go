@@ -69,21 +69,24 @@ func TestHotPathAllocs(t *testing.T) {
 		// here); scripts/test runs this guard again without it
 		t.Skip("allocation counts differ under the race detector: scripts/test runs this test without -race")
 	}
-	tester := caddytest.NewTester(t)
+	// ports of its own: the end-to-end suite (internal/testing/integration)
+	// may run at the same time, on caddytest's
+	const adminPort, httpPort = 2985, 9085
+	tester := caddytest.NewTester(t).WithDefaultOverrides(caddytest.Config{AdminPort: adminPort})
 	tester.InitServer(fmt.Sprintf(`{
-	admin localhost:2999
-	http_port 9080
-	https_port 9443
+	admin localhost:%d
+	http_port %d
+	https_port 9485
 	grace_period 1ns
 	skip_install_trust
 	webhooks {
 		storage embedded %s
 	}
 }
-http://localhost:9080 {
+http://localhost:%d {
 	respond "ok" 200
 }
-`, filepath.Join(t.TempDir(), "allocs.db")), "caddyfile")
+`, adminPort, httpPort, filepath.Join(t.TempDir(), "allocs.db"), httpPort), "caddyfile")
 
 	cctx := caddy.ActiveContext()
 	raw, _ := json.Marshal(map[string]any{

@@ -1,6 +1,6 @@
 //go:build unix
 
-package ingress_test
+package integration
 
 import (
 	"os"
@@ -16,7 +16,7 @@ import (
 var portLock *os.File
 
 func init() {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "hookline-ingress-e2e.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "hookline-integration.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return // no lock: run as before
 	}

@@ -1,4 +1,4 @@
-package ingress_test
+package integration
 
 import (
 	"fmt"
@@ -84,7 +84,7 @@ func TestAccessLogSecretWarning(t *testing.T) {
 // block under "### Logs".
 func readmeLogBlock(t *testing.T) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ingress_test
+package integration
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 )
 
 // providersDoc is the page of provider recipes.
-const providersDoc = "../../docs/providers.md"
+const providersDoc = "../../../docs/providers.md"
 
 // TestProvidersDocAdapts: every recipe of docs/providers.md is a whole
 // webhook_ingress block that the Caddyfile adapter takes without an error

@@ -1,4 +1,4 @@
-package ingress_test
+package integration
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // delivery to the same app) and duplicates (answered from the L1 cache).
 // It reports req/s and latency percentiles; the ratios go in docs/benchmarks.md.
 //
-//	go test -run '^$' -bench Paths -benchtime 5s ./internal/ingress/
+//	go test -run '^$' -bench Paths -benchtime 5s ./internal/testing/integration/
 func BenchmarkPaths(b *testing.B) {
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -143,7 +143,7 @@ func postBench(c *http.Client, url string, body []byte, sig, id string) (int, er
 // the 202 to the upstream receiving the event (p50 and p99 reported), on
 // the embedded store and on Redis (a throwaway redis-server).
 //
-//	go test -run '^$' -bench IdleDeliveryLatency -benchtime 300x ./internal/ingress/
+//	go test -run '^$' -bench IdleDeliveryLatency -benchtime 300x ./internal/testing/integration/
 func BenchmarkIdleDeliveryLatency(b *testing.B) {
 	b.Run("store=embedded", func(b *testing.B) { benchIdleLatency(b, "") })
 	b.Run("store=redis", func(b *testing.B) {

@@ -1,4 +1,4 @@
-package ingress_test
+package integration
 
 import (
 	"bytes"
@@ -71,12 +71,12 @@ func monitoringTraffic(t *testing.T, up *upstream, dead ...string) map[string]st
 // metric without the dashboard and the alerts fails here.
 func TestMonitoringMetricsExist(t *testing.T) {
 	used := map[string][]string{} // metric -> where
-	for _, q := range dashboardQueries(t, filepath.Join("..", "..", "contrib", "grafana", "hookline.json")) {
+	for _, q := range dashboardQueries(t, filepath.Join("..", "..", "..", "contrib", "grafana", "hookline.json")) {
 		for _, name := range promqlMetricNames(q.expr) {
 			used[name] = append(used[name], q.where)
 		}
 	}
-	rules, _ := filepath.Glob(filepath.Join("..", "..", "contrib", "prometheus", "*-alerts.yml"))
+	rules, _ := filepath.Glob(filepath.Join("..", "..", "..", "contrib", "prometheus", "*-alerts.yml"))
 	if len(rules) == 0 {
 		t.Fatal("no alert rules in contrib/prometheus")
 	}
