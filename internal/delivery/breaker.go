@@ -63,9 +63,6 @@ func NewBreakers(failures uint32, open time.Duration, log *zap.Logger) *Breakers
 		trials: make(map[string]time.Time), leased: make(map[string]time.Time)}
 }
 
-// Destruct implements caddy.Destructor (nothing to release).
-func (b *Breakers) Destruct() error { return nil }
-
 // BreakerName is the name of an upstream URL's breaker, the one rule for
 // which deliveries share a breaker: one per scheme, host and path (a
 // destination). The name is the scheme and host, then "#" and the first 8

@@ -40,7 +40,7 @@ type Config struct {
 	Lease   time.Duration
 	// Targets are the configured sources' destinations, by source and
 	// then destination (storage.DefaultDestination: forward_to), each built
-	// by NewTarget. At each lease the dispatcher gates their lanes, each
+	// by NewTarget; not changed once given (SetTargets replaces them). At each lease the dispatcher gates their lanes, each
 	// destination on its own, as decide says (held, capped to a breaker's
 	// trial, paced; see storage.Gate): their waiting jobs cost no store
 	// work. A job whose source or destination is not here goes to its
@@ -146,6 +146,8 @@ type Dispatcher struct {
 	wg          sync.WaitGroup
 
 	breakers *Breakers
+	// targets are Config.Targets, or what SetTargets put in their place
+	targets atomic.Pointer[map[string]map[string]*Target]
 	// trialLanes are, at the lease loop's latest gate, the lanes capped
 	// to one trial job, and their breakers' names (the loop's own)
 	trialLanes map[string]string
@@ -200,6 +202,7 @@ func New(cfg Config) *Dispatcher {
 	if d.breakers == nil {
 		d.breakers = NewBreakers(cfg.BreakerFailures, cfg.BreakerOpen, cfg.Logger)
 	}
+	d.targets.Store(&cfg.Targets)
 	if prefetch > 0 {
 		d.batch = max(1, (cfg.Workers+prefetch)/2)
 	}
@@ -222,6 +225,13 @@ func NewClient(workers int) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// SetTargets replaces Config.Targets, for a source configured once the
+// dispatcher runs (a handler provisioned into a running config); the map
+// is not changed afterwards.
+func (d *Dispatcher) SetTargets(targets map[string]map[string]*Target) {
+	d.targets.Store(&targets)
 }
 
 // Start runs the lease loop and the workers.
@@ -269,7 +279,7 @@ func (d *Dispatcher) worker() {
 // the loop): a round for them would be a lease for nothing. Hints beyond
 // Workers+Prefetch waiting are dropped: the next Lease finds those jobs.
 func (d *Dispatcher) Hint(source string, cands []storage.Candidate) {
-	if d.decide(source, "", nil).paused {
+	if d.paused(source, "") {
 		return
 	}
 	if len(cands) > 0 {
@@ -504,7 +514,7 @@ func (d *Dispatcher) run(job *storage.Job) {
 	dest := storage.DestinationOf(&job.Event)
 	target := d.target(job.Source, dest)
 	gated := target != nil
-	if d.decide(job.Source, dest, target).paused {
+	if d.paused(job.Source, dest) {
 		// leased just before the pause: hand it back untouched
 		d.finish(job, storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)}, Report{})
 		return

@@ -155,9 +155,6 @@ func counts(t *testing.T, st storage.Store) storage.Counts {
 	return c
 }
 
-// resolveTo resolves the sources of targets (others: not found).
-// resolveTo resolves a source's default destination by the source's name
-// in targets, its other destinations by "source/destination".
 // targetsOf is Config.Targets of targets keyed "source" (its default
 // destination) or "source/destination"; a nil target is left out (not
 // configured).
@@ -492,7 +489,7 @@ func TestDispatcherRetryAfter(t *testing.T) {
 // their attempts.
 func TestDispatcherCircuitBreaker(t *testing.T) {
 	const open = 500 * time.Millisecond
-	st := newStore(t)
+	st := newCountingStore(newStore(t))
 	up := newUpstream(t, status(http.StatusBadGateway))
 	reports := make(chan Report, 100)
 	d := startDispatcher(t, Config{
@@ -509,9 +506,13 @@ func TestDispatcherCircuitBreaker(t *testing.T) {
 
 	// the breaker is open now: a new job waits, attempt-free (its lane is
 	// held back at the lease: it is not even leased)
+	leased := st.leases("down")
 	b := enqueue(t, st, storage.Event{Source: "down"})
 	d.Notify()
 	time.Sleep(100 * time.Millisecond) // lease rounds that must leave a and b alone
+	if n := st.leases("down") - leased; n != 0 {
+		t.Errorf("%d jobs of the held lane leased while the breaker is open", n)
+	}
 	if elapsed := time.Since(secondAt); elapsed >= open {
 		t.Fatalf("too slow: the checks below must run within the %v the breaker is open (took %v)", open, elapsed)
 	}
@@ -548,6 +549,27 @@ func TestDispatcherCircuitBreaker(t *testing.T) {
 	}
 	if nReports != attempts {
 		t.Errorf("%d reports for %d attempts", nReports, attempts)
+	}
+}
+
+// A job of a source no longer configured (not gated) whose upstream's
+// breaker is open is leased, and handed back at once without an attempt,
+// due again after half the open period: it does not spin through leases.
+func TestDispatcherCircuitBreakerUngated(t *testing.T) {
+	const open = 2 * time.Second
+	st := newStore(t)
+	up := newUpstream(t, status(http.StatusBadGateway))
+	reports := make(chan Report, 10)
+	d := startDispatcher(t, Config{Store: st, OnResult: reportsTo(reports), BreakerFailures: 1, BreakerOpen: open})
+	d.breakers.get(up.URL).Execute(func() (int, error) { return 0, errTransient }) // open
+	ev := enqueue(t, st, storage.Event{Source: "removed", Upstream: up.URL})
+	d.Notify()
+	waitFor(t, time.Second, "the job handed back for a while", func() bool {
+		info := lookup(t, st, ev)
+		return info.Status == storage.StatusQueued && time.Until(info.NextAttempt) > open/4
+	})
+	if info := lookup(t, st, ev); len(info.Attempts) != 0 || up.count() != 0 {
+		t.Errorf("%d attempts, %d requests while the breaker is open; want none", len(info.Attempts), up.count())
 	}
 }
 

@@ -43,7 +43,7 @@ type verdict struct {
 // breaker's last word on an attempt is its own (attempt's Execute admits
 // the one trial request and counts the outcome).
 func (d *Dispatcher) decide(source, destination string, t *Target) verdict {
-	if h := d.cfg.Holds; h != nil && h.Paused(source, destination) {
+	if d.paused(source, destination) {
 		return verdict{wait: true, paused: true}
 	}
 	if t == nil {
@@ -60,10 +60,18 @@ func (d *Dispatcher) decide(source, destination string, t *Target) verdict {
 	return v
 }
 
+// paused is decide's first question alone: whether an operator holds
+// source's deliveries to destination ("": the whole source's). The worker
+// and Hint ask only this (the rest is the gate's, and the breaker's own at
+// the attempt).
+func (d *Dispatcher) paused(source, destination string) bool {
+	return d.cfg.Holds != nil && d.cfg.Holds.Paused(source, destination)
+}
+
 // target is the configured target of a source's destination (nil: not
 // configured).
 func (d *Dispatcher) target(source, destination string) *Target {
-	return d.cfg.Targets[source][destination]
+	return (*d.targets.Load())[source][destination]
 }
 
 // gate is what the store must hold back at this lease, each configured
@@ -72,12 +80,13 @@ func (d *Dispatcher) target(source, destination string) *Target {
 // configured are not gated (they are delivered with the defaults, as run
 // decides).
 func (d *Dispatcher) gate() *storage.Gate {
-	if len(d.cfg.Targets) == 0 {
+	targets := *d.targets.Load()
+	if len(targets) == 0 {
 		return nil
 	}
 	g := &storage.Gate{Skip: map[string]bool{}, Pace: map[string]storage.Rate{}, Cap: map[string]int{}}
 	clear(d.trialLanes)
-	for src, dests := range d.cfg.Targets {
+	for src, dests := range targets {
 		if d.decide(src, "", nil).wait {
 			// every destination of a paused source waits, those no longer
 			// configured too (their lanes follow the source's: GateLaneOf)

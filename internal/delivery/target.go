@@ -36,6 +36,8 @@ type Target struct {
 	// URL is the upstream the deliveries are POSTed to.
 	URL string
 	// Timeout bounds each attempt; it fits the lease (CheckTimeout).
+	// NewTarget sets it; the dispatcher uses it as it is (a Target made
+	// otherwise must set it, or its attempts time out at once).
 	Timeout time.Duration
 	// Policy is the retry policy, its defaults filled in.
 	Policy Policy
@@ -54,8 +56,8 @@ type Target struct {
 // NewTarget builds a destination's target for a dispatcher of workers
 // workers leasing jobs for lease (<= 0: the defaults): the one place where
 // an attempt's timeout is fitted to the lease (an explicit one that does
-// not fit is an error, CheckTimeout; none gets EffectiveTimeout's, so
-// that without TLS options it never fails), the
+// not fit is an error, CheckTimeout; none gets EffectiveTimeout's, and
+// then NewTarget never fails), the
 // retry policy gets its defaults and an upstream with TLS options of its
 // own gets its connection pool, sized to the workers. Close the target's
 // Transport once the config that built it is unloaded.
@@ -81,6 +83,6 @@ func NewTarget(o Options, lease time.Duration, workers int) (*Target, error) {
 // fallback is the target of a job whose source or destination is no
 // longer configured: its stored upstream, with the defaults.
 func (d *Dispatcher) fallback(job *storage.Job) *Target {
-	t, _ := NewTarget(Options{URL: job.Upstream}, d.cfg.Lease, d.cfg.Workers) // no timeout, no TLS: no error
+	t, _ := NewTarget(Options{URL: job.Upstream}, d.cfg.Lease, d.cfg.Workers) // no timeout set: no error
 	return t
 }

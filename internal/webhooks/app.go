@@ -137,16 +137,6 @@ func (s *Source) targetOf(destination string) (*delivery.Target, bool) {
 	return t, ok
 }
 
-// destinations lists the names of the source's destinations, the default
-// first when it has one.
-func (s *Source) destinations() []string {
-	names := slices.Sorted(maps.Keys(s.targets))
-	if i := slices.Index(names, storage.DefaultDestination); i > 0 {
-		names = slices.Insert(slices.Delete(names, i, i+1), 0, storage.DefaultDestination)
-	}
-	return names
-}
-
 // CaddyModule returns the Caddy module information.
 func (App) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
@@ -273,6 +263,7 @@ func (a *App) Start() error {
 	})
 	d.Start()
 	a.disp.Store(d)
+	d.SetTargets(a.targets()) // with a source registered meanwhile
 
 	ctx, cancel := context.WithCancel(context.Background())
 	a.stopCleaner = cancel
@@ -319,8 +310,10 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup releases the pooled store and cache; the store closes when no
-// config uses it anymore (handlers of an old config may enqueue until the
+// Cleanup closes the idle connections of the upstreams with TLS options of
+// their own (RegisterSource built their transports) and releases the
+// pooled store, cache and breakers; they close when no config uses them
+// anymore (handlers of an old config may enqueue until the
 // http app has drained, so this is not done in Stop).
 func (a *App) Cleanup() error {
 	// counts of deliveries and requests that finished after Stop
@@ -384,13 +377,15 @@ func (a *App) cleaner(ctx context.Context, st storage.Janitor) {
 // RegisterSource makes a source's delivery settings known to the workers,
 // building each destination's target for the app's lease and workers
 // (delivery.NewTarget: an explicit timeout that does not fit the lease is
-// refused). Each source name may be defined once per config; the sources
-// are the ones the workers start with (Start).
+// refused). Each source name may be defined once per config.
 func (a *App) RegisterSource(src *Source) error {
 	a.sourceMu.Lock()
 	defer a.sourceMu.Unlock()
 	if _, dup := a.sources[src.Name]; dup {
 		return fmt.Errorf("webhook source %q is defined more than once", src.Name)
+	}
+	if _, ok := src.Destinations[""]; ok { // the dispatcher looks targets up by storage.DestinationOf
+		return fmt.Errorf("webhook source %q: the default destination is named %q", src.Name, storage.DefaultDestination)
 	}
 	src.targets = make(map[string]*delivery.Target, len(src.Destinations))
 	for _, name := range slices.Sorted(maps.Keys(src.Destinations)) {
@@ -407,6 +402,11 @@ func (a *App) RegisterSource(src *Source) error {
 		src.targets[name] = t
 	}
 	a.sources[src.Name] = src
+	if d := a.disp.Load(); d != nil {
+		// a handler provisioned into the running config: the workers
+		// deliver its events by its targets too
+		d.SetTargets(a.targetsLocked())
+	}
 	return nil
 }
 
@@ -433,6 +433,11 @@ func (a *App) sourceNames() []string {
 func (a *App) targets() map[string]map[string]*delivery.Target {
 	a.sourceMu.RLock()
 	defer a.sourceMu.RUnlock()
+	return a.targetsLocked()
+}
+
+// targetsLocked is targets with a.sourceMu held.
+func (a *App) targetsLocked() map[string]map[string]*delivery.Target {
 	out := make(map[string]map[string]*delivery.Target, len(a.sources))
 	for name, src := range a.sources {
 		out[name] = src.targets

@@ -83,6 +83,11 @@ func TestTimeoutFitsLease(t *testing.T) {
 	if _, ok := targetOf(app, "fanout", "default"); ok {
 		t.Fatal("a source without forward_to resolves its default destination")
 	}
+	// the default destination has one name, the one the workers look up
+	err = app.RegisterSource(&Source{Name: "blank", Destinations: map[string]delivery.Options{"": {URL: "http://127.0.0.1:1/"}}})
+	if err == nil || !strings.Contains(err.Error(), `the default destination is named "default"`) {
+		t.Fatalf("a destination named \"\": %v", err)
+	}
 	if got := app.targets()["fanout"]; len(got) != 1 || got["only"] == nil {
 		t.Fatalf("targets of fanout: %v", got)
 	}
