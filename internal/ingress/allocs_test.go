@@ -167,13 +167,14 @@ http://localhost:%d {
 		// the body no longer base64 in JSON), then 265-266 after the
 		// issue-12 work on the embedded store (one claim key per event, leases in
 		// memory) and audit fields allocated once: the bound comes down to
-		// 290, the same room above it as before. About 200 of these
-		// are bbolt's own per commit (one commit per event in this serial
-		// loop: cursor searches, node splits, the freelist), and their
-		// number follows the tree's shape, so the bound leaves room for
-		// that; an added allocation in the handler is caught by the two
-		// exact bounds below.
-		{"new event", 290, func(i int) { serve(goodSig, ids[i], http.StatusAccepted) }},
+		// 290, the same room above it as before. On Pebble: 108-182 in
+		// 9 runs (its commit pipeline and background goroutines vary it
+		// more than bbolt's tree did): the bound comes down to 220. A
+		// change that left this test's source ungated (its jobs leased
+		// and handed back while held) made it 228-314, which 290 missed
+		// half the time. An added allocation in the handler is caught by
+		// the two exact bounds below.
+		{"new event", 220, func(i int) { serve(goodSig, ids[i], http.StatusAccepted) }},
 		// measured 14 in every run (29 before); AllocsPerRun rounds down
 		// the average, so the bound at 14 still leaves under one per request
 		// of slack for background noise, and one more allocation fails it
