@@ -17,6 +17,7 @@ func NewDLQEntry(job *Job, attempts []Attempt, reason string, now time.Time, ear
 		Source:      job.Source,
 		Destination: job.Destination,
 		EventType:   job.Type,
+		Tenant:      job.Tenant,
 		RequestID:   job.RequestID,
 		Upstream:    job.Upstream,
 		Payload:     job.Body,
@@ -57,6 +58,6 @@ func CheckRetryEvent(st Status) error {
 // carries its internal id as event id, and was never deduplicated.
 func EventOfEntry(e *DLQEntry) Event {
 	return Event{ID: e.ID, EventID: e.EventID, Dedupe: e.EventID != EventIDOfDelivery(e.ID), Source: e.Source,
-		Destination: e.Destination, Type: e.EventType, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, Sealed: e.Sealed, ReceivedAt: e.ReceivedAt,
+		Destination: e.Destination, Type: e.EventType, Tenant: e.Tenant, RequestID: e.RequestID, Upstream: e.Upstream, Headers: e.Headers, Body: e.Payload, Sealed: e.Sealed, ReceivedAt: e.ReceivedAt,
 		OrderKey: e.OrderKey, OrderSkip: e.OrderSkip}
 }

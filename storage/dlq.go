@@ -49,21 +49,23 @@ type DLQEntry struct {
 	EventID string `json:"event_id"`
 	Source  string `json:"source"`
 	// Destination is the dead delivery's destination ("": the default).
-	Destination string      `json:"destination,omitempty"`
-	EventType   string      `json:"event_type,omitempty"`
-	RequestID   string      `json:"request_id,omitempty"`
-	Upstream    string      `json:"upstream"`
-	Payload     []byte      `json:"payload,omitempty"`
-	Headers     http.Header `json:"headers,omitempty"`
-	Error       string      `json:"error"`
-	LastStatus  int         `json:"last_status,omitempty"`
-	Attempts    []Attempt   `json:"attempts"`
-	ReceivedAt  time.Time   `json:"received_at"`
-	CreatedAt   time.Time   `json:"created_at"`
-	UpdatedAt   time.Time   `json:"updated_at"`
-	Status      DLQStatus   `json:"status"`
-	Resolution  string      `json:"resolution,omitempty"`
-	Reason      string      `json:"reason,omitempty"`
+	Destination string `json:"destination,omitempty"`
+	EventType   string `json:"event_type,omitempty"`
+	// Tenant is the customer account of the event ("": none).
+	Tenant     string      `json:"tenant,omitempty"`
+	RequestID  string      `json:"request_id,omitempty"`
+	Upstream   string      `json:"upstream"`
+	Payload    []byte      `json:"payload,omitempty"`
+	Headers    http.Header `json:"headers,omitempty"`
+	Error      string      `json:"error"`
+	LastStatus int         `json:"last_status,omitempty"`
+	Attempts   []Attempt   `json:"attempts"`
+	ReceivedAt time.Time   `json:"received_at"`
+	CreatedAt  time.Time   `json:"created_at"`
+	UpdatedAt  time.Time   `json:"updated_at"`
+	Status     DLQStatus   `json:"status"`
+	Resolution string      `json:"resolution,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
 	// Retries counts how many times an operator re-enqueued this entry.
 	Retries int `json:"retries,omitempty"`
 	// OrderKey is the dead delivery's order key ("": not ordered), so that

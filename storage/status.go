@@ -29,7 +29,7 @@ func EffectiveStatus(stored Status, leaseUntil time.Time, inDLQ bool, now time.T
 // status is status: a queued event's next attempt is when it is due.
 func NewEventInfo(ev *Event, attempts []Attempt, status Status, due, finishedAt time.Time) *EventInfo {
 	info := &EventInfo{
-		ID: ev.ID, EventID: ev.EventID, Source: ev.Source, Destination: ev.Destination, EventType: ev.Type, RequestID: ev.RequestID, Status: status,
+		ID: ev.ID, EventID: ev.EventID, Source: ev.Source, Destination: ev.Destination, EventType: ev.Type, Tenant: ev.Tenant, RequestID: ev.RequestID, Status: status,
 		ReceivedAt: ev.ReceivedAt, FinishedAt: finishedAt, Attempts: attempts,
 	}
 	if status == StatusQueued {
@@ -42,7 +42,7 @@ func NewEventInfo(ev *Event, attempts []Attempt, status Status, due, finishedAt 
 // entry (its record is past retention): dead since the entry was created.
 func DeadEventInfo(e *DLQEntry) *EventInfo {
 	return &EventInfo{
-		ID: e.ID, EventID: e.EventID, Source: e.Source, Destination: e.Destination, EventType: e.EventType, RequestID: e.RequestID, Status: StatusDead,
+		ID: e.ID, EventID: e.EventID, Source: e.Source, Destination: e.Destination, EventType: e.EventType, Tenant: e.Tenant, RequestID: e.RequestID, Status: StatusDead,
 		ReceivedAt: e.ReceivedAt, FinishedAt: e.CreatedAt, Attempts: e.Attempts,
 	}
 }

@@ -56,6 +56,10 @@ type Event struct {
 	Source string `json:"source"`
 	// Type is the event type its source's type_from rules found ("": none).
 	Type string `json:"type,omitempty"`
+	// Tenant is the customer account the event belongs to, as its
+	// source's tenant_from rules found it (normalized as an id is; "":
+	// none).
+	Tenant string `json:"tenant,omitempty"`
 	// RequestID is the id of the ingress request that accepted the event
 	// (Caddy's {http.request.uuid}), for the audit log.
 	RequestID string `json:"request_id,omitempty"`
@@ -196,6 +200,8 @@ type EventInfo struct {
 	// listings, a delivery of EventInfo.Deliveries): "" for the default.
 	Destination string `json:"destination,omitempty"`
 	EventType   string `json:"event_type,omitempty"`
+	// Tenant is the customer account of the event ("": none).
+	Tenant string `json:"tenant,omitempty"`
 	// RequestID is the id of the ingress request that accepted the event.
 	RequestID   string    `json:"request_id,omitempty"`
 	Status      Status    `json:"status"`

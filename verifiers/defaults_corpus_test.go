@@ -34,6 +34,7 @@ type corpusSample struct {
 	Headers     map[string]string `json:"headers"`
 	Event       string            `json:"event"`
 	Type        string            `json:"type"`
+	Tenant      string            `json:"tenant"`
 	Source      string            `json:"source"`
 	Constructed bool              `json:"constructed"`
 	Note        string            `json:"note"`

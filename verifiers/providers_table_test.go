@@ -63,8 +63,8 @@ func TestProviderTable(t *testing.T) {
 	}
 	doc := string(raw)
 	var rows []string
-	row := func(name, link, directive string, ids []IDRule, types []TypeRule, check string) {
-		id, typ := "none (a generated id: never deduplicated)", "none"
+	row := func(name, link, directive string, ids []IDRule, types []TypeRule, tenants []IDRule, check string) {
+		id, typ, tenant := "none (a generated id: never deduplicated)", "none", "none"
 		switch got := ruleStrings(ids); {
 		case len(got) == 1 && got[0] == "header "+DefaultIDHeader:
 			// hmac's and none's default: only a sender that sets it
@@ -79,11 +79,14 @@ func TestProviderTable(t *testing.T) {
 			}
 			typ = "`" + strings.Join(ts, "`, then `") + "`"
 		}
-		rows = append(rows, "| ["+name+"]("+link+") | `"+directive+"` | "+id+" | "+typ+" | "+check+" |")
+		if got := ruleStrings(tenants); len(got) > 0 {
+			tenant = "`" + strings.Join(got, "`, then `") + "`"
+		}
+		rows = append(rows, "| ["+name+"]("+link+") | `"+directive+"` | "+id+" | "+typ+" | "+tenant+" | "+check+" |")
 	}
-	defaults := func(scheme string) ([]IDRule, []TypeRule) {
+	defaults := func(scheme string) ([]IDRule, []TypeRule, []IDRule) {
 		v := mustLoad(t, scheme, schemeTestConfig(t, scheme))
-		var ids []IDRule
+		var ids, tenants []IDRule
 		var types []TypeRule
 		if d, ok := v.(IDDefaulter); ok {
 			ids = d.DefaultIDFrom()
@@ -91,11 +94,14 @@ func TestProviderTable(t *testing.T) {
 		if d, ok := v.(TypeDefaulter); ok {
 			types = d.DefaultTypeFrom()
 		}
-		return ids, types
+		if d, ok := v.(TenantDefaulter); ok {
+			tenants = d.DefaultTenantFrom()
+		}
+		return ids, types, tenants
 	}
 	for _, p := range schemeProviders {
-		ids, types := defaults(p.scheme)
-		row(p.name, p.doc, p.scheme, ids, types, p.check)
+		ids, types, tenants := defaults(p.scheme)
+		row(p.name, p.doc, p.scheme, ids, types, tenants, p.check)
 	}
 	blocks := docRecipes(t)
 	for _, m := range recipeHeading.FindAllStringSubmatchIndex(doc, -1) {
@@ -108,25 +114,26 @@ func TestProviderTable(t *testing.T) {
 		block := blocks[mark[1]]
 		scheme := strings.Fields(verifyDirective(t, block))[0]
 		ids, types := recipeRules(t, block)
-		if len(ids) == 0 || len(types) == 0 {
-			dIDs, dTypes := defaults(scheme)
-			if len(ids) == 0 && !hasIDFrom(block) {
-				ids = dIDs
-			}
-			if len(types) == 0 {
-				types = dTypes
-			}
+		dIDs, dTypes, tenants := defaults(scheme)
+		if len(ids) == 0 && !hasIDFrom(block) {
+			ids = dIDs
+		}
+		if len(types) == 0 {
+			types = dTypes
+		}
+		if regexp.MustCompile(`(?m)^\s*tenant_from `).MatchString(block) {
+			t.Fatalf("recipe %s sets tenant_from: teach this table to read it", mark[1])
 		}
 		check := recipeChecks[mark[1]]
 		if check == "" {
 			check = "none"
 		}
-		row(name, link, scheme, ids, types, check)
+		row(name, link, scheme, ids, types, tenants, check)
 	}
 	if len(rows) < 70 {
 		t.Errorf("%d providers in the table, want at least 70", len(rows))
 	}
-	table := tableStart + "\n\n| provider | `verify` | id (`id_from`) | type (`type_from`) | URL check |\n|---|---|---|---|---|\n" +
+	table := tableStart + "\n\n| provider | `verify` | id (`id_from`) | type (`type_from`) | tenant (`tenant_from`) | URL check |\n|---|---|---|---|---|---|\n" +
 		strings.Join(rows, "\n") + "\n\n" + tableEnd
 	i, j := strings.Index(doc, tableStart), strings.Index(doc, tableEnd)
 	if i < 0 || j < i {

@@ -726,6 +726,11 @@ func (d *Dispatcher) send(job *storage.Job, t *Target) (int, http.Header, error)
 	} else {
 		req.Header.Del("X-Webhook-Event-Type") // never one the provider sent
 	}
+	if job.Tenant != "" {
+		req.Header.Set("X-Webhook-Tenant", job.Tenant)
+	} else {
+		req.Header.Del("X-Webhook-Tenant")
+	}
 	req.Header.Set("X-Webhook-Attempt", strconv.Itoa(len(job.Attempts)+1))
 	req.Header.Set("X-Webhook-Received-At", job.ReceivedAt.UTC().Format(time.RFC3339))
 	if t.Signer != nil {

@@ -40,6 +40,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //		id_from header|json|form <arg>      # repeatable, tried in order; default depends on the scheme
 //		id_from body_hash <window>          # hash of the normalized body plus a time bucket
 //		type_from header|json|form <arg>    # repeatable, first match wins; default depends on the scheme
+//		tenant_from header|json|form <arg>  # repeatable, first match wins; default depends on the scheme
 //		dedupe_window 24h
 //		max_body 1MB
 //		require_json
@@ -121,6 +122,16 @@ func (h *Ingress) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err(err.Error())
 			}
 			h.TypeFrom = append(h.TypeFrom, TypeRule{IDRule: IDRule{Kind: args[0], Arg: args[1]}})
+		case "tenant_from":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("tenant_from wants a kind and an argument (header <name>, json <path>, form <field>)")
+			}
+			rule := IDRule{Kind: args[0], Arg: args[1]}
+			if err := dedupe.ValidateTenantRule(rule.rule()); err != nil {
+				return d.Err(err.Error())
+			}
+			h.TenantFrom = append(h.TenantFrom, rule)
 		case "dedupe_window":
 			dur, err := caddyfileopt.Duration(d, false)
 			if err != nil {

@@ -271,6 +271,11 @@ func TestIngressUnmarshalCaddyfile(t *testing.T) {
 		{name: "type_from", input: ingressBlock("type_from header X-Event", "type_from json kind"), want: &Ingress{Source: "src", TypeFrom: []TypeRule{{IDRule: IDRule{Kind: "header", Arg: "X-Event"}}, {IDRule: IDRule{Kind: "json", Arg: "kind"}}}}},
 		{name: "type_from one word", input: ingressBlock("type_from json"), wantErr: "type_from wants a kind and an argument"},
 		{name: "type_from raw_hash", input: ingressBlock("type_from raw_hash x"), wantErr: "type_from takes header, json or form"},
+		{name: "tenant_from", input: ingressBlock("tenant_from header X-Shopify-Shop-Domain", "tenant_from json installation.id"),
+			want: &Ingress{Source: "src", TenantFrom: []IDRule{{Kind: "header", Arg: "X-Shopify-Shop-Domain"}, {Kind: "json", Arg: "installation.id"}}}},
+		{name: "tenant_from one word", input: ingressBlock("tenant_from json"), wantErr: "tenant_from wants a kind and an argument"},
+		{name: "tenant_from body_hash", input: ingressBlock("tenant_from body_hash 5m"), wantErr: "tenant_from takes header, json or form"},
+		{name: "tenant_from raw_hash", input: ingressBlock("tenant_from raw_hash X-A"), wantErr: "tenant_from takes header, json or form"},
 
 		// ordered
 		{name: "ordered", input: ingressBlock("ordered json data.object.customer"),

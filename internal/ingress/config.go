@@ -57,6 +57,31 @@ func compileIDFrom(cfg []IDRule) ([]dedupe.Rule, error) {
 	return rules, nil
 }
 
+// compileTenantFrom compiles the tenant_from rules of a source and checks
+// them as the Caddyfile parser does.
+func compileTenantFrom(cfg []IDRule) ([]dedupe.Rule, error) {
+	var rules []dedupe.Rule
+	for i, c := range cfg {
+		r := c.rule()
+		if err := dedupe.ValidateTenantRule(r); err != nil {
+			return nil, fmt.Errorf("tenant_from %d: %v", i, err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// checkedTenantDefaults returns a scheme's default tenant_from rules once
+// each passes the checks a configured one gets.
+func checkedTenantDefaults(rules []dedupe.Rule) ([]dedupe.Rule, error) {
+	for _, r := range rules {
+		if err := dedupe.ValidateTenantRule(r); err != nil {
+			return nil, err
+		}
+	}
+	return rules, nil
+}
+
 // TypeRule is the JSON config of one type_from rule; Provision compiles it
 // into a dedupe.TypeRule. Its kind is header, json or form (no window).
 type TypeRule struct {

@@ -68,6 +68,13 @@ type Ingress struct {
 	// type is stored with the event, shown in the DLQ and stats and sent
 	// upstream as X-Webhook-Event-Type.
 	TypeFrom []TypeRule `json:"type_from,omitempty"`
+	// TenantFrom are the rules that find the customer account an event
+	// belongs to (header, json or form, with if/unless conditions), tried
+	// in order; empty means the verifier's defaults (where its provider
+	// names the account; none elsewhere). The tenant is stored with the
+	// event, shown in the DLQ, lookups and audit lines, and sent upstream
+	// as X-Webhook-Tenant.
+	TenantFrom []IDRule `json:"tenant_from,omitempty"`
 	// DedupeWindow is how long an event ID stays claimed, so that a
 	// resend is answered as a duplicate (default 24h).
 	DedupeWindow caddy.Duration `json:"dedupe_window,omitempty"`
@@ -126,6 +133,7 @@ type Ingress struct {
 	app           *webhooks.App
 	rules         []dedupe.Rule
 	typeRules     []dedupe.TypeRule  // compiled type_from, or the verifier's defaults
+	tenantRules   []dedupe.Rule      // compiled tenant_from, or the verifier's defaults
 	routes        []route            // forward_to and the destinations, compiled
 	filtered      bool               // some route filters: each event is routed
 	allDeliveries []storage.Delivery // the deliveries of an event every route takes
@@ -237,6 +245,15 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 	if d, ok := h.verifier.(verifiers.TypeDefaulter); ok && len(h.typeRules) == 0 {
 		if h.typeRules, err = checkedDefaults(d.DefaultTypeFrom()); err != nil {
 			return fmt.Errorf("webhook_ingress %s: verifier default type_from: %v", h.Source, err)
+		}
+	}
+
+	if h.tenantRules, err = compileTenantFrom(h.TenantFrom); err != nil {
+		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
+	}
+	if d, ok := h.verifier.(verifiers.TenantDefaulter); ok && len(h.tenantRules) == 0 {
+		if h.tenantRules, err = checkedTenantDefaults(d.DefaultTenantFrom()); err != nil {
+			return fmt.Errorf("webhook_ingress %s: verifier default tenant_from: %v", h.Source, err)
 		}
 	}
 
@@ -440,7 +457,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	deliveries, taken := h.route(typ, inspect)
 	if !taken {
-		h.ignore(w, r, eventID, typ)
+		h.ignore(w, r, eventID, typ, dedupe.FindTenant(inspect, h.tenantRules))
 		return nil
 	}
 	var accepted *storage.Event // the event stored, when it is not a duplicate
@@ -468,6 +485,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			Dedupe:     deduped,
 			Source:     h.Source,
 			Type:       typ,
+			Tenant:     dedupe.FindTenant(inspect, h.tenantRules),
 			RequestID:  requestID(r),
 			Trace:      h.traceOf(r),
 			Deliveries: deliveries,
@@ -506,14 +524,14 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 // ignore answers an event that no destination takes: 200, not stored,
 // counted (received_total{outcome="ignored"}) and audited. An event whose
 // provider gave no id is named by a generated one, as an accepted one is.
-func (h *Ingress) ignore(w http.ResponseWriter, r *http.Request, eventID, typ string) {
+func (h *Ingress) ignore(w http.ResponseWriter, r *http.Request, eventID, typ, tenant string) {
 	if eventID == "" {
 		if id, err := uuid.NewV7(); err == nil {
 			eventID = id.String()
 		}
 	}
 	h.setPlaceholders(r, eventID)
-	h.app.ObserveIgnored(h.Source, eventID, typ, requestID(r))
+	h.app.ObserveIgnored(h.Source, eventID, typ, tenant, requestID(r))
 	h.answer(w, http.StatusOK, eventID, "Webhook ignored: no destination takes this event", "ignored")
 }
 

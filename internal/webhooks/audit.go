@@ -66,7 +66,7 @@ const (
 // eventFields are the audit fields of an event (a job: of its delivery);
 // an accepted event fanned out names each of its destinations.
 func eventFields(ev *storage.Event) []zap.Field {
-	f := auditFields(ev.Source, ev.EventID, ev.ID, ev.Type, ev.RequestID)
+	f := auditFields(ev.Source, ev.EventID, ev.ID, ev.Type, ev.Tenant, ev.RequestID)
 	if len(ev.Deliveries) == 0 {
 		return append(f, zap.String("destination", storage.DestinationOf(ev)))
 	}
@@ -79,26 +79,26 @@ func eventFields(ev *storage.Event) []zap.Field {
 
 // entryFields are the audit fields of a DLQ entry's event.
 func entryFields(e *storage.DLQEntry) []zap.Field {
-	return append(auditFields(e.Source, e.EventID, e.ID, e.EventType, e.RequestID),
+	return append(auditFields(e.Source, e.EventID, e.ID, e.EventType, e.Tenant, e.RequestID),
 		zap.String("destination", storage.DestinationOf(&storage.Event{Destination: e.Destination})))
 }
 
 // infoFields are the audit fields of an event as a store reports it.
 func infoFields(info *storage.EventInfo) []zap.Field {
-	return append(auditFields(info.Source, info.EventID, info.ID, info.EventType, info.RequestID),
+	return append(auditFields(info.Source, info.EventID, info.ID, info.EventType, info.Tenant, info.RequestID),
 		zap.String("destination", storage.DestinationOf(&storage.Event{Destination: info.Destination})))
 }
 
 // auditFieldsCap is room for the most fields an audit line has (an
-// attempt's: these five, its destination, five of its own and the step),
+// attempt's: these six, its destination, five of its own and the step),
 // so that the appends of a line never copy its fields to a larger array.
-const auditFieldsCap = 12
+const auditFieldsCap = 13
 
 // auditFields are the fields naming an event on every audit line.
-func auditFields(source, eventID, id, typ, requestID string) []zap.Field {
+func auditFields(source, eventID, id, typ, tenant, requestID string) []zap.Field {
 	return append(make([]zap.Field, 0, auditFieldsCap),
 		zap.String("source", source), zap.String("event_id", eventID), zap.String("id", id),
-		zap.String("type", typ), zap.String("request_id", requestID))
+		zap.String("type", typ), zap.String("tenant", tenant), zap.String("request_id", requestID))
 }
 
 // audit writes the line of one step.

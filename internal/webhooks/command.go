@@ -445,6 +445,9 @@ func cmdDLQShow(fl caddycmd.Flags) (int, error) {
 		fmt.Fprintf(w, "id\t%s\nsource\t%s\ndestination\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nupstream\t%s\nerror\t%s\nreceived\t%s\ndead-lettered\t%s\n",
 			e.ID, e.Source, storage.DestinationOf(&storage.Event{Destination: e.Destination}), e.EventID, orDash(e.EventType), e.Status, e.Upstream, e.Error,
 			e.ReceivedAt.Local().Format(time.DateTime), e.CreatedAt.Local().Format(time.DateTime))
+		if e.Tenant != "" {
+			fmt.Fprintf(w, "tenant\t%s\n", e.Tenant)
+		}
 		if e.Resolution != "" {
 			fmt.Fprintf(w, "resolution\t%s\n", e.Resolution)
 		}
@@ -669,6 +672,9 @@ func printErase(w io.Writer, v *operator.EraseAnswer) {
 func printEvent(w io.Writer, info *storage.EventInfo) {
 	fmt.Fprintf(w, "id\t%s\nsource\t%s\nevent id\t%s\ntype\t%s\nstatus\t%s\nreceived\t%s\n",
 		info.ID, info.Source, info.EventID, orDash(info.EventType), info.Status, fmtTime(info.ReceivedAt))
+	if info.Tenant != "" {
+		fmt.Fprintf(w, "tenant\t%s\n", info.Tenant)
+	}
 	if !info.NextAttempt.IsZero() {
 		fmt.Fprintf(w, "next attempt\t%s\n", fmtTime(info.NextAttempt))
 	}

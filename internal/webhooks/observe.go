@@ -55,9 +55,9 @@ func (a *App) tracerProvider() trace.TracerProvider {
 // ObserveIgnored counts an event that no destination of its source takes
 // (answered 200 "ignored", not stored): as Observe(source, "ignored"), and
 // in the audit log with the type that decided it.
-func (a *App) ObserveIgnored(source, eventID, typ, requestID string) {
+func (a *App) ObserveIgnored(source, eventID, typ, tenant, requestID string) {
 	a.Observe(source, "ignored")
-	a.audit(stepIgnored, auditFields(source, eventID, "", typ, requestID)...)
+	a.audit(stepIgnored, auditFields(source, eventID, "", typ, tenant, requestID)...)
 }
 
 // ObserveAccepted counts an accepted (stored) event: as Observe(source,

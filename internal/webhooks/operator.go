@@ -136,14 +136,14 @@ func (a *App) EraseEvent(ctx context.Context, source, eventID string) (storage.E
 		return res, err
 	}
 	a.Notify()
-	providerID, typ, requestID := eventID, "", ""
+	providerID, typ, tenant, requestID := eventID, "", "", ""
 	if info != nil {
-		providerID, typ, requestID = info.EventID, info.EventType, info.RequestID
+		providerID, typ, tenant, requestID = info.EventID, info.EventType, info.Tenant, info.RequestID
 	}
 	a.seen.use(func(s *dedupe.Seen) {
 		s.Update(dedupe.Key(source, providerID), storage.StatusErased, res.DedupeUntil)
 	})
-	a.audit(stepErased, append(auditFields(source, providerID, res.ID, typ, requestID),
+	a.audit(stepErased, append(auditFields(source, providerID, res.ID, typ, tenant, requestID),
 		zap.Int("deliveries", res.Deliveries), zap.Int("dlq_entries", res.DLQEntries))...)
 	return res, nil
 }

@@ -398,7 +398,7 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	if !s.sp.Empty() {
 		if e, ok, err := s.sp.Lookup(source, eventID, time.Time{}); err == nil && ok {
 			return &storage.EventInfo{ID: e.Event.ID, EventID: e.Event.EventID, Source: e.Event.Source,
-				EventType: e.Event.Type, RequestID: e.Event.RequestID, Status: storage.StatusSpooled,
+				EventType: e.Event.Type, Tenant: e.Event.Tenant, RequestID: e.Event.RequestID, Status: storage.StatusSpooled,
 				ReceivedAt: e.Event.ReceivedAt, Attempts: []storage.Attempt{}}, nil
 		}
 	}

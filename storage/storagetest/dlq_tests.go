@@ -21,6 +21,7 @@ func testDLQEntry(t *testing.T, f Factory) {
 		t.Errorf("Lookup of an unknown event: err = %v, want storage.ErrNotFound", err)
 	}
 	ev := newEvent(t, "stripe", "evt_dead")
+	ev.Type, ev.Tenant = "invoice.paid", "acct_1"
 	ev.Body = []byte("{\"bin\":\"\x00\xff\"}")
 	ev.Headers.Add("X-Multi", "a")
 	ev.Headers.Add("X-Multi", "b")
@@ -36,6 +37,9 @@ func testDLQEntry(t *testing.T, f Factory) {
 	e := dlqGet(t, s, ev.ID)
 	if e.ID != ev.ID || e.EventID != ev.EventID || e.Source != ev.Source || e.Upstream != ev.Upstream {
 		t.Errorf("entry ids = %s %s %s %s, want %s %s %s %s", e.ID, e.EventID, e.Source, e.Upstream, ev.ID, ev.EventID, ev.Source, ev.Upstream)
+	}
+	if e.EventType != ev.Type || e.Tenant != ev.Tenant {
+		t.Errorf("entry type %q tenant %q, want %q %q", e.EventType, e.Tenant, ev.Type, ev.Tenant)
 	}
 	if !bytes.Equal(e.Payload, ev.Body) {
 		t.Errorf("entry payload = %q, want %q", e.Payload, ev.Body)
@@ -57,8 +61,8 @@ func testDLQEntry(t *testing.T, f Factory) {
 		t.Errorf("entry created_at %v, want between %v and %v", e.CreatedAt, before, after)
 	}
 	info := lookup(t, s, "stripe", "evt_dead")
-	if info.Status != storage.StatusDead || info.ID != ev.ID {
-		t.Errorf("Lookup = %s %s, want %s dead", info.ID, info.Status, ev.ID)
+	if info.Status != storage.StatusDead || info.ID != ev.ID || info.Tenant != ev.Tenant {
+		t.Errorf("Lookup = %s %s tenant %q, want %s dead %q", info.ID, info.Status, info.Tenant, ev.ID, ev.Tenant)
 	}
 	wantCounts(t, s, storage.Counts{Dead: 1})
 	if jobs := lease(t, s, base.Add(time.Hour), 10, time.Minute); len(jobs) != 0 {
@@ -199,6 +203,7 @@ func testDLQRetry(t *testing.T, f Factory) {
 		t.Errorf("DLQRetry of an unknown id: err = %v, want storage.ErrDLQNotFound", err)
 	}
 	ev := newEvent(t, "stripe", "evt_retry")
+	ev.Tenant = "acct_2" // the retried job keeps it (checkEvent)
 	ev.Headers.Set("Stripe-Signature", "t=1,v1=abc")
 	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
 	a1 := attempt(1, time.Now(), 500, "boom")

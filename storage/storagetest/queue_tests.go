@@ -35,6 +35,10 @@ func testEnqueueLease(t *testing.T, f Factory) {
 			ev.Upstream = "http://127.0.0.1:9000/hooks?x=1&y=%2F"
 			ev.ReceivedAt = time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC)
 		}},
+		{"typed event of a tenant", func(ev *storage.Event) {
+			ev.Type = "orders/create"
+			ev.Tenant = "shop-1.myshopify.com"
+		}},
 		{"empty body and no headers", func(ev *storage.Event) {
 			ev.Body = nil
 			ev.Headers = nil

@@ -363,10 +363,10 @@ func wantCounts(t testing.TB, s storage.Store, want storage.Counts) {
 func checkInfo(t testing.TB, info *storage.EventInfo, ev storage.Event, status storage.Status) {
 	t.Helper()
 	if info.ID != ev.ID || info.EventID != ev.EventID || info.Source != ev.Source || info.EventType != ev.Type ||
-		info.Status != status || !info.ReceivedAt.Equal(ev.ReceivedAt) {
-		t.Errorf("Lookup = %s %s %s %q %s %v, want %s %s %s %q %s %v",
-			info.ID, info.EventID, info.Source, info.EventType, info.Status, info.ReceivedAt,
-			ev.ID, ev.EventID, ev.Source, ev.Type, status, ev.ReceivedAt)
+		info.Tenant != ev.Tenant || info.Status != status || !info.ReceivedAt.Equal(ev.ReceivedAt) {
+		t.Errorf("Lookup = %s %s %s %q %q %s %v, want %s %s %s %q %q %s %v",
+			info.ID, info.EventID, info.Source, info.EventType, info.Tenant, info.Status, info.ReceivedAt,
+			ev.ID, ev.EventID, ev.Source, ev.Type, ev.Tenant, status, ev.ReceivedAt)
 	}
 }
 
@@ -379,7 +379,7 @@ func checkEvent(t testing.TB, what string, got, want storage.Event) {
 
 func eventEqual(a, b storage.Event) bool {
 	return a.ID == b.ID && a.EventID == b.EventID && a.Dedupe == b.Dedupe &&
-		a.Source == b.Source && a.Type == b.Type && a.RequestID == b.RequestID && a.Upstream == b.Upstream &&
+		a.Source == b.Source && a.Type == b.Type && a.Tenant == b.Tenant && a.RequestID == b.RequestID && a.Upstream == b.Upstream &&
 		headersEqual(a.Headers, b.Headers) && bytes.Equal(a.Body, b.Body) &&
 		a.ReceivedAt.Equal(b.ReceivedAt)
 }
@@ -389,8 +389,8 @@ func fmtEvent(ev storage.Event) string {
 	if len(body) > 64 {
 		body = body[:64]
 	}
-	return fmt.Sprintf("id=%s event_id=%q dedupe=%v source=%q type=%q upstream=%q headers=%v received_at=%v body(%d)=%q",
-		ev.ID, ev.EventID, ev.Dedupe, ev.Source, ev.Type, ev.Upstream, ev.Headers, ev.ReceivedAt, len(ev.Body), body)
+	return fmt.Sprintf("id=%s event_id=%q dedupe=%v source=%q type=%q tenant=%q upstream=%q headers=%v received_at=%v body(%d)=%q",
+		ev.ID, ev.EventID, ev.Dedupe, ev.Source, ev.Type, ev.Tenant, ev.Upstream, ev.Headers, ev.ReceivedAt, len(ev.Body), body)
 }
 
 func headersEqual(a, b http.Header) bool {

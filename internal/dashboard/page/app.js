@@ -239,6 +239,7 @@
 		add("Source", e.source);
 		add("Destination", destName(e.destination));
 		add("Type", e.event_type);
+		add("Tenant", e.tenant);
 		add("Status", e.status);
 		add("Upstream", e.upstream);
 		add("Error", e.error);
@@ -373,6 +374,7 @@
 		add("Event ID", info.event_id);
 		add("Source", info.source);
 		add("Type", info.event_type);
+		add("Tenant", info.tenant);
 		add("Status", info.status);
 		add("Received", fmtTime(info.received_at));
 		add("Next attempt", fmtTime(info.next_attempt_at));

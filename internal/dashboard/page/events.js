@@ -144,6 +144,7 @@
 		add("Event ID", info.event_id);
 		add("Source", info.source);
 		add("Type", info.event_type);
+		add("Tenant", info.tenant);
 		add("Status", info.status);
 		add("Request ID", info.request_id);
 		add("Received", h.fmtTime(info.received_at));

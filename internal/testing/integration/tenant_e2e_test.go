@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestTenants: a Shopify source finds each event's shop with its scheme's
+// default tenant_from (X-Shopify-Shop-Domain); the upstream gets it as
+// X-Webhook-Tenant, in place of one the sender forged; the DLQ entry and
+// the event lookup show it. A source's own tenant_from replaces the
+// default, and an event without one gets no tenant and no header.
+func TestTenants(t *testing.T) {
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		if n == 2 {
+			w.WriteHeader(http.StatusUnprocessableEntity) // the second event: dead at once
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	startCaddy(t, up, "", fmt.Sprintf(`
+	webhook_ingress /hooks/shop shop {
+		verify shopify %[1]s
+		forward_to %[2]s/in/shop
+	}
+	webhook_ingress /hooks/own own {
+		verify none
+		forward_to %[2]s/in/own
+		id_from header Idempotency-Key
+		tenant_from json account.id
+	}`, shopifySecret, up.URL))
+
+	shopify := func(id, shop string, body []byte) map[string]string {
+		h := map[string]string{
+			"X-Shopify-Hmac-Sha256": base64.StdEncoding.EncodeToString(mac(sha256.New, shopifySecret, string(body))),
+			"X-Shopify-Webhook-Id":  id, "X-Shopify-Topic": "orders/create",
+			"X-Webhook-Tenant": "forged.by.the.sender",
+		}
+		if shop != "" {
+			h["X-Shopify-Shop-Domain"] = shop
+		}
+		return h
+	}
+	order := []byte(`{"id":1}`)
+	if resp, m := post(t, "/hooks/shop", order, shopify("w-1", "alpha.myshopify.com", order)); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("order: %d %v", resp.StatusCode, m)
+	}
+	if got := up.next(t, 5*time.Second).Header.Values("X-Webhook-Tenant"); len(got) != 1 || got[0] != "alpha.myshopify.com" {
+		t.Fatalf("upstream X-Webhook-Tenant %q, want [alpha.myshopify.com]", got)
+	}
+	second := []byte(`{"id":2}`)
+	post(t, "/hooks/shop", second, shopify("w-2", "beta.myshopify.com", second))
+	if got := up.next(t, 5*time.Second).Header.Get("X-Webhook-Tenant"); got != "beta.myshopify.com" {
+		t.Fatalf("upstream X-Webhook-Tenant %q, want beta.myshopify.com", got)
+	}
+	var entries []any
+	waitFor(t, func() bool {
+		_, page := admin(t, "GET", "/webhooks/dlq?source=shop", "")
+		entries, _ = page["entries"].([]any)
+		return len(entries) == 1
+	})
+	if e := entries[0].(map[string]any); e["tenant"] != "beta.myshopify.com" || e["event_id"] != "w-2" {
+		t.Fatalf("DLQ entry %v", e)
+	}
+	if _, ev := admin(t, "GET", "/webhooks/events/shop/w-1", ""); ev["tenant"] != "alpha.myshopify.com" || ev["status"] != "delivered" {
+		t.Fatalf("event lookup %v", ev)
+	}
+
+	// no shop header: no tenant, and no forged header goes through
+	third := []byte(`{"id":3}`)
+	post(t, "/hooks/shop", third, shopify("w-3", "", third))
+	if r := up.next(t, 5*time.Second); r.Header.Values("X-Webhook-Tenant") != nil {
+		t.Fatalf("upstream X-Webhook-Tenant %q for an event without a tenant", r.Header.Values("X-Webhook-Tenant"))
+	}
+	if _, ev := admin(t, "GET", "/webhooks/events/shop/w-3", ""); ev["tenant"] != nil {
+		t.Fatalf("event lookup of an event without a tenant: %v", ev)
+	}
+
+	// a source's own rule
+	body := []byte(`{"account":{"id":42}}`)
+	post(t, "/hooks/own", body, map[string]string{"Idempotency-Key": "o-1"})
+	if got := up.next(t, 5*time.Second).Header.Get("X-Webhook-Tenant"); got != "42" {
+		t.Fatalf("upstream X-Webhook-Tenant %q, want 42", got)
+	}
+}
