@@ -32,8 +32,7 @@ func ValidateTenantRule(r Rule) error {
 
 // FindTenant is the customer account the tenant_from rules find in q,
 // trying them in order, or "" when none does. It is normalized as an id
-// is (Normalize), so that it travels in the X-Webhook-Tenant header and in
-// the stores' keys.
+// is (Normalize), so that it travels in the X-Webhook-Tenant header.
 func FindTenant(q *fields.Request, rules []Rule) string {
 	return FindID(q, rules, time.Time{})
 }

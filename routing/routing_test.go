@@ -155,8 +155,10 @@ func TestGlobsOnProviderCorpus(t *testing.T) {
 		want   []string // the distinct types taken, sorted
 	}{
 		{"stripe", []string{"invoice.*"}, []string{"invoice.created", "invoice.finalized", "invoice.paid"}},
-		{"stripe", []string{"customer.*"}, []string{"customer.created", "customer.updated"}},
-		{"stripe", []string{"*.created"}, []string{"customer.created", "invoice.created"}},
+		// "*" takes dots too: customer.* takes a Connect subscription's customer.subscription.created
+		{"stripe", []string{"customer.*"}, []string{"customer.created", "customer.subscription.created", "customer.updated"}},
+		{"stripe", []string{"*.created"}, []string{"customer.created", "customer.subscription.created", "invoice.created"}},
+		{"stripe", []string{"payment_intent.*", "account.updated"}, []string{"account.updated", "payment_intent.succeeded"}},
 		{"github", []string{"push"}, []string{"push"}},
 		{"github", []string{"issue_comment.*", "star.*"}, []string{"issue_comment.created", "star.created"}},
 		{"shopify", []string{"carts/*"}, []string{"carts/create", "carts/update"}},

@@ -28,6 +28,9 @@ func TestPoisonEvent(t *testing.T) {
 			Event{ID: "id1", EventID: "evt_2", Upstream: "http://up/"}, []Attempt{{N: 1, Status: 500, At: t0}}, false},
 		{"an ordered delivery's lane and chain salvaged", `{"event_id":"evt_4","source":"stripe","destination":"crm","upstream":"http://up/","order_key":"cus_1","order_skip":true,"attempts":7}`,
 			Event{ID: "id1", EventID: "evt_4", Source: "stripe", Destination: "crm", Upstream: "http://up/", OrderKey: "cus_1", OrderSkip: true}, nil, false},
+		{"its type, tenant, request and trace salvaged (a DLQ entry filtered and erased by them)",
+			`{"event_id":"evt_5","source":"shop","type":"orders/create","tenant":"a.myshopify.com","request_id":"r-1","trace":"00-ab-cd-01","upstream":"http://up/","attempts":{}}`,
+			Event{ID: "id1", EventID: "evt_5", Source: "shop", Type: "orders/create", Tenant: "a.myshopify.com", RequestID: "r-1", Trace: "00-ab-cd-01", Upstream: "http://up/"}, nil, false},
 		{"no upstream: not a real event, the raw record is the payload", `{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`,
 			Event{ID: "id1", EventID: "evt_3", Source: "stripe", Body: []byte(`{"event_id":"evt_3","source":"stripe","headers":{"X-A":["1"]},"body":"eA=="}`)}, nil, true},
 	} {

@@ -1,7 +1,6 @@
 package verifiers
 
 import (
-	"strings"
 	"time"
 )
 
@@ -101,7 +100,7 @@ func (s *Stripe) DefaultDedupeWindow() time.Duration {
 
 // DefaultDedupeWindow implements DedupeWindower.
 func (tw *Twilio) DefaultDedupeWindow() time.Duration {
-	if tw.Header != "" && !strings.EqualFold(tw.Header, TwilioSignatureHeader) {
+	if tw.otherProvider() {
 		return day
 	}
 	return defaultDedupeWindow("twilio")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/testing/recipes"
 )
 
 // The table of every provider in docs/providers.md is derived, so that it
@@ -84,8 +86,7 @@ func TestProviderTable(t *testing.T) {
 		}
 		rows = append(rows, "| ["+name+"]("+link+") | `"+directive+"` | "+id+" | "+typ+" | "+tenant+" | "+check+" |")
 	}
-	defaults := func(scheme string) ([]IDRule, []TypeRule, []IDRule) {
-		v := mustLoad(t, scheme, schemeTestConfig(t, scheme))
+	rulesOf := func(v Verifier) ([]IDRule, []TypeRule, []IDRule) {
 		var ids, tenants []IDRule
 		var types []TypeRule
 		if d, ok := v.(IDDefaulter); ok {
@@ -98,6 +99,9 @@ func TestProviderTable(t *testing.T) {
 			tenants = d.DefaultTenantFrom()
 		}
 		return ids, types, tenants
+	}
+	defaults := func(scheme string) ([]IDRule, []TypeRule, []IDRule) {
+		return rulesOf(mustLoad(t, scheme, schemeTestConfig(t, scheme)))
 	}
 	for _, p := range schemeProviders {
 		ids, types, tenants := defaults(p.scheme)
@@ -114,7 +118,9 @@ func TestProviderTable(t *testing.T) {
 		block := blocks[mark[1]]
 		scheme := strings.Fields(verifyDirective(t, block))[0]
 		ids, types := recipeRules(t, block)
-		dIDs, dTypes, tenants := defaults(scheme)
+		// the defaults of the recipe's own verify directive: an option may
+		// change them (stripe's format under another header has none)
+		dIDs, dTypes, tenants := rulesOf(recipeVerifier(t, mark[1], block))
 		if len(ids) == 0 && !hasIDFrom(block) {
 			ids = dIDs
 		}
@@ -149,6 +155,32 @@ func TestProviderTable(t *testing.T) {
 		return
 	}
 	t.Errorf("the table of every provider in %s is not the one the recipes and schemes give; rerun with HOOKLINE_UPDATE_DOCS=1. Want:\n%s", providersDoc, table)
+}
+
+// recipeVerifier is the verifier of a recipe's verify directive,
+// provisioned with its provider case's secret in the environment variables
+// it names.
+func recipeVerifier(t *testing.T, recipe, block string) Verifier {
+	t.Helper()
+	directive := verifyDirective(t, block)
+	secret := ""
+	for _, pc := range providerCases {
+		if pc.recipe == recipe {
+			secret = pc.secret
+		}
+	}
+	if secret == "" {
+		t.Fatalf("recipe %s has no provider case", recipe)
+	}
+	for _, e := range recipes.EnvPlaceholder.FindAllStringSubmatch(directive, -1) {
+		t.Setenv(e[1], secret)
+	}
+	name := strings.Fields(directive)[0]
+	cfg, err := unmarshalCaddyfile(t, name, directive)
+	if err != nil {
+		t.Fatalf("recipe %s: parsing %q: %v", recipe, directive, err)
+	}
+	return mustLoad(t, name, cfg)
 }
 
 // hasIDFrom reports whether a recipe block sets id_from at all.

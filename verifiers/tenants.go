@@ -12,7 +12,10 @@ import "github.com/hookline/hookline/dedupe"
 // names one per delivery, and finds none in a batch that may carry several
 // accounts (Meta's entries, Microsoft Graph's notifications), so that an
 // erasure or a filter by tenant never takes in another account's events.
-// An event without a tenant is delivered as any other. The defaults are
+// An event without a tenant is delivered as any other. Slack has none:
+// its team_id names the workspace where the event occurred, which in a
+// Slack Connect channel may be another organization's than the one whose
+// installation receives it. The defaults are
 // decided here, side by side, as docs/reference.md lists them, and proven
 // on the provider corpus (testdata/providers: every sample gets the
 // account its provider names, or none).
@@ -28,12 +31,6 @@ func (*Shopify) DefaultTenantFrom() []IDRule {
 // DefaultTenantFrom returns the GitHub App installation the delivery is
 // for (installation.id); a repository or organization webhook has none.
 func (*GitHub) DefaultTenantFrom() []IDRule { return []IDRule{dedupe.JSON("installation.id")} }
-
-// DefaultTenantFrom returns the workspace: the Events API's team_id, else
-// a slash command's team_id form field.
-func (*Slack) DefaultTenantFrom() []IDRule {
-	return []IDRule{dedupe.JSON("team_id"), dedupe.Form("team_id")}
-}
 
 // DefaultTenantFrom returns the connected account of a Connect event
 // (account, acct_...); a platform's own events have none, and neither has
@@ -52,8 +49,15 @@ func (*Meta) DefaultTenantFrom() []IDRule {
 	return []IDRule{dedupe.JSON("entry.0.id").Unless("entry.1")}
 }
 
-// DefaultTenantFrom returns the (sub)account of the callback (AccountSid).
-func (*Twilio) DefaultTenantFrom() []IDRule { return []IDRule{dedupe.Form("AccountSid")} }
+// DefaultTenantFrom returns the (sub)account of the callback
+// (AccountSid); none for another provider's format read under another
+// header (Mandrill's).
+func (tw *Twilio) DefaultTenantFrom() []IDRule {
+	if tw.otherProvider() {
+		return nil
+	}
+	return []IDRule{dedupe.Form("AccountSid")}
+}
 
 // DefaultTenantFrom returns the Zoom account (payload.account_id).
 func (*Zoom) DefaultTenantFrom() []IDRule { return []IDRule{dedupe.JSON("payload.account_id")} }
@@ -69,7 +73,6 @@ func (*MSGraph) DefaultTenantFrom() []IDRule {
 var (
 	_ TenantDefaulter = (*Shopify)(nil)
 	_ TenantDefaulter = (*GitHub)(nil)
-	_ TenantDefaulter = (*Slack)(nil)
 	_ TenantDefaulter = (*Stripe)(nil)
 	_ TenantDefaulter = (*Meta)(nil)
 	_ TenantDefaulter = (*Facebook)(nil)

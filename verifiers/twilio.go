@@ -307,6 +307,13 @@ func splitTwilioHostPort(hostport string) (host, port string) {
 	return hostport[:i], hostport[i+1:]
 }
 
+// otherProvider reports whether the scheme reads Twilio's format under
+// another header (Mandrill's): another provider's, whose account and retry
+// horizon are not Twilio's.
+func (tw *Twilio) otherProvider() bool {
+	return tw.Header != "" && !strings.EqualFold(tw.Header, TwilioSignatureHeader)
+}
+
 // DefaultIDFrom returns the I-Twilio-Idempotency-Token header (one per
 // webhook, the same on Twilio's retries), otherwise a hash of the exact
 // received bytes. MessageSid is not a default: the status callbacks of one

@@ -127,7 +127,7 @@ func (a *App) onResult(r delivery.Report) {
 	case storage.Dead:
 		a.audit(stepDead, append(fields, zap.String("error", r.Error))...)
 		a.emit(eventDead, map[string]any{"source": r.Job.Source, "event_id": r.Job.EventID, "id": r.Job.ID,
-			"type": r.Job.Type, "error": r.Error})
+			"type": r.Job.Type, "tenant": r.Job.Tenant, "error": r.Error})
 	}
 	if !r.Job.Dedupe {
 		return

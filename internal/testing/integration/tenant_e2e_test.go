@@ -11,10 +11,12 @@ import (
 
 // TestTenants: a Shopify source finds each event's shop with its scheme's
 // default tenant_from (X-Shopify-Shop-Domain); the upstream gets it as
-// X-Webhook-Tenant, in place of one the sender forged; the DLQ entry and
-// the event lookup show it. A source's own tenant_from replaces the
-// default, and an event without one gets no tenant and no header.
+// X-Webhook-Tenant, in place of one the sender forged; the DLQ entry, the
+// event lookup, the audit lines and the webhook_dead event show it. A
+// source's own tenant_from replaces the default, and an event without one
+// gets no tenant and no header.
 func TestTenants(t *testing.T) {
+	logs, auditLog, eventsLog := auditLogs(t)
 	up := newUpstream(t)
 	up.setRespond(func(n int, w http.ResponseWriter) {
 		if n == 2 {
@@ -23,15 +25,14 @@ func TestTenants(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	startCaddy(t, up, "", fmt.Sprintf(`
+	startCaddyWith(t, up, logs, auditOn(t), fmt.Sprintf(`
 	webhook_ingress /hooks/shop shop {
 		verify shopify %[1]s
 		forward_to %[2]s/in/shop
 	}
 	webhook_ingress /hooks/own own {
-		verify none
+		verify shopify %[1]s
 		forward_to %[2]s/in/own
-		id_from header Idempotency-Key
 		tenant_from json account.id
 	}`, shopifySecret, up.URL))
 
@@ -81,10 +82,38 @@ func TestTenants(t *testing.T) {
 		t.Fatalf("event lookup of an event without a tenant: %v", ev)
 	}
 
-	// a source's own rule
+	// a source's own rule replaces the scheme's (the shop header is there too)
 	body := []byte(`{"account":{"id":42}}`)
-	post(t, "/hooks/own", body, map[string]string{"Idempotency-Key": "o-1"})
+	post(t, "/hooks/own", body, shopify("o-1", "alpha.myshopify.com", body))
 	if got := up.next(t, 5*time.Second).Header.Get("X-Webhook-Tenant"); got != "42" {
-		t.Fatalf("upstream X-Webhook-Tenant %q, want 42", got)
+		t.Fatalf("upstream X-Webhook-Tenant %q, want 42 (the source's own rule)", got)
+	}
+
+	// the audit lines and the Caddy event carry it
+	tenants := map[string]any{}
+	waitFor(t, func() bool {
+		for _, l := range logLines(t, auditLog) {
+			if l["step"] == "received" {
+				tenants[fmt.Sprint(l["event_id"])] = l["tenant"]
+			}
+		}
+		return len(tenants) == 4
+	})
+	for id, want := range map[string]string{"w-1": "alpha.myshopify.com", "w-2": "beta.myshopify.com", "w-3": "", "o-1": "42"} {
+		if tenants[id] != want {
+			t.Errorf("received line of %s: tenant %v, want %q", id, tenants[id], want)
+		}
+	}
+	var dead map[string]any
+	waitFor(t, func() bool {
+		for _, l := range logLines(t, eventsLog) {
+			if l["name"] == "webhook_dead" {
+				dead, _ = l["data"].(map[string]any)
+			}
+		}
+		return dead != nil
+	})
+	if dead["tenant"] != "beta.myshopify.com" || dead["event_id"] != "w-2" {
+		t.Errorf("webhook_dead data %v", dead)
 	}
 }
