@@ -46,38 +46,25 @@ func (c IDRule) rule() dedupe.Rule {
 // compileIDFrom compiles the id_from rules of a source and checks them as
 // the Caddyfile parser does (a JSON config may carry anything).
 func compileIDFrom(cfg []IDRule) ([]dedupe.Rule, error) {
-	var rules []dedupe.Rule
-	for i, c := range cfg {
-		r := c.rule()
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("id_from %d: %v", i, err)
-		}
-		rules = append(rules, r)
-	}
-	return rules, nil
+	return compileRules(cfg, "id_from", dedupe.Rule.Validate)
 }
 
 // compileTenantFrom compiles the tenant_from rules of a source and checks
 // them as the Caddyfile parser does.
 func compileTenantFrom(cfg []IDRule) ([]dedupe.Rule, error) {
+	return compileRules(cfg, "tenant_from", dedupe.ValidateTenantRule)
+}
+
+// compileRules compiles the rules of one option (name, for messages), each
+// checked by check.
+func compileRules(cfg []IDRule, name string, check func(dedupe.Rule) error) ([]dedupe.Rule, error) {
 	var rules []dedupe.Rule
 	for i, c := range cfg {
 		r := c.rule()
-		if err := dedupe.ValidateTenantRule(r); err != nil {
-			return nil, fmt.Errorf("tenant_from %d: %v", i, err)
+		if err := check(r); err != nil {
+			return nil, fmt.Errorf("%s %d: %v", name, i, err)
 		}
 		rules = append(rules, r)
-	}
-	return rules, nil
-}
-
-// checkedTenantDefaults returns a scheme's default tenant_from rules once
-// each passes the checks a configured one gets.
-func checkedTenantDefaults(rules []dedupe.Rule) ([]dedupe.Rule, error) {
-	for _, r := range rules {
-		if err := dedupe.ValidateTenantRule(r); err != nil {
-			return nil, err
-		}
 	}
 	return rules, nil
 }

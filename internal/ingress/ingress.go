@@ -234,7 +234,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
 	if d, ok := h.verifier.(verifiers.IDDefaulter); ok && len(h.rules) == 0 {
-		if h.rules, err = checkedDefaults(d.DefaultIDFrom()); err != nil {
+		if h.rules, err = checkedDefaults(d.DefaultIDFrom(), dedupe.Rule.Validate); err != nil {
 			return fmt.Errorf("webhook_ingress %s: verifier default id_from: %v", h.Source, err)
 		}
 	}
@@ -243,7 +243,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
 	if d, ok := h.verifier.(verifiers.TypeDefaulter); ok && len(h.typeRules) == 0 {
-		if h.typeRules, err = checkedDefaults(d.DefaultTypeFrom()); err != nil {
+		if h.typeRules, err = checkedDefaults(d.DefaultTypeFrom(), dedupe.TypeRule.Validate); err != nil {
 			return fmt.Errorf("webhook_ingress %s: verifier default type_from: %v", h.Source, err)
 		}
 	}
@@ -252,7 +252,7 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("webhook_ingress %s: %v", h.Source, err)
 	}
 	if d, ok := h.verifier.(verifiers.TenantDefaulter); ok && len(h.tenantRules) == 0 {
-		if h.tenantRules, err = checkedTenantDefaults(d.DefaultTenantFrom()); err != nil {
+		if h.tenantRules, err = checkedDefaults(d.DefaultTenantFrom(), dedupe.ValidateTenantRule); err != nil {
 			return fmt.Errorf("webhook_ingress %s: verifier default tenant_from: %v", h.Source, err)
 		}
 	}
@@ -270,10 +270,10 @@ func (h *Ingress) Provision(ctx caddy.Context) error {
 }
 
 // checkedDefaults returns a scheme's default rules once each passes the
-// checks a configured rule gets.
-func checkedDefaults[R interface{ Validate() error }](rules []R) ([]R, error) {
+// check a configured rule of its option gets.
+func checkedDefaults[R any](rules []R, check func(R) error) ([]R, error) {
 	for _, r := range rules {
-		if err := r.Validate(); err != nil {
+		if err := check(r); err != nil {
 			return nil, err
 		}
 	}
