@@ -31,6 +31,8 @@ type EventFilter struct {
 	// ("" and "default" alike: the default destination; empty: all).
 	Destination string
 	Type        string // the event type, exactly
+	// Tenant selects one tenant's events, exactly ("": any).
+	Tenant string
 	// Status is the event's status (AggregateStatus of its deliveries'),
 	// or with Destination that destination's delivery's.
 	Status Status
@@ -89,6 +91,9 @@ func (f EventFilter) Matches(info *EventInfo) bool {
 		return false
 	}
 	if f.Type != "" && info.EventType != f.Type {
+		return false
+	}
+	if f.Tenant != "" && info.Tenant != f.Tenant {
 		return false
 	}
 	if f.ID != "" && !strings.HasPrefix(info.ID, f.ID) && !strings.HasPrefix(info.EventID, f.ID) {

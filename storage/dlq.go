@@ -90,11 +90,13 @@ type DLQFilter struct {
 	// alike select the default destination's; empty: all).
 	Destination string
 	Type        string // the event type, exactly
-	Status      DLQStatus
-	Since       time.Time // entries created at or after
-	Until       time.Time // entries created at or before (zero: no bound)
-	Limit       int       // 0 means DLQDefaultLimit
-	Cursor      string    // opaque, from DLQPage.NextCursor
+	// Tenant selects one tenant's entries, exactly (empty: all).
+	Tenant string
+	Status DLQStatus
+	Since  time.Time // entries created at or after
+	Until  time.Time // entries created at or before (zero: no bound)
+	Limit  int       // 0 means DLQDefaultLimit
+	Cursor string    // opaque, from DLQPage.NextCursor
 }
 
 // Matches reports whether e passes the filter (cursor and limit aside).
@@ -106,6 +108,9 @@ func (f DLQFilter) Matches(e *DLQEntry) bool {
 		return false
 	}
 	if f.Type != "" && e.EventType != f.Type {
+		return false
+	}
+	if f.Tenant != "" && e.Tenant != f.Tenant {
 		return false
 	}
 	if f.Status != "" && e.Status != f.Status {

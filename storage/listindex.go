@@ -36,6 +36,8 @@ type IndexEntry struct {
 	Source      string `json:"src"`
 	Destination string `json:"dst,omitempty"`
 	Type        string `json:"ty,omitempty"`
+	// Tenant is the event's tenant ("": none).
+	Tenant string `json:"tn,omitempty"`
 	// Status is the DLQ entry's DLQStatus, or the finished delivery's
 	// Status.
 	Status string `json:"st"`
@@ -43,27 +45,27 @@ type IndexEntry struct {
 
 // DLQIndexOf is what a DLQ index keeps of e.
 func DLQIndexOf(e *DLQEntry) IndexEntry {
-	return IndexEntry{Source: e.Source, Destination: e.Destination, Type: e.EventType, Status: string(e.Status)}
+	return IndexEntry{Source: e.Source, Destination: e.Destination, Type: e.EventType, Tenant: e.Tenant, Status: string(e.Status)}
 }
 
 // FinishedIndexOf is what an index of finished deliveries keeps of job
 // ev finished with status st.
 func FinishedIndexOf(ev *Event, st Status) IndexEntry {
-	return IndexEntry{Source: ev.Source, Destination: ev.Destination, Type: ev.Type, Status: string(st)}
+	return IndexEntry{Source: ev.Source, Destination: ev.Destination, Type: ev.Type, Tenant: ev.Tenant, Status: string(st)}
 }
 
 // MatchesIndex reports whether an entry with index ix created at created
 // passes the filter (Matches decides).
 func (f DLQFilter) MatchesIndex(ix IndexEntry, created time.Time) bool {
 	return f.Matches(&DLQEntry{Source: ix.Source, Destination: ix.Destination, EventType: ix.Type,
-		Status: DLQStatus(ix.Status), CreatedAt: created})
+		Tenant: ix.Tenant, Status: DLQStatus(ix.Status), CreatedAt: created})
 }
 
 // MatchesIndex reports whether delivery id with index ix finished at
 // finished passes the filter (Matches decides).
 func (f ReplayFilter) MatchesIndex(id string, ix IndexEntry, finished time.Time) bool {
-	return f.Matches(&Event{ID: id, Source: ix.Source, Destination: ix.Destination, Type: ix.Type},
-		Status(ix.Status), finished)
+	return f.Matches(&Event{ID: id, Source: ix.Source, Destination: ix.Destination, Type: ix.Type,
+		Tenant: ix.Tenant}, Status(ix.Status), finished)
 }
 
 // Encode is ix as an index value.

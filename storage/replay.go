@@ -26,6 +26,8 @@ type ReplayFilter struct {
 	// alike: the default destination's; empty: all).
 	Destination string
 	Type        string // the event type, exactly
+	// Tenant selects one tenant's deliveries, exactly ("": any).
+	Tenant string
 	// ID selects one event's deliveries by its internal ID ("": any).
 	ID    string
 	Since time.Time // delivered at or after
@@ -64,7 +66,7 @@ func (f ReplayFilter) Matches(ev *Event, st Status, finished time.Time) bool {
 		return false
 	}
 	return (f.Source == "" || ev.Source == f.Source) && (f.Type == "" || ev.Type == f.Type) &&
-		(f.ID == "" || EventIDOfDelivery(ev.ID) == f.ID) &&
+		(f.Tenant == "" || ev.Tenant == f.Tenant) && (f.ID == "" || EventIDOfDelivery(ev.ID) == f.ID) &&
 		(f.Destination == "" || DestinationOf(ev) == DestinationOf(&Event{Destination: f.Destination}))
 }
 

@@ -21,7 +21,7 @@ import (
 // defaultBulkLimit is how many entries a bulk retry takes without a limit.
 const defaultBulkLimit = 100
 
-// listDead answers GET /webhooks/dlq?source=&destination=&type=&status=&since=&until=&limit=&cursor=
+// listDead answers GET /webhooks/dlq?source=&destination=&type=&tenant=&status=&since=&until=&limit=&cursor=
 // with a page of entries, newest first, credentials redacted.
 func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 	app, err := h.ready()
@@ -30,7 +30,7 @@ func (h *Handler) listDead(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := storage.DLQFilter{Source: q.Get("source"), Destination: q.Get("destination"), Type: q.Get("type"),
-		Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
+		Tenant: tenantFilter(q.Get("tenant")), Status: storage.DLQStatus(q.Get("status")), Cursor: q.Get("cursor")}
 	if err := checkDestination(f.Destination); err != nil {
 		return err
 	}
@@ -144,8 +144,8 @@ func (h *Handler) bulkRetry(w http.ResponseWriter, r *http.Request) error {
 	if req.Status == "" {
 		req.Status = string(storage.DLQPending)
 	}
-	f := storage.DLQFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Status: storage.DLQStatus(req.Status),
-		Limit: req.Limit, Cursor: req.Cursor}
+	f := storage.DLQFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Tenant: tenantFilter(req.Tenant),
+		Status: storage.DLQStatus(req.Status), Limit: req.Limit, Cursor: req.Cursor}
 	if err := checkDestination(f.Destination); err != nil {
 		return err
 	}

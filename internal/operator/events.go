@@ -48,7 +48,7 @@ func (h *Handler) erase(w http.ResponseWriter, r *http.Request) error {
 		Deliveries: res.Deliveries, DLQEntries: res.DLQEntries, DedupeUntil: res.DedupeUntil})
 }
 
-// listEvents answers GET /webhooks/events?source=&destination=&type=&status=&since=&until=&q=&limit=&cursor=
+// listEvents answers GET /webhooks/events?source=&destination=&type=&tenant=&status=&since=&until=&q=&limit=&cursor=
 // with a page of events (storage.EventPage), newest first, whatever their
 // status: what Lookup reports of each (a fan-out event once, with each
 // destination's delivery).
@@ -59,7 +59,7 @@ func (h *Handler) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := storage.EventFilter{Source: q.Get("source"), Destination: q.Get("destination"), Type: q.Get("type"),
-		Status: storage.Status(q.Get("status")), ID: q.Get("q"), Cursor: q.Get("cursor")}
+		Tenant: tenantFilter(q.Get("tenant")), Status: storage.Status(q.Get("status")), ID: q.Get("q"), Cursor: q.Get("cursor")}
 	if err := checkDestination(f.Destination); err != nil {
 		return err
 	}

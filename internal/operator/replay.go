@@ -24,8 +24,8 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := time.Now()
-	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, ID: req.ID, Limit: req.Limit,
-		Cursor: req.Cursor}
+	f := storage.ReplayFilter{Source: req.Source, Destination: req.Destination, Type: req.Type, Tenant: tenantFilter(req.Tenant),
+		ID: req.ID, Limit: req.Limit, Cursor: req.Cursor}
 	if f.Since, err = parseTimeFilter("since", req.Since, now); err != nil {
 		return err
 	}

@@ -270,6 +270,9 @@ type BulkRetryRequest struct {
 	Destination string `json:"destination,omitempty"`
 	// Type selects the entries of one event type, exactly.
 	Type string `json:"type,omitempty"`
+	// Tenant selects the entries of one tenant (the account tenant_from
+	// found), exactly.
+	Tenant string `json:"tenant,omitempty"`
 	// Status selects the entries in one status (default pending).
 	Status string `json:"status"`
 	// Since selects the entries dead-lettered since: an RFC 3339 time or
@@ -314,6 +317,9 @@ type ReplayRequest struct {
 	Destination string `json:"destination,omitempty"`
 	// Type selects the events of one event type, exactly.
 	Type string `json:"type,omitempty"`
+	// Tenant selects the events of one tenant (the account tenant_from
+	// found), exactly.
+	Tenant string `json:"tenant,omitempty"`
 	// ID selects one event by its internal id (its deliveries).
 	ID string `json:"id,omitempty"`
 	// Since selects the events delivered since: an RFC 3339 time or a
@@ -343,6 +349,8 @@ type ReplayedEvent struct {
 	Destination string `json:"destination,omitempty"`
 	// Type is the event's type, if its source found one.
 	Type string `json:"type,omitempty"`
+	// Tenant is the event's tenant, if its source found one.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // ReplayAnswer answers POST /webhooks/events/replay.

@@ -82,6 +82,7 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			list.Flags().String("source", "", "Only this source")
 			list.Flags().String("destination", "", "Only this destination's entries (default: every destination)")
 			list.Flags().String("type", "", "Only this event type (exactly)")
+			list.Flags().String("tenant", "", "Only this tenant's entries (exactly)")
 			list.Flags().String("status", "", "pending, investigating, resolved, discarded or retried")
 			list.Flags().String("since", "", "RFC 3339 time or a duration (24h)")
 			list.Flags().String("until", "", "Dead-lettered at or before: RFC 3339 time or a duration ago")
@@ -333,7 +334,7 @@ func printSignatureFailures(w io.Writer, all map[string][]operator.SignatureFail
 
 func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	q := url.Values{}
-	for _, name := range []string{"source", "destination", "type", "status", "since", "until", "cursor"} {
+	for _, name := range []string{"source", "destination", "type", "tenant", "status", "since", "until", "cursor"} {
 		if v := fl.String(name); v != "" {
 			q.Set(name, v)
 		}
@@ -351,10 +352,10 @@ func cmdDLQList(fl caddycmd.Flags) (int, error) {
 	}
 	var page storage.DLQPage
 	return output(fl, raw, &page, func(w io.Writer) {
-		fmt.Fprintln(w, "ID\tSOURCE\tDESTINATION\tEVENT ID\tTYPE\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
+		fmt.Fprintln(w, "ID\tSOURCE\tDESTINATION\tEVENT ID\tTYPE\tTENANT\tSTATUS\tLAST\tATTEMPTS\tCREATED\tERROR")
 		for _, e := range page.Entries {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source,
-				storage.DestinationOf(&storage.Event{Destination: e.Destination}), e.EventID, orDash(e.EventType), e.Status,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", e.ID, e.Source,
+				storage.DestinationOf(&storage.Event{Destination: e.Destination}), e.EventID, orDash(e.EventType), orDash(e.Tenant), e.Status,
 				e.LastStatus, len(e.Attempts), e.CreatedAt.Local().Format(time.DateTime), oneLine(e.Error, 60))
 		}
 		if len(page.Entries) == 0 {
@@ -371,6 +372,7 @@ func eventsListFlags(fs *pflag.FlagSet) {
 	fs.String("source", "", "Only this source")
 	fs.String("destination", "", "Only events with a delivery to this destination")
 	fs.String("type", "", "Only this event type (exactly)")
+	fs.String("tenant", "", "Only this tenant's events (exactly)")
 	fs.String("status", "", "queued, in_flight, delivered or dead (with --destination: that delivery's)")
 	fs.String("since", "", "Received at or after: RFC 3339 time or a duration ago (24h)")
 	fs.String("until", "", "Received at or before: RFC 3339 time or a duration ago")
@@ -383,7 +385,7 @@ func eventsListFlags(fs *pflag.FlagSet) {
 // event, its destinations with their statuses.
 func cmdEventsList(fl caddycmd.Flags) (int, error) {
 	q := url.Values{}
-	for _, name := range []string{"source", "destination", "type", "status", "since", "until", "cursor"} {
+	for _, name := range []string{"source", "destination", "type", "tenant", "status", "since", "until", "cursor"} {
 		if v := fl.String(name); v != "" {
 			q.Set(name, v)
 		}
@@ -408,10 +410,10 @@ func cmdEventsList(fl caddycmd.Flags) (int, error) {
 
 // printEvents is the table of `caddy webhooks events list`.
 func printEvents(w io.Writer, page *storage.EventPage) {
-	fmt.Fprintln(w, "RECEIVED\tSOURCE\tEVENT ID\tTYPE\tSTATUS\tDESTINATIONS\tATTEMPTS\tID")
+	fmt.Fprintln(w, "RECEIVED\tSOURCE\tEVENT ID\tTYPE\tTENANT\tSTATUS\tDESTINATIONS\tATTEMPTS\tID")
 	for _, e := range page.Events {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", fmtTime(e.ReceivedAt), e.Source, e.EventID,
-			orDash(e.EventType), e.Status, destinationStatuses(&e), len(e.Attempts), e.ID)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", fmtTime(e.ReceivedAt), e.Source, e.EventID,
+			orDash(e.EventType), orDash(e.Tenant), e.Status, destinationStatuses(&e), len(e.Attempts), e.ID)
 	}
 	if len(page.Events) == 0 {
 		fmt.Fprintln(w, "(no events)")
@@ -487,6 +489,7 @@ func retryFlags(fs *pflag.FlagSet) {
 	fs.String("source", "", "Bulk: only this source")
 	fs.String("destination", "", "Bulk: only this destination's entries (default: the source's forward_to; unset: every destination)")
 	fs.String("type", "", "Bulk: only this event type (exactly)")
+	fs.String("tenant", "", "Bulk: only this tenant's entries (exactly)")
 	fs.String("status", "", "Bulk: entries in this status (default pending)")
 	fs.String("since", "", "Bulk: entries dead-lettered since (RFC 3339 or 24h)")
 	fs.Int("limit", 0, "Bulk: at most this many (default 100)")
@@ -496,7 +499,7 @@ func retryFlags(fs *pflag.FlagSet) {
 }
 
 // errRetryNoFilter refuses a bulk retry that names nothing to select by.
-var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --destination, --type, --status, --since), " +
+var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--source, --destination, --type, --tenant, --status, --since), " +
 	"or --all to re-enqueue pending entries with no filter, --limit a call (--dry-run shows which)")
 
 // bulkRetryFromFlags builds the bulk retry request of the flags. With no
@@ -504,8 +507,8 @@ var errRetryNoFilter = errors.New("dlq retry: give an entry id, a filter (--sour
 // nothing) is given: a bare `dlq retry` must not redrive the whole DLQ.
 func bulkRetryFromFlags(fl caddycmd.Flags) (operator.BulkRetryRequest, error) {
 	req := operator.BulkRetryRequest{Source: fl.String("source"), Destination: fl.String("destination"), Type: fl.String("type"),
-		Status: fl.String("status"), Since: fl.String("since"), Limit: fl.Int("limit"), Cursor: fl.String("cursor"), DryRun: fl.Bool("dry-run")}
-	if req.Source == "" && req.Destination == "" && req.Type == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
+		Tenant: fl.String("tenant"), Status: fl.String("status"), Since: fl.String("since"), Limit: fl.Int("limit"), Cursor: fl.String("cursor"), DryRun: fl.Bool("dry-run")}
+	if req.Source == "" && req.Destination == "" && req.Type == "" && req.Tenant == "" && req.Status == "" && req.Since == "" && !fl.Bool("all") && !req.DryRun {
 		return req, errRetryNoFilter
 	}
 	return req, nil
@@ -559,6 +562,7 @@ func replayFlags(fs *pflag.FlagSet) {
 	fs.String("source", "", "Only this source")
 	fs.String("destination", "", "Only the deliveries to this destination (default: the source's forward_to; unset: every destination)")
 	fs.String("type", "", "Only this event type (exactly)")
+	fs.String("tenant", "", "Only this tenant's events (exactly)")
 	fs.String("since", "", "Events delivered since (RFC 3339 or 24h)")
 	fs.String("until", "", "Events delivered until (RFC 3339 or 1h: that long ago)")
 	fs.Int("limit", 0, "At most this many (default 100, at most 1000)")
@@ -569,7 +573,7 @@ func replayFlags(fs *pflag.FlagSet) {
 // replayFromFlags builds the replay request of the flags.
 func replayFromFlags(fl caddycmd.Flags) operator.ReplayRequest {
 	return operator.ReplayRequest{Source: fl.String("source"), Destination: fl.String("destination"), Type: fl.String("type"),
-		Since: fl.String("since"), Until: fl.String("until"), Limit: fl.Int("limit"), Cursor: fl.String("cursor"), DryRun: fl.Bool("dry-run")}
+		Tenant: fl.String("tenant"), Since: fl.String("since"), Until: fl.String("until"), Limit: fl.Int("limit"), Cursor: fl.String("cursor"), DryRun: fl.Bool("dry-run")}
 }
 
 // cmdReplay re-sends delivered events matching the flags.

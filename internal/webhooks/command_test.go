@@ -83,6 +83,7 @@ func TestDLQRetryNeedsIDFilterOrAll(t *testing.T) {
 		{[]string{"--since", "1h"}, `"since":"1h"`},
 		{[]string{"--dry-run"}, `"dry_run":true`},
 		{[]string{"--destination", "billing"}, `"destination":"billing"`},
+		{[]string{"--tenant", "shop-1.myshopify.com"}, `"tenant":"shop-1.myshopify.com"`},
 		{[]string{"--source", "stripe", "--destination", "default"}, `"source":"stripe","destination":"default"`},
 		{[]string{"--all", "--cursor", "c1"}, `"cursor":"c1"`},
 	} {
@@ -119,6 +120,7 @@ func TestReplayCommand(t *testing.T) {
 		{nil, operator.ReplayRequest{}},
 		{[]string{"--source", "stripe"}, operator.ReplayRequest{Source: "stripe"}},
 		{[]string{"--type", "charge.succeeded"}, operator.ReplayRequest{Type: "charge.succeeded"}},
+		{[]string{"--tenant", "acct_1"}, operator.ReplayRequest{Tenant: "acct_1"}},
 		{[]string{"--since", "24h", "--until", "2026-01-02T03:04:05Z"}, operator.ReplayRequest{Since: "24h", Until: "2026-01-02T03:04:05Z"}},
 		{[]string{"--limit", "7"}, operator.ReplayRequest{Limit: 7}},
 		{[]string{"--cursor", "c1"}, operator.ReplayRequest{Cursor: "c1"}},
@@ -360,6 +362,7 @@ func TestEventsListCommand(t *testing.T) {
 	}{
 		{nil, "GET /webhooks/events?"},
 		{[]string{"--source", "stripe", "--type", "charge.succeeded"}, "GET /webhooks/events?source=stripe&type=charge.succeeded"},
+		{[]string{"--tenant", "shop-1.myshopify.com"}, "GET /webhooks/events?tenant=shop-1.myshopify.com"},
 		{[]string{"--destination", "billing", "--status", "dead", "--limit", "5"}, "GET /webhooks/events?destination=billing&limit=5&status=dead"},
 		{[]string{"--since", "24h", "--until", "1h", "--id", "evt_1", "--cursor", "abc"}, "GET /webhooks/events?cursor=abc&q=evt_1&since=24h&until=1h"},
 	} {
@@ -376,14 +379,14 @@ func TestEventsListCommand(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
 	printEvents(tw, &storage.EventPage{NextCursor: "c2", Events: []storage.EventInfo{
-		{ID: "i-1", EventID: "evt_1", Source: "stripe", EventType: "charge.succeeded", Status: storage.StatusDead, ReceivedAt: at,
+		{ID: "i-1", EventID: "evt_1", Source: "stripe", EventType: "charge.succeeded", Tenant: "acct_1", Status: storage.StatusDead, ReceivedAt: at,
 			Deliveries: []storage.DeliveryInfo{{Destination: "default", Status: storage.StatusDelivered}, {Destination: "billing", Status: storage.StatusDead}}},
 		{ID: "i-2", EventID: "evt_2", Source: "github", Status: storage.StatusQueued, ReceivedAt: at, Attempts: []storage.Attempt{{N: 1}}},
 	}})
 	tw.Flush()
 	for _, want := range []string{
-		"2026-11-23 09:00:00 stripe evt_1    charge.succeeded dead   default=delivered,billing=dead 0        i-1",
-		"2026-11-23 09:00:00 github evt_2    -                queued default=queued                 1        i-2",
+		"2026-11-23 09:00:00 stripe evt_1    charge.succeeded acct_1 dead   default=delivered,billing=dead 0        i-1",
+		"2026-11-23 09:00:00 github evt_2    -                -      queued default=queued                 1        i-2",
 		"more: --cursor c2",
 	} {
 		if !strings.Contains(buf.String(), want) {

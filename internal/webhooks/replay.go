@@ -46,7 +46,7 @@ func (a *App) ReplayDelivered(ctx context.Context, f storage.ReplayFilter, dryRu
 	for i := range infos {
 		info := &infos[i]
 		ev := operator.ReplayedEvent{ID: info.ID, EventID: info.EventID, Source: info.Source,
-			Destination: storage.DestinationOf(&storage.Event{Destination: info.Destination}), Type: info.EventType}
+			Destination: storage.DestinationOf(&storage.Event{Destination: info.Destination}), Type: info.EventType, Tenant: info.Tenant}
 		if dryRun {
 			res.Replayed = append(res.Replayed, ev)
 			continue

@@ -51,16 +51,17 @@ type indexWalk struct {
 
 // indexFields are the hash fields a listing reads of each member: what a
 // DLQ entry's hash and a finished job's keep of storage.IndexEntry.
-var indexFields = []string{"src", "dst", "ty", "st"}
+var indexFields = []string{"src", "dst", "ty", "st", "tn"}
 
 // indexEntry reads indexFields' values: present false when the member is
 // gone (no status), complete false when it was written before the fields
-// existed (the caller reads it in full).
+// existed (the caller reads it in full). A member without a tenant has no
+// "tn" field.
 func indexEntry(v []any) (ix storage.IndexEntry, present, complete bool) {
 	if len(v) != len(indexFields) || v[3] == nil {
 		return ix, false, false
 	}
-	ix = storage.IndexEntry{Source: str(v[0]), Destination: str(v[1]), Type: str(v[2]), Status: str(v[3])}
+	ix = storage.IndexEntry{Source: str(v[0]), Destination: str(v[1]), Type: str(v[2]), Status: str(v[3]), Tenant: str(v[4])}
 	return ix, true, v[0] != nil && v[2] != nil
 }
 

@@ -75,7 +75,7 @@ func TestFinishManyIsolatesErrors(t *testing.T) {
 		lane := storage.LaneOf(&j.Event)
 		calls = append(calls, scriptCall{
 			keys: p.finishKeys(j.ID, lane),
-			args: []any{j.ID, j.Lease, "delivered", ms(time.Now()), ms(time.Now()), "[]", "", "", j.Source, lane, "", "0", "", ""},
+			args: []any{j.ID, j.Lease, "delivered", ms(time.Now()), ms(time.Now()), "[]", "", "", j.Source, lane, "", "0", "", "", ""},
 		})
 	}
 	merged, _ := manyCalls(calls)

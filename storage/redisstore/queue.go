@@ -498,7 +498,7 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	lane := storage.LaneOf(&job.Event)
 	keys := p.finishKeys(job.ID, lane)
 	args := []any{job.ID, job.Lease, string(status), ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen,
-		job.Destination, job.Type}
+		job.Destination, job.Type, job.Tenant}
 	if chain := storage.ChainOf(&job.Event); chain != "" {
 		args = append(append(args, flag(storage.PopsChain(&job.Event, out.Result))), p.chainArgs(chain, now)...)
 	}
@@ -534,7 +534,7 @@ func (p partition) finishKeys(id, lane string) []string {
 //	      attempts JSON, stripped event JSON (dead; "": keep the stored one),
 //	      dlq entry JSON, source, lane,
 //	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open),
-//	      destination, type,
+//	      destination, type, tenant ("": none),
 //	      then for a chained job only: pop (1|0: storage.PopsChain), its
 //	      chain's arguments (partition.chainArgs)
 //	returns 1, or 0 when the lease was lost
@@ -542,7 +542,7 @@ func (p partition) finishKeys(id, lane string) []string {
 // A chained job that dies records its chain in its DLQ entry hash, for
 // the scripts that settle or remove the entry (luaReleaseEntry). A
 // finished job's hash and a DLQ entry's keep the fields a listing filters
-// on (src, dst, ty, st: storage.IndexEntry), so that DLQList and
+// on (src, dst, ty, st, and tn when it has a tenant: storage.IndexEntry), so that DLQList and
 // ListDelivered need not read the event or entry JSON to filter.
 const luaFinishOne = luaPopChain + `
 local function finishOne(KEYS, ARGV)
@@ -557,17 +557,19 @@ local function finishOne(KEYS, ARGV)
 	end
 	if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'ev', ARGV[7]) end
 	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', st, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0', 'dst', ARGV[13], 'ty', ARGV[14])
+	if ARGV[15] ~= '' then redis.call('HSET', KEYS[1], 'tn', ARGV[15]) end
 	redis.call('ZREM', KEYS[7], ARGV[1])
 	redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
-	if ARGV[15] == '1' then popChain(ARGV[16], ARGV[1], ARGV[17], ARGV[18], ARGV[19], ARGV[20], ARGV[21]) end
+	if ARGV[16] == '1' then popChain(ARGV[17], ARGV[1], ARGV[18], ARGV[19], ARGV[20], ARGV[21], ARGV[22]) end
 	if st == 'dead' then
 		local old = redis.call('HGET', KEYS[4], 'at')
 		if old then redis.call('ZREM', KEYS[5], ARGV[1]) end
 		local counted = dlqField(KEYS[4])
 		redis.call('HSET', KEYS[4], 'json', ARGV[8], 'st', ARGV[11], 'at', ARGV[4], 'src', ARGV[9], 'dst', ARGV[13], 'ty', ARGV[14])
+		if ARGV[15] ~= '' then redis.call('HSET', KEYS[4], 'tn', ARGV[15]) end
 		dlqCount(KEYS[6], counted, -1)
 		dlqCount(KEYS[6], dlqField(KEYS[4]), 1)
-		if ARGV[16] then redis.call('HSET', KEYS[4], 'chain', ARGV[16]) end
+		if ARGV[17] then redis.call('HSET', KEYS[4], 'chain', ARGV[17]) end
 		redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
 		if ARGV[12] == '1' then
 			redis.call('SADD', KEYS[6], ARGV[1])

@@ -17,7 +17,8 @@ import (
 // ListDelivered): what a listing reads, and what it lists when the index
 // lacks what an earlier version did not write.
 
-// LoadFinished stores n events of source "src<i%4>" and type "type<i%8>",
+// LoadFinished stores n events of source "src<i%4>", type "type<i%8>" and
+// tenant "tenant<i%5>",
 // each with a payload of size bytes (32 writers), and finishes each with
 // result (Dead: n DLQ entries; Delivered: n events to replay), for the
 // listing benchmarks and the tests of what a listing reads.
@@ -29,7 +30,7 @@ func LoadFinished(tb testing.TB, s storage.Store, n, size int, result storage.Re
 	}
 	enqueueMany(tb, s, n, -time.Second, func(i int64) *storage.Event {
 		return &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true,
-			Source: fmt.Sprintf("src%d", i%4), Type: fmt.Sprintf("type%d", i%8), Upstream: "http://127.0.0.1:1/",
+			Source: fmt.Sprintf("src%d", i%4), Type: fmt.Sprintf("type%d", i%8), Tenant: fmt.Sprintf("tenant%d", i%5), Upstream: "http://127.0.0.1:1/",
 			Body: body, ReceivedAt: time.Now()}
 	})
 	for done := 0; done < n; {
@@ -82,7 +83,7 @@ func ListingsOf(tb testing.TB, s storage.Store) map[string][]string {
 	tb.Helper()
 	out := map[string][]string{}
 	for name, f := range map[string]storage.DLQFilter{"all": {}, "source": {Source: "src1"}, "type": {Type: "type3"},
-		"pending": {Status: storage.DLQPending}, "resolved": {Status: storage.DLQResolved},
+		"tenant": {Tenant: "tenant2"}, "pending": {Status: storage.DLQPending}, "resolved": {Status: storage.DLQResolved},
 		"destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
 		out["dlq "+name] = allPages(tb, "dlq "+name, func(cursor string) ([]string, string, error) {
 			f.Limit, f.Cursor = 7, cursor
@@ -95,7 +96,7 @@ func ListingsOf(tb testing.TB, s storage.Store) map[string][]string {
 		})
 	}
 	for name, f := range map[string]storage.ReplayFilter{"all": {}, "source": {Source: "src1"}, "type": {Type: "type3"},
-		"destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
+		"tenant": {Tenant: "tenant2"}, "destination source type": {Destination: "default", Source: "src2", Type: "type2"}, "nothing": {Type: "nothing"}} {
 		out["replay "+name] = allPages(tb, "replay "+name, func(cursor string) ([]string, string, error) {
 			f.Limit, f.Cursor = 7, cursor
 			p, err := s.ListDelivered(tb.Context(), f)
@@ -119,9 +120,11 @@ func SameListings(tb testing.TB, want, got map[string][]string, dead, delivered 
 			tb.Errorf("%s: %d listed without the index's values, %d with", name, len(got[name]), len(want[name]))
 		}
 	}
-	if len(want["dlq all"]) != dead || len(want["replay all"]) != delivered || len(want["dlq source"]) != dead/4 {
-		tb.Errorf("the model lists %d dead, %d delivered, %d of src1; want %d, %d, %d",
-			len(want["dlq all"]), len(want["replay all"]), len(want["dlq source"]), dead, delivered, dead/4)
+	if len(want["dlq all"]) != dead || len(want["replay all"]) != delivered || len(want["dlq source"]) != dead/4 ||
+		len(want["dlq tenant"]) != dead/5 || len(want["replay tenant"]) != delivered/5 {
+		tb.Errorf("the model lists %d dead, %d delivered, %d of src1, %d and %d of tenant2; want %d, %d, %d, %d, %d",
+			len(want["dlq all"]), len(want["replay all"]), len(want["dlq source"]), len(want["dlq tenant"]), len(want["replay tenant"]),
+			dead, delivered, dead/4, dead/5, delivered/5)
 	}
 }
 

@@ -156,6 +156,7 @@ func Run(t *testing.T, f Factory) {
 		{"EraseOrdered", testEraseOrdered},
 		{"EraseClaimExpiry", testEraseClaimExpiry},
 		{"ListEvents", testListEvents},
+		{"ListByTenant", testListByTenant},
 		{"SealedAtRest", testSealedAtRest},
 		{"SealedKeyMissing", testSealedKeyMissing},
 		{"Rekey", testRekey},

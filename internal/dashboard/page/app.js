@@ -180,6 +180,7 @@
 			source: $("f-source").value.trim(),
 			destination: $("f-destination").value.trim(),
 			type: $("f-type").value.trim(),
+			tenant: $("f-tenant").value.trim(),
 			status: $("f-status").value,
 			since: $("f-since").value.trim(),
 			limit: $("f-limit").value.trim(),
@@ -204,6 +205,7 @@
 				el("td", { "class": "dest" }, destName(e.destination)),
 				el("td", { "class": "mono" }, e.event_id),
 				el("td", { "class": "mono" }, e.event_type || ""),
+				el("td", { "class": "mono" }, e.tenant || ""),
 				el("td", {}, e.status),
 				el("td", {}, e.last_status ? String(e.last_status) : ""),
 				el("td", { "class": "err" }, e.error));
@@ -314,6 +316,7 @@
 		if (f.source) body.source = f.source;
 		if (f.destination) body.destination = f.destination;
 		if (f.type) body.type = f.type;
+		if (f.tenant) body.tenant = f.tenant;
 		if (f.since) body.since = f.since;
 		if (f.limit) body.limit = parseInt(f.limit, 10);
 		return body;
@@ -332,7 +335,7 @@
 		const n = (res.retried || []).length;
 		const skipped = (res.skipped_delivered || []).length;
 		$("bulk-summary").textContent = "Matched " + res.matched + " " + req.status + " entr" + (res.matched === 1 ? "y" : "ies") +
-			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") + (req.type ? " of type " + req.type : "") + ": " + n + " would be re-enqueued" +
+			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") + (req.type ? " of type " + req.type : "") + (req.tenant ? " of tenant " + req.tenant : "") + ": " + n + " would be re-enqueued" +
 			(skipped ? ", " + skipped + " skipped (event delivered meanwhile)" : "") + "." +
 			(res.next_cursor ? " The search stopped before the end of the DLQ: more may match further back (Look further)." : "");
 		bulkNext = res.next_cursor || "";

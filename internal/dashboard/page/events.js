@@ -1,5 +1,5 @@
 // hookline dashboard: the event browser. Every stored event (not only dead
-// ones) searched by id, type, source, destination, status and time; an
+// ones) searched by id, type, tenant, source, destination, status and time; an
 // event's page with each destination's attempts and its actions: retry a
 // dead delivery (its DLQ entry), replay a delivered one (dry run first),
 // erase. Uses the helpers app.js exposes (window.hookline); every piece
@@ -18,6 +18,7 @@
 		return {
 			q: $("evs-q").value.trim(),
 			type: $("evs-type").value.trim(),
+			tenant: $("evs-tenant").value.trim(),
 			source: $("evs-source").value.trim(),
 			destination: $("evs-destination").value.trim(),
 			status: $("evs-status").value,
@@ -55,6 +56,7 @@
 				h.el("td", {}, info.source),
 				h.el("td", { "class": "mono" }, info.event_id),
 				h.el("td", { "class": "mono" }, info.event_type || ""),
+				h.el("td", { "class": "mono" }, info.tenant || ""),
 				h.el("td", {}, info.status),
 				h.el("td", { "class": "dests" }, dests));
 			tr.addEventListener("click", () => showEvent(info));
@@ -80,7 +82,7 @@
 
 	function replayBody(f, dryRun) {
 		const body = { dry_run: dryRun };
-		for (const k of ["source", "destination", "type", "since", "until"]) if (f[k]) body[k] = f[k];
+		for (const k of ["source", "destination", "type", "tenant", "since", "until"]) if (f[k]) body[k] = f[k];
 		if (f.limit) body.limit = parseInt(f.limit, 10);
 		return body;
 	}
@@ -99,7 +101,7 @@
 		const replayed = Array.isArray(res.replayed) ? res.replayed : [];
 		$("evs-replay-summary").textContent = "Matched " + res.matched + " delivered event" + (res.matched === 1 ? "" : "s") +
 			(req.source ? " of " + req.source : "") + (req.destination ? " to destination " + req.destination : "") +
-			(req.type ? " of type " + req.type : "") + ": " + replayed.length + " would be sent again." +
+			(req.type ? " of type " + req.type : "") + (req.tenant ? " of tenant " + req.tenant : "") + ": " + replayed.length + " would be sent again." +
 			(res.next_cursor ? " The search stopped before the end: more may match further on (Look further)." : "");
 		replayNext = res.next_cursor || "";
 		$("evs-replay-further").hidden = !replayNext;

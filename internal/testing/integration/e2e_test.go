@@ -244,6 +244,8 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"PauseDestination", TestPauseDestination},
 		{"Erase", TestErase},
 		{"EventBrowser", TestEventBrowser},
+		{"Tenants", TestTenants},
+		{"TenantFilters", TestTenantFilters},
 		{"EncryptionKeyMissing", TestEncryptionKeyMissing},
 	} {
 		t.Run(tc.name, tc.fn)

@@ -3,8 +3,12 @@ package integration
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -116,4 +120,122 @@ func TestTenants(t *testing.T) {
 	if dead["tenant"] != "beta.myshopify.com" || dead["event_id"] != "w-2" {
 		t.Errorf("webhook_dead data %v", dead)
 	}
+}
+
+// TestTenantFilters: tenant= selects one tenant's events in the DLQ list,
+// the event browser, a bulk retry and a replay (each answer only of that
+// tenant), a bulk retry by tenant re-sends that tenant's entries only, and
+// a tenant stored as its hash (too long to keep) is found by the value the
+// provider sent.
+func TestTenantFilters(t *testing.T) {
+	up := newUpstream(t)
+	up.setRespond(func(n int, w http.ResponseWriter) {
+		up.mu.Lock()
+		fail := strings.Contains(string(up.reqs[n-1].Body), `"fail":true`)
+		up.mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusUnprocessableEntity) // dead at once
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	startCaddy(t, up, "", fmt.Sprintf(`
+	webhook_ingress /hooks/shop shop {
+		verify shopify %[1]s
+		forward_to %[2]s/in/shop
+	}
+	webhook_ingress /hooks/own own {
+		verify shopify %[1]s
+		forward_to %[2]s/in/own
+		tenant_from json account
+	}`, shopifySecret, up.URL))
+	send := func(path, id, shop, body string) {
+		t.Helper()
+		h := map[string]string{
+			"X-Shopify-Hmac-Sha256": base64.StdEncoding.EncodeToString(mac(sha256.New, shopifySecret, body)),
+			"X-Shopify-Webhook-Id":  id, "X-Shopify-Topic": "orders/create", "X-Shopify-Shop-Domain": shop,
+		}
+		if resp, m := post(t, path, []byte(body), h); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %v", id, resp.StatusCode, m)
+		}
+	}
+	const alpha, beta = "alpha.myshopify.com", "beta.myshopify.com"
+	long := strings.Repeat("acct-", 60) // 300 bytes: stored as its SHA-256
+	send("/hooks/shop", "a1", alpha, `{"id":1}`)
+	send("/hooks/shop", "a2", alpha, `{"id":2,"fail":true}`)
+	send("/hooks/shop", "b1", beta, `{"id":3}`)
+	send("/hooks/shop", "b2", beta, `{"id":4,"fail":true}`)
+	send("/hooks/shop", "b3", beta, `{"id":5,"fail":true}`)
+	send("/hooks/own", "l1", alpha, `{"account":"`+long+`","fail":true}`)
+	for range 6 {
+		up.next(t, 5*time.Second)
+	}
+	waitFor(t, func() bool {
+		_, page := admin(t, "GET", "/webhooks/dlq", "")
+		entries, _ := page["entries"].([]any)
+		return len(entries) == 4
+	})
+
+	ids := func(items []any, key string) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, fmt.Sprint(it.(map[string]any)[key]))
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tc := range []struct {
+		tenant   string
+		dead     []string
+		events   []string
+		replayed []string
+	}{
+		{alpha, []string{"a2"}, []string{"a1", "a2"}, []string{"a1"}},
+		{beta, []string{"b2", "b3"}, []string{"b1", "b2", "b3"}, []string{"b1"}},
+		{long, []string{"l1"}, []string{"l1"}, nil},
+		{"alpha", nil, nil, nil}, // exactly, not a prefix
+	} {
+		q := url.QueryEscape(tc.tenant)
+		_, page := admin(t, "GET", "/webhooks/dlq?tenant="+q, "")
+		entries, _ := page["entries"].([]any)
+		if got := ids(entries, "event_id"); !slices.Equal(got, tc.dead) {
+			t.Errorf("DLQ of tenant %.20q: %v, want %v", tc.tenant, got, tc.dead)
+		}
+		_, page = admin(t, "GET", "/webhooks/events?tenant="+q, "")
+		items, _ := page["items"].([]any)
+		if got := ids(items, "event_id"); !slices.Equal(got, tc.events) {
+			t.Errorf("events of tenant %.20q: %v, want %v", tc.tenant, got, tc.events)
+		}
+		body, _ := json.Marshal(map[string]any{"tenant": tc.tenant, "dry_run": true})
+		_, res := admin(t, "POST", "/webhooks/events/replay", string(body))
+		replayed, _ := res["replayed"].([]any)
+		if got := ids(replayed, "event_id"); !slices.Equal(got, tc.replayed) {
+			t.Errorf("replay (dry run) of tenant %.20q: %v, want %v", tc.tenant, got, tc.replayed)
+		}
+		for _, r := range replayed {
+			if r.(map[string]any)["tenant"] != tc.tenant {
+				t.Errorf("replayed %v, want tenant %q", r, tc.tenant)
+			}
+		}
+		_, res = admin(t, "POST", "/webhooks/dlq/retry", string(body))
+		if res["matched"] != float64(len(tc.dead)) {
+			t.Errorf("bulk retry (dry run) of tenant %.20q: %v, want %d matched", tc.tenant, res, len(tc.dead))
+		}
+	}
+	// the long tenant is stored (and sent) as its hash
+	_, page := admin(t, "GET", "/webhooks/dlq?tenant="+url.QueryEscape(long), "")
+	if entries, _ := page["entries"].([]any); len(entries) == 1 && entries[0].(map[string]any)["tenant"] == long {
+		t.Errorf("a 300-byte tenant was stored as it is")
+	}
+
+	// a bulk retry of beta re-sends beta's two dead events, nothing else
+	if code, res := admin(t, "POST", "/webhooks/dlq/retry", `{"tenant":"`+beta+`"}`); code != http.StatusOK || len(res["retried"].([]any)) != 2 {
+		t.Fatalf("bulk retry of beta: %d %v", code, res)
+	}
+	for range 2 {
+		if r := up.next(t, 5*time.Second); r.Header.Get("X-Webhook-Tenant") != beta {
+			t.Errorf("a bulk retry of %s sent an event of tenant %q", beta, r.Header.Get("X-Webhook-Tenant"))
+		}
+	}
+	up.none(t, 500*time.Millisecond)
 }
