@@ -65,6 +65,13 @@ type Eraser interface {
 	// ErrNotFound. now decides what the ordered chain's next delivery is
 	// due at.
 	Erase(ctx context.Context, source, eventID string, now time.Time) (EraseResult, error)
+	// EraseBatch erases each event of source named in eventIDs as Erase
+	// does, as one step of a larger erasure (a tenant's): the result of
+	// each, in order, a zero one (no ID) for an event of which nothing is
+	// stored. Each event is erased atomically, and the backend does once
+	// for the batch what it can (the embedded store scrubs its files once).
+	// An error is the store's: the events before it may be erased.
+	EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]EraseResult, error)
 }
 
 // ErrSpooled is Erase's answer for an event a node holds in its spool

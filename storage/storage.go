@@ -238,6 +238,7 @@ type Store interface {
 	Eraser
 	Browser
 	Rekeyer
+	TenantErasures
 	// Close releases the backend.
 	Close() error
 }

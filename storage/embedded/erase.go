@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hookline/hookline/storage"
@@ -22,18 +23,40 @@ var bErased = []byte("erased")
 
 // Erase implements storage.Store.
 func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
-	if err := ctx.Err(); err != nil {
-		return storage.EraseResult{}, err
-	}
-	var res storage.EraseResult
-	var removed []string
-	err := s.update(ctx, func(tx *kv.Tx) error {
-		var err error
-		res, removed, err = eraseEvent(tx, source, eventID, now)
-		return err
-	})
+	res, err := s.EraseBatch(ctx, source, []string{eventID}, now)
 	if err != nil {
 		return storage.EraseResult{}, err
+	}
+	if res[0].ID == "" {
+		return storage.EraseResult{}, storage.ErrNotFound
+	}
+	return res[0], nil
+}
+
+// EraseBatch implements storage.Eraser: one transaction erases the
+// events, and one scrub follows for all of them.
+func (s *Store) EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]storage.EraseResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var results []storage.EraseResult
+	var removed []string
+	err := s.update(ctx, func(tx *kv.Tx) error {
+		results, removed = make([]storage.EraseResult, len(eventIDs)), nil
+		for i, eventID := range eventIDs {
+			res, rm, err := eraseEvent(tx, source, eventID, now)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue // nothing of it is written
+			}
+			if err != nil {
+				return err
+			}
+			results[i], removed = res, append(removed, rm...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// a delivery leased when it was erased is leased no more: its Finish
 	// finds its lease lost, and the counts no longer see it in flight
@@ -42,9 +65,9 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 	}
 	// the bytes of the records removed are still in the engine's files
 	if err := s.scrub(ctx); err != nil {
-		return storage.EraseResult{}, err
+		return nil, err
 	}
-	return res, nil
+	return results, nil
 }
 
 // eventOf is the internal id of the event eventID of source, as Lookup

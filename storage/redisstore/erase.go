@@ -22,6 +22,24 @@ import (
 // erased is the key of event id's tombstone in p.
 func (p partition) erased(id string) string { return p.tag + ":erased:" + id }
 
+// EraseBatch implements storage.Eraser: each event is erased by its own
+// script in its partition, as Erase does (there is nothing to do once for
+// the batch: a deleted key's bytes leave Redis's memory with it).
+func (s *Store) EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]storage.EraseResult, error) {
+	results := make([]storage.EraseResult, len(eventIDs))
+	for i, id := range eventIDs {
+		res, err := s.Erase(ctx, source, id, now)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return results, err
+		}
+		results[i] = res
+	}
+	return results, nil
+}
+
 // Erase implements storage.Store.
 func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
 	if err := ctx.Err(); err != nil {

@@ -40,10 +40,13 @@ const (
 	MethodQueueHeads    Method = "QueueHeads"
 	MethodCleanup       Method = "Cleanup"
 	MethodErase         Method = "Erase"
+	MethodEraseBatch    Method = "EraseBatch"
 	MethodListEvents    Method = "ListEvents"
 	MethodRekeyBatch    Method = "RekeyBatch"
 	MethodRekeyState    Method = "RekeyState"
 	MethodSaveRekey     Method = "SaveRekeyState"
+	MethodTenantErasure Method = "TenantErasure"
+	MethodSaveTenant    Method = "SaveTenantErasure"
 	MethodClose         Method = "Close"
 )
 
@@ -52,8 +55,8 @@ var Methods = []Method{
 	MethodEnqueue, MethodLease, MethodNextDue, MethodFinish, MethodLookup, MethodCounts,
 	MethodQueueBySource, MethodQueueByLane, MethodDLQList, MethodDLQGet, MethodDLQCounts, MethodDLQRetry,
 	MethodDLQSetStatus, MethodSetPause, MethodResume, MethodPauses, MethodExpirePause, MethodAddStats, MethodStats,
-	MethodStatsBuckets, MethodSetGauges, MethodQueueHeads, MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase, MethodListEvents,
-	MethodRekeyBatch, MethodRekeyState, MethodSaveRekey,
+	MethodStatsBuckets, MethodSetGauges, MethodQueueHeads, MethodCleanup, MethodClose, MethodListDelivered, MethodReplay, MethodErase, MethodEraseBatch, MethodListEvents,
+	MethodRekeyBatch, MethodRekeyState, MethodSaveRekey, MethodTenantErasure, MethodSaveTenant,
 }
 
 // Errors injected by Faulty. Both wrap storage.ErrUnavailable, as a real
@@ -450,6 +453,13 @@ func (f *Faulty) Cleanup(ctx context.Context, now time.Time, retention, dlqReten
 	return call(f, ctx, MethodCleanup, func() (int, error) { return f.inner.Cleanup(ctx, now, retention, dlqRetention) })
 }
 
+// EraseBatch implements storage.Store.
+func (f *Faulty) EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]storage.EraseResult, error) {
+	return call(f, ctx, MethodEraseBatch, func() ([]storage.EraseResult, error) {
+		return f.inner.EraseBatch(ctx, source, eventIDs, now)
+	})
+}
+
 // Erase implements storage.Store.
 func (f *Faulty) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
 	return call(f, ctx, MethodErase, func() (storage.EraseResult, error) { return f.inner.Erase(ctx, source, eventID, now) })
@@ -458,4 +468,15 @@ func (f *Faulty) Erase(ctx context.Context, source, eventID string, now time.Tim
 // Close implements storage.Store. A stalled Close waits for Release.
 func (f *Faulty) Close() error {
 	return call0(f, context.Background(), MethodClose, f.inner.Close)
+}
+
+// TenantErasure implements storage.Store.
+func (f *Faulty) TenantErasure(ctx context.Context, source, tenant string) (storage.TenantErasure, error) {
+	return call(f, ctx, MethodTenantErasure, func() (storage.TenantErasure, error) { return f.inner.TenantErasure(ctx, source, tenant) })
+}
+
+// SaveTenantErasure implements storage.Store.
+func (f *Faulty) SaveTenantErasure(ctx context.Context, p storage.TenantErasure) error {
+	_, err := call(f, ctx, MethodSaveTenant, func() (struct{}, error) { return struct{}{}, f.inner.SaveTenantErasure(ctx, p) })
+	return err
 }

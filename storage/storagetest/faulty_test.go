@@ -220,6 +220,14 @@ func TestFaultyFaults(t *testing.T) {
 			},
 			storagetest.MethodRekeyState: func() error { _, err := f.RekeyState(ctx); return err },
 			storagetest.MethodSaveRekey:  func() error { return f.SaveRekeyState(ctx, storage.RekeyProgress{}) },
+			storagetest.MethodEraseBatch: func() error {
+				_, err := f.EraseBatch(ctx, "stripe", []string{"x"}, time.Now())
+				return err
+			},
+			storagetest.MethodTenantErasure: func() error { _, err := f.TenantErasure(ctx, "stripe", "t"); return err },
+			storagetest.MethodSaveTenant: func() error {
+				return f.SaveTenantErasure(ctx, storage.TenantErasure{Source: "stripe", Tenant: "t"})
+			},
 		}
 		if len(calls) != len(storagetest.Methods) {
 			t.Fatalf("%d methods tested, %d listed", len(calls), len(storagetest.Methods))

@@ -157,6 +157,8 @@ func Run(t *testing.T, f Factory) {
 		{"EraseClaimExpiry", testEraseClaimExpiry},
 		{"ListEvents", testListEvents},
 		{"ListByTenant", testListByTenant},
+		{"EraseBatch", testEraseBatch},
+		{"EraseTenant", testEraseTenant},
 		{"SealedAtRest", testSealedAtRest},
 		{"SealedKeyMissing", testSealedKeyMissing},
 		{"Rekey", testRekey},

@@ -1,6 +1,8 @@
 package storagetest
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -84,4 +86,134 @@ func testListByTenant(t *testing.T, f Factory) {
 	if got := dlqIDs(t, s, storage.DLQFilter{Tenant: "shop-b.myshopify.com", Source: "other"}); len(got) != 0 {
 		t.Errorf("DLQList(tenant, another source) = %v, want none", got)
 	}
+}
+
+// testEraseBatch: EraseBatch erases each event it names (by internal id)
+// as Erase does, answers a zero result for one of which nothing is stored
+// or of another source, and leaves the others alone.
+func testEraseBatch(t *testing.T, f Factory) {
+	s := f.Open(t)
+	until := time.Now().Add(time.Hour)
+	fan := fanOutEvent(t, "shop", "evt_batch_fan")
+	mustEnqueue(t, s, fan, until)
+	ids := deliveryIDs(fan)
+	jobs := leaseExactly(t, s, time.Now(), ids...)
+	died(t, s, jobByID(t, jobs, ids[0]))
+	delivered(t, s, jobByID(t, jobs, ids[1]))
+	plain := newEvent(t, "shop", "evt_batch_plain")
+	mustEnqueue(t, s, plain, until)
+	other := newEvent(t, "other", "evt_batch_other")
+	mustEnqueue(t, s, other, until)
+
+	res, err := s.EraseBatch(t.Context(), "shop", []string{plain.ID, "no-such-event", fan.ID, other.ID}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[0].ID != plain.ID || res[0].Deliveries != 1 || res[1].ID != "" ||
+		res[2].ID != fan.ID || res[2].Deliveries != len(ids) || res[2].DLQEntries != 1 || res[3].ID != "" {
+		t.Fatalf("EraseBatch = %+v", res)
+	}
+	if res[0].DedupeUntil.IsZero() {
+		t.Errorf("EraseBatch kept no claim: %+v", res[0])
+	}
+	wantErased(t, s, plain, res[0].DedupeUntil)
+	wantErased(t, s, fan, res[2].DedupeUntil)
+	if info := lookup(t, s, "other", "evt_batch_other"); info.ID != other.ID {
+		t.Errorf("the other source's event: %+v", info)
+	}
+}
+
+// testEraseTenant: EraseTenant erases every event of one tenant of a
+// source (queued, dead, delivered), no other tenant's or source's, saves
+// its progress, resumes an erasure cut short where it stopped, and an
+// erasure started again once done takes the events that came since.
+func testEraseTenant(t *testing.T, f Factory) {
+	s := f.Open(t)
+	until := time.Now().Add(time.Hour)
+	var mine, others []*storage.Event
+	for i := range 24 {
+		source, tenant := "shop", "gone.myshopify.com"
+		switch i % 4 {
+		case 1:
+			tenant = "kept.myshopify.com"
+		case 2:
+			tenant = ""
+		case 3:
+			if i%8 == 3 {
+				source = "other" // the same tenant of another source
+			}
+		}
+		ev := newEvent(t, source, "")
+		ev.Tenant = tenant
+		mustEnqueue(t, s, ev, until)
+		if source == "shop" && tenant == "gone.myshopify.com" {
+			mine = append(mine, ev)
+		} else {
+			others = append(others, ev)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// some of each dead or delivered
+	for i, j := range lease(t, s, time.Now(), 100, time.Minute) {
+		switch i % 3 {
+		case 0:
+			died(t, s, j)
+		case 1:
+			delivered(t, s, j)
+		default:
+			finish(t, s, j, storage.Outcome{Result: storage.Retry, Attempt: attempt(1, time.Now(), 503, ""), Due: time.Now()})
+		}
+	}
+
+	// cut short after its first batch
+	ctx, cancel := context.WithCancel(t.Context())
+	p, err := storage.EraseTenant(ctx, s, "shop", "gone.myshopify.com", storage.TenantEraseOptions{Batch: 3}, nil,
+		func(storage.TenantErasure) { cancel() })
+	cancel()
+	if !errors.Is(err, context.Canceled) || p.Erased != 3 || p.Cursor == "" {
+		t.Fatalf("an erasure cut short: %+v, %v; want 3 erased, a cursor, context.Canceled", p, err)
+	}
+	saved, err := s.TenantErasure(t.Context(), "shop", "gone.myshopify.com")
+	if err != nil || saved.State != storage.TenantErasureRunning || saved.Erased != 3 || saved.Cursor != p.Cursor {
+		t.Fatalf("saved progress %+v, %v; want running, 3 erased, its cursor", saved, err)
+	}
+	// resumed: the rest, each event reported once
+	seen := map[string]bool{}
+	p, err = storage.EraseTenant(t.Context(), s, "shop", "gone.myshopify.com", storage.TenantEraseOptions{Batch: 3},
+		func(info *storage.EventInfo, res storage.EraseResult) {
+			if seen[info.ID] || info.Tenant != "gone.myshopify.com" || info.Source != "shop" || res.ID != info.ID {
+				t.Errorf("erased %s (%s/%s) as %+v", info.ID, info.Source, info.Tenant, res)
+			}
+			seen[info.ID] = true
+		}, nil)
+	if err != nil || p.State != storage.TenantErasureDone || p.Erased != len(mine) || p.FinishedAt.IsZero() || !p.StartedAt.Equal(saved.StartedAt) {
+		t.Fatalf("resumed erasure: %+v, %v; want done, %d erased, started when the first", p, err, len(mine))
+	}
+	if len(seen) != len(mine)-3 {
+		t.Errorf("the resumed erasure erased %d events, want %d", len(seen), len(mine)-3)
+	}
+	for _, ev := range mine {
+		wantErased(t, s, ev, until)
+	}
+	for _, ev := range others {
+		if info := lookup(t, s, ev.Source, ev.EventID); info.ID != ev.ID {
+			t.Errorf("event %s of %s/%q: %+v", ev.ID, ev.Source, ev.Tenant, info)
+		}
+	}
+	if saved, err := s.TenantErasure(t.Context(), "shop", "gone.myshopify.com"); err != nil || saved.State != storage.TenantErasureDone || saved.Erased != len(mine) {
+		t.Errorf("saved progress %+v, %v; want done, %d erased", saved, err, len(mine))
+	}
+	if _, err := s.TenantErasure(t.Context(), "shop", "kept.myshopify.com"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the progress of an erasure never started: %v, want ErrNotFound", err)
+	}
+
+	// an event that came after: a new erasure (the last one is done) takes it
+	late := newEvent(t, "shop", "")
+	late.Tenant = "gone.myshopify.com"
+	mustEnqueue(t, s, late, until)
+	p, err = storage.EraseTenant(t.Context(), s, "shop", "gone.myshopify.com", storage.TenantEraseOptions{}, nil, nil)
+	if err != nil || p.State != storage.TenantErasureDone || p.Erased != 1 {
+		t.Fatalf("a second erasure: %+v, %v; want done, 1 erased", p, err)
+	}
+	wantErased(t, s, late, until)
 }

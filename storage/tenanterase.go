@@ -1,0 +1,207 @@
+package storage
+
+// Erasing a tenant: every event of one account of a source (a shop that
+// uninstalled an app, a customer leaving), with erasure's guarantees for
+// each (erase.go: every delivery, DLQ entry and body gone, the claim kept
+// so that a resend stays a duplicate).
+//
+// The events are found as the event browser finds them (ListEvents, by
+// source and tenant), newest first from the moment the erasure started:
+// an event the tenant sends after it is not erased (a second erasure
+// takes it). Each page found is erased as one batch (EraseBatch), then
+// the progress, with the listing's cursor, is saved in the store, so that
+// an erasure cut short (a reload, a crash, the store failing) goes on
+// where it stopped when started again; an event erased already is not
+// found again. Pause between batches paces an erasure of a large account
+// on a busy store.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Tenant erasure states.
+const (
+	TenantErasureRunning = "running"
+	TenantErasureDone    = "done"
+	TenantErasureFailed  = "failed"
+)
+
+// Bounds of TenantEraseOptions.
+const (
+	// DefaultTenantEraseBatch is how many events a batch erases at most
+	// by default.
+	DefaultTenantEraseBatch = 100
+	// MaxTenantEraseBatch bounds TenantEraseOptions.Batch (a page of the
+	// event browser).
+	MaxTenantEraseBatch = EventsMaxLimit
+	// MaxTenantErasePause bounds TenantEraseOptions.Pause.
+	MaxTenantErasePause = 10 * time.Second
+)
+
+// TenantEraseOptions paces a tenant's erasure.
+type TenantEraseOptions struct {
+	// Batch is how many events a batch erases at most (0:
+	// DefaultTenantEraseBatch, at most MaxTenantEraseBatch). A batch
+	// examines at most EventsScanFactor times as many events.
+	Batch int
+	// Pause is the wait between two batches (0: none, at most
+	// MaxTenantErasePause).
+	Pause time.Duration
+}
+
+// Validate says what is wrong with o, naming the field as the admin API
+// does (batch, pause).
+func (o TenantEraseOptions) Validate() error {
+	if o.Batch < 0 || o.Batch > MaxTenantEraseBatch {
+		return fmt.Errorf("batch must be between 1 and %d", MaxTenantEraseBatch)
+	}
+	if o.Pause < 0 || o.Pause > MaxTenantErasePause {
+		return fmt.Errorf("pause must be between 0 and %s", MaxTenantErasePause)
+	}
+	return nil
+}
+
+// TenantErasure is the progress of a tenant's erasure, as saved in the
+// store.
+type TenantErasure struct {
+	// Source and Tenant name the account erased.
+	Source string `json:"source"`
+	Tenant string `json:"tenant"`
+	// State is running, done or failed.
+	State string `json:"state"`
+	// Until is when the erasure started: the tenant's events received at
+	// or before it are erased.
+	Until time.Time `json:"until"`
+	// Cursor is where the walk goes on (an event listing's cursor).
+	Cursor string `json:"cursor,omitempty"`
+	// Erased counts the events erased, Deliveries and DLQEntries what they
+	// had (EraseResult's counts, summed).
+	Erased     int `json:"erased"`
+	Deliveries int `json:"deliveries"`
+	DLQEntries int `json:"dlq_entries"`
+	// Reached is when the oldest event erased so far was received: every
+	// event of the tenant received from then to Until is gone.
+	Reached time.Time `json:"reached,omitzero"`
+	// StartedAt, UpdatedAt and FinishedAt are when the erasure began,
+	// saved its last batch and ended.
+	StartedAt  time.Time `json:"started_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Error says why it failed.
+	Error string `json:"error,omitempty"`
+}
+
+// TenantErasures keeps the progress of tenants' erasures in the store.
+type TenantErasures interface {
+	// TenantErasure is the saved progress of the erasure of tenant of
+	// source (ErrNotFound: none was started).
+	TenantErasure(ctx context.Context, source, tenant string) (TenantErasure, error)
+	// SaveTenantErasure saves p, for TenantErasure.
+	SaveTenantErasure(ctx context.Context, p TenantErasure) error
+}
+
+// TenantErasureKey names the saved progress of the erasure of tenant of
+// source in a backend's keys: both names, unambiguous whatever they hold.
+func TenantErasureKey(source, tenant string) string {
+	return strconv.Itoa(len(source)) + ":" + source + ":" + tenant
+}
+
+// TenantEraseStore is what a tenant's erasure uses of a store.
+type TenantEraseStore interface {
+	Browser
+	Eraser
+	TenantErasures
+}
+
+// EraseTenant erases every event of tenant of source as described above,
+// o.Batch at a time with o.Pause between batches, saving its progress
+// after each batch. erased (if set) is called with each event erased, as
+// the listing reported it just before, and its result; progress (if set)
+// with the progress after each batch. An erasure that did not finish is
+// resumed from its saved cursor; one done (or none) starts over, up to
+// now. It returns the final progress; an error (the store failing, ctx
+// cancelled) leaves the saved progress as the last batch left it, to be
+// resumed.
+func EraseTenant(ctx context.Context, s TenantEraseStore, source, tenant string, o TenantEraseOptions,
+	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
+	if source == "" || tenant == "" {
+		return TenantErasure{}, errors.New("a tenant's erasure needs its source and tenant")
+	}
+	if err := o.Validate(); err != nil {
+		return TenantErasure{}, err
+	}
+	batch := o.Batch
+	if batch == 0 {
+		batch = DefaultTenantEraseBatch
+	}
+	p, err := s.TenantErasure(ctx, source, tenant)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return p, err
+	}
+	now := time.Now()
+	if p.State == "" || p.State == TenantErasureDone {
+		p = TenantErasure{Source: source, Tenant: tenant, Until: now, StartedAt: now}
+	}
+	p.State, p.Error, p.FinishedAt, p.UpdatedAt = TenantErasureRunning, "", time.Time{}, now
+	if err := s.SaveTenantErasure(ctx, p); err != nil {
+		return p, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return p, err
+		}
+		page, err := s.ListEvents(ctx, EventFilter{Source: source, Tenant: tenant, Until: p.Until, Cursor: p.Cursor, Limit: batch})
+		if err != nil {
+			return p, err
+		}
+		ids := make([]string, len(page.Events))
+		for i := range page.Events {
+			ids[i] = page.Events[i].ID // the internal id names one event exactly
+		}
+		if len(ids) > 0 {
+			results, err := s.EraseBatch(ctx, source, ids, time.Now())
+			for i, res := range results {
+				if res.ID == "" {
+					continue // gone meanwhile
+				}
+				info := &page.Events[i]
+				p.Erased, p.Deliveries, p.DLQEntries = p.Erased+1, p.Deliveries+res.Deliveries, p.DLQEntries+res.DLQEntries
+				if p.Reached.IsZero() || info.ReceivedAt.Before(p.Reached) {
+					p.Reached = info.ReceivedAt
+				}
+				if erased != nil {
+					erased(info, res)
+				}
+			}
+			if err != nil {
+				p.UpdatedAt = time.Now()
+				_ = s.SaveTenantErasure(context.WithoutCancel(ctx), p) // what the batch erased; the cursor stays before it
+				return p, err
+			}
+		}
+		p.Cursor, p.UpdatedAt = page.NextCursor, time.Now()
+		if page.NextCursor == "" {
+			p.State, p.FinishedAt = TenantErasureDone, p.UpdatedAt
+		}
+		if err := s.SaveTenantErasure(context.WithoutCancel(ctx), p); err != nil {
+			return p, err
+		}
+		if progress != nil {
+			progress(p)
+		}
+		if p.State == TenantErasureDone {
+			return p, nil
+		}
+		if o.Pause > 0 {
+			select {
+			case <-ctx.Done():
+				return p, ctx.Err()
+			case <-time.After(o.Pause):
+			}
+		}
+	}
+}
