@@ -63,6 +63,8 @@ func New(app func() (App, error)) *Handler {
 		{"DELETE /webhooks/events/{source}/{event_id}", h.erase},
 		{"POST /webhooks/events/replay", h.replay},
 		{"GET /webhooks/openapi.json", h.openapi},
+		{"DELETE /webhooks/tenants/{source}/{tenant}", h.eraseTenant},
+		{"GET /webhooks/tenants/{source}/{tenant}", h.tenantErasure},
 		{"POST /webhooks/rekey", h.startRekey},
 		{"GET /webhooks/rekey", h.rekeyStatus},
 	}

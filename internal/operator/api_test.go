@@ -221,7 +221,7 @@ func TestPatterns(t *testing.T) {
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
 		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
 		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") ||
-		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || !slices.Contains(got, "POST /webhooks/rekey") || !slices.Contains(got, "GET /webhooks/rekey") || len(got) != 21 {
+		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || !slices.Contains(got, "POST /webhooks/rekey") || !slices.Contains(got, "GET /webhooks/rekey") || len(got) != 23 {
 		t.Fatalf("patterns %q", got)
 	}
 }

@@ -48,6 +48,13 @@ type App interface {
 	// everything stored of it but its claim (storage.Eraser);
 	// storage.ErrNotFound when nothing of it is stored.
 	EraseEvent(ctx context.Context, source, eventID string) (storage.EraseResult, error)
+	// EraseTenant starts (or resumes) erasing every event of tenant of
+	// source in the background (storage.EraseTenant); one running already
+	// in this process is returned as it is (started false).
+	EraseTenant(ctx context.Context, source, tenant string, o storage.TenantEraseOptions) (p storage.TenantErasure, started bool, err error)
+	// TenantErasure is the progress of the erasure of tenant of source
+	// (storage.ErrNotFound: none was started).
+	TenantErasure(ctx context.Context, source, tenant string) (storage.TenantErasure, error)
 
 	// ListDead lists DLQ entries matching f, newest first.
 	ListDead(ctx context.Context, f storage.DLQFilter) (storage.DLQPage, error)

@@ -67,6 +67,8 @@ func storeError(err error) *apiError {
 	case errors.Is(err, storage.ErrKeyMissing):
 		// the message names the key by its id, never the key
 		return &apiError{status: http.StatusConflict, msg: err.Error(), code: CodeKeyMissing}
+	case errors.Is(err, ErrTooManyErasures):
+		return newError(http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, storage.ErrNoKey):
 		return &apiError{status: http.StatusConflict, msg: err.Error(), code: CodeEncryptionDisabled}
 	}

@@ -34,6 +34,10 @@ type fakeApp struct {
 	rekey      storage.RekeyProgress
 	// rekeyOptions is what the last StartRekey was asked for
 	rekeyOptions storage.RekeyOptions
+	// tenants are the tenants' erasures, by source + "/" + tenant;
+	// tenantOptions what the last EraseTenant was asked for
+	tenants       map[string]storage.TenantErasure
+	tenantOptions storage.TenantEraseOptions
 
 	// what the last calls were given
 	erased       []string  // the events EraseEvent was asked for, source/event id
@@ -47,7 +51,8 @@ type fakeApp struct {
 }
 
 func newFakeApp() *fakeApp {
-	return &fakeApp{entries: map[string]*storage.DLQEntry{}, events: map[string]*storage.EventInfo{}, paused: map[string]storage.Pause{}}
+	return &fakeApp{entries: map[string]*storage.DLQEntry{}, events: map[string]*storage.EventInfo{}, paused: map[string]storage.Pause{},
+		tenants: map[string]storage.TenantErasure{}}
 }
 
 var errUnavailable = fmt.Errorf("%w: dial tcp 10.0.0.7:6379: connection refused", storage.ErrUnavailable)
@@ -257,3 +262,32 @@ func (f *fakeApp) RekeyStatus(context.Context) (storage.RekeyProgress, error) {
 }
 
 func (f *fakeApp) RedactPayload(_ string, payload []byte) []byte { return payload }
+
+func (f *fakeApp) EraseTenant(_ context.Context, source, tenant string, o storage.TenantEraseOptions) (storage.TenantErasure, bool, error) {
+	f.tenantOptions = o
+	if err := f.err(); err != nil {
+		return storage.TenantErasure{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.tenants[source+"/"+tenant]
+	if ok && p.State == storage.TenantErasureRunning {
+		return p, false, nil
+	}
+	p = storage.TenantErasure{Source: source, Tenant: tenant, State: storage.TenantErasureRunning, Until: time.Now(), StartedAt: time.Now()}
+	f.tenants[source+"/"+tenant] = p
+	return p, true, nil
+}
+
+func (f *fakeApp) TenantErasure(_ context.Context, source, tenant string) (storage.TenantErasure, error) {
+	if err := f.err(); err != nil {
+		return storage.TenantErasure{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.tenants[source+"/"+tenant]
+	if !ok {
+		return p, storage.ErrNotFound
+	}
+	return p, nil
+}

@@ -157,6 +157,12 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		{apiSealed, "POST", "/webhooks/rekey", `{"rate":1}`, 400},
 		{apiSealed, "GET", "/webhooks/rekey", "", 200},
 		{apiDown, "POST", "/webhooks/rekey", "", 503},
+		{api, "GET", "/webhooks/tenants/gen/alpha", "", 404}, // never started
+		{api, "DELETE", "/webhooks/tenants/gen/alpha", `{"batch":50,"pause":"20ms"}`, 202},
+		{api, "DELETE", "/webhooks/tenants/gen/alpha", "", 202}, // the running one
+		{api, "DELETE", "/webhooks/tenants/gen/beta", `{"batch":600}`, 400},
+		{api, "GET", "/webhooks/tenants/gen/alpha", "", 200},
+		{apiDown, "DELETE", "/webhooks/tenants/gen/alpha", "", 503},
 		{apiKeyless, "GET", "/webhooks/dlq/k", "", 409},
 	} {
 		r := httptest.NewRequest(tc.method, strings.ReplaceAll(tc.path, " ", "%20"), strings.NewReader(tc.body))

@@ -1,9 +1,140 @@
 package operator
 
-import "github.com/hookline/hookline/dedupe"
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hookline/hookline/dedupe"
+	"github.com/hookline/hookline/internal/httpjson"
+	"github.com/hookline/hookline/storage"
+)
 
 // tenantFilter is the tenant a route's tenant filter selects: the value as
 // the stores keep it, normalized as the ingress normalizes a tenant found
 // in a request, so that an operator may give the provider's own value (a
 // long or non-ASCII account name is kept as its hash) or the stored one.
 func tenantFilter(v string) string { return dedupe.Normalize(v) }
+
+// ErrTooManyErasures refuses a tenant's erasure while the most that run
+// at once in a process are running (429).
+var ErrTooManyErasures = errors.New("too many tenant erasures are running on this node: start this one when one is done")
+
+// TenantEraseRequest is the optional body of DELETE
+// /webhooks/tenants/{source}/{tenant}: how to pace the erasure it starts
+// (a running one keeps its own pace).
+type TenantEraseRequest struct {
+	// Batch is how many events a batch erases at most (default 100, at
+	// most 500).
+	Batch int `json:"batch,omitempty"`
+	// Pause is the wait between batches, a Go duration ("200ms"; default
+	// none, at most 10s), so that erasing a large account takes only a
+	// share of a busy store.
+	Pause string `json:"pause,omitempty"`
+}
+
+// TenantErasureAnswer answers DELETE and GET
+// /webhooks/tenants/{source}/{tenant}: the progress of the running or
+// last erasure of the tenant.
+type TenantErasureAnswer struct {
+	// Source and Tenant name the account (the tenant as stored).
+	Source string `json:"source"`
+	Tenant string `json:"tenant"`
+	// State is running, done or failed.
+	State string `json:"state"`
+	// Started is true when this DELETE started (or resumed) the erasure,
+	// false when one was running already (and for GET).
+	Started bool `json:"started"`
+	// Until is when the erasure started: the tenant's events received
+	// until then are erased, later ones are not.
+	Until time.Time `json:"until"`
+	// Erased counts the events erased so far, Deliveries and DLQEntries
+	// the deliveries and DLQ entries they had.
+	Erased     int `json:"erased"`
+	Deliveries int `json:"deliveries"`
+	DLQEntries int `json:"dlq_entries"`
+	// Reached is when the oldest event erased so far was received (the
+	// erasure goes from the newest back).
+	Reached time.Time `json:"reached,omitzero"`
+	// StartedAt, UpdatedAt and FinishedAt are when the erasure began,
+	// last saved its progress and ended (absent: not yet).
+	StartedAt  time.Time `json:"started_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Error says why it stopped.
+	Error string `json:"error,omitempty"`
+}
+
+func tenantErasureAnswer(p storage.TenantErasure, started bool) TenantErasureAnswer {
+	return TenantErasureAnswer{Source: p.Source, Tenant: p.Tenant, State: p.State, Started: started, Until: p.Until,
+		Erased: p.Erased, Deliveries: p.Deliveries, DLQEntries: p.DLQEntries, Reached: p.Reached,
+		StartedAt: p.StartedAt, UpdatedAt: p.UpdatedAt, FinishedAt: p.FinishedAt, Error: p.Error}
+}
+
+// tenantPath reads the source and tenant of a tenant route's path: the
+// tenant as tenantFilter stores it.
+func tenantPath(r *http.Request) (source, tenant string, err error) {
+	source, tenant = r.PathValue("source"), tenantFilter(r.PathValue("tenant"))
+	if !sourceNameRe.MatchString(source) {
+		return "", "", newError(http.StatusBadRequest, "invalid source name")
+	}
+	if tenant == "" {
+		return "", "", newError(http.StatusBadRequest, "invalid tenant")
+	}
+	return source, tenant, nil
+}
+
+// eraseTenant answers DELETE /webhooks/tenants/{source}/{tenant}: 202 with
+// the erasure it started (or resumed) in the background, or the one
+// running already.
+func (h *Handler) eraseTenant(w http.ResponseWriter, r *http.Request) error {
+	app, err := h.ready()
+	if err != nil {
+		return err
+	}
+	source, tenant, err := tenantPath(r)
+	if err != nil {
+		return err
+	}
+	req, err := readStrict[TenantEraseRequest](r)
+	if err != nil {
+		return err
+	}
+	o := storage.TenantEraseOptions{Batch: req.Batch}
+	if req.Pause != "" {
+		if o.Pause, err = time.ParseDuration(req.Pause); err != nil {
+			return newError(http.StatusBadRequest, fmt.Sprintf("pause: %q is not a duration", req.Pause))
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return newError(http.StatusBadRequest, err.Error())
+	}
+	p, started, err := app.EraseTenant(r.Context(), source, tenant, o)
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusAccepted, tenantErasureAnswer(p, started))
+	return nil
+}
+
+// tenantErasure answers GET /webhooks/tenants/{source}/{tenant}: the
+// running or last erasure of the tenant, 404 when none was started.
+func (h *Handler) tenantErasure(w http.ResponseWriter, r *http.Request) error {
+	app, err := h.ready()
+	if err != nil {
+		return err
+	}
+	source, tenant, err := tenantPath(r)
+	if err != nil {
+		return err
+	}
+	p, err := app.TenantErasure(r.Context(), source, tenant)
+	if errors.Is(err, storage.ErrNotFound) {
+		return newError(http.StatusNotFound, "no erasure of this tenant was started")
+	}
+	if err != nil {
+		return err
+	}
+	return answer(w, tenantErasureAnswer(p, false))
+}

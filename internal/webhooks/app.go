@@ -77,6 +77,7 @@ type App struct {
 	keys    *storage.Keyring
 	sealed  *atomic.Pointer[storage.SealingStore]
 	rekey   *rekeyRunner
+	tenants *tenantErasures
 	poolKey string
 	shared  *sharedStore // the store's state that outlives a reload (pool.go)
 	// breakers are shared.breakers; seen holds shared.seen until Cleanup
@@ -152,6 +153,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionAudit(ctx); err != nil {
 		return err
 	}
+	a.tenants = &tenantErasures{running: map[string]*tenantRun{}}
 	if err := a.provisionEncryption(); err != nil {
 		return err
 	}
@@ -297,6 +299,7 @@ func (a *App) Stop() error {
 		d.Stop(stopGrace)
 	}
 	a.stopRekey()
+	a.stopTenantErasures()
 	if a.stopCleaner != nil {
 		a.stopCleaner()
 		<-a.cleanerDone

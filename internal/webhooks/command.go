@@ -140,6 +140,7 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			rekey.Flags().Int("batch", 0, "Records re-encrypted per step, each one write transaction (default 200, at most 5000)")
 			rekey.Flags().Duration("pause", 0, "Wait between steps, so that the rekey takes only a share of a busy store (at most 10s)")
 			cmd.AddCommand(rekey)
+			cmd.AddCommand(tenantsCommand())
 		},
 	})
 }
