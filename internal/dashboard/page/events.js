@@ -2,7 +2,7 @@
 // ones) searched by id, type, tenant, source, destination, status and time; an
 // event's page with each destination's attempts and its actions: retry a
 // dead delivery (its DLQ entry), replay a delivered one (dry run first),
-// erase. Uses the helpers app.js exposes (window.hookline); every piece
+// erase; and the erasure of a tenant's events. Uses the helpers app.js exposes (window.hookline); every piece
 // of data goes into the DOM as text.
 "use strict";
 
@@ -275,6 +275,49 @@
 		await Promise.all([reloadEvent(), loadEvents()]);
 	}
 
+	// ---- erasing a tenant (its source and tenant are the filters') ----
+
+	// tenantLine is what the progress line says of a tenant's erasure.
+	function tenantLine(p) {
+		const what = p.erased + " event" + (p.erased === 1 ? "" : "s") + " erased (" + p.deliveries + " deliveries, " + p.dlq_entries + " DLQ entries)";
+		switch (p.state) {
+		case "running": return "Erasing tenant " + p.tenant + " of " + p.source + ": " + what + " so far…";
+		case "done": return "Tenant " + p.tenant + " of " + p.source + " erased: " + what + ", every event received until " + window.hookline.fmtTime(p.until) + ".";
+		default: return "The erasure of tenant " + p.tenant + " of " + p.source + " stopped after " + what + ": " + (p.error || p.state) + " (Erase tenant again resumes it).";
+		}
+	}
+
+	// eraseTenant erases every event of the Tenant filter's tenant of the
+	// Source filter's source, once the operator has typed the tenant to
+	// confirm, and follows its progress to the end.
+	async function eraseTenant() {
+		const h = window.hookline;
+		const f = filters();
+		if (!f.source || !f.tenant) {
+			h.say("Set Source and Tenant to the account to erase.");
+			return;
+		}
+		const typed = window.prompt("Erase every event of tenant " + f.tenant + " of " + f.source +
+			" received until now: every delivery, DLQ entry and stored payload. This cannot be undone. Type the tenant to confirm.", "");
+		if (typed === null) return;
+		if (typed.trim() !== f.tenant) {
+			h.say("The tenant typed does not match: nothing was erased.");
+			return;
+		}
+		const path = "tenants/" + encodeURIComponent(f.source) + "/" + encodeURIComponent(f.tenant);
+		let p = await h.guard("Erasing the tenant", () => h.api("DELETE", path));
+		const line = $("evs-tenant-progress");
+		while (p) {
+			line.textContent = tenantLine(p);
+			line.hidden = false;
+			if (p.state !== "running") break;
+			await new Promise((resolve) => setTimeout(resolve, 1000));
+			p = await h.guard("Reading the erasure's progress", () => h.api("GET", path));
+		}
+		h.refresh();
+		loadEvents();
+	}
+
 	async function eraseShown() {
 		const h = window.hookline;
 		if (!shown || !await h.erase(shown)) return;
@@ -290,6 +333,7 @@
 		$("evs-next").addEventListener("click", () => { if (nextCursor) { cursor = nextCursor; loadEvents(); } });
 		$("evs-first").addEventListener("click", searchFromStart);
 		$("evs-replay-btn").addEventListener("click", bulkReplayDryRun);
+		$("evs-erase-tenant").addEventListener("click", eraseTenant);
 		$("evs-replay-confirm").addEventListener("click", bulkReplayConfirm);
 		$("evs-replay-further").addEventListener("click", () => bulkReplayDryRun(replayNext));
 		$("evs-replay-cancel").addEventListener("click", () => { bulkReplay = null; $("evs-replay-panel").hidden = true; });
