@@ -70,7 +70,8 @@ type Eraser interface {
 	// each, in order, a zero one (no ID) for an event of which nothing is
 	// stored. Each event is erased atomically, and the backend does once
 	// for the batch what it can (the embedded store scrubs its files once).
-	// An error is the store's: the events before it may be erased.
+	// An error is the store's: some events of the batch may be erased
+	// all the same, and their results say which.
 	EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]EraseResult, error)
 }
 

@@ -59,11 +59,18 @@ type RekeyOptions struct {
 // Validate says what is wrong with o, naming the field as the admin API
 // does (batch, pause).
 func (o RekeyOptions) Validate() error {
-	if o.Batch < 0 || o.Batch > MaxRekeyBatch {
-		return fmt.Errorf("batch must be between 1 and %d", MaxRekeyBatch)
+	return checkPace(o.Batch, MaxRekeyBatch, o.Pause, MaxRekeyPause)
+}
+
+// checkPace is the rule of a background walk's pace (a rekey's, a tenant
+// erasure's): batch 0 (the default) to maxBatch, pause 0 to maxPause; its
+// error names the field as the admin API does.
+func checkPace(batch, maxBatch int, pause, maxPause time.Duration) error {
+	if batch < 0 || batch > maxBatch {
+		return fmt.Errorf("batch must be between 1 and %d", maxBatch)
 	}
-	if o.Pause < 0 || o.Pause > MaxRekeyPause {
-		return fmt.Errorf("pause must be between 0 and %s", MaxRekeyPause)
+	if pause < 0 || pause > maxPause {
+		return fmt.Errorf("pause must be between 0 and %s", maxPause)
 	}
 	return nil
 }

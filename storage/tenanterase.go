@@ -18,7 +18,6 @@ package storage
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -56,13 +55,7 @@ type TenantEraseOptions struct {
 // Validate says what is wrong with o, naming the field as the admin API
 // does (batch, pause).
 func (o TenantEraseOptions) Validate() error {
-	if o.Batch < 0 || o.Batch > MaxTenantEraseBatch {
-		return fmt.Errorf("batch must be between 1 and %d", MaxTenantEraseBatch)
-	}
-	if o.Pause < 0 || o.Pause > MaxTenantErasePause {
-		return fmt.Errorf("pause must be between 0 and %s", MaxTenantErasePause)
-	}
-	return nil
+	return checkPace(o.Batch, MaxTenantEraseBatch, o.Pause, MaxTenantErasePause)
 }
 
 // TenantErasure is the progress of a tenant's erasure, as saved in the

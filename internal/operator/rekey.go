@@ -78,17 +78,27 @@ type RekeyRequest struct {
 // options checks req and returns it as storage.RekeyOptions.
 func (req RekeyRequest) options() (storage.RekeyOptions, error) {
 	o := storage.RekeyOptions{Batch: req.Batch}
-	if req.Pause != "" {
-		d, err := time.ParseDuration(req.Pause)
-		if err != nil {
-			return o, newError(http.StatusBadRequest, fmt.Sprintf("pause: %q is not a duration", req.Pause))
-		}
-		o.Pause = d
+	var err error
+	if o.Pause, err = parsePause(req.Pause); err != nil {
+		return o, err
 	}
 	if err := o.Validate(); err != nil {
 		return o, newError(http.StatusBadRequest, err.Error())
 	}
 	return o, nil
+}
+
+// parsePause reads the pause of a background walk's request (a Go
+// duration; "": none).
+func parsePause(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, newError(http.StatusBadRequest, fmt.Sprintf("pause: %q is not a duration", s))
+	}
+	return d, nil
 }
 
 // startRekey answers POST /webhooks/rekey: 202 with the rekey it started

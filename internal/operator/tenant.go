@@ -2,7 +2,6 @@ package operator
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -102,10 +101,8 @@ func (h *Handler) eraseTenant(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	o := storage.TenantEraseOptions{Batch: req.Batch}
-	if req.Pause != "" {
-		if o.Pause, err = time.ParseDuration(req.Pause); err != nil {
-			return newError(http.StatusBadRequest, fmt.Sprintf("pause: %q is not a duration", req.Pause))
-		}
+	if o.Pause, err = parsePause(req.Pause); err != nil {
+		return err
 	}
 	if err := o.Validate(); err != nil {
 		return newError(http.StatusBadRequest, err.Error())

@@ -395,3 +395,14 @@ func BenchmarkEraseScrub(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEraseTenant measures a tenant's erasure (storagetest.
+// BenchmarkEraseTenant): 10,000 of 20,000 events, batches of 500.
+func BenchmarkEraseTenant(b *testing.B) {
+	s, err := embedded.Open(filepath.Join(b.TempDir(), "hookline.db"), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storagetest.BenchmarkEraseTenant(b, s, 20_000, storage.MaxTenantEraseBatch)
+}

@@ -183,22 +183,35 @@ func parseRekeyCursor(cursor string) (bucket string, after []byte, err error) {
 // RekeyState implements storage.Rekeyer.
 func (s *Store) RekeyState(ctx context.Context) (storage.RekeyProgress, error) {
 	var p storage.RekeyProgress
-	err := s.view(func(tx *kv.Tx) error {
-		b := tx.Bucket(bMeta)
-		if b == nil {
-			return nil
-		}
-		if v := b.Get(rekeyStateKey); v != nil {
-			return json.Unmarshal(v, &p)
-		}
-		return nil
-	})
+	_, err := s.getMeta(rekeyStateKey, &p)
 	return p, err
 }
 
 // SaveRekeyState implements storage.Rekeyer.
 func (s *Store) SaveRekeyState(ctx context.Context, p storage.RekeyProgress) error {
-	v, err := json.Marshal(p)
+	return s.putMeta(ctx, rekeyStateKey, p)
+}
+
+// getMeta decodes the JSON value of key in bMeta into v (found false, v
+// untouched: no such key).
+func (s *Store) getMeta(key []byte, v any) (found bool, err error) {
+	err = s.view(func(tx *kv.Tx) error {
+		b := tx.Bucket(bMeta)
+		if b == nil {
+			return nil
+		}
+		if raw := b.Get(key); raw != nil {
+			found = true
+			return json.Unmarshal(raw, v)
+		}
+		return nil
+	})
+	return found, err
+}
+
+// putMeta sets key in bMeta to v as JSON.
+func (s *Store) putMeta(ctx context.Context, key []byte, v any) error {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
@@ -207,6 +220,6 @@ func (s *Store) SaveRekeyState(ctx context.Context, p storage.RekeyProgress) err
 		if err != nil {
 			return err
 		}
-		return b.Put(rekeyStateKey, v)
+		return b.Put(key, raw)
 	})
 }

@@ -2,10 +2,8 @@ package embedded
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/hookline/hookline/storage"
-	"github.com/hookline/hookline/storage/embedded/kv"
 )
 
 // The saved progress of tenants' erasures (storage.TenantErasures), in
@@ -20,18 +18,7 @@ func tenantErasureKey(source, tenant string) []byte {
 // TenantErasure implements storage.TenantErasures.
 func (s *Store) TenantErasure(ctx context.Context, source, tenant string) (storage.TenantErasure, error) {
 	var p storage.TenantErasure
-	found := false
-	err := s.view(func(tx *kv.Tx) error {
-		b := tx.Bucket(bMeta)
-		if b == nil {
-			return nil
-		}
-		if v := b.Get(tenantErasureKey(source, tenant)); v != nil {
-			found = true
-			return json.Unmarshal(v, &p)
-		}
-		return nil
-	})
+	found, err := s.getMeta(tenantErasureKey(source, tenant), &p)
 	if err == nil && !found {
 		err = storage.ErrNotFound
 	}
@@ -40,15 +27,5 @@ func (s *Store) TenantErasure(ctx context.Context, source, tenant string) (stora
 
 // SaveTenantErasure implements storage.TenantErasures.
 func (s *Store) SaveTenantErasure(ctx context.Context, p storage.TenantErasure) error {
-	v, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return s.update(ctx, func(tx *kv.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bMeta)
-		if err != nil {
-			return err
-		}
-		return b.Put(tenantErasureKey(p.Source, p.Tenant), v)
-	})
+	return s.putMeta(ctx, tenantErasureKey(p.Source, p.Tenant), p)
 }

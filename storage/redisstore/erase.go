@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,22 +23,31 @@ import (
 // erased is the key of event id's tombstone in p.
 func (p partition) erased(id string) string { return p.tag + ":erased:" + id }
 
+// eraseBatchCalls is how many of a batch's erasures are in flight at once:
+// each is a few round trips, one after the other.
+const eraseBatchCalls = 16
+
 // EraseBatch implements storage.Eraser: each event is erased by its own
-// script in its partition, as Erase does (there is nothing to do once for
-// the batch: a deleted key's bytes leave Redis's memory with it).
+// script in its partition, as Erase does, eraseBatchCalls at a time
+// (there is nothing to do once for the batch: a deleted key's bytes leave
+// Redis's memory with it).
 func (s *Store) EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]storage.EraseResult, error) {
 	results := make([]storage.EraseResult, len(eventIDs))
+	errs := make([]error, len(eventIDs))
+	sem := make(chan struct{}, eraseBatchCalls)
+	var wg sync.WaitGroup
 	for i, id := range eventIDs {
-		res, err := s.Erase(ctx, source, id, now)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return results, err
-		}
-		results[i] = res
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, err := s.Erase(ctx, source, id, now)
+			if !errors.Is(err, storage.ErrNotFound) {
+				results[i], errs[i] = res, err
+			}
+		})
 	}
-	return results, nil
+	wg.Wait()
+	return results, errors.Join(errs...)
 }
 
 // Erase implements storage.Store.
