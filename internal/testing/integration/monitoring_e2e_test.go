@@ -386,6 +386,14 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 		return p["state"] == "done"
 	})
 	call("GET", "/webhooks/rekey", "", 200)
+	call("GET", "/webhooks/tenants/gen/acct-oa", "", 404) // never started
+	call("DELETE", "/webhooks/tenants/gen/acct-oa", `{"batch":600}`, 400)
+	call("DELETE", "/webhooks/tenants/gen/acct-oa", `{"batch":10}`, 202)
+	waitFor(t, func() bool {
+		_, p := admin(t, "GET", "/webhooks/tenants/gen/acct-oa", "")
+		return p["state"] == "done"
+	})
+	call("GET", "/webhooks/tenants/gen/acct-oa", "", 200)
 	if missing := c.Unchecked(); len(missing) > 0 {
 		t.Errorf("routes of openapi.json never answered 2xx here: %v", missing)
 	}
