@@ -65,14 +65,16 @@ type Eraser interface {
 	// ErrNotFound. now decides what the ordered chain's next delivery is
 	// due at.
 	Erase(ctx context.Context, source, eventID string, now time.Time) (EraseResult, error)
-	// EraseBatch erases each event of source named in eventIDs as Erase
-	// does, as one step of a larger erasure (a tenant's): the result of
-	// each, in order, a zero one (no ID) for an event of which nothing is
-	// stored. Each event is erased atomically, and the backend does once
+	// EraseBatch erases each event of source named by its internal ID in
+	// ids as Erase does, as one step of a larger erasure (a tenant's): the
+	// result of each, in order, a zero one (no ID) for an event of which
+	// nothing is stored. An id is never taken for a provider's event id
+	// (an event whose provider id equals another's internal id is not
+	// erased in its place). Each event is erased atomically, and the backend does once
 	// for the batch what it can (the embedded store scrubs its files once).
 	// An error is the store's: some events of the batch may be erased
 	// all the same, and their results say which.
-	EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]EraseResult, error)
+	EraseBatch(ctx context.Context, source string, ids []string, now time.Time) ([]EraseResult, error)
 }
 
 // ErrSpooled is Erase's answer for an event a node holds in its spool

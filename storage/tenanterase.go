@@ -13,7 +13,8 @@ package storage
 // an erasure cut short (a reload, a crash, the store failing) goes on
 // where it stopped when started again; an event erased already is not
 // found again. Pause between batches paces an erasure of a large account
-// on a busy store.
+// on a busy store. The saved progress also tells a live erasure (saved
+// lately) from a dead one, so that two nodes never run the same one.
 
 import (
 	"context"
@@ -110,44 +111,125 @@ type TenantEraseStore interface {
 	TenantErasures
 }
 
-// EraseTenant erases every event of tenant of source as described above,
-// o.Batch at a time with o.Pause between batches, saving its progress
-// after each batch. erased (if set) is called with each event erased, as
-// the listing reported it just before, and its result; progress (if set)
-// with the progress after each batch. An erasure that did not finish is
-// resumed from its saved cursor; one done (or none) starts over, up to
-// now. It returns the final progress; an error (the store failing, ctx
-// cancelled) leaves the saved progress as the last batch left it, to be
-// resumed.
-func EraseTenant(ctx context.Context, s TenantEraseStore, source, tenant string, o TenantEraseOptions,
-	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
+// TenantErasureStale is how long a running erasure may go without saving
+// its progress before it is taken for dead (its node killed, or cut off
+// from the store): it saves after every batch, and a batch with its pause
+// takes seconds. A live one is never started twice (by another node, or
+// by the next config of a node while the old one still runs); a dead one
+// is resumed by the next start.
+const TenantErasureStale = time.Minute
+
+// Live reports whether p is an erasure running somewhere at now: running,
+// and saved within TenantErasureStale.
+func (p TenantErasure) Live(now time.Time) bool {
+	return p.State == TenantErasureRunning && now.Sub(p.UpdatedAt) < TenantErasureStale
+}
+
+// Settled is p as an operator reads it at now: a running erasure that
+// stopped saving its progress (its node was killed) is failed, to be
+// started again.
+func (p TenantErasure) Settled(now time.Time) TenantErasure {
+	if p.State == TenantErasureRunning && !p.Live(now) {
+		p.State = TenantErasureFailed
+		p.Error = "no progress saved since " + p.UpdatedAt.UTC().Format(time.RFC3339) +
+			": the node running it stopped; start it again to resume it"
+	}
+	return p
+}
+
+// Errors a tenant's erasure saves, in TenantErasure.Error, when it stops
+// before its end (never the store's own error, which may name hosts).
+const (
+	tenantEraseInterrupted = "interrupted by a config reload or shutdown: start it again to resume it"
+	tenantEraseStoreFailed = "the store failed: start it again to resume it"
+)
+
+// StartTenantErasure starts the erasure of tenant of source at now, saved
+// as running, or resumes one that failed or died where it stopped; one
+// done (or none) starts over, up to now. An erasure live elsewhere (Live)
+// is returned as it is, with started false.
+func StartTenantErasure(ctx context.Context, s TenantErasures, source, tenant string, now time.Time) (p TenantErasure, started bool, err error) {
 	if source == "" || tenant == "" {
-		return TenantErasure{}, errors.New("a tenant's erasure needs its source and tenant")
+		return TenantErasure{}, false, errors.New("a tenant's erasure needs its source and tenant")
 	}
-	if err := o.Validate(); err != nil {
-		return TenantErasure{}, err
-	}
-	batch := o.Batch
-	if batch == 0 {
-		batch = DefaultTenantEraseBatch
-	}
-	p, err := s.TenantErasure(ctx, source, tenant)
+	p, err = s.TenantErasure(ctx, source, tenant)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		return p, err
+		return p, false, err
 	}
-	now := time.Now()
+	if p.Live(now) {
+		return p, false, nil
+	}
 	if p.State == "" || p.State == TenantErasureDone {
 		p = TenantErasure{Source: source, Tenant: tenant, Until: now, StartedAt: now}
 	}
 	p.State, p.Error, p.FinishedAt, p.UpdatedAt = TenantErasureRunning, "", time.Time{}, now
 	if err := s.SaveTenantErasure(ctx, p); err != nil {
+		return p, false, err
+	}
+	return p, true, nil
+}
+
+// EraseTenant starts (StartTenantErasure) and runs (RunTenantErasure) the
+// erasure of tenant of source; ErrTenantErasureRunning when it is live
+// elsewhere.
+func EraseTenant(ctx context.Context, s TenantEraseStore, source, tenant string, o TenantEraseOptions,
+	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
+	if err := o.Validate(); err != nil {
+		return TenantErasure{}, err
+	}
+	p, started, err := StartTenantErasure(ctx, s, source, tenant, time.Now())
+	if err != nil {
 		return p, err
 	}
+	if !started {
+		return p, ErrTenantErasureRunning
+	}
+	return RunTenantErasure(ctx, s, p, o, erased, progress)
+}
+
+// ErrTenantErasureRunning is EraseTenant's answer for an erasure live
+// elsewhere.
+var ErrTenantErasureRunning = errors.New("this tenant's erasure is running already")
+
+// RunTenantErasure erases the events of the erasure p started
+// (StartTenantErasure) as described above, o.Batch at a time with o.Pause
+// between batches, saving its progress after each batch. erased (if set)
+// is called with each event erased, as the listing reported it just
+// before, and its result; progress (if set) with the progress after each
+// batch. It returns the final progress. An error (the store failing, ctx
+// cancelled) stops it: it is saved as failed, with the cursor the last
+// batch left, to be resumed.
+func RunTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, o TenantEraseOptions,
+	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
+	if err := o.Validate(); err != nil {
+		return p, err
+	}
+	batch := o.Batch
+	if batch == 0 {
+		batch = DefaultTenantEraseBatch
+	}
+	p, err := runTenantErasure(ctx, s, p, batch, o.Pause, erased, progress)
+	if err != nil {
+		p.State, p.Error, p.UpdatedAt = TenantErasureFailed, tenantEraseStoreFailed, time.Now()
+		if ctx.Err() != nil {
+			p.Error = tenantEraseInterrupted
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if serr := s.SaveTenantErasure(sctx, p); serr != nil {
+			err = errors.Join(err, serr) // left running: Settled reads it as failed once stale
+		}
+	}
+	return p, err
+}
+
+func runTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, batch int, pause time.Duration,
+	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return p, err
 		}
-		page, err := s.ListEvents(ctx, EventFilter{Source: source, Tenant: tenant, Until: p.Until, Cursor: p.Cursor, Limit: batch})
+		page, err := s.ListEvents(ctx, EventFilter{Source: p.Source, Tenant: p.Tenant, Until: p.Until, Cursor: p.Cursor, Limit: batch})
 		if err != nil {
 			return p, err
 		}
@@ -156,7 +238,7 @@ func EraseTenant(ctx context.Context, s TenantEraseStore, source, tenant string,
 			ids[i] = page.Events[i].ID // the internal id names one event exactly
 		}
 		if len(ids) > 0 {
-			results, err := s.EraseBatch(ctx, source, ids, time.Now())
+			results, err := s.EraseBatch(ctx, p.Source, ids, time.Now())
 			for i, res := range results {
 				if res.ID == "" {
 					continue // gone meanwhile
@@ -171,9 +253,7 @@ func EraseTenant(ctx context.Context, s TenantEraseStore, source, tenant string,
 				}
 			}
 			if err != nil {
-				p.UpdatedAt = time.Now()
-				_ = s.SaveTenantErasure(context.WithoutCancel(ctx), p) // what the batch erased; the cursor stays before it
-				return p, err
+				return p, err // what the batch erased is counted; the cursor stays before it
 			}
 		}
 		p.Cursor, p.UpdatedAt = page.NextCursor, time.Now()
@@ -189,11 +269,11 @@ func EraseTenant(ctx context.Context, s TenantEraseStore, source, tenant string,
 		if p.State == TenantErasureDone {
 			return p, nil
 		}
-		if o.Pause > 0 {
+		if pause > 0 {
 			select {
 			case <-ctx.Done():
 				return p, ctx.Err()
-			case <-time.After(o.Pause):
+			case <-time.After(pause):
 			}
 		}
 	}

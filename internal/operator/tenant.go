@@ -3,7 +3,6 @@ package operator
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/hookline/hookline/dedupe"
 	"github.com/hookline/hookline/internal/httpjson"
@@ -35,40 +34,14 @@ type TenantEraseRequest struct {
 
 // TenantErasureAnswer answers DELETE and GET
 // /webhooks/tenants/{source}/{tenant}: the progress of the running or
-// last erasure of the tenant.
+// last erasure of the tenant, as saved in the store (the tenant as
+// stored; cursor is where its walk goes on, for a resumed run).
 type TenantErasureAnswer struct {
-	// Source and Tenant name the account (the tenant as stored).
-	Source string `json:"source"`
-	Tenant string `json:"tenant"`
-	// State is running, done or failed.
-	State string `json:"state"`
+	storage.TenantErasure
 	// Started is true when this DELETE started (or resumed) the erasure,
-	// false when one was running already (and for GET).
+	// false when one was running already, here or on another node (and
+	// for GET).
 	Started bool `json:"started"`
-	// Until is when the erasure started: the tenant's events received
-	// until then are erased, later ones are not.
-	Until time.Time `json:"until"`
-	// Erased counts the events erased so far, Deliveries and DLQEntries
-	// the deliveries and DLQ entries they had.
-	Erased     int `json:"erased"`
-	Deliveries int `json:"deliveries"`
-	DLQEntries int `json:"dlq_entries"`
-	// Reached is when the oldest event erased so far was received (the
-	// erasure goes from the newest back).
-	Reached time.Time `json:"reached,omitzero"`
-	// StartedAt, UpdatedAt and FinishedAt are when the erasure began,
-	// last saved its progress and ended (absent: not yet).
-	StartedAt  time.Time `json:"started_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	// Error says why it stopped.
-	Error string `json:"error,omitempty"`
-}
-
-func tenantErasureAnswer(p storage.TenantErasure, started bool) TenantErasureAnswer {
-	return TenantErasureAnswer{Source: p.Source, Tenant: p.Tenant, State: p.State, Started: started, Until: p.Until,
-		Erased: p.Erased, Deliveries: p.Deliveries, DLQEntries: p.DLQEntries, Reached: p.Reached,
-		StartedAt: p.StartedAt, UpdatedAt: p.UpdatedAt, FinishedAt: p.FinishedAt, Error: p.Error}
 }
 
 // tenantPath reads the source and tenant of a tenant route's path: the
@@ -111,7 +84,7 @@ func (h *Handler) eraseTenant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpjson.Write(w, http.StatusAccepted, tenantErasureAnswer(p, started))
+	httpjson.Write(w, http.StatusAccepted, TenantErasureAnswer{p, started})
 	return nil
 }
 
@@ -133,5 +106,5 @@ func (h *Handler) tenantErasure(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return answer(w, tenantErasureAnswer(p, false))
+	return answer(w, TenantErasureAnswer{TenantErasure: p})
 }

@@ -76,8 +76,8 @@ type App struct {
 	backend storagemodules.Backend
 	keys    *storage.Keyring
 	sealed  *atomic.Pointer[storage.SealingStore]
-	rekey   *rekeyRunner
-	tenants *tenantErasures
+	rekey   *tasks[storage.RekeyProgress]
+	tenants *tasks[storage.TenantErasure]
 	poolKey string
 	shared  *sharedStore // the store's state that outlives a reload (pool.go)
 	// breakers are shared.breakers; seen holds shared.seen until Cleanup
@@ -153,7 +153,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionAudit(ctx); err != nil {
 		return err
 	}
-	a.tenants = &tenantErasures{running: map[string]*tenantRun{}}
+	a.tenants = newTenantErasures()
 	if err := a.provisionEncryption(); err != nil {
 		return err
 	}
@@ -298,8 +298,8 @@ func (a *App) Stop() error {
 	if d := a.disp.Swap(nil); d != nil {
 		d.Stop(stopGrace)
 	}
-	a.stopRekey()
-	a.stopTenantErasures()
+	a.rekey.stop()
+	a.tenants.stop()
 	if a.stopCleaner != nil {
 		a.stopCleaner()
 		<-a.cleanerDone

@@ -167,6 +167,32 @@ func adminCall(fl caddycmd.Flags, method, uri string, body any) ([]byte, error) 
 	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 }
 
+// followTask is --wait on a background task (a rekey, a tenant's
+// erasure): while its state in the answer raw is running, it reads the
+// task's progress again (GET uri) every poll, printing line's account of
+// it on stderr (not with --json). It returns the last answer.
+func followTask[T any](fl caddycmd.Flags, raw []byte, uri string, poll time.Duration,
+	state func(*T) string, line func(*T) string) ([]byte, error) {
+	for fl.Bool("wait") {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("decoding the answer: %v", err)
+		}
+		if state(&v) != "running" {
+			break
+		}
+		if !fl.Bool("json") {
+			fmt.Fprintln(os.Stderr, line(&v))
+		}
+		time.Sleep(poll)
+		var err error
+		if raw, err = adminCall(fl, "GET", uri, nil); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
+}
+
 // output prints raw JSON with --json, else calls table.
 func output(fl caddycmd.Flags, raw []byte, v any, table func(w io.Writer)) (int, error) {
 	if fl.Bool("json") {

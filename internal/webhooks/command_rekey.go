@@ -1,10 +1,8 @@
 package webhooks
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -34,21 +32,12 @@ func cmdRekey(fl caddycmd.Flags) (int, error) {
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
-	for fl.Bool("wait") {
-		var v operator.RekeyAnswer
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the answer: %v", err)
-		}
-		if v.State != "running" {
-			break
-		}
-		if !fl.Bool("json") {
-			fmt.Fprintf(os.Stderr, "rekey running: %d scanned, %d re-encrypted\n", v.Scanned, v.Resealed)
-		}
-		time.Sleep(rekeyPoll)
-		if raw, err = adminCall(fl, "GET", "/webhooks/rekey", nil); err != nil {
-			return caddy.ExitCodeFailedStartup, err
-		}
+	raw, err = followTask(fl, raw, "/webhooks/rekey", rekeyPoll, func(v *operator.RekeyAnswer) string { return v.State },
+		func(v *operator.RekeyAnswer) string {
+			return fmt.Sprintf("rekey running: %d scanned, %d re-encrypted", v.Scanned, v.Resealed)
+		})
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err
 	}
 	var v operator.RekeyAnswer
 	code, err := output(fl, raw, &v, func(w io.Writer) { printRekey(w, &v) })

@@ -1,11 +1,9 @@
 package webhooks
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -57,21 +55,12 @@ func cmdTenantErase(method string) caddycmd.CommandFunc {
 		if err != nil {
 			return caddy.ExitCodeFailedStartup, err
 		}
-		for fl.Bool("wait") {
-			var v operator.TenantErasureAnswer
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the answer: %v", err)
-			}
-			if v.State != "running" {
-				break
-			}
-			if !fl.Bool("json") {
-				fmt.Fprintf(os.Stderr, "erasure running: %d events erased\n", v.Erased)
-			}
-			time.Sleep(tenantPoll)
-			if raw, err = adminCall(fl, "GET", uri, nil); err != nil {
-				return caddy.ExitCodeFailedStartup, err
-			}
+		raw, err = followTask(fl, raw, uri, tenantPoll, func(v *operator.TenantErasureAnswer) string { return v.State },
+			func(v *operator.TenantErasureAnswer) string {
+				return fmt.Sprintf("erasure running: %d events erased", v.Erased)
+			})
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
 		}
 		var v operator.TenantErasureAnswer
 		code, err := output(fl, raw, &v, func(w io.Writer) { printTenantErasure(w, &v) })

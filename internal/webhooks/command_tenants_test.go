@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
 )
 
 // TestTenantEraseCommand: `caddy webhooks tenants erase <source> <tenant>`
@@ -31,7 +32,7 @@ func TestTenantEraseCommand(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		bodies = append(bodies, string(b))
 		w.Header().Set("Content-Type", "application/json")
-		a := operator.TenantErasureAnswer{Source: "shop", Tenant: "a b/c", State: "running", Erased: len(got)}
+		a := operator.TenantErasureAnswer{TenantErasure: storage.TenantErasure{Source: "shop", Tenant: "a b/c", State: "running", Erased: len(got)}}
 		if len(got) >= 3 {
 			a.State = final
 			if final == "failed" {
@@ -78,7 +79,7 @@ func TestTenantEraseCommand(t *testing.T) {
 
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
-	printTenantErasure(tw, &operator.TenantErasureAnswer{Source: "shop", Tenant: "alpha", State: "done", Erased: 12, Deliveries: 13, DLQEntries: 2})
+	printTenantErasure(tw, &operator.TenantErasureAnswer{TenantErasure: storage.TenantErasure{Source: "shop", Tenant: "alpha", State: "done", Erased: 12, Deliveries: 13, DLQEntries: 2}})
 	tw.Flush()
 	for _, w := range []string{"tenant         alpha", "state          done", "12 events (13 deliveries, 2 DLQ entries)"} {
 		if !strings.Contains(buf.String(), w) {

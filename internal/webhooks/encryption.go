@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +24,7 @@ import (
 // {file.*}) and builds the keyring. The config keeps the placeholders: the
 // keys themselves live only in the keyring, and no error shows one.
 func (a *App) provisionEncryption() error {
-	a.rekey = new(rekeyRunner)
+	a.rekey = newTasks[storage.RekeyProgress](1, nil)
 	a.sealed = new(atomic.Pointer[storage.SealingStore])
 	if len(a.EncryptionKeys) == 0 {
 		return nil
@@ -78,14 +77,8 @@ const (
 	stepRekeyDone    = "rekey_done"
 )
 
-// rekeyRunner runs one rekey at a time in this process.
-type rekeyRunner struct {
-	mu       sync.Mutex
-	running  bool
-	progress storage.RekeyProgress
-	cancel   context.CancelFunc
-	done     chan struct{}
-}
+// rekeyTask is the one key of an app's rekey task: one rekey at a time.
+const rekeyTask = ""
 
 // StartRekey starts re-sealing every record under the first key, in the
 // background; a rekey already running in this process is returned as it
@@ -103,40 +96,30 @@ func (a *App) StartRekey(ctx context.Context, o storage.RekeyOptions) (storage.R
 	if err != nil {
 		return storage.RekeyProgress{}, false, err
 	}
-	r := a.rekey
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.running {
-		return r.progress, false, nil
-	}
-	saved, err := st.RekeyState(ctx)
-	if err != nil {
-		return storage.RekeyProgress{}, false, err
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	r.running, r.cancel, r.done = true, cancel, make(chan struct{})
-	r.progress = storage.RekeyProgress{State: storage.RekeyRunning, KeyID: a.keys.CurrentID(), StartedAt: time.Now()}
-	if saved.State != storage.RekeyDone && saved.KeyID == a.keys.CurrentID() {
-		r.progress = saved // resumed
-		r.progress.State = storage.RekeyRunning
-		if saved.Failed == 0 {
-			r.progress.Error = ""
+	return a.rekey.start(rekeyTask, func() (storage.RekeyProgress, bool, error) {
+		saved, err := st.RekeyState(ctx)
+		if err != nil {
+			return storage.RekeyProgress{}, false, err
 		}
-	}
-	// the audit trail names the key by its id, never the key
-	a.audit(stepRekeyStarted, zap.String("key_id", a.keys.CurrentID()), zap.Int("keys", a.keys.Len()),
-		zap.Bool("resumed", r.progress.Scanned > 0))
-	go a.runRekey(rctx, st.(*storage.SealingStore), o, r)
-	return r.progress, true, nil
+		p := storage.RekeyProgress{State: storage.RekeyRunning, KeyID: a.keys.CurrentID(), StartedAt: time.Now()}
+		if saved.State != storage.RekeyDone && saved.KeyID == a.keys.CurrentID() {
+			p = saved // resumed
+			p.State = storage.RekeyRunning
+			if saved.Failed == 0 {
+				p.Error = ""
+			}
+		}
+		// the audit trail names the key by its id, never the key
+		a.audit(stepRekeyStarted, zap.String("key_id", a.keys.CurrentID()), zap.Int("keys", a.keys.Len()),
+			zap.Bool("resumed", p.Scanned > 0))
+		return p, true, nil
+	}, func(ctx context.Context, _ storage.RekeyProgress, set func(storage.RekeyProgress)) storage.RekeyProgress {
+		return a.runRekey(ctx, st.(*storage.SealingStore), o, set)
+	})
 }
 
-func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, o storage.RekeyOptions, r *rekeyRunner) {
-	defer close(r.done)
-	p, err := st.Rekey(ctx, o, func(p storage.RekeyProgress) {
-		r.mu.Lock()
-		r.progress = p
-		r.mu.Unlock()
-	})
+func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, o storage.RekeyOptions, set func(storage.RekeyProgress)) storage.RekeyProgress {
+	p, err := st.Rekey(ctx, o, set)
 	if err != nil {
 		// saved as failed, with its cursor: the next start resumes it
 		p.State, p.Error = storage.RekeyFailed, err.Error()
@@ -153,36 +136,15 @@ func (a *App) runRekey(ctx context.Context, st *storage.SealingStore, o storage.
 		a.audit(stepRekeyDone, zap.String("key_id", p.KeyID), zap.Int("scanned", p.Scanned),
 			zap.Int("resealed", p.Resealed), zap.Int("failed", p.Failed))
 	}
-	r.mu.Lock()
-	r.running, r.progress = false, p
-	r.mu.Unlock()
-}
-
-// stopRekey cancels a rekey running in this process and waits for it (its
-// progress is saved: the next one resumes it).
-func (a *App) stopRekey() {
-	if a.rekey == nil {
-		return
-	}
-	a.rekey.mu.Lock()
-	cancel, done := a.rekey.cancel, a.rekey.done
-	a.rekey.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
+	return p
 }
 
 // RekeyStatus is the progress of the rekey running in this process, or
 // else the last one saved in the store (any node's).
 func (a *App) RekeyStatus(ctx context.Context) (storage.RekeyProgress, error) {
-	r := a.rekey
-	r.mu.Lock()
-	if r.running {
-		defer r.mu.Unlock()
-		return r.progress, nil
+	if p, ok := a.rekey.get(rekeyTask); ok {
+		return p, nil
 	}
-	r.mu.Unlock()
 	st, err := a.Store()
 	if err != nil {
 		return storage.RekeyProgress{}, err

@@ -23,7 +23,7 @@ var bErased = []byte("erased")
 
 // Erase implements storage.Store.
 func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time) (storage.EraseResult, error) {
-	res, err := s.EraseBatch(ctx, source, []string{eventID}, now)
+	res, err := s.erase(ctx, source, []string{eventID}, eventOf, now)
 	if err != nil {
 		return storage.EraseResult{}, err
 	}
@@ -35,16 +35,25 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 
 // EraseBatch implements storage.Eraser: one transaction erases the
 // events, and one scrub follows for all of them.
-func (s *Store) EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]storage.EraseResult, error) {
+func (s *Store) EraseBatch(ctx context.Context, source string, ids []string, now time.Time) ([]storage.EraseResult, error) {
+	return s.erase(ctx, source, ids, func(_ *kv.Tx, _, id string) string { return id }, now)
+}
+
+// erase erases the events of source named in names, each resolved to its
+// internal id by idOf, in one transaction, then scrubs the engine's files
+// once. The results are the transaction's even when the scrub fails: the
+// events are erased, and the caller reports them.
+func (s *Store) erase(ctx context.Context, source string, names []string, idOf func(tx *kv.Tx, source, name string) string,
+	now time.Time) ([]storage.EraseResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var results []storage.EraseResult
 	var removed []string
 	err := s.update(ctx, func(tx *kv.Tx) error {
-		results, removed = make([]storage.EraseResult, len(eventIDs)), nil
-		for i, eventID := range eventIDs {
-			res, rm, err := eraseEvent(tx, source, eventID, now)
+		results, removed = make([]storage.EraseResult, len(names)), nil
+		for i, name := range names {
+			res, rm, err := eraseEvent(tx, source, name, idOf(tx, source, name), now)
 			if errors.Is(err, storage.ErrNotFound) {
 				continue // nothing of it is written
 			}
@@ -64,10 +73,7 @@ func (s *Store) EraseBatch(ctx context.Context, source string, eventIDs []string
 		s.leases.forget(id)
 	}
 	// the bytes of the records removed are still in the engine's files
-	if err := s.scrub(ctx); err != nil {
-		return nil, err
-	}
-	return results, nil
+	return results, s.scrub(ctx)
 }
 
 // eventOf is the internal id of the event eventID of source, as Lookup
@@ -91,12 +97,12 @@ type erasing struct {
 	rawEntry bool
 }
 
-// eraseEvent removes the event eventID of source (storage.Eraser) in tx,
-// and returns the ids of the deliveries removed. It reads everything
-// first: an event of another source, or of which nothing is stored, is
-// ErrNotFound, and nothing is written.
-func eraseEvent(tx *kv.Tx, source, eventID string, now time.Time) (storage.EraseResult, []string, error) {
-	id := eventOf(tx, source, eventID)
+// eraseEvent removes the event of source with internal id id, named
+// eventID by the caller (storage.Eraser), in tx, and returns the ids of
+// the deliveries removed. It reads everything first: an event of another
+// source, or of which nothing is stored, is ErrNotFound, and nothing is
+// written.
+func eraseEvent(tx *kv.Tx, source, eventID, id string, now time.Time) (storage.EraseResult, []string, error) {
 	destinations := destinationsOf(tx, id)
 	if destinations == nil {
 		destinations = []string{storage.DefaultDestination}

@@ -31,16 +31,16 @@ const eraseBatchCalls = 16
 // script in its partition, as Erase does, eraseBatchCalls at a time
 // (there is nothing to do once for the batch: a deleted key's bytes leave
 // Redis's memory with it).
-func (s *Store) EraseBatch(ctx context.Context, source string, eventIDs []string, now time.Time) ([]storage.EraseResult, error) {
-	results := make([]storage.EraseResult, len(eventIDs))
-	errs := make([]error, len(eventIDs))
+func (s *Store) EraseBatch(ctx context.Context, source string, ids []string, now time.Time) ([]storage.EraseResult, error) {
+	results := make([]storage.EraseResult, len(ids))
+	errs := make([]error, len(ids))
 	sem := make(chan struct{}, eraseBatchCalls)
 	var wg sync.WaitGroup
-	for i, id := range eventIDs {
+	for i, id := range ids {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			res, err := s.Erase(ctx, source, id, now)
+			res, err := s.eraseInternal(ctx, source, id, now)
 			if !errors.Is(err, storage.ErrNotFound) {
 				results[i], errs[i] = res, err
 			}
@@ -63,6 +63,29 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 	if !found {
 		return storage.EraseResult{}, storage.ErrNotFound
 	}
+	return s.erase(ctx, source, ck, p, id, now)
+}
+
+// eraseInternal erases the event of source whose internal id is id, never
+// one whose provider id is id (EraseBatch names events by their internal
+// ids).
+func (s *Store) eraseInternal(ctx context.Context, source, id string, now time.Time) (storage.EraseResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.EraseResult{}, err
+	}
+	p, found, err := s.findInternal(ctx, id)
+	if err != nil {
+		return storage.EraseResult{}, err
+	}
+	if !found {
+		return storage.EraseResult{}, storage.ErrNotFound
+	}
+	return s.erase(ctx, source, storage.ClaimKey(source, id), p, id, now)
+}
+
+// erase erases the event of source with internal id id in partition p, its
+// claim key ck unless its records name another.
+func (s *Store) erase(ctx context.Context, source, ck string, p partition, id string, now time.Time) (storage.EraseResult, error) {
 	destinations, err := s.destinationsOf(ctx, p, id)
 	if err != nil {
 		return storage.EraseResult{}, unavailable(err)

@@ -96,6 +96,27 @@ func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition,
 	return partition{}, "", false, nil
 }
 
+// findInternal is the partition holding the event whose internal id is id
+// (found false: nothing of it is stored), as findEvent's last resort does.
+func (s *Store) findInternal(ctx context.Context, id string) (p partition, found bool, err error) {
+	own := make([]*redis.IntCmd, len(s.parts))
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, q := range s.parts {
+			own[i] = pipe.Exists(ctx, q.ev(id), q.deliveries(id), q.dlqEntry(id), q.fan(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return partition{}, false, unavailable(err)
+	}
+	for i, c := range own {
+		if c.Val() > 0 {
+			return s.parts[i], true, nil
+		}
+	}
+	return partition{}, false, nil
+}
+
 // deliveryInfo is what Lookup reports of the delivery id of an event of
 // source in partition p: from its hash, or its DLQ entry once the hash is
 // gone (nil: neither is left).

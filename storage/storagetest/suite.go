@@ -158,6 +158,7 @@ func Run(t *testing.T, f Factory) {
 		{"ListEvents", testListEvents},
 		{"ListByTenant", testListByTenant},
 		{"EraseBatch", testEraseBatch},
+		{"TenantErasureLive", testTenantErasureLive},
 		{"EraseTenant", testEraseTenant},
 		{"SealedAtRest", testSealedAtRest},
 		{"SealedKeyMissing", testSealedKeyMissing},

@@ -121,6 +121,24 @@ func testEraseBatch(t *testing.T, f Factory) {
 	if info := lookup(t, s, "other", "evt_batch_other"); info.ID != other.ID {
 		t.Errorf("the other source's event: %+v", info)
 	}
+
+	// an id names the event with that internal id, never one whose
+	// provider id is the same string (a sender that knows an internal id)
+	named := newEvent(t, "shop", "evt_batch_named")
+	mustEnqueue(t, s, named, until)
+	mimic := newEvent(t, "shop", named.ID)
+	mustEnqueue(t, s, mimic, until)
+	res, err = s.EraseBatch(t.Context(), "shop", []string{named.ID}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].ID != named.ID {
+		t.Fatalf("EraseBatch of an internal id that is another event's provider id = %+v; want %s erased", res, named.ID)
+	}
+	wantErased(t, s, named, res[0].DedupeUntil)
+	if info := lookup(t, s, "shop", named.ID); info.ID != mimic.ID || info.Status == storage.StatusErased {
+		t.Errorf("the event whose provider id is the erased one's internal id: %+v; want %s kept", info, mimic.ID)
+	}
 }
 
 // testEraseTenant: EraseTenant erases every event of one tenant of a
@@ -174,12 +192,15 @@ func testEraseTenant(t *testing.T, f Factory) {
 		t.Fatalf("an erasure cut short: %+v, %v; want 3 erased, a cursor, context.Canceled", p, err)
 	}
 	saved, err := s.TenantErasure(t.Context(), "shop", "gone.myshopify.com")
-	if err != nil || saved.State != storage.TenantErasureRunning || saved.Erased != 3 || saved.Cursor != p.Cursor {
-		t.Fatalf("saved progress %+v, %v; want running, 3 erased, its cursor", saved, err)
+	if err != nil || saved.State != storage.TenantErasureFailed || saved.Error == "" || saved.Erased != 3 || saved.Cursor != p.Cursor {
+		t.Fatalf("saved progress %+v, %v; want failed (interrupted), 3 erased, its cursor", saved, err)
 	}
-	// resumed: the rest, each event reported once
+	// resumed: the rest, each event reported once, the walk going on at
+	// the saved cursor (erased events are not listed again, so only the
+	// listing's filter tells a resumed walk from one started over)
 	seen := map[string]bool{}
-	p, err = storage.EraseTenant(t.Context(), s, "shop", "gone.myshopify.com", storage.TenantEraseOptions{Batch: 3},
+	walk := &recordingBrowser{TenantEraseStore: s}
+	p, err = storage.EraseTenant(t.Context(), walk, "shop", "gone.myshopify.com", storage.TenantEraseOptions{Batch: 3},
 		func(info *storage.EventInfo, res storage.EraseResult) {
 			if seen[info.ID] || info.Tenant != "gone.myshopify.com" || info.Source != "shop" || res.ID != info.ID {
 				t.Errorf("erased %s (%s/%s) as %+v", info.ID, info.Source, info.Tenant, res)
@@ -191,6 +212,9 @@ func testEraseTenant(t *testing.T, f Factory) {
 	}
 	if len(seen) != len(mine)-3 {
 		t.Errorf("the resumed erasure erased %d events, want %d", len(seen), len(mine)-3)
+	}
+	if len(walk.filters) == 0 || walk.filters[0].Cursor != saved.Cursor || !walk.filters[0].Until.Equal(saved.Until) {
+		t.Errorf("the resumed walk listed first %+v; want the saved cursor %q and cutoff %v", walk.filters, saved.Cursor, saved.Until)
 	}
 	for _, ev := range mine {
 		wantErased(t, s, ev, until)
@@ -216,4 +240,58 @@ func testEraseTenant(t *testing.T, f Factory) {
 		t.Fatalf("a second erasure: %+v, %v; want done, 1 erased", p, err)
 	}
 	wantErased(t, s, late, until)
+}
+
+// recordingBrowser records the filters of the listings a tenant's erasure
+// asks for.
+type recordingBrowser struct {
+	storage.TenantEraseStore
+	filters []storage.EventFilter
+}
+
+func (r *recordingBrowser) ListEvents(ctx context.Context, f storage.EventFilter) (storage.EventPage, error) {
+	r.filters = append(r.filters, f)
+	return r.TenantEraseStore.ListEvents(ctx, f)
+}
+
+// testTenantErasureLive: an erasure saved as running and saved recently
+// is live (on another node): it is not started a second time; one that
+// stopped saving (its node killed) reads as failed and is resumed.
+func testTenantErasureLive(t *testing.T, f Factory) {
+	s := f.Open(t)
+	now := time.Now()
+	ev := newEvent(t, "shop", "")
+	ev.Tenant = "busy"
+	mustEnqueue(t, s, ev, now.Add(time.Hour))
+	live := storage.TenantErasure{Source: "shop", Tenant: "busy", State: storage.TenantErasureRunning, Until: now.Add(time.Second),
+		StartedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-time.Second)}
+	if err := s.SaveTenantErasure(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	p, started, err := storage.StartTenantErasure(t.Context(), s, "shop", "busy", now)
+	if err != nil || started || p.State != storage.TenantErasureRunning || !p.UpdatedAt.Equal(live.UpdatedAt) {
+		t.Fatalf("StartTenantErasure of a live erasure = %+v, %v, %v; want it as it is, not started", p, started, err)
+	}
+	if _, err := storage.EraseTenant(t.Context(), s, "shop", "busy", storage.TenantEraseOptions{}, nil, nil); !errors.Is(err, storage.ErrTenantErasureRunning) {
+		t.Fatalf("EraseTenant of a live erasure: %v, want ErrTenantErasureRunning", err)
+	}
+	if info := lookup(t, s, "shop", ev.EventID); info.ID != ev.ID {
+		t.Fatalf("the event of a live erasure elsewhere was erased here: %+v", info)
+	}
+
+	later := now.Add(storage.TenantErasureStale + time.Second)
+	if got := live.Settled(later); got.State != storage.TenantErasureFailed || got.Error == "" {
+		t.Errorf("a stale running erasure reads %+v, want failed, with why", got)
+	}
+	if got := live.Settled(now); got.State != storage.TenantErasureRunning || got.Error != "" {
+		t.Errorf("a live erasure reads %+v, want running", got)
+	}
+	p, started, err = storage.StartTenantErasure(t.Context(), s, "shop", "busy", later)
+	if err != nil || !started || p.State != storage.TenantErasureRunning || !p.StartedAt.Equal(live.StartedAt) || !p.UpdatedAt.Equal(later) {
+		t.Fatalf("StartTenantErasure of a stale erasure = %+v, %v, %v; want it resumed", p, started, err)
+	}
+	p, err = storage.RunTenantErasure(t.Context(), s, p, storage.TenantEraseOptions{}, nil, nil)
+	if err != nil || p.State != storage.TenantErasureDone || p.Erased != 1 {
+		t.Fatalf("the resumed erasure: %+v, %v; want done, 1 erased", p, err)
+	}
 }

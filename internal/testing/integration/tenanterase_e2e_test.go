@@ -71,18 +71,7 @@ func testEraseTenant(t *testing.T, storageLine string, raw func() [][]byte) {
 		forward_to %[2]s/in/shop
 	}`, shopifySecret, up.URL))
 	const gone, kept = "gone.myshopify.com", "kept.myshopify.com"
-	headers := func(id, shop, body string) map[string]string {
-		return map[string]string{
-			"X-Shopify-Hmac-Sha256": base64.StdEncoding.EncodeToString(mac(sha256.New, shopifySecret, body)),
-			"X-Shopify-Webhook-Id":  id, "X-Shopify-Topic": "customers/update", "X-Shopify-Shop-Domain": shop,
-		}
-	}
-	send := func(id, shop, body string) {
-		t.Helper()
-		if resp, m := post(t, "/hooks/shop", []byte(body), headers(id, shop, body)); resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("%s: %d %v", id, resp.StatusCode, m)
-		}
-	}
+	headers, send := shopHeaders, func(id, shop, body string) { sendShop(t, id, shop, body) }
 	const n = 30
 	for i := range n {
 		outcome := []string{"ok", "fail", "wait"}[i%3]
@@ -167,5 +156,115 @@ func testEraseTenant(t *testing.T, storageLine string, raw func() [][]byte) {
 	}
 	if raw, _ := os.ReadFile(auditLog); strings.Contains(string(raw), "MARK-gone") {
 		t.Errorf("the audit log holds an erased event's body")
+	}
+}
+
+// shopHeaders are the headers of a Shopify webhook of shop with id and
+// body, signed with shopifySecret.
+func shopHeaders(id, shop, body string) map[string]string {
+	return map[string]string{
+		"X-Shopify-Hmac-Sha256": base64.StdEncoding.EncodeToString(mac(sha256.New, shopifySecret, body)),
+		"X-Shopify-Webhook-Id":  id, "X-Shopify-Topic": "customers/update", "X-Shopify-Shop-Domain": shop,
+	}
+}
+
+// sendShop posts a Shopify webhook of shop to /hooks/shop, wanting 202.
+func sendShop(t *testing.T, id, shop, body string) {
+	t.Helper()
+	if resp, m := post(t, "/hooks/shop", []byte(body), shopHeaders(id, shop, body)); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%s: %d %v", id, resp.StatusCode, m)
+	}
+}
+
+// TestTenantErasureReloadAndCap: at most four tenants' erasures run at
+// once on a node (the fifth is refused with 429, a second DELETE of a
+// running one answers it as it is); a reload stops the running ones,
+// saved as failed with why and an audit line each, and a DELETE resumes
+// one where it stopped, to its end.
+func TestTenantErasureReloadAndCap(t *testing.T) {
+	logs, auditLog, _ := auditLogs(t)
+	up := newUpstream(t)
+	up.setRespond(func(_ int, w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "3600") // every event stays queued
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	storageLine := defaultStorage(t)
+	load := func(timeout int) { // a config that differs: Caddy skips loading an unchanged one
+		startCaddyWith(t, up, logs, storageLine+"\n\t\taudit", fmt.Sprintf(`
+	webhook_ingress /hooks/shop shop {
+		verify shopify %s
+		forward_to %s/in/shop
+		timeout %ds
+	}`, shopifySecret, up.URL, timeout))
+	}
+	load(10)
+	shops := []string{"slow.myshopify.com", "t1.myshopify.com", "t2.myshopify.com", "t3.myshopify.com", "t4.myshopify.com"}
+	const slowEvents = 6
+	for i, shop := range shops {
+		n := 2
+		if i == 0 {
+			n = slowEvents
+		}
+		for j := range n {
+			sendShop(t, fmt.Sprintf("%d-%d", i, j), shop, fmt.Sprintf(`{"n":%d}`, j))
+		}
+	}
+	// four erasures, each pausing 10s after its first batch of one event
+	for _, shop := range shops[:4] {
+		code, ans := admin(t, "DELETE", "/webhooks/tenants/shop/"+shop, `{"batch":1,"pause":"10s"}`)
+		if code != http.StatusAccepted || ans["started"] != true {
+			t.Fatalf("DELETE %s: %d %v", shop, code, ans)
+		}
+	}
+	if code, ans := admin(t, "DELETE", "/webhooks/tenants/shop/"+shops[4], ""); code != http.StatusTooManyRequests || ans["error"] == nil {
+		t.Errorf("a fifth erasure at once: %d %v, want 429 with an error", code, ans)
+	}
+	if code, ans := admin(t, "DELETE", "/webhooks/tenants/shop/"+shops[0], ""); code != http.StatusAccepted || ans["started"] != false || ans["state"] != "running" {
+		t.Errorf("DELETE of a running erasure: %d %v, want 202, started false", code, ans)
+	}
+	waitFor(t, func() bool {
+		_, p := admin(t, "GET", "/webhooks/tenants/shop/"+shops[0], "")
+		return p["erased"] == float64(1)
+	})
+
+	load(11) // stops the old app: its erasures are saved as interrupted
+	_, p := admin(t, "GET", "/webhooks/tenants/shop/"+shops[0], "")
+	if p["state"] != "failed" || p["erased"] != float64(1) || !strings.Contains(fmt.Sprint(p["error"]), "interrupted") {
+		t.Fatalf("after a reload: %v, want failed (interrupted), 1 erased", p)
+	}
+	code, ans := admin(t, "DELETE", "/webhooks/tenants/shop/"+shops[0], `{"batch":100}`)
+	if code != http.StatusAccepted || ans["started"] != true || ans["erased"] != float64(1) {
+		t.Fatalf("resuming: %d %v", code, ans)
+	}
+	waitFor(t, func() bool {
+		_, p = admin(t, "GET", "/webhooks/tenants/shop/"+shops[0], "")
+		return p["state"] != "running"
+	})
+	if p["state"] != "done" || p["erased"] != float64(slowEvents) || p["until"] != ans["until"] {
+		t.Fatalf("the resumed erasure: %v, want done, %d erased, the first cutoff %v", p, slowEvents, ans["until"])
+	}
+	_, page := admin(t, "GET", "/webhooks/events?limit=100&tenant="+shops[0], "")
+	if items, _ := page["items"].([]any); len(items) != 0 {
+		t.Errorf("events of the erased shop left: %d", len(items))
+	}
+
+	var stopped, started, resumed int
+	waitFor(t, func() bool {
+		stopped, started, resumed = 0, 0, 0
+		for _, l := range logLines(t, auditLog) {
+			switch l["step"] {
+			case "tenant_erase_stopped":
+				stopped++
+			case "tenant_erase_started":
+				started++
+				if l["resumed"] == true {
+					resumed++
+				}
+			}
+		}
+		return stopped == 4 && started == 5
+	})
+	if resumed != 1 {
+		t.Errorf("audit: %d starts marked resumed, want 1", resumed)
 	}
 }
