@@ -47,6 +47,7 @@ func (g *Gate) skipped(lane string) bool {
 // gateEntry is lane's entry in one of the gate's maps, or, when it has
 // none, the entry of the lane it follows (GateLaneOf).
 func gateEntry[V any](m map[string]V, lane string) (V, bool) {
+	lane = BaseLane(lane) // a tenant's share is gated with its lane
 	if v, ok := m[lane]; ok {
 		return v, true
 	}
@@ -202,16 +203,18 @@ type Candidate struct {
 // are asked in rounds, so that a paced lane with no slot frees its place
 // for the next lanes, paced ones included, and never starves them. Lanes
 // sharing a pace (PaceOf) are asked one after the other, the pace's own
-// lane first: a source's live traffic before its replay.
+// lane first: a source's live traffic before its replay. Caps and paces
+// hold for a base lane (BaseLane): its tenants' shares together.
 func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (map[string]int, error)) ([]Candidate, error) {
 	granted := make(map[string]int)
 	for {
 		picked := pickGated(cands, n, gate, granted)
 		want := make(map[string]int)
 		for _, c := range picked {
-			if _, asked := granted[c.Lane]; !asked {
-				if _, paced := gate.RateOf(c.Lane); paced {
-					want[c.Lane]++
+			lane := BaseLane(c.Lane)
+			if _, asked := granted[lane]; !asked {
+				if _, paced := gate.RateOf(lane); paced {
+					want[lane]++
 				}
 			}
 		}
@@ -240,32 +243,36 @@ func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (
 
 // pickGated is PickFair under the gate's caps and the slots granted to
 // the paced lanes asked so far (a paced lane not in granted is not limited
-// yet).
+// yet), by base lane.
 func pickGated(cands []Candidate, n int, gate *Gate, granted map[string]int) []Candidate {
 	limit := make(map[string]int)
+	seen := make(map[string]bool)
 	for _, c := range cands {
-		if _, seen := limit[c.Lane]; seen {
+		lane := BaseLane(c.Lane)
+		if seen[lane] {
 			continue
 		}
+		seen[lane] = true
 		l, limited := -1, false
-		if cp, ok := gate.CapOf(c.Lane); ok {
+		if cp, ok := gate.CapOf(lane); ok {
 			l, limited = cp, true
 		}
-		if g, asked := granted[c.Lane]; asked && (!limited || g < l) {
+		if g, asked := granted[lane]; asked && (!limited || g < l) {
 			l, limited = g, true
 		}
 		if limited {
-			limit[c.Lane] = l
+			limit[lane] = l
 		}
 	}
 	return PickFair(cands, n, limit)
 }
 
-// CountLanes counts candidates by lane.
+// CountLanes counts candidates by base lane (BaseLane), as PickFair's
+// limit counts them.
 func CountLanes(cands []Candidate) map[string]int {
 	out := make(map[string]int)
 	for _, c := range cands {
-		out[c.Lane]++
+		out[BaseLane(c.Lane)]++
 	}
 	return out
 }
@@ -273,25 +280,39 @@ func CountLanes(cands []Candidate) map[string]int {
 // PickFair chooses up to n candidates to lease, taking lanes in turn
 // (oldest job of each lane first, lanes ordered by their oldest job) so
 // that one lane's backlog never starves the others, and no more of a lane
-// than limit allows (limit nil or a lane missing from it: no limit). The
+// than limit allows (limit nil or a lane missing from it: no limit). A
+// lane's tenant shares (BaseLane) are one lane here, within which they
+// take turns the same way: one tenant's backlog holds back the other
+// shares of its lane by one job a turn, and other lanes not at all. The
 // result is in the order the jobs should be handed out.
 func PickFair(cands []Candidate, n int, limit map[string]int) []Candidate {
 	if n <= 0 || len(cands) == 0 {
 		return nil
 	}
-	byLane := make(map[string][]Candidate)
+	shares := make(map[string][]Candidate) // by lane, oldest first
 	for _, c := range cands {
-		byLane[c.Lane] = append(byLane[c.Lane], c)
+		shares[c.Lane] = append(shares[c.Lane], c)
 	}
-	lanes := make([]string, 0, len(byLane))
-	for lane, cs := range byLane {
+	byBase := make(map[string][][]Candidate)
+	for lane, cs := range shares {
 		slices.SortFunc(cs, func(a, b Candidate) int {
 			return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.ID, b.ID))
 		})
-		if l, ok := limit[lane]; ok && len(cs) > l {
-			byLane[lane] = cs[:max(l, 0)]
+		base := BaseLane(lane)
+		byBase[base] = append(byBase[base], cs)
+	}
+	byLane := make(map[string][]Candidate, len(byBase))
+	lanes := make([]string, 0, len(byBase))
+	for base, ss := range byBase {
+		slices.SortFunc(ss, func(a, b []Candidate) int { // the share with the oldest job first
+			return cmp.Or(a[0].Due.Compare(b[0].Due), cmp.Compare(a[0].Lane, b[0].Lane))
+		})
+		cs := takeTurns(ss, -1)
+		if l, ok := limit[base]; ok && len(cs) > l {
+			cs = cs[:max(l, 0)]
 		}
-		lanes = append(lanes, lane)
+		byLane[base] = cs
+		lanes = append(lanes, base)
 	}
 	slices.SortFunc(lanes, func(a, b string) int {
 		ca, cb := byLane[a], byLane[b]
@@ -300,20 +321,35 @@ func PickFair(cands []Candidate, n int, limit map[string]int) []Candidate {
 		}
 		return cmp.Or(ca[0].Due.Compare(cb[0].Due), cmp.Compare(a, b))
 	})
-	out := make([]Candidate, 0, min(n, len(cands)))
+	ordered := make([][]Candidate, len(lanes))
+	for i, lane := range lanes {
+		ordered[i] = byLane[lane]
+	}
+	return takeTurns(ordered, n)
+}
+
+// takeTurns interleaves lists, in their order: the first of each, then
+// the second of each, and so on, up to n (n < 0: all).
+func takeTurns(lists [][]Candidate, n int) []Candidate {
+	total := 0
+	for _, l := range lists {
+		total += len(l)
+	}
+	if n < 0 || n > total {
+		n = total
+	}
+	if len(lists) == 1 {
+		return lists[0][:n]
+	}
+	out := make([]Candidate, 0, n)
 	for round := 0; len(out) < n; round++ {
-		took := false
-		for _, lane := range lanes {
-			if cs := byLane[lane]; round < len(cs) {
-				out = append(out, cs[round])
-				took = true
+		for _, l := range lists {
+			if round < len(l) {
+				out = append(out, l[round])
 				if len(out) == n {
 					break
 				}
 			}
-		}
-		if !took {
-			break
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -83,6 +84,10 @@ func TestPickFair(t *testing.T) {
 		return s
 	}
 	backlog := []Candidate{c("a", 1, "a1"), c("a", 2, "a2"), c("a", 3, "a3"), c("a", 4, "a4"), c("b", 9, "b1"), c("b", 10, "b2")}
+	// lane a: a backlog of share 1 (x), one job each of shares 2 (y) and a
+	// itself (z, an event without a tenant); lane b: one job
+	shares := []Candidate{c("a#1", 1, "x1"), c("a#1", 2, "x2"), c("a#1", 3, "x3"), c("a#1", 4, "x4"),
+		c("a#2", 5, "y1"), c("a", 6, "z1"), c("b", 9, "b1")}
 	for _, tc := range []struct {
 		name  string
 		cands []Candidate
@@ -97,6 +102,11 @@ func TestPickFair(t *testing.T) {
 		{"a paced lane gets its slots only", backlog, 4, map[string]int{"a": 1}, "a1 b1 b2 "},
 		{"a lane with no slot is left out", backlog, 4, map[string]int{"b": 0}, "a1 a2 a3 a4 "},
 		{"unordered input", []Candidate{c("b", 2, "b1"), c("a", 3, "a2"), c("a", 1, "a1")}, 2, nil, "a1 b1 "},
+		// a lane's tenant shares take turns within it, and the lane takes
+		// its turn with the others as one: shares never crowd other lanes
+		{"shares take turns within their lane", shares, 6, nil, "x1 b1 y1 z1 x2 x3 "},
+		{"a lane's cap holds for its shares together", shares, 6, map[string]int{"a": 2}, "x1 b1 y1 "},
+		{"a share alone", []Candidate{c("a#3", 1, "x1"), c("a#3", 2, "x2")}, 5, map[string]int{"a": 1}, "x1 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ids(PickFair(tc.cands, tc.n, tc.limit)); got != tc.want {
@@ -228,5 +238,54 @@ func TestGateOpen(t *testing.T) {
 	var none *Gate
 	if !none.Open("any") {
 		t.Error("a nil gate holds a lane back")
+	}
+}
+
+// TestTenantLanes: an event with a tenant waits in its tenant's share of
+// its lane (a replay does not), and every rule on lanes sees the share as
+// its lane.
+func TestTenantLanes(t *testing.T) {
+	sh := func(tenant string) string { return "#" + strconv.Itoa(TenantShare(tenant)) }
+	for _, tc := range []struct {
+		ev                       Event
+		lane, base, source, gate string
+		pace                     string
+	}{
+		{Event{Source: "shop"}, "shop", "shop", "shop", "shop", "shop"},
+		{Event{Source: "shop", Tenant: "a.myshopify.com"}, "shop" + sh("a.myshopify.com"), "shop", "shop", "shop", "shop"},
+		{Event{Source: "shop", Destination: "crm", Tenant: "b"}, "shop/crm" + sh("b"), "shop/crm", "shop", "shop", "shop/crm"},
+		{Event{Source: "shop", Tenant: "b", Replay: true}, "shop~replay", "shop~replay", "shop", "shop~replay", "shop"},
+	} {
+		lane := LaneOf(&tc.ev)
+		if lane != tc.lane || BaseLane(lane) != tc.base || SourceOfLane(lane) != tc.source || GateLaneOf(lane) != tc.gate || PaceOf(lane) != tc.pace {
+			t.Errorf("%+v: lane %q base %q source %q gate %q pace %q; want %q %q %q %q %q", tc.ev, lane, BaseLane(lane),
+				SourceOfLane(lane), GateLaneOf(lane), PaceOf(lane), tc.lane, tc.base, tc.source, tc.gate, tc.pace)
+		}
+	}
+	// a share follows its lane's gate entries, the destination's first
+	g := &Gate{Skip: map[string]bool{"shop": true, "shop/crm": false}, Cap: map[string]int{"shop": 1}}
+	if !g.Skipped("shop#3") || g.Skipped("shop/crm#3") || !g.Skipped("shop/old#2") {
+		t.Error("a tenant's share does not follow its lane's skip entry")
+	}
+	if c, ok := g.CapOf("shop#7"); !ok || c != 1 {
+		t.Errorf("CapOf a share = %d, %v; want its lane's 1", c, ok)
+	}
+	// an order key's chain is its lane's, whatever the tenant
+	a := Event{Source: "shop", Tenant: "a", OrderKey: "K"}
+	b := Event{Source: "shop", Tenant: "b", OrderKey: "K"}
+	if ChainOf(&a) != ChainOf(&b) {
+		t.Errorf("chains of one order key across tenants: %q, %q", ChainOf(&a), ChainOf(&b))
+	}
+	// the shares spread tenants: 1,000 tenants use every share
+	used := map[int]bool{}
+	for i := range 1000 {
+		used[TenantShare(fmt.Sprintf("shop-%d.myshopify.com", i))] = true
+	}
+	if len(used) != TenantShares {
+		t.Errorf("1,000 tenants use %d shares of %d", len(used), TenantShares)
+	}
+	byBase := ByBaseLane(map[string]Counts{"shop#1": {Queued: 2}, "shop#4": {Queued: 3, InFlight: 1}, "shop": {Queued: 1}, "gh": {Queued: 5}})
+	if byBase["shop"] != (Counts{Queued: 6, InFlight: 1}) || byBase["gh"] != (Counts{Queued: 5}) || len(byBase) != 2 {
+		t.Errorf("ByBaseLane = %v", byBase)
 	}
 }

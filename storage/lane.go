@@ -2,10 +2,15 @@ package storage
 
 // Lane names. Every lane name is decided here: a job's lane (LaneOf), a
 // source's lanes as the gate lists them (LanesOf), the source a lane belongs
-// to (SourceOfLane), the pace it shares (PaceOf) and the lane whose gate
-// entries it follows (GateLaneOf).
+// to (SourceOfLane), the pace it shares (PaceOf), the lane whose gate
+// entries it follows (GateLaneOf) and the lane a tenant's share belongs to
+// (BaseLane).
 
-import "strings"
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
 
 // replayLaneSuffix marks a replay lane. Source and destination names are
 // letters, digits, '.', '_' and '-', so no other lane ends with it.
@@ -15,20 +20,54 @@ const replayLaneSuffix = "~replay"
 // a non-default destination's deliveries (no source name holds it).
 const destinationLaneSep = "/"
 
+// tenantShareSep separates a live lane from the number of a tenant's
+// share of it (no source or destination name holds it).
+const tenantShareSep = "#"
+
+// TenantShares is how many shares a live lane is split into by tenant:
+// the deliveries of an event with a tenant wait in the share its tenant
+// hashes to (TenantShare), and a lane's shares take turns at lease time
+// (PickFair), so that one tenant's backlog holds back only the tenants of
+// its share. A fixed number: the store keeps no state per tenant, however
+// many there are.
+const TenantShares = 16
+
+// TenantShare is the share of a lane tenant's deliveries wait in (FNV-1a
+// of the tenant, modulo TenantShares): the same on every node and store.
+func TenantShare(tenant string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(tenant))
+	return int(h.Sum32() % TenantShares)
+}
+
 // LaneOf is the lane of a job's event: its source for the default
 // destination (a replayed event's: its source's replay lane), as before
 // destinations existed; a delivery to another destination waits in its own
 // lane, source/destination (and source/destination~replay), so that each
-// destination can be held back on its own.
+// destination can be held back on its own. A live delivery of an event
+// with a tenant waits in its tenant's share of that lane, lane#share
+// (TenantShare); a replay, started by an operator, does not.
 func LaneOf(ev *Event) string {
 	lane := ev.Source
 	if !IsDefaultDestination(ev.Destination) {
 		lane += destinationLaneSep + ev.Destination
 	}
-	if ev.Replay {
+	switch {
+	case ev.Replay:
 		lane += replayLaneSuffix
+	case ev.Tenant != "":
+		lane += tenantShareSep + strconv.Itoa(TenantShare(ev.Tenant))
 	}
 	return lane
+}
+
+// BaseLane is the lane a tenant's share belongs to (a lane that is no
+// share: itself). The gate, the pace, the counts and the ordered chains
+// know base lanes only: a lane's shares are paused, paced, capped and
+// ordered as one.
+func BaseLane(lane string) string {
+	base, _, _ := strings.Cut(lane, tenantShareSep)
+	return base
 }
 
 // LanesOf lists the lanes of source's default deliveries (its own, then its
@@ -47,7 +86,7 @@ func DestinationLanes(source, destination string) []string {
 
 // SourceOfLane is the source whose jobs lane holds.
 func SourceOfLane(lane string) string {
-	src, _, _ := strings.Cut(strings.TrimSuffix(lane, replayLaneSuffix), destinationLaneSep)
+	src, _, _ := strings.Cut(strings.TrimSuffix(BaseLane(lane), replayLaneSuffix), destinationLaneSep)
 	return src
 }
 
@@ -57,7 +96,7 @@ func SourceOfLane(lane string) string {
 // of every configured destination; this holds for the deliveries of a
 // destination removed from the config, held and paced with their source.
 func GateLaneOf(lane string) string {
-	if strings.HasSuffix(lane, replayLaneSuffix) {
+	if strings.HasSuffix(BaseLane(lane), replayLaneSuffix) {
 		return SourceOfLane(lane) + replayLaneSuffix
 	}
 	return SourceOfLane(lane)
@@ -68,7 +107,21 @@ func GateLaneOf(lane string) string {
 // and its live traffic together stay within its rate_limit; each
 // destination of a source has its own (its own upstream). The backends key
 // their pacing state by it.
-func PaceOf(lane string) string { return strings.TrimSuffix(lane, replayLaneSuffix) }
+func PaceOf(lane string) string { return strings.TrimSuffix(BaseLane(lane), replayLaneSuffix) }
+
+// ByBaseLane sums counts by lane (QueueByLane) into counts by base lane
+// (BaseLane: a lane's tenant shares as one), as operators see them.
+func ByBaseLane(byLane map[string]Counts) map[string]Counts {
+	out := make(map[string]Counts, len(byLane))
+	for lane, c := range byLane {
+		base := BaseLane(lane)
+		n := out[base]
+		n.Queued += c.Queued
+		n.InFlight += c.InFlight
+		out[base] = n
+	}
+	return out
+}
 
 // CountsBySource sums counts by lane (QueueByLane) into counts by source.
 func CountsBySource(byLane map[string]Counts) map[string]Counts {

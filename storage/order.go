@@ -49,8 +49,10 @@ func OrderKeyOfChain(lane, name string) (key string, ok bool) {
 	return strings.CutPrefix(name, ChainPrefix(lane))
 }
 
-// ChainPrefix is how the names of lane's chains begin.
-func ChainPrefix(lane string) string { return lane + chainSep }
+// ChainPrefix is how the names of lane's chains begin: its base lane's
+// (BaseLane), so that an order key's events keep their order whatever
+// their tenants' shares.
+func ChainPrefix(lane string) string { return BaseLane(lane) + chainSep }
 
 // ChainOfEntry is the chain of the delivery a DLQ entry holds (ChainOf
 // its event, as a retry re-queues it).

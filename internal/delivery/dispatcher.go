@@ -413,7 +413,7 @@ func (d *Dispatcher) loop() {
 			// a half-open breaker's trial job: its other jobs are held
 			// until it is tried
 			for _, job := range jobs {
-				if name, ok := d.trialLanes[storage.LaneOf(&job.Event)]; ok {
+				if name, ok := d.trialLanes[storage.BaseLane(storage.LaneOf(&job.Event))]; ok {
 					d.breakers.leaseTrial(name)
 				}
 			}

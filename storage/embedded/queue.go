@@ -157,11 +157,12 @@ func migrateLegacyDue(tx *kv.Tx) error {
 	return tx.DeleteBucket(bLegacyDue)
 }
 
-// onlyLanes keeps the candidates of the lanes in limit.
+// onlyLanes keeps the candidates of the lanes in limit (by base lane, as
+// storage.CountLanes counts them).
 func onlyLanes(cands []storage.Candidate, limit map[string]int) []storage.Candidate {
 	out := cands[:0]
 	for _, c := range cands {
-		if _, ok := limit[c.Lane]; ok {
+		if _, ok := limit[storage.BaseLane(c.Lane)]; ok {
 			out = append(out, c)
 		}
 	}

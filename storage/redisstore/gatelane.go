@@ -6,9 +6,11 @@ package redisstore
 // lane without an entry of its own follows storage.GateLaneOf(lane): a
 // destination's lane (source/destination, source/destination~replay) its
 // source's lane of the same kind. Source names hold neither '/' nor '~'.
+// A tenant's share of a lane (lane#k) is its base lane's (storage.BaseLane).
 // TestGateSkipLuaAgreesWithGo keeps the two in step.
 const luaSkipped = `
 local function skipped(skip, lane)
+	lane = string.match(lane, '^[^#]*')
 	local v = skip[lane]
 	if v == nil then
 		local own = string.match(lane, '^[^/~]*')

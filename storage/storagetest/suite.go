@@ -159,6 +159,7 @@ func Run(t *testing.T, f Factory) {
 		{"ListByTenant", testListByTenant},
 		{"EraseBatch", testEraseBatch},
 		{"TenantErasureLive", testTenantErasureLive},
+		{"FairTenants", testFairTenants},
 		{"EraseTenant", testEraseTenant},
 		{"SealedAtRest", testSealedAtRest},
 		{"SealedKeyMissing", testSealedKeyMissing},

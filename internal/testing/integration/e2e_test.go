@@ -246,6 +246,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"EventBrowser", TestEventBrowser},
 		{"Tenants", TestTenants},
 		{"TenantFilters", TestTenantFilters},
+		{"FairTenants", TestFairTenants},
 		{"EncryptionKeyMissing", TestEncryptionKeyMissing},
 	} {
 		t.Run(tc.name, tc.fn)

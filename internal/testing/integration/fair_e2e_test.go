@@ -1,0 +1,91 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// TestFairTenants (through Caddy, on both stores: TestEndToEndOnRedis runs
+// it again on Redis): a backlog of 20,000 events of one shop, held by a
+// pause, does not hold back another shop's event once resumed. The shops'
+// tenants take turns, so the other shop's event goes within the first
+// leases of the workers, not behind the backlog.
+func TestFairTenants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 20,000 events")
+	}
+	up := newUpstream(t)
+	startCaddy(t, up, defaultStorage(t), fmt.Sprintf(`
+	webhook_ingress /hooks/shop shop {
+		verify shopify %s
+		forward_to %s/in/shop
+	}`, shopifySecret, up.URL))
+	noisy, quiet := "noisy.myshopify.com", ""
+	for i := 0; quiet == ""; i++ {
+		if name := fmt.Sprintf("quiet-%d.myshopify.com", i); storage.TenantShare(name) != storage.TenantShare(noisy) {
+			quiet = name
+		}
+	}
+	if code, m := admin(t, "POST", "/webhooks/sources/shop/pause", `{"reason":"a backlog","accept":true}`); code != http.StatusOK {
+		t.Fatalf("pause: %d %v", code, m)
+	}
+
+	const backlog = 20_000
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range 8 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= backlog; i = next.Add(1) {
+				body := fmt.Sprintf(`{"n":%d}`, i)
+				req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://localhost:%d/hooks/shop", httpPort), bytes.NewReader([]byte(body)))
+				for k, v := range shopHeaders(fmt.Sprintf("n-%d", i), noisy, body) {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil || resp.StatusCode != http.StatusAccepted {
+					failed.Add(1)
+				}
+				if resp != nil {
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of the backlog's events were not accepted", n)
+	}
+	t.Logf("backlog of %d events of one shop accepted in %v", backlog, time.Since(began).Round(time.Millisecond))
+	sendShop(t, "q-1", quiet, `{"quiet":1}`)
+
+	if code, m := admin(t, "POST", "/webhooks/sources/shop/resume", ""); code != http.StatusOK {
+		t.Fatalf("resume: %d %v", code, m)
+	}
+	// the quiet shop's event goes within a few leases of the 16 workers
+	const few = 3 * 16
+	var at int
+	waitFor(t, func() bool {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		for i, r := range up.reqs {
+			if r.Header.Get("X-Webhook-Tenant") == quiet {
+				at = i + 1
+				return true
+			}
+		}
+		return len(up.reqs) > few
+	})
+	if at == 0 || at > few {
+		t.Fatalf("the other shop's event was not among the first %d deliveries after the resume (at %d) behind a backlog of %d", few, at, backlog)
+	}
+	t.Logf("the other shop's event was delivery %d of the resumed backlog of %d", at, backlog)
+}

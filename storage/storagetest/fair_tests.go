@@ -1,0 +1,139 @@
+package storagetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// Fair delivery across tenants: a lane's deliveries wait in their
+// tenant's share (storage.LaneOf), and the shares take turns at lease
+// time, while the gate and the ordered chains see the lane as one.
+
+// tenantsApart returns n tenant names whose shares (storage.TenantShare)
+// all differ.
+func tenantsApart(n int) []string {
+	var out []string
+	used := map[int]bool{}
+	for i := 0; len(out) < n; i++ {
+		name := fmt.Sprintf("shop-%d.myshopify.com", i)
+		if sh := storage.TenantShare(name); !used[sh] {
+			used[sh] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// testFairTenants: behind a backlog of one tenant's events, another
+// tenant's event is in the first lease, on the default destination and
+// on another; the lane's cap, skip and pace hold for its shares together;
+// an order key's events keep their order across tenants.
+func testFairTenants(t *testing.T, f Factory) {
+	s := f.Open(t)
+	names := tenantsApart(3)
+	noisy, quiet, third := names[0], names[1], names[2]
+	until := time.Now().Add(time.Hour)
+	enqueueTenant := func(tenant, dest string, k int) []*storage.Event {
+		var evs []*storage.Event
+		for range k {
+			ev := newEvent(t, "shop", "")
+			ev.Tenant = tenant
+			ev.Deliveries = []storage.Delivery{{Destination: dest, Upstream: "http://127.0.0.1:8080/" + dest}}
+			mustEnqueue(t, s, ev, until)
+			evs = append(evs, ev)
+		}
+		return evs
+	}
+	const backlog = 120
+	enqueueTenant(noisy, "", backlog)
+	enqueueTenant(noisy, "crm", backlog)
+	time.Sleep(2 * time.Millisecond) // the quiet tenants' events come after
+	late := append(enqueueTenant(quiet, "", 1), enqueueTenant(third, "crm", 1)...)
+	now := time.Now().Add(time.Second)
+
+	// a gate that caps the default lane to one job a lease and skips the
+	// other: its shares together, not one each
+	capped := &storage.Gate{Cap: map[string]int{"shop": 1}, Skip: map[string]bool{"shop/crm": true}}
+	jobs, err := s.Lease(t.Context(), now, 8, time.Minute, capped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].Destination != "" || jobs[0].Tenant != noisy {
+		t.Fatalf("Lease under a cap of 1 and a skip = %d jobs %v; want the oldest of the capped lane only", len(jobs), tenantsOf(jobs))
+	}
+
+	// four at a time: the quiet tenants' events go within the first few
+	// leases, not behind the backlog (the embedded store takes them in the
+	// first; Redis, whose leases peek two partitions at a time while every
+	// partition holds a backlog, within partitions/2)
+	const fewLeases = 1 + 16/2
+	pending := map[string]*storage.Event{}
+	for _, ev := range late {
+		pending[storage.DeliveryID(ev.ID, ev.Deliveries[0].Destination)] = ev
+	}
+	var leased []*storage.Job
+	for i := 0; i < fewLeases && len(pending) > 0; i++ {
+		jobs, err := s.Lease(t.Context(), now, 4, time.Minute, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			delete(pending, j.ID)
+		}
+		leased = append(leased, jobs...)
+	}
+	for _, ev := range pending {
+		t.Errorf("the event of tenant %s (destination %q) is not in the first %d leases of 4 behind a backlog of %d: %v",
+			ev.Tenant, ev.Deliveries[0].Destination, fewLeases, 2*backlog, tenantsOf(leased))
+	}
+
+	// an order key's events keep their order, whatever their tenants
+	a := orderedEvent(t, "ordered", "K", false)
+	a.Tenant = noisy
+	mustEnqueue(t, s, a, until)
+	b := orderedEvent(t, "ordered", "K", false)
+	b.Tenant = quiet
+	mustEnqueue(t, s, b, until)
+	gate := &storage.Gate{Skip: map[string]bool{"shop": true, "shop/crm": true}}
+	jobs, err = s.Lease(t.Context(), now, 10, time.Minute, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != a.ID {
+		t.Fatalf("ordered events of two tenants: leased %v, want only the first, %s", jobIDs(jobs), a.ID)
+	}
+	delivered(t, s, jobs[0])
+	jobs, err = s.Lease(t.Context(), now.Add(time.Second), 10, time.Minute, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != b.ID {
+		t.Fatalf("after the first ordered event: leased %v, want %s", jobIDs(jobs), b.ID)
+	}
+
+	// counts by lane: every job of a lane is counted, whatever its share
+	byLane, err := s.QueueByLane(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := storage.CountsOfDestination(byLane, "shop", "crm"); c.Queued+c.InFlight != backlog+1 {
+		t.Errorf("counts of shop/crm: %+v, want %d jobs", c, backlog+1)
+	}
+	if c := storage.ByBaseLane(byLane)["shop"]; c.Queued+c.InFlight != backlog+1 {
+		t.Errorf("counts of shop: %+v, want %d jobs", c, backlog+1)
+	}
+	if len(byLane) <= len(storage.ByBaseLane(byLane)) {
+		t.Errorf("QueueByLane %v: no tenant share of its own", byLane)
+	}
+}
+
+func tenantsOf(jobs []*storage.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Destination + ":" + j.Tenant
+	}
+	return out
+}
