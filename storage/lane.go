@@ -61,6 +61,20 @@ func LaneOf(ev *Event) string {
 	return lane
 }
 
+// ShareQuota is how many due jobs a lease reads first from each of the
+// shares of a lane (shares: how many it has, the lane itself counted)
+// when it wants n: an even part of n and one more, so that the shares
+// together give n while each can take its turn, without reading n from
+// each. A lease whose shares hold fewer than n that way reads on in those
+// it cut short. The Redis peek script holds the same rule
+// (TestShareQuotaLuaAgreesWithGo).
+func ShareQuota(shares, n int) int {
+	if shares <= 1 {
+		return n
+	}
+	return min(n, (n+shares-1)/shares+1)
+}
+
 // BaseLane is the lane a tenant's share belongs to (a lane that is no
 // share: itself). The gate, the pace, the counts and the ordered chains
 // know base lanes only: a lane's shares are paused, paced, capped and

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -405,4 +406,25 @@ func BenchmarkEraseTenant(b *testing.B) {
 	}
 	defer s.Close()
 	storagetest.BenchmarkEraseTenant(b, s, 20_000, storage.MaxTenantEraseBatch)
+}
+
+// BenchmarkTenantsQueued measures what tenants cost with 100,000 events
+// queued (storagetest.BenchmarkTenantsQueued): the heap the backlog takes
+// (after a GC) and a lease's cost, without tenants, of one, of 100,000.
+//
+//	go test -run '^$' -bench TenantsQueued -benchtime 200x ./storage/embedded/
+func BenchmarkTenantsQueued(b *testing.B) {
+	storagetest.BenchmarkTenantsQueued(b, func(b *testing.B) storage.Store {
+		s, err := embedded.Open(filepath.Join(b.TempDir(), "hookline.db"), embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}, func(storage.Store) int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse)
+	}, 100_000)
 }

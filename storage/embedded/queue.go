@@ -87,26 +87,72 @@ func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) (e
 }
 
 // candidates lists up to limit due jobs (due at or before now) of each lane
-// the gate lets through, passing over the leased ones (leased). It reads
-// only the keys it returns, the leased ones and one key per lane (and
-// the keys finished since the last walk: floors.go).
+// the gate lets through, passing over the leased ones (leased); the
+// tenants' shares of a lane up to limit together, each first up to its
+// quota (storage.ShareQuota), then, when they hold fewer than limit that
+// way, the rest of each share cut short. It reads only the keys it
+// returns, the leased ones and one key per lane (and the keys finished
+// since the last walk: floors.go).
 func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased func(id []byte) bool) ([]storage.Candidate, error) {
+	shares := map[string]int{}
+	for _, lf := range s.floors.list() {
+		shares[storage.BaseLane(lf.lane)]++
+	}
+	type cut struct {
+		lane  string
+		next  []byte // the first key not read
+		taken int
+	}
+	var cuts []cut
+	found := map[string]int{} // by base lane
 	var out []storage.Candidate
+	// read lists lane's due jobs from k on, up to max; next is the first
+	// key not read when it stopped at max (nil: the lane has no more due)
+	read := func(c *kv.Cursor, lane string, k []byte, max int) (n int, next []byte) {
+		laneB := []byte(lane)
+		for ; k != nil; k, _ = c.Next() {
+			l, due, id, ok := splitDueKey(k)
+			if !ok || !bytes.Equal(l, laneB) || due.After(now) {
+				return n, nil
+			}
+			if leased(id) {
+				continue
+			}
+			if n == max {
+				return n, bytes.Clone(k)
+			}
+			out = append(out, storage.Candidate{Lane: lane, Due: due, ID: string(id)})
+			n++
+		}
+		return n, nil
+	}
 	err := s.walkLanes(func(c *kv.Cursor, laneB []byte, k []byte) error {
 		lane := string(laneB)
 		if gate.Skipped(lane) {
 			return nil
 		}
-		for i := 0; k != nil && i < limit; k, _ = c.Next() {
-			l, due, id, ok := splitDueKey(k)
-			if !ok || !bytes.Equal(l, laneB) || due.After(now) {
-				break
-			}
-			if leased(id) {
+		base := storage.BaseLane(lane)
+		q := storage.ShareQuota(shares[base], limit)
+		n, next := read(c, lane, k, q)
+		found[base] += n
+		if next != nil && q < limit {
+			cuts = append(cuts, cut{lane, next, n})
+		}
+		return nil
+	})
+	if err != nil || len(cuts) == 0 {
+		return out, err
+	}
+	// the shares of a lane that held fewer than limit within their quotas
+	// give the rest of what they have
+	err = s.view(func(tx *kv.Tx) error {
+		c := tx.Bucket(bQueue).Cursor()
+		for _, ct := range cuts {
+			if found[storage.BaseLane(ct.lane)] >= limit {
 				continue
 			}
-			out = append(out, storage.Candidate{Lane: lane, Due: due, ID: string(id)})
-			i++
+			k, _ := c.Seek(ct.next)
+			read(c, ct.lane, k, limit-ct.taken)
 		}
 		return nil
 	})

@@ -20,3 +20,13 @@ local function skipped(skip, lane)
 	return v == '1'
 end
 `
+
+// luaShareQuota is the Lua function shareQuota(shares, n) of the peek
+// script: storage.ShareQuota's rule. TestShareQuotaLuaAgreesWithGo keeps
+// the two in step.
+const luaShareQuota = `
+local function shareQuota(shares, n)
+	if shares <= 1 then return n end
+	return math.min(n, math.floor((n + shares - 1) / shares) + 1)
+end
+`

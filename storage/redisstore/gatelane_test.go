@@ -44,3 +44,23 @@ return 0
 		}
 	}
 }
+
+// TestShareQuotaLuaAgreesWithGo: the peek script reads from a lane's
+// tenant shares the quota storage.ShareQuota says.
+func TestShareQuotaLuaAgreesWithGo(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	script := redis.NewScript(luaShareQuota + `return shareQuota(tonumber(ARGV[1]), tonumber(ARGV[2]))`)
+	for _, shares := range []int{0, 1, 2, 3, 7, 16, 17, 40} {
+		for _, n := range []int{1, 2, 5, 16, 31, 64, 500} {
+			v, err := script.Run(t.Context(), c, []string{"k"}, shares, n).Int()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := storage.ShareQuota(shares, n); v != want {
+				t.Errorf("shareQuota(%d, %d): Lua %d, Go %d", shares, n, v, want)
+			}
+		}
+	}
+}

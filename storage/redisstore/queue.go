@@ -255,7 +255,9 @@ func (s *Store) peekParts(ctx context.Context, now time.Time, n int, gate *stora
 }
 
 // peekScript lists, for each lane of one partition the gate does not
-// skip, up to n jobs due at or before now. When it finds fewer than n, it
+// skip, up to n jobs due at or before now (the tenants' shares of a lane
+// up to n together, each up to its quota first: storage.ShareQuota, then
+// the rest of those cut short when the shares held fewer than n). When it finds fewer than n, it
 // first expands as many of the partition's oldest fan-out records due by
 // now as are missing (luaExpandFan, whatever the gate: their deliveries
 // are then held back in their own lanes) and lists again: records are
@@ -270,20 +272,39 @@ func (s *Store) peekParts(ctx context.Context, now time.Time, n int, gate *stora
 //	ARGV: now ms, n, lane queue key prefix, partition tag, skip entries
 //	      (skipArgs)...
 //	returns {lane, id, due ms, lane, id, due ms, ...}
-var peekScript = redis.NewScript(luaSkipped + luaFanHeld + luaExpandFan + `
+var peekScript = redis.NewScript(luaSkipped + luaShareQuota + luaFanHeld + luaExpandFan + `
 local skip = {}
 for i = 5, #ARGV, 2 do skip[ARGV[i]] = ARGV[i + 1] end
 local n = tonumber(ARGV[2])
 local function list()
 	local out = {}
+	local bases = {}
 	for _, lane in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 		if not skipped(skip, lane) then
-			local r = redis.call('ZRANGEBYSCORE', ARGV[3] .. lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, n)
-			for i = 1, #r, 2 do
-				out[#out + 1] = lane
-				out[#out + 1] = r[i]
-				out[#out + 1] = r[i + 1]
-			end
+			local base = string.match(lane, '^[^#]*')
+			if not bases[base] then bases[base] = {} end
+			table.insert(bases[base], lane)
+		end
+	end
+	local function read(lane, from, count)
+		local r = redis.call('ZRANGEBYSCORE', ARGV[3] .. lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', from, count)
+		for i = 1, #r, 2 do
+			out[#out + 1] = lane
+			out[#out + 1] = r[i]
+			out[#out + 1] = r[i + 1]
+		end
+		return #r / 2
+	end
+	for _, lanes in pairs(bases) do
+		local q = shareQuota(#lanes, n)
+		local found, cut = 0, {}
+		for _, lane in ipairs(lanes) do
+			local got = read(lane, 0, q)
+			found = found + got
+			if got == q and q < n then cut[#cut + 1] = lane end
+		end
+		if found < n then
+			for _, lane in ipairs(cut) do read(lane, q, n - q) end
 		end
 	end
 	return out

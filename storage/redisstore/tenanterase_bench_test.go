@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -21,4 +23,28 @@ func BenchmarkEraseTenant(b *testing.B) {
 	st := redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
 	defer st.Close()
 	storagetest.BenchmarkEraseTenant(b, st, 20_000, storage.MaxTenantEraseBatch)
+}
+
+// BenchmarkTenantsQueued measures what tenants cost with 100,000 events
+// queued (storagetest.BenchmarkTenantsQueued): Redis's used memory and a
+// lease's cost, without tenants, of one, of 100,000.
+//
+//	go test -run '^$' -bench TenantsQueued -benchtime 200x ./storage/redisstore/
+func BenchmarkTenantsQueued(b *testing.B) {
+	srv := redistest.Start(b)
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
+	defer c.Close()
+	storagetest.BenchmarkTenantsQueued(b, func(b *testing.B) storage.Store {
+		if err := c.FlushAll(b.Context()).Err(); err != nil {
+			b.Fatal(err)
+		}
+		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
+	}, func(storage.Store) int64 {
+		info, err := c.InfoMap(context.Background(), "memory").Result()
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.ParseInt(info["Memory"]["used_memory"], 10, 64)
+		return n
+	}, 100_000)
 }

@@ -230,3 +230,46 @@ func BenchmarkEraseTenant(b *testing.B, s storage.Store, n, batch int) {
 	}
 	b.ReportMetric(float64(erased)/took.Seconds(), "events/s")
 }
+
+// BenchmarkTenantsQueued measures what tenants cost a store with n events
+// of 1 KiB queued: none with a tenant, all of one tenant, or each of its
+// own (n tenants). It reports the memory the backlog took (mem's growth,
+// in MB: the process's heap or Redis's used memory) and what a Lease of
+// 16 jobs costs with the backlog in place (µs/lease: the shares of a lane
+// take turns at lease time).
+func BenchmarkTenantsQueued(b *testing.B, open func(b *testing.B) storage.Store, mem func(s storage.Store) int64, n int) {
+	body := make([]byte, 1024)
+	for _, tc := range []struct {
+		name   string
+		tenant func(i int64) string
+	}{
+		{"no-tenant", func(int64) string { return "" }},
+		{"one-tenant", func(int64) string { return "big.myshopify.com" }},
+		{fmt.Sprintf("%d-tenants", n), func(i int64) string { return fmt.Sprintf("shop-%d.myshopify.com", i) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s := open(b)
+			before := mem(s)
+			enqueueMany(b, s, n, time.Hour, func(i int64) *storage.Event {
+				return &storage.Event{ID: uuid.NewString(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true, Source: "bench",
+					Tenant: tc.tenant(i), Upstream: "http://127.0.0.1:1/", Body: body, ReceivedAt: time.Now()}
+			})
+			grew := mem(s) - before
+			leased := 0
+			b.ResetTimer()
+			for range b.N {
+				jobs, err := s.Lease(b.Context(), time.Now(), 16, time.Hour, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				leased += len(jobs)
+			}
+			b.StopTimer()
+			if leased != 16*b.N {
+				b.Fatalf("leased %d jobs in %d leases of 16", leased, b.N)
+			}
+			b.ReportMetric(float64(grew)/1e6, "MB")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/lease")
+		})
+	}
+}

@@ -171,8 +171,10 @@ func testQueueBySource(t *testing.T, f Factory) {
 	s := f.Open(t)
 	for _, src := range []string{"stripe", "stripe", "stripe", "github"} {
 		mustEnqueue(t, s, newEvent(t, src, ""), time.Now().Add(time.Hour))
+		time.Sleep(2 * time.Millisecond) // due times apart at a backend's millisecond resolution
 	}
-	// lease one stripe job (the oldest is a stripe one)
+	// lease one stripe job (the oldest is a stripe one; within one
+	// millisecond, lanes tie by name and github's would go first)
 	if jobs := lease(t, s, time.Now(), 1, time.Minute); len(jobs) != 1 || jobs[0].Source != "stripe" {
 		t.Fatalf("leased %v", jobIDs(jobs))
 	}
