@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -119,6 +120,10 @@ type TenantEraseStore interface {
 // is resumed by the next start.
 const TenantErasureStale = time.Minute
 
+// tenantEraseHeartbeat is how often a running erasure saves its progress
+// while a batch takes long (a slow store), well within TenantErasureStale.
+var tenantEraseHeartbeat = TenantErasureStale / 4
+
 // Live reports whether p is an erasure running somewhere at now: running,
 // and saved within TenantErasureStale.
 func (p TenantErasure) Live(now time.Time) bool {
@@ -208,7 +213,38 @@ func RunTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, 
 	if batch == 0 {
 		batch = DefaultTenantEraseBatch
 	}
-	p, err := runTenantErasure(ctx, s, p, batch, o.Pause, erased, progress)
+	// the progress is saved after each batch, and meanwhile every
+	// tenantEraseHeartbeat, so that a slow batch does not look dead
+	var mu sync.Mutex
+	latest := p
+	save := func(p TenantErasure) error {
+		mu.Lock()
+		defer mu.Unlock()
+		latest = p
+		return s.SaveTenantErasure(context.WithoutCancel(ctx), p)
+	}
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	beats.Go(func() {
+		t := time.NewTicker(tenantEraseHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				mu.Lock()
+				if latest.State == TenantErasureRunning {
+					latest.UpdatedAt = time.Now()
+					_ = s.SaveTenantErasure(context.WithoutCancel(ctx), latest) // the next batch's save says if the store fails
+				}
+				mu.Unlock()
+			}
+		}
+	})
+	p, err := runTenantErasure(ctx, p, s, save, batch, o.Pause, erased, progress)
+	close(stop)
+	beats.Wait()
 	if err != nil {
 		p.State, p.Error, p.UpdatedAt = TenantErasureFailed, tenantEraseStoreFailed, time.Now()
 		if ctx.Err() != nil {
@@ -223,7 +259,7 @@ func RunTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, 
 	return p, err
 }
 
-func runTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, batch int, pause time.Duration,
+func runTenantErasure(ctx context.Context, p TenantErasure, s TenantEraseStore, save func(TenantErasure) error, batch int, pause time.Duration,
 	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -260,7 +296,7 @@ func runTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, 
 		if page.NextCursor == "" {
 			p.State, p.FinishedAt = TenantErasureDone, p.UpdatedAt
 		}
-		if err := s.SaveTenantErasure(context.WithoutCancel(ctx), p); err != nil {
+		if err := save(p); err != nil {
 			return p, err
 		}
 		if progress != nil {

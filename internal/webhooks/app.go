@@ -298,8 +298,10 @@ func (a *App) Stop() error {
 	if d := a.disp.Swap(nil); d != nil {
 		d.Stop(stopGrace)
 	}
-	a.rekey.stop()
-	a.tenants.stop()
+	var tasks sync.WaitGroup // each waits stopTasksWait at most: together, not one after the other
+	tasks.Go(a.rekey.stop)
+	tasks.Go(a.tenants.stop)
+	tasks.Wait()
 	if a.stopCleaner != nil {
 		a.stopCleaner()
 		<-a.cleanerDone

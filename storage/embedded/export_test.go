@@ -264,3 +264,51 @@ func (s *Store) Compactions() int64 { return s.compactions.Load() }
 
 // Engine is the Pebble database under the store (tests measuring it).
 func (s *Store) Engine() *pebble.DB { return s.db.Engine() }
+
+// RewriteInBaseLanes moves every queued or waiting job of the file at
+// path into its base lane (storage.BaseLane), as versions before tenants'
+// shares queued them, and forgets that the shares were migrated (tests of
+// the upgrade).
+func RewriteInBaseLanes(path string) error {
+	db, err := kv.Open(path, kv.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Update(func(tx *kv.Tx) error {
+		var keys [][]byte
+		if err := tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			lane, due, id, _ := splitDueKey(k)
+			if base := storage.BaseLane(string(lane)); base != string(lane) {
+				if err := queueRemove(tx, k); err != nil {
+					return err
+				}
+				if err := queuePut(tx, dueKey(base, due, id)); err != nil {
+					return err
+				}
+			}
+		}
+		waiting := map[string]string{}
+		if err := tx.Bucket(bWaiting).ForEach(func(id, lane []byte) error {
+			waiting[string(id)] = storage.BaseLane(string(lane))
+			return nil
+		}); err != nil {
+			return err
+		}
+		for id, lane := range waiting {
+			if err := waitingPut(tx, []byte(id), lane); err != nil {
+				return err
+			}
+		}
+		if meta := tx.Bucket(bMeta); meta != nil {
+			return meta.Delete(tenantSharesDone)
+		}
+		return nil
+	})
+}

@@ -99,9 +99,8 @@ func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased 
 		shares[storage.BaseLane(lf.lane)]++
 	}
 	type cut struct {
-		lane  string
-		next  []byte // the first key not read
-		taken int
+		lane string
+		next []byte // the first key not read
 	}
 	var cuts []cut
 	found := map[string]int{} // by base lane
@@ -136,7 +135,7 @@ func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased 
 		n, next := read(c, lane, k, q)
 		found[base] += n
 		if next != nil && q < limit {
-			cuts = append(cuts, cut{lane, next, n})
+			cuts = append(cuts, cut{lane, next})
 		}
 		return nil
 	})
@@ -144,15 +143,17 @@ func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased 
 		return out, err
 	}
 	// the shares of a lane that held fewer than limit within their quotas
-	// give the rest of what they have
+	// give more: as many as the lane misses, which is the most its shares'
+	// turns could take from one of them
 	err = s.view(func(tx *kv.Tx) error {
 		c := tx.Bucket(bQueue).Cursor()
 		for _, ct := range cuts {
-			if found[storage.BaseLane(ct.lane)] >= limit {
+			missing := limit - found[storage.BaseLane(ct.lane)]
+			if missing <= 0 {
 				continue
 			}
 			k, _ := c.Seek(ct.next)
-			read(c, ct.lane, k, limit-ct.taken)
+			read(c, ct.lane, k, missing)
 		}
 		return nil
 	})
@@ -173,6 +174,70 @@ func firstFree(c *kv.Cursor, lane []byte, k []byte, leased func(id []byte) bool)
 		}
 	}
 	return nil
+}
+
+// tenantSharesDone is the bMeta key set once migrateTenantShares ran.
+var tenantSharesDone = []byte("lanes:tenant-shares")
+
+// migrateTenantShares moves, once, the jobs of events with a tenant that
+// an earlier version queued (or kept waiting in a chain) in their base
+// lane into their tenant's share (storage.LaneOf), where this version
+// looks for them. A job whose record cannot be read stays where it is.
+func migrateTenantShares(tx *kv.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bMeta)
+	if err != nil || meta.Get(tenantSharesDone) != nil {
+		return err
+	}
+	laneOf := func(id []byte) (string, bool) {
+		rec, err := getRecord(tx, id)
+		if err != nil || rec == nil {
+			return "", false
+		}
+		return storage.LaneOf(&rec.Event), true
+	}
+	type move struct{ from, to []byte }
+	var moves []move
+	err = tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+		lane, due, id, ok := splitDueKey(k)
+		if !ok || storage.BaseLane(string(lane)) != string(lane) {
+			return nil // malformed, or a share already
+		}
+		if want, ok := laneOf(id); ok && want != string(lane) {
+			moves = append(moves, move{bytes.Clone(k), dueKey(want, due, id)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range moves {
+		if err := queueRemove(tx, m.from); err != nil {
+			return err
+		}
+		if err := queuePut(tx, m.to); err != nil {
+			return err
+		}
+	}
+	type wait struct {
+		id   []byte
+		lane string
+	}
+	var waits []wait
+	err = tx.Bucket(bWaiting).ForEach(func(id, lane []byte) error {
+		if want, ok := laneOf(id); ok && want != string(lane) {
+			waits = append(waits, wait{bytes.Clone(id), want})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, w := range waits {
+		if err := waitingPut(tx, w.id, w.lane); err != nil {
+			return err
+		}
+	}
+	return meta.Put(tenantSharesDone, []byte{1})
 }
 
 // migrateLegacyDue moves the index of an earlier version into bQueue.

@@ -148,6 +148,9 @@ func Open(path string, opts Options) (*Store, error) {
 		if err := buildCounts(tx); err != nil {
 			return err
 		}
+		if err := migrateTenantShares(tx); err != nil {
+			return err
+		}
 		return requeueLeased(tx)
 	})
 	if err == nil {

@@ -304,7 +304,7 @@ local function list()
 			if got == q and q < n then cut[#cut + 1] = lane end
 		end
 		if found < n then
-			for _, lane in ipairs(cut) do read(lane, q, n - q) end
+			for _, lane in ipairs(cut) do read(lane, q, n - found) end
 		end
 	end
 	return out
@@ -569,6 +569,12 @@ const luaFinishOne = luaPopChain + `
 local function finishOne(KEYS, ARGV)
 	if redis.call('HGET', KEYS[1], 'lease') ~= ARGV[2] then return 0 end
 	redis.call('SREM', KEYS[2], ARGV[1])
+	-- leased from another lane than its own (an event with a tenant that
+	-- an earlier version queued in its base lane): out of that one too
+	local ln = redis.call('HGET', KEYS[1], 'ln')
+	if ln and ln ~= '' and ln ~= ARGV[10] then
+		redis.call('ZREM', string.sub(KEYS[7], 1, #KEYS[7] - #ARGV[10]) .. ln, ARGV[1])
+	end
 	local st = ARGV[3]
 	if st == 'queued' then
 		redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')

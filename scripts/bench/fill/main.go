@@ -7,6 +7,7 @@
 //
 //	go run ./scripts/bench/fill -addr 127.0.0.1:6379 -n 1000000 -source bench -upstream http://127.0.0.1:8080/in
 //	go run ./scripts/bench/fill -embedded /tmp/events.db -n 1000000 -source bench -upstream http://127.0.0.1:8080/in
+//	go run ./scripts/bench/fill -n 100000 -tenants 100000 ...   # each event of a tenant of its own
 package main
 
 import (
@@ -36,6 +37,7 @@ func main() {
 	upstream := flag.String("upstream", "http://127.0.0.1:8080/in", "the source's forward_to")
 	conc := flag.Int("c", 64, "concurrent writers")
 	dir := flag.String("embedded", "", "an embedded store's directory to fill instead of Redis (no Caddy may have it open)")
+	tenants := flag.Int("tenants", 0, "tenants the events belong to, in turn (0: none; as many as -n: one each)")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -72,6 +74,9 @@ func main() {
 				}
 				ev := &storage.Event{ID: uuid.NewString(), EventID: "fill-" + run + "-" + strconv.FormatInt(i, 10), Dedupe: true,
 					Source: *source, Upstream: *upstream, Headers: headers, Body: body, ReceivedAt: time.Now()}
+				if *tenants > 0 {
+					ev.Tenant = "shop-" + strconv.FormatInt(i%int64(*tenants), 10) + ".myshopify.com"
+				}
 				if _, err := st.Enqueue(ctx, ev, time.Now().Add(24*time.Hour)); err != nil {
 					log.Fatalf("enqueue: %v", err)
 				}
