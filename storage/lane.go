@@ -125,27 +125,23 @@ func PaceOf(lane string) string { return strings.TrimSuffix(BaseLane(lane), repl
 
 // ByBaseLane sums counts by lane (QueueByLane) into counts by base lane
 // (BaseLane: a lane's tenant shares as one), as operators see them.
-func ByBaseLane(byLane map[string]Counts) map[string]Counts {
-	out := make(map[string]Counts, len(byLane))
-	for lane, c := range byLane {
-		base := BaseLane(lane)
-		n := out[base]
-		n.Queued += c.Queued
-		n.InFlight += c.InFlight
-		out[base] = n
-	}
-	return out
-}
+func ByBaseLane(byLane map[string]Counts) map[string]Counts { return sumCountsBy(byLane, BaseLane) }
 
 // CountsBySource sums counts by lane (QueueByLane) into counts by source.
 func CountsBySource(byLane map[string]Counts) map[string]Counts {
+	return sumCountsBy(byLane, SourceOfLane)
+}
+
+// sumCountsBy sums the queued and in-flight counts by lane into counts by
+// key(lane).
+func sumCountsBy(byLane map[string]Counts, key func(lane string) string) map[string]Counts {
 	out := make(map[string]Counts, len(byLane))
 	for lane, c := range byLane {
-		src := SourceOfLane(lane)
-		n := out[src]
+		k := key(lane)
+		n := out[k]
 		n.Queued += c.Queued
 		n.InFlight += c.InFlight
-		out[src] = n
+		out[k] = n
 	}
 	return out
 }

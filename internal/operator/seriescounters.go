@@ -48,7 +48,7 @@ func SeriesOnly(c map[string]int64) bool {
 // or gauges, kept apart from the plain ones: read over windows only, never
 // as all-time totals (storage.StatsBatch.Window).
 func SeriesCounter(name string) bool {
-	for _, p := range []string{failureCounterPrefix, latencyCounterPrefix, attemptsCounterPrefix, errorCounterPrefix, gaugePrefix} {
+	for _, p := range []string{failureCounterPrefix, latencyCounterPrefix, attemptsCounterPrefix, errorCounterPrefix, gaugePrefix, tenantCounterPrefix} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -44,7 +44,7 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 		recent := b.split(src.Recent, false)
 		all := b.split(src.AllTime, true)
 		st := SourceStats{Queue: src.Queue, Windows: Windows{LastHour: summarize(recent), AllTime: summarize(all)},
-			Types: b.types, Destinations: b.destinations, Secrets: b.secretList(src.Secrets)}
+			Types: b.types, Destinations: b.destinations, Secrets: b.secretList(src.Secrets), Tenants: b.tenantList()}
 		res.Sources[name] = st
 		for k, v := range recent {
 			lastHour[k] += v
@@ -107,6 +107,7 @@ type breakdown struct {
 	types        map[string]TypeStats
 	destinations map[string]DestinationStats
 	secrets      map[int]SecretStats
+	tenants      map[string]TenantStats // the last hour's
 }
 
 // split returns the plain counters of c (those neither by type nor by
@@ -126,6 +127,10 @@ func (b *breakdown) split(c map[string]int64, allTime bool) map[string]int64 {
 			b.addDestination(rest, n, allTime)
 		} else if rest, ok := strings.CutPrefix(name, secretCounterPrefix); ok {
 			b.addSecret(rest, n, allTime)
+		} else if rest, ok := strings.CutPrefix(name, tenantCounterPrefix); ok {
+			if !allTime { // counted in the windows only
+				b.addTenant(rest, n)
+			}
 		} else if SeriesCounter(name) {
 			continue // the time series' (seriescounters.go)
 		} else {

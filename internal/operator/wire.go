@@ -100,6 +100,10 @@ type SourceStats struct {
 	// configured, so that an operator rotating one sees the old one stop
 	// matching (absent when the scheme has no secret).
 	Secrets []SecretStats `json:"secrets,omitempty"`
+	// Tenants are the source's busiest tenants of the last hour, busiest
+	// first, at most MaxTenantsListed, then "(other)" with every other
+	// tenant (absent when no event of the hour had a tenant).
+	Tenants []TenantStats `json:"tenants,omitempty"`
 }
 
 // SecretStats is one of a source's secrets in StatsAnswer, named by its

@@ -227,7 +227,8 @@ func cmdStats(fl caddycmd.Flags) (int, error) {
 // printStats is the table of `caddy webhooks stats`: the store's state
 // and this node's spool (when it has one, or the store did not answer),
 // the queue, each source's queue and counters, each source's deliveries
-// by destination, and this node's recent signature failures.
+// by destination and busiest tenants, and this node's recent signature
+// failures.
 func printStats(w io.Writer, v *operator.StatsAnswer) {
 	defer printSignatureFailures(w, v.SignatureFailures)
 	if !v.Store.Available || v.Spool != nil {
@@ -303,7 +304,23 @@ func printStats(w io.Writer, v *operator.StatsAnswer) {
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", n, d, ds.LastHour.Delivered, ds.LastHour.Dead, ds.AllTime.Delivered, ds.AllTime.Dead)
 		}
 	}
+	printTenants(w, v.Sources, names)
 	printSecrets(w, v.Sources, names, time.Now())
+}
+
+// printTenants lists each source's busiest tenants of the last hour, and
+// "(other)" for the rest.
+func printTenants(w io.Writer, sources map[string]operator.SourceStats, names []string) {
+	header := false
+	for _, n := range names {
+		for _, t := range sources[n].Tenants {
+			if !header {
+				fmt.Fprintln(w, "\nSOURCE\tTENANT\tRECEIVED (1H)\tDELIVERED (1H)\tDEAD (1H)")
+				header = true
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\n", n, t.Tenant, t.Received, t.Delivered, t.Dead)
+		}
+	}
 }
 
 // printSecrets lists which secret of each source verified its requests

@@ -268,6 +268,31 @@ func TestPrintStatsDestinations(t *testing.T) {
 	}
 }
 
+// TestPrintTenants: `caddy webhooks stats` lists each source's busiest
+// tenants in the API's order ("(other)" last), none when none were counted.
+func TestPrintTenants(t *testing.T) {
+	sources := map[string]operator.SourceStats{
+		"shop": {Tenants: []operator.TenantStats{{Tenant: "big.myshopify.com", Received: 9, Delivered: 8, Dead: 1},
+			{Tenant: operator.OtherTenant, Received: 3, Delivered: 3}}},
+		"quiet": {},
+	}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printTenants(tw, sources, []string{"quiet", "shop"})
+	tw.Flush()
+	rows := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{"SOURCE TENANT            RECEIVED (1H) DELIVERED (1H) DEAD (1H)",
+		"shop   big.myshopify.com 9             8              1", "shop   (other)           3             3              0"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("tenants table:\n%s\nwant\n%s", buf.String(), strings.Join(want, "\n"))
+	}
+	buf.Reset()
+	printTenants(&buf, map[string]operator.SourceStats{"quiet": {}}, []string{"quiet"})
+	if buf.Len() != 0 {
+		t.Errorf("a tenants table with none counted: %q", buf.String())
+	}
+}
+
 // TestPrintSecrets: the secrets table says which secret of a source last
 // matched and how long ago, the never-used one "never", in position order.
 func TestPrintSecrets(t *testing.T) {

@@ -66,6 +66,7 @@ func (a *App) ObserveIgnored(source, eventID, typ, tenant, requestID string) {
 func (a *App) ObserveAccepted(ev *storage.Event) {
 	a.Observe(ev.Source, "accepted")
 	a.countType(ev.Source, "accepted", ev.Type)
+	a.countTenant(ev.Source, "accepted", ev.Tenant)
 }
 
 // ObserveSignatureFailure counts an answer (outcome as for Observe) to a
@@ -103,6 +104,7 @@ func (a *App) onResult(r delivery.Report) {
 		if r.Result != storage.Retry {
 			a.countType(r.Job.Source, result, r.Job.Type)
 			a.countDestination(r.Job.Source, result, storage.DestinationOf(&r.Job.Event))
+			a.countTenant(r.Job.Source, result, r.Job.Tenant)
 		}
 		if r.Attempt == nil {
 			metrics.deliveries.WithLabelValues(r.Job.Source, result).Inc()

@@ -50,6 +50,8 @@ type statsNames struct {
 	// bound is renewed as often, lest a process's first messages hold it
 	// for good
 	errorsSince time.Time
+	// tenants are the summaries of the sources' tenants (tenantstats.go)
+	tenants map[string]*tenantSummary
 }
 
 // breakdownOf is one source's breakdown of a kind: "type", "destination"

@@ -149,6 +149,21 @@
 		}
 		$("dest-stats-empty").hidden = rows.children.length > 0;
 		$("dest-stats").hidden = rows.children.length === 0;
+		// the busiest tenants of each source, then (other): the API's order
+		const trows = $("tenant-stats-rows");
+		trows.replaceChildren();
+		for (const source of Object.keys(sources).sort()) {
+			for (const t of Array.isArray(sources[source].tenants) ? sources[source].tenants : []) {
+				trows.append(el("tr", { "data-source": source, "data-tenant": t.tenant },
+					el("td", {}, source),
+					el("td", {}, t.tenant),
+					el("td", { "class": "num" }, String(t.received ?? 0)),
+					el("td", { "class": "num" }, String(t.delivered ?? 0)),
+					el("td", { "class": "num" }, String(t.dead ?? 0))));
+			}
+		}
+		$("tenant-stats-empty").hidden = trows.children.length > 0;
+		$("tenant-stats").hidden = trows.children.length === 0;
 	}
 
 	async function setPaused(pause) {

@@ -41,6 +41,7 @@ func TestTenantsInDashboard(t *testing.T) {
 	const gone, kept = "gone.myshopify.com", "kept.myshopify.com"
 	for i, ev := range []struct{ id, shop, body string }{
 		{"t-1", gone, `{"n":1}`}, {"t-2", gone, `{"n":2,"fail":1}`}, {"t-3", kept, `{"n":3}`}, {"t-4", kept, `{"n":4,"fail":1}`},
+		{"t-5", kept, `{"n":5}`}, // kept's third: counted apart in the stats by tenant from now on
 	} {
 		h := map[string]string{
 			"X-Shopify-Hmac-Sha256": base64.StdEncoding.EncodeToString(mac(sha256.New, shopifySecret, ev.body)),
@@ -57,6 +58,12 @@ func TestTenantsInDashboard(t *testing.T) {
 		items, _ := page["items"].([]any)
 		return len(items) == 0
 	})
+	waitFor(t, func() bool { // the stats by tenant flushed
+		_, s := admin(t, "GET", "/webhooks/stats", "")
+		src, _ := s["sources"].(map[string]any)["shop"].(map[string]any)
+		tenants, _ := src["tenants"].([]any)
+		return len(tenants) == 2
+	})
 
 	ctx, report := browser.Page(t)
 	within := func(d time.Duration) context.Context {
@@ -71,7 +78,7 @@ func TestTenantsInDashboard(t *testing.T) {
 	// the tenant column: cells are received, source, event id, type, tenant
 	for _, row := range eventRows(t, ctx) {
 		cells := strings.Split(row, "|")
-		want := map[string]string{"t-1": gone, "t-2": gone, "t-3": kept, "t-4": kept}[cells[0]]
+		want := map[string]string{"t-1": gone, "t-2": gone, "t-3": kept, "t-4": kept, "t-5": kept}[cells[0]]
 		if len(cells) < 6 || cells[5] != want {
 			t.Errorf("row %q: tenant cell, want %q", row, want)
 		}
@@ -94,6 +101,9 @@ func TestTenantsInDashboard(t *testing.T) {
 		}
 		t.Errorf("%s: %q, want %q", what, got, want)
 	}
+	// the busiest tenants: kept from its third event on, the rest (other)
+	listed(`Array.from(document.querySelectorAll("#tenant-stats-rows tr")).map(r => Array.from(r.cells).slice(0, 3).map(c => c.textContent).join("|"))`,
+		"busiest tenants table", "shop|"+kept+"|1", "shop|(other)|4")
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("evs-tenant").value = "`+gone+`"; `+
 		`document.getElementById("evs-search").click(); true`)); err != nil {
 		t.Fatal(err)
@@ -129,7 +139,7 @@ func TestTenantsInDashboard(t *testing.T) {
 	}
 	listed(`document.getElementById("evs-empty").hidden ? Array.from(document.querySelectorAll("#evs-rows tr")).map(r => r.dataset.event) : []`,
 		"events of "+gone+" after its erasure")
-	for id, want := range map[string]int{"t-1": 404, "t-2": 404, "t-3": 200, "t-4": 200} {
+	for id, want := range map[string]int{"t-1": 404, "t-2": 404, "t-3": 200, "t-4": 200, "t-5": 200} {
 		if code, _ := admin(t, "GET", "/webhooks/events/shop/"+id, ""); code != want {
 			t.Errorf("lookup of %s after the erasure: %d, want %d", id, code, want)
 		}

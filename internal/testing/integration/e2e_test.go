@@ -247,6 +247,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"Tenants", TestTenants},
 		{"TenantFilters", TestTenantFilters},
 		{"FairTenants", TestFairTenants},
+		{"TenantStats", TestTenantStats},
 		{"EncryptionKeyMissing", TestEncryptionKeyMissing},
 	} {
 		t.Run(tc.name, tc.fn)

@@ -89,3 +89,49 @@ func TestFairTenants(t *testing.T) {
 	}
 	t.Logf("the other shop's event was delivery %d of the resumed backlog of %d", at, backlog)
 }
+
+// TestTenantStats (both stores): /webhooks/stats lists a source's busiest
+// tenants of the last hour and "(other)" for the rest; a tenant is
+// counted apart from its third event on, and every event is counted once.
+func TestTenantStats(t *testing.T) {
+	up := newUpstream(t)
+	startCaddy(t, up, defaultStorage(t), fmt.Sprintf(`
+	webhook_ingress /hooks/shop shop {
+		verify shopify %s
+		forward_to %s/in/shop
+	}`, shopifySecret, up.URL))
+	for i := range 6 {
+		sendShop(t, fmt.Sprintf("busy-%d", i), "busy.myshopify.com", fmt.Sprintf(`{"n":%d}`, i))
+	}
+	sendShop(t, "once-1", "once.myshopify.com", `{"n":1}`)
+	for range 7 {
+		up.next(t, 5*time.Second)
+	}
+	var tenants []any
+	waitFor(t, func() bool {
+		_, s := admin(t, "GET", "/webhooks/stats", "")
+		src, _ := s["sources"].(map[string]any)["shop"].(map[string]any)
+		tenants, _ = src["tenants"].([]any)
+		delivered := 0.0
+		for _, x := range tenants {
+			delivered += x.(map[string]any)["delivered"].(float64)
+		}
+		return delivered == 7
+	})
+	got := map[string]map[string]any{}
+	received := 0.0
+	for _, x := range tenants {
+		m := x.(map[string]any)
+		got[m["tenant"].(string)] = m
+		received += m["received"].(float64)
+	}
+	if busy := got["busy.myshopify.com"]; busy == nil || busy["received"].(float64) < 4 || got["(other)"] == nil || got["once.myshopify.com"] != nil {
+		t.Fatalf("tenants: %v; want busy.myshopify.com apart (4 of its 6 at least), once.myshopify.com in (other)", tenants)
+	}
+	if received != 7 {
+		t.Errorf("tenants' received sum to %v, want 7 (each event once)", received)
+	}
+	if len(tenants) != 2 || tenants[0].(map[string]any)["tenant"] != "busy.myshopify.com" {
+		t.Errorf("tenants %v: want the busiest first, then (other)", tenants)
+	}
+}
