@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/operator"
+	"github.com/hookline/hookline/storage"
 )
 
 // Stats by tenant, bounded. Each node keeps, per source, a summary of
@@ -13,22 +14,27 @@ import (
 // of tenants watched, each with its count and how much of it may belong
 // to the tenant it replaced), and counts apart only the busiest tenants
 // it watches whose count is certain enough (operator.TenantCounter); every
-// other tenant's events count as operator.OtherTenant. So the stats hold
-// a bounded number of names per source, whatever the number of tenants:
-// with many tenants of about the same traffic none is busiest, and they
-// all count as "(other)". The counts are this node's view: a tenant is
-// counted apart from its tenantAdmitAt-th event of the summary's hour on
-// (its first ones count as "(other)").
+// other tenant's events count as operator.OtherTenant. The summary starts
+// over with each hour bucket of the stats (storage.StatsHour), and at
+// most tenantsAdmitted tenants are ever counted apart within one: so a
+// bucket holds at most 3 × tenantsAdmitted names per source and node,
+// whatever the number of tenants or how they send (a sender that makes
+// up tenants fills that bound for the hour at worst; later ones count as
+// "(other)"). With many tenants of about the same traffic none is
+// busiest, and they all count as "(other)". The counts are each node's
+// view: a tenant is counted apart from its tenantAdmitAt-th event of the
+// hour on (its first ones count as "(other)"), and a node that delivers
+// events it did not accept names their results by its own summary.
 
 const (
 	// tenantsWatched is how many tenants a source's summary watches.
 	tenantsWatched = 4 * operator.MaxTenantsListed
+	// tenantsAdmitted is how many tenants may be counted apart within
+	// one hour bucket, per source and node.
+	tenantsAdmitted = 2 * operator.MaxTenantsListed
 	// tenantAdmitAt is how many events, for certain, a watched tenant
 	// must have sent in the summary's hour to be counted apart.
 	tenantAdmitAt = 3
-	// tenantSummaryFor is how long a summary counts before it starts
-	// over: the busiest of an hour ago need not be the busiest now.
-	tenantSummaryFor = time.Hour
 	// tenantBusiestEvery is how often the busiest set is chosen again (and
 	// whenever a tenant becomes certain enough).
 	tenantBusiestEvery = time.Second
@@ -37,23 +43,32 @@ const (
 // tenantSummary is one source's summary (the caller holds statsNames.mu).
 type tenantSummary struct {
 	watched map[string]tenantWatch
-	since   time.Time
+	// hour is the stats hour bucket it counts (storage.StatsHour)
+	hour int64
 	// busiest are the tenants counted apart, chosen at chosen; stale is
 	// set when a tenant became certain enough since (tenantAdmitAt)
 	busiest map[string]bool
 	chosen  time.Time
 	stale   bool
+	// admitted are the tenants counted apart at some time in the hour
+	// (at most tenantsAdmitted)
+	admitted map[string]bool
 }
 
 // tenantWatch is a watched tenant's count, and the part of it that may
 // be the count of the tenant it replaced (its error).
 type tenantWatch struct{ n, err int64 }
 
-// offer counts one event of tenant at now.
-func (s *tenantSummary) offer(tenant string, now time.Time) {
-	if now.Sub(s.since) >= tenantSummaryFor {
-		s.watched, s.since, s.busiest, s.chosen = make(map[string]tenantWatch, tenantsWatched), now, nil, time.Time{}
+// at starts the summary over when now is in another hour bucket than
+// the one it counts.
+func (s *tenantSummary) at(now time.Time) {
+	if h := storage.StatsHour(now); h != s.hour || s.watched == nil {
+		*s = tenantSummary{watched: make(map[string]tenantWatch, tenantsWatched), hour: h, admitted: map[string]bool{}}
 	}
+}
+
+// offer counts one event of tenant.
+func (s *tenantSummary) offer(tenant string) {
 	if w, ok := s.watched[tenant]; ok {
 		w.n++
 		s.watched[tenant] = w
@@ -92,7 +107,8 @@ func (s *tenantSummary) counted(tenant string, now time.Time) string {
 
 // choose picks the busiest: the watched tenants with at least
 // tenantAdmitAt events for certain (count less error), the most first,
-// at most operator.MaxTenantsListed.
+// at most operator.MaxTenantsListed, among those admitted in the hour
+// while tenantsAdmitted were not.
 func (s *tenantSummary) choose(now time.Time) {
 	type sure struct {
 		tenant string
@@ -105,8 +121,20 @@ func (s *tenantSummary) choose(now time.Time) {
 		}
 	}
 	slices.SortFunc(list, func(a, b sure) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.tenant, b.tenant)) })
-	s.busiest = make(map[string]bool, min(len(list), operator.MaxTenantsListed))
-	for _, e := range list[:min(len(list), operator.MaxTenantsListed)] {
+	clear(s.busiest)
+	if s.busiest == nil {
+		s.busiest = make(map[string]bool, operator.MaxTenantsListed)
+	}
+	for _, e := range list {
+		if len(s.busiest) == operator.MaxTenantsListed {
+			break
+		}
+		if !s.admitted[e.tenant] {
+			if len(s.admitted) == tenantsAdmitted {
+				continue // the hour's bound is reached: only those admitted already
+			}
+			s.admitted[e.tenant] = true
+		}
 		s.busiest[e.tenant] = true
 	}
 	s.chosen, s.stale = now, false
@@ -122,11 +150,12 @@ func (n *statsNames) tenantName(source, outcome, tenant string, now time.Time) s
 	}
 	s := n.tenants[source]
 	if s == nil {
-		s = &tenantSummary{watched: make(map[string]tenantWatch, tenantsWatched), since: now}
+		s = new(tenantSummary)
 		n.tenants[source] = s
 	}
+	s.at(now)
 	if outcome == "accepted" {
-		s.offer(tenant, now)
+		s.offer(tenant)
 	}
 	return s.counted(tenant, now)
 }
@@ -136,11 +165,8 @@ func (n *statsNames) tenantName(source, outcome, tenant string, now time.Time) s
 // among the source's busiest; events without a tenant are counted only
 // by source.
 func (a *App) countTenant(source, outcome, tenant string) {
-	if a.stats == nil || tenant == "" {
+	if a.stats == nil || a.stats.names == nil || tenant == "" {
 		return
-	}
-	if a.stats.names == nil {
-		a.stats.names = new(statsNames)
 	}
 	name := a.stats.names.tenantName(source, outcome, tenant, time.Now())
 	a.stats.add(source, operator.TenantCounter(outcome, name), 1)

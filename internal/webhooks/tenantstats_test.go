@@ -13,7 +13,7 @@ import (
 // the rest; tenants of even traffic all count as "(other)"; the summary
 // watches a bounded number of tenants and starts over every hour.
 func TestTenantSummary(t *testing.T) {
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := time.Unix(1_800_000_000-1_800_000_000%3600, 0) // an hour bucket's start
 	for _, tc := range []struct {
 		name string
 		// tenant is the tenant of the i-th of events
@@ -59,16 +59,32 @@ func TestTenantSummary(t *testing.T) {
 			}
 		})
 	}
-	// an hour later the summary starts over: yesterday's busiest is not
+	// the next hour bucket starts over: the last hour's busiest is not
 	n := new(statsNames)
 	for i := range 10 {
 		n.tenantName("shop", "accepted", "gone", t0.Add(time.Duration(i)*time.Millisecond))
 	}
-	later := t0.Add(tenantSummaryFor + time.Minute)
-	if got := n.tenantName("shop", "accepted", "new", later); got != operator.OtherTenant {
-		t.Errorf("a new tenant's first event after an hour counted as %q", got)
+	if got := n.tenantName("shop", "delivered", "gone", t0.Add(time.Second)); got != "gone" {
+		t.Fatalf("a busy tenant counted as %q", got)
 	}
-	if got := n.tenantName("shop", "delivered", "gone", later.Add(tenantBusiestEvery)); got != operator.OtherTenant {
-		t.Errorf("the busiest of an hour ago counted as %q, want %q", got, operator.OtherTenant)
+	later := t0.Add(time.Hour)
+	if got := n.tenantName("shop", "delivered", "gone", later); got != operator.OtherTenant {
+		t.Errorf("the busiest of the last hour, in the next one, counted as %q, want %q", got, operator.OtherTenant)
+	}
+
+	// a sender making up tenants, each sending three events in a row, gets
+	// at most tenantsAdmitted names counted apart in the hour
+	n = new(statsNames)
+	apart := map[string]bool{}
+	for i := range 300 {
+		tn := fmt.Sprintf("made-up-%03d", i)
+		for j := range tenantAdmitAt {
+			if got := n.tenantName("shop", "accepted", tn, t0.Add(time.Duration(i*10+j)*time.Millisecond)); got != operator.OtherTenant {
+				apart[got] = true
+			}
+		}
+	}
+	if len(apart) == 0 || len(apart) > tenantsAdmitted {
+		t.Errorf("%d names counted apart in an hour, want 1 to %d", len(apart), tenantsAdmitted)
 	}
 }
