@@ -154,14 +154,7 @@ func (b *breakdown) addType(counter string, n int64, allTime bool) {
 	if allTime {
 		tc = &ts.AllTime
 	}
-	switch outcome {
-	case "accepted":
-		tc.Received += n
-	case "delivered":
-		tc.Delivered += n
-	case "dead":
-		tc.Dead += n
-	}
+	tc.add(outcome, n)
 	b.types[typ] = ts
 }
 

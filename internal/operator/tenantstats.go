@@ -36,11 +36,9 @@ type TenantStats struct {
 	// Tenant is the tenant as stored, or "(other)": every tenant not
 	// listed.
 	Tenant string `json:"tenant"`
-	// Received counts its events accepted, Delivered and Dead their
-	// deliveries delivered and dead-lettered.
-	Received  int64 `json:"received"`
-	Delivered int64 `json:"delivered"`
-	Dead      int64 `json:"dead"`
+	// TypeCounts count its events accepted (received), their deliveries
+	// delivered and dead-lettered.
+	TypeCounts
 }
 
 // addTenant adds n to the tenant counter named "<outcome>:<tenant>".
@@ -53,14 +51,7 @@ func (b *breakdown) addTenant(counter string, n int64) {
 		b.tenants = map[string]TenantStats{}
 	}
 	ts := b.tenants[tenant]
-	switch outcome {
-	case "accepted":
-		ts.Received += n
-	case "delivered":
-		ts.Delivered += n
-	case "dead":
-		ts.Dead += n
-	default:
+	if !ts.add(outcome, n) {
 		return
 	}
 	ts.Tenant = tenant

@@ -32,11 +32,11 @@ func TestTenantList(t *testing.T) {
 	if len(list) != MaxTenantsListed+1 {
 		t.Fatalf("%d tenants listed, want %d and (other): %v", len(list), MaxTenantsListed, list)
 	}
-	if list[0] != (TenantStats{Tenant: "b", Received: 9}) || list[1] != (TenantStats{Tenant: "a", Received: 5, Delivered: 4, Dead: 1}) {
+	if list[0] != (TenantStats{"b", TypeCounts{Received: 9}}) || list[1] != (TenantStats{"a", TypeCounts{Received: 5, Delivered: 4, Dead: 1}}) {
 		t.Errorf("busiest first: %v", list[:2])
 	}
 	// 22 tenants of one event each: 18 listed, 4 into (other) with its 3
-	if last := list[len(list)-1]; last != (TenantStats{Tenant: OtherTenant, Received: 3 + 4}) {
+	if last := list[len(list)-1]; last != (TenantStats{OtherTenant, TypeCounts{Received: 3 + 4}}) {
 		t.Errorf("(other) = %+v, want 7 received", last)
 	}
 	if (&breakdown{}).tenantList() != nil {

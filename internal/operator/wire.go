@@ -157,6 +157,22 @@ type TypeCounts struct {
 	Received int64 `json:"received"`
 }
 
+// add adds n to the counter of outcome (accepted, delivered, dead);
+// false for another outcome, counted nowhere.
+func (c *TypeCounts) add(outcome string, n int64) bool {
+	switch outcome {
+	case "accepted":
+		c.Received += n
+	case "delivered":
+		c.Delivered += n
+	case "dead":
+		c.Dead += n
+	default:
+		return false
+	}
+	return true
+}
+
 // Windows are counters over the last hour and all-time.
 type Windows struct {
 	// LastHour sums the minute buckets of the last hour.

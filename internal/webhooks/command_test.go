@@ -272,8 +272,8 @@ func TestPrintStatsDestinations(t *testing.T) {
 // tenants in the API's order ("(other)" last), none when none were counted.
 func TestPrintTenants(t *testing.T) {
 	sources := map[string]operator.SourceStats{
-		"shop": {Tenants: []operator.TenantStats{{Tenant: "big.myshopify.com", Received: 9, Delivered: 8, Dead: 1},
-			{Tenant: operator.OtherTenant, Received: 3, Delivered: 3}}},
+		"shop": {Tenants: []operator.TenantStats{{Tenant: "big.myshopify.com", TypeCounts: operator.TypeCounts{Received: 9, Delivered: 8, Dead: 1}},
+			{Tenant: operator.OtherTenant, TypeCounts: operator.TypeCounts{Received: 3, Delivered: 3}}}},
 		"quiet": {},
 	}
 	var buf bytes.Buffer

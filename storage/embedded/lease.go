@@ -154,7 +154,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	now := s.now()
 	t, ok := s.leases.firstEnd(now)
 	leased := s.leased(now)
-	err := s.walkLanes(func(c *kv.Cursor, laneB []byte, k []byte) error {
+	err := s.walkLanes(s.floors.list(), func(c *kv.Cursor, laneB []byte, k []byte) error {
 		lane := string(laneB)
 		if gate.Skipped(lane) {
 			return nil
@@ -184,7 +184,7 @@ func (s *Store) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
 	now := s.now()
 	leased := s.leased(now)
 	out := map[string]time.Time{}
-	err := s.walkLanes(func(c *kv.Cursor, lane []byte, k []byte) error {
+	err := s.walkLanes(s.floors.list(), func(c *kv.Cursor, lane []byte, k []byte) error {
 		first := k
 		if k = firstFree(c, lane, k, leased); k == nil {
 			_, _, id, _ := splitDueKey(first)

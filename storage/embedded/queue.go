@@ -50,10 +50,11 @@ func deleteDue(tx *kv.Tx, rec *record) error {
 }
 
 // walkLanes calls fn, in one read transaction, with the first key of
-// every lane that has one, in lane order, seeking from the lane's floor
-// (floors.go); fn may walk the lane with the cursor. It returns fn's
-// first error, and moves the floors up to the keys it found.
-func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) (err error) {
+// every lane of lanes (s.floors.list()) that has one, in lane order,
+// seeking from the lane's floor (floors.go); fn may walk the lane with
+// the cursor. It returns fn's first error, and moves the floors up to the
+// keys it found.
+func (s *Store) walkLanes(lanes []laneFloor, fn func(c *kv.Cursor, lane []byte, k []byte) error) (err error) {
 	w := s.floors.begin()
 	var first map[string][]byte
 	defer func() {
@@ -69,7 +70,7 @@ func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) (e
 	err = s.view(func(tx *kv.Tx) error {
 		first = map[string][]byte{}
 		c := tx.Bucket(bQueue).Cursor()
-		for _, lf := range s.floors.list() {
+		for _, lf := range lanes {
 			lane := []byte(lf.lane)
 			k, _ := c.Seek(lf.floor)
 			if l, _, _, ok := splitDueKey(k); !ok || !bytes.Equal(l, lane) {
@@ -94,8 +95,9 @@ func (s *Store) walkLanes(fn func(c *kv.Cursor, lane []byte, k []byte) error) (e
 // returns, the leased ones and one key per lane (and the keys finished
 // since the last walk: floors.go).
 func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased func(id []byte) bool) ([]storage.Candidate, error) {
+	lanes := s.floors.list()
 	shares := map[string]int{}
-	for _, lf := range s.floors.list() {
+	for _, lf := range lanes {
 		shares[storage.BaseLane(lf.lane)]++
 	}
 	type cut struct {
@@ -125,7 +127,7 @@ func (s *Store) candidates(now time.Time, limit int, gate *storage.Gate, leased 
 		}
 		return n, nil
 	}
-	err := s.walkLanes(func(c *kv.Cursor, laneB []byte, k []byte) error {
+	err := s.walkLanes(lanes, func(c *kv.Cursor, laneB []byte, k []byte) error {
 		lane := string(laneB)
 		if gate.Skipped(lane) {
 			return nil

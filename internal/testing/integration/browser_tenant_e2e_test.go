@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -33,11 +32,7 @@ func TestTenantsInDashboard(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	startCaddy(t, up, "", dashboardSite+fmt.Sprintf(`
-	webhook_ingress /hooks/shop shop {
-		verify shopify %[1]s
-		forward_to %[2]s/in/shop
-	}`, shopifySecret, up.URL))
+	startCaddy(t, up, "", dashboardSite+shopIngress(up, ""))
 	const gone, kept = "gone.myshopify.com", "kept.myshopify.com"
 	for i, ev := range []struct{ id, shop, body string }{
 		{"t-1", gone, `{"n":1}`}, {"t-2", gone, `{"n":2,"fail":1}`}, {"t-3", kept, `{"n":3}`}, {"t-4", kept, `{"n":4,"fail":1}`},

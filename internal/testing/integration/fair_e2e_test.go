@@ -22,11 +22,7 @@ func TestFairTenants(t *testing.T) {
 		t.Skip("sends 20,000 events")
 	}
 	up := newUpstream(t)
-	startCaddy(t, up, defaultStorage(t), fmt.Sprintf(`
-	webhook_ingress /hooks/shop shop {
-		verify shopify %s
-		forward_to %s/in/shop
-	}`, shopifySecret, up.URL))
+	startCaddy(t, up, defaultStorage(t), shopIngress(up, ""))
 	noisy, quiet := "noisy.myshopify.com", ""
 	for i := 0; quiet == ""; i++ {
 		if name := fmt.Sprintf("quiet-%d.myshopify.com", i); storage.TenantShare(name) != storage.TenantShare(noisy) {
@@ -95,11 +91,7 @@ func TestFairTenants(t *testing.T) {
 // counted apart from its third event on, and every event is counted once.
 func TestTenantStats(t *testing.T) {
 	up := newUpstream(t)
-	startCaddy(t, up, defaultStorage(t), fmt.Sprintf(`
-	webhook_ingress /hooks/shop shop {
-		verify shopify %s
-		forward_to %s/in/shop
-	}`, shopifySecret, up.URL))
+	startCaddy(t, up, defaultStorage(t), shopIngress(up, ""))
 	for i := range 6 {
 		sendShop(t, fmt.Sprintf("busy-%d", i), "busy.myshopify.com", fmt.Sprintf(`{"n":%d}`, i))
 	}

@@ -65,11 +65,7 @@ func testEraseTenant(t *testing.T, storageLine string, raw func() [][]byte) {
 			w.WriteHeader(http.StatusOK)
 		}
 	})
-	startCaddyWith(t, up, logs, storageLine+"\n\t\taudit", fmt.Sprintf(`
-	webhook_ingress /hooks/shop shop {
-		verify shopify %[1]s
-		forward_to %[2]s/in/shop
-	}`, shopifySecret, up.URL))
+	startCaddyWith(t, up, logs, storageLine+"\n\t\taudit", shopIngress(up, ""))
 	const gone, kept = "gone.myshopify.com", "kept.myshopify.com"
 	headers, send := shopHeaders, func(id, shop, body string) { sendShop(t, id, shop, body) }
 	const n = 30
@@ -159,6 +155,18 @@ func testEraseTenant(t *testing.T, storageLine string, raw func() [][]byte) {
 	}
 }
 
+// shopIngress is the Caddyfile of the source shop at /hooks/shop:
+// Shopify's scheme (its default tenant, the shop's domain), delivered to
+// up, with more directives lines (may be "").
+func shopIngress(up *upstream, lines string) string {
+	return fmt.Sprintf(`
+	webhook_ingress /hooks/shop shop {
+		verify shopify %s
+		forward_to %s/in/shop
+		%s
+	}`, shopifySecret, up.URL, lines)
+}
+
 // shopHeaders are the headers of a Shopify webhook of shop with id and
 // body, signed with shopifySecret.
 func shopHeaders(id, shop, body string) map[string]string {
@@ -190,12 +198,7 @@ func TestTenantErasureReloadAndCap(t *testing.T) {
 	})
 	storageLine := defaultStorage(t)
 	load := func(timeout int) { // a config that differs: Caddy skips loading an unchanged one
-		startCaddyWith(t, up, logs, storageLine+"\n\t\taudit", fmt.Sprintf(`
-	webhook_ingress /hooks/shop shop {
-		verify shopify %s
-		forward_to %s/in/shop
-		timeout %ds
-	}`, shopifySecret, up.URL, timeout))
+		startCaddyWith(t, up, logs, storageLine+"\n\t\taudit", shopIngress(up, fmt.Sprintf("timeout %ds", timeout)))
 	}
 	load(10)
 	shops := []string{"slow.myshopify.com", "t1.myshopify.com", "t2.myshopify.com", "t3.myshopify.com", "t4.myshopify.com"}
