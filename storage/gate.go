@@ -40,6 +40,9 @@ func (g *Gate) skipped(lane string) bool {
 	if g == nil {
 		return false
 	}
+	if g.Skip[lane] {
+		return true // a tenant's lane apart, held by its tenant's pause (TenantLane)
+	}
 	skip, _ := gateEntry(g.Skip, lane)
 	return skip
 }

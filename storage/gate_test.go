@@ -255,6 +255,11 @@ func TestTenantLanes(t *testing.T) {
 		{Event{Source: "shop", Tenant: "a.myshopify.com"}, "shop" + sh("a.myshopify.com"), "shop", "shop", "shop", "shop"},
 		{Event{Source: "shop", Destination: "crm", Tenant: "b"}, "shop/crm" + sh("b"), "shop/crm", "shop", "shop", "shop/crm"},
 		{Event{Source: "shop", Tenant: "b", Replay: true}, "shop~replay", "shop~replay", "shop", "shop~replay", "shop"},
+		// apart: the tenant's own lane
+		{Event{Source: "shop", Tenant: "b", Apart: true}, "shop#t" + TenantKey("b"), "shop", "shop", "shop", "shop"},
+		{Event{Source: "shop", Destination: "crm", Tenant: "b", Apart: true}, "shop/crm#t" + TenantKey("b"), "shop/crm", "shop", "shop", "shop/crm"},
+		{Event{Source: "shop", Tenant: "b", Apart: true, Replay: true}, "shop~replay", "shop~replay", "shop", "shop~replay", "shop"},
+		{Event{Source: "shop", Apart: true}, "shop", "shop", "shop", "shop", "shop"},
 	} {
 		lane := LaneOf(&tc.ev)
 		if lane != tc.lane || BaseLane(lane) != tc.base || SourceOfLane(lane) != tc.source || GateLaneOf(lane) != tc.gate || PaceOf(lane) != tc.pace {
@@ -269,6 +274,14 @@ func TestTenantLanes(t *testing.T) {
 	}
 	if c, ok := g.CapOf("shop#7"); !ok || c != 1 {
 		t.Errorf("CapOf a share = %d, %v; want its lane's 1", c, ok)
+	}
+	// a tenant's lane apart follows its lane, unless skipped by name
+	g.Skip[TenantLane("shop/crm", "b")] = true
+	if !g.Skipped(TenantLane("shop/crm", "b")) || g.Skipped(TenantLane("shop/crm", "c")) || g.Skipped("shop/crm#3") || !g.Skipped(TenantLane("shop", "c")) {
+		t.Error("a tenant's lane apart is not skipped by name alone")
+	}
+	if !IsTenantLane(TenantLane("shop/crm", "b"), "b") || IsTenantLane(TenantLane("shop/crm", "b"), "c") || IsTenantLane("shop#3", "b") {
+		t.Error("IsTenantLane")
 	}
 	// an order key's chain is its lane's, whatever the tenant
 	a := Event{Source: "shop", Tenant: "a", OrderKey: "K"}

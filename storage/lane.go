@@ -7,6 +7,7 @@ package storage
 // (BaseLane).
 
 import (
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -32,6 +33,32 @@ const tenantShareSep = "#"
 // many there are.
 const TenantShares = 16
 
+// tenantApartSep separates a live lane from the key of the tenant whose
+// deliveries wait apart from the lane's shares (TenantLane); it begins
+// with tenantShareSep, so such a lane is a share of its lane too.
+const tenantApartSep = tenantShareSep + "t"
+
+// TenantKey names a tenant in a lane (TenantLane): 16 hex digits of its
+// FNV-1a 64-bit hash, so that a lane name stays short whatever the
+// tenant's.
+func TenantKey(tenant string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(tenant))
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// TenantLane is the lane of tenant's deliveries apart from lane's shares,
+// lane#t<TenantKey>: where an event marked Apart waits. The gate holds a
+// paused tenant's deliveries by skipping these lanes; otherwise such a
+// lane takes its turn with the lane's shares (PickFair).
+func TenantLane(lane, tenant string) string { return lane + tenantApartSep + TenantKey(tenant) }
+
+// IsTenantLane reports whether lane is tenant's lane apart (TenantLane)
+// of some lane.
+func IsTenantLane(lane, tenant string) bool {
+	return strings.HasSuffix(lane, tenantApartSep+TenantKey(tenant))
+}
+
 // TenantShare is the share of a lane tenant's deliveries wait in (FNV-1a
 // of the tenant, modulo TenantShares): the same on every node and store.
 func TenantShare(tenant string) int {
@@ -46,7 +73,8 @@ func TenantShare(tenant string) int {
 // lane, source/destination (and source/destination~replay), so that each
 // destination can be held back on its own. A live delivery of an event
 // with a tenant waits in its tenant's share of that lane, lane#share
-// (TenantShare); a replay, started by an operator, does not.
+// (TenantShare), or, marked Apart, in its tenant's own lane (TenantLane);
+// a replay, started by an operator, does not.
 func LaneOf(ev *Event) string {
 	lane := ev.Source
 	if !IsDefaultDestination(ev.Destination) {
@@ -55,6 +83,8 @@ func LaneOf(ev *Event) string {
 	switch {
 	case ev.Replay:
 		lane += replayLaneSuffix
+	case ev.Tenant != "" && ev.Apart:
+		lane = TenantLane(lane, ev.Tenant)
 	case ev.Tenant != "":
 		lane += tenantShareSep + strconv.Itoa(TenantShare(ev.Tenant))
 	}

@@ -18,13 +18,18 @@ import (
 // source name, no value) decode as a refuse-mode pause of the source with
 // no reason, since or end.
 
-// Pause is one operator pause of a source (Destination "") or of one
-// destination of it.
+// Pause is one operator pause of a source (Destination and Tenant ""),
+// of one destination of it, or of one tenant of it.
 type Pause struct {
 	// Source is the paused source.
 	Source string `json:"source"`
 	// Destination is the paused destination ("" : the whole source).
 	Destination string `json:"destination,omitempty"`
+	// Tenant is the paused customer account of Source ("": not a
+	// tenant's pause): its deliveries, to every destination, wait in its
+	// own lanes (TenantLane), and a refusing pause answers its new
+	// events 503. Such a pause has no Destination.
+	Tenant string `json:"tenant,omitempty"`
 	// Accept true holds: the ingress keeps answering 202 and storing while
 	// deliveries wait. False refuses: the ingress answers 503 with
 	// Retry-After. A destination's pause always holds at the ingress.
@@ -71,8 +76,21 @@ func (p Pause) RetryAfter(now time.Time) int {
 	return max(1, int(math.Ceil(p.Until.Sub(now).Seconds())))
 }
 
-// Key is the pause's key in the store: its source, or source/destination.
-func (p Pause) Key() string { return PauseKey(p.Source, p.Destination) }
+// Key is the pause's key in the store: its source, source/destination or
+// source#tenant.
+func (p Pause) Key() string {
+	if p.Tenant != "" {
+		return TenantPauseKey(p.Source, p.Tenant)
+	}
+	return PauseKey(p.Source, p.Destination)
+}
+
+// pauseTenantSep separates a source from a tenant in a tenant's pause key
+// (no source name holds it).
+const pauseTenantSep = "#"
+
+// TenantPauseKey is the store key of the pause of one tenant of source.
+func TenantPauseKey(source, tenant string) string { return source + pauseTenantSep + tenant }
 
 // PauseKey is the store key of the pause of source (destination "") or of
 // one of its destinations ("default" is the forward_to destination).
@@ -118,13 +136,16 @@ func DecodePause(key string, value []byte) (Pause, error) {
 }
 
 // SortPauses orders pauses by source, the source's own pause first, then by
-// destination.
+// destination, then by tenant.
 func SortPauses(ps []Pause) {
 	slices.SortFunc(ps, func(a, b Pause) int {
 		if c := strings.Compare(a.Source, b.Source); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Destination, b.Destination)
+		if c := strings.Compare(a.Destination, b.Destination); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Tenant, b.Tenant)
 	})
 }
 
@@ -133,9 +154,9 @@ type Pauses interface {
 	// SetPause stores p, replacing the pause of the same source and
 	// destination (a pause changed without resuming).
 	SetPause(ctx context.Context, p Pause) error
-	// Resume removes the pause of source (destination "") or of one of its
-	// destinations and returns it (ok false: there was none).
-	Resume(ctx context.Context, source, destination string) (p Pause, ok bool, err error)
+	// Resume removes the pause stored under key (Pause.Key: PauseKey,
+	// TenantPauseKey) and returns it (ok false: there was none).
+	Resume(ctx context.Context, key string) (p Pause, ok bool, err error)
 	// Pauses lists every stored pause, expired ones too, in SortPauses order.
 	Pauses(ctx context.Context) ([]Pause, error)
 	// ExpirePause removes p only if it is still stored exactly as read

@@ -77,6 +77,11 @@ type Event struct {
 	// Replay is true once an operator replayed the delivered event: its
 	// jobs wait in its source's replay lane (LaneOf).
 	Replay bool `json:"replay,omitempty"`
+	// Apart is true for a live delivery of an event with a tenant that
+	// waits in its tenant's own lane (TenantLane) instead of the share its
+	// tenant hashes to: set by the ingress for a tenant an operator
+	// pauses, and by a Release with Outcome.Apart.
+	Apart bool `json:"apart,omitempty"`
 	// OrderKey is the key of a delivery of an ordered destination (its
 	// Delivery's): the deliveries of one lane with the same key go out
 	// one at a time, in the order they were accepted (ChainOf); "": not
@@ -168,6 +173,17 @@ type Outcome struct {
 	Attempt *Attempt  // the attempt made; nil for Release
 	Due     time.Time // for Retry and Release
 	Error   string    // for Dead: why (shown in the DLQ entry)
+	// Apart, for a Release of a live delivery with a tenant, moves the
+	// job into its tenant's own lane for good (Event.Apart, TenantLane),
+	// where a pause of its tenant holds it without holding back the
+	// other tenants of its share. Ignored for any other job or result.
+	Apart bool
+}
+
+// MovesApart reports whether finishing a job of ev with out moves it into
+// its tenant's own lane (Outcome.Apart).
+func (out Outcome) MovesApart(ev *Event) bool {
+	return out.Apart && out.Result == Release && ev.Tenant != "" && !ev.Replay && !ev.Apart
 }
 
 // EnqueueResult tells the ingress what Enqueue did.

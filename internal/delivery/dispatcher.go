@@ -519,6 +519,14 @@ func (d *Dispatcher) run(job *storage.Job) {
 		d.finish(job, storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)}, Report{})
 		return
 	}
+	if d.tenantPaused(job.Source, job.Tenant) {
+		// its tenant is paused: handed back into the tenant's own lane,
+		// which the gate holds without holding back the other tenants of
+		// its share (a replay's lane is no tenant's: looked at later)
+		d.finish(job, storage.Outcome{Result: storage.Release, Apart: true,
+			Due: d.waitDue(gated && !job.Replay, pausedRecheck)}, Report{})
+		return
+	}
 	if target == nil {
 		target = d.fallback(job)
 	}

@@ -194,6 +194,8 @@ type pausedBy func(source, destination string) bool
 
 func (p pausedBy) Paused(source, destination string) bool { return p(source, destination) }
 func (pausedBy) CatchingUp(string, string) bool           { return false }
+func (pausedBy) TenantPaused(string, string) bool         { return false }
+func (pausedBy) PausedTenants(string) []string            { return nil }
 
 // fastPolicy retries after 10ms, up to attempts attempts.
 func fastPolicy(attempts int) Policy {

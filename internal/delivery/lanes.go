@@ -20,6 +20,11 @@ type Holds interface {
 	// a resumed pause's backlog: without a rate of their own they go at
 	// storage.DefaultCatchUpRate meanwhile.
 	CatchingUp(source, destination string) bool
+	// TenantPaused reports whether the deliveries of one tenant of source
+	// wait (to every destination).
+	TenantPaused(source, tenant string) bool
+	// PausedTenants lists the tenants of source whose deliveries wait.
+	PausedTenants(source string) []string
 }
 
 // verdict is whether a lane's deliveries may go now, and how.
@@ -68,6 +73,13 @@ func (d *Dispatcher) paused(source, destination string) bool {
 	return d.cfg.Holds != nil && d.cfg.Holds.Paused(source, destination)
 }
 
+// tenantPaused is whether an operator holds the deliveries of one tenant
+// of source. The gate holds the tenant's own lanes (storage.TenantLane);
+// the worker moves a delivery it leased from a tenants' share there.
+func (d *Dispatcher) tenantPaused(source, tenant string) bool {
+	return tenant != "" && d.cfg.Holds != nil && d.cfg.Holds.TenantPaused(source, tenant)
+}
+
 // target is the configured target of a source's destination (nil: not
 // configured).
 func (d *Dispatcher) target(source, destination string) *Target {
@@ -97,8 +109,25 @@ func (d *Dispatcher) gate() *storage.Gate {
 		for dest, t := range dests {
 			d.gateDestination(g, src, dest, t)
 		}
+		d.gateTenants(g, src, dests)
 	}
 	return g
+}
+
+// gateTenants skips the own lanes (storage.TenantLane) of source's paused
+// tenants on each configured destination's live lane. A paused tenant's
+// delivery that waits in a tenants' share is moved to its own lane when
+// leased (run); one to a destination no longer configured is handed back
+// and looked at again later.
+func (d *Dispatcher) gateTenants(g *storage.Gate, src string, dests map[string]*Target) {
+	if d.cfg.Holds == nil {
+		return
+	}
+	for _, tenant := range d.cfg.Holds.PausedTenants(src) {
+		for dest := range dests {
+			g.Skip[storage.TenantLane(storage.DestinationLanes(src, dest)[0], tenant)] = true
+		}
+	}
 }
 
 // gateDestination adds the entries of one destination's lanes (its live

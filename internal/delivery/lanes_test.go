@@ -19,6 +19,9 @@ func (h holdsOf) CatchingUp(source, destination string) bool {
 	return h.catchingUp[source] || h.catchingUp[source+"/"+destination]
 }
 
+func (holdsOf) TenantPaused(string, string) bool { return false }
+func (holdsOf) PausedTenants(string) []string    { return nil }
+
 // decide is the one answer to "may this delivery go now": an operator's
 // pause first, then the upstream's breaker, then the pace (the
 // destination's rate, else a resumed pause's catch-up pace).

@@ -450,6 +450,27 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			return nil
 		}
 	}
+	// a paused tenant's event: refused (503: its provider sends it again
+	// later) or held (stored in its tenant's own lanes, where its
+	// deliveries wait); the tenant is looked for first only then
+	tenant, tenantFound, apart := "", false, false
+	if h.app.TenantsPaused(h.Source) {
+		tenant, tenantFound = dedupe.FindTenant(inspect, h.tenantRules), true
+		if p, ok := h.app.TenantPause(h.Source, tenant); ok {
+			if !p.Holds() {
+				h.reject(w, http.StatusServiceUnavailable, CodeServiceUnavailable,
+					"this tenant's webhooks are paused; retry later", p.RetryAfter(time.Now()), nil)
+				return nil
+			}
+			apart = true
+		}
+	}
+	tenantOf := func() string {
+		if !tenantFound {
+			tenant, tenantFound = dedupe.FindTenant(inspect, h.tenantRules), true
+		}
+		return tenant
+	}
 	eventID := dedupe.FindID(inspect, h.rules, now)
 	var typ string // found before the store only when a destination filters on it
 	if h.filtered {
@@ -457,7 +478,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	}
 	deliveries, taken := h.route(typ, inspect)
 	if !taken {
-		h.ignore(w, r, eventID, typ, dedupe.FindTenant(inspect, h.tenantRules))
+		h.ignore(w, r, eventID, typ, tenantOf())
 		return nil
 	}
 	var accepted *storage.Event // the event stored, when it is not a duplicate
@@ -485,7 +506,8 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			Dedupe:     deduped,
 			Source:     h.Source,
 			Type:       typ,
-			Tenant:     dedupe.FindTenant(inspect, h.tenantRules),
+			Tenant:     tenantOf(),
+			Apart:      apart,
 			RequestID:  requestID(r),
 			Trace:      h.traceOf(r),
 			Deliveries: deliveries,

@@ -65,6 +65,8 @@ func New(app func() (App, error)) *Handler {
 		{"GET /webhooks/openapi.json", h.openapi},
 		{"DELETE /webhooks/tenants/{source}/{tenant}", h.eraseTenant},
 		{"GET /webhooks/tenants/{source}/{tenant}", h.tenantErasure},
+		{"POST /webhooks/tenants/{source}/{tenant}/pause", h.pause},
+		{"POST /webhooks/tenants/{source}/{tenant}/resume", h.resume},
 		{"POST /webhooks/rekey", h.startRekey},
 		{"GET /webhooks/rekey", h.rekeyStatus},
 	}

@@ -221,7 +221,8 @@ func TestPatterns(t *testing.T) {
 		!slices.Contains(got, "POST /webhooks/events/replay") ||
 		!slices.Contains(got, "POST /webhooks/sources/{source}/destinations/{name}/pause") ||
 		!slices.Contains(got, "DELETE /webhooks/events/{source}/{event_id}") ||
-		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || !slices.Contains(got, "POST /webhooks/rekey") || !slices.Contains(got, "GET /webhooks/rekey") || len(got) != 23 {
+		!slices.Contains(got, "GET /webhooks/stats/series") || !slices.Contains(got, "GET /webhooks/events") || !slices.Contains(got, "POST /webhooks/rekey") || !slices.Contains(got, "GET /webhooks/rekey") ||
+		!slices.Contains(got, "POST /webhooks/tenants/{source}/{tenant}/pause") || !slices.Contains(got, "POST /webhooks/tenants/{source}/{tenant}/resume") || len(got) != 25 {
 		t.Fatalf("patterns %q", got)
 	}
 }
@@ -473,6 +474,16 @@ func TestPauseAndEvents(t *testing.T) {
 	if p = again; p.Paused || p.Resumed != nil {
 		t.Errorf("resuming what is not paused: %+v", p)
 	}
+	// a tenant's pause
+	decode(t, serve(t, api, "POST", "/webhooks/tenants/gen/shop-1.myshopify.com/pause", `{"accept":true,"reason":"abuse","for":"1h"}`), &p)
+	if got, ok := f.paused["gen#shop-1.myshopify.com"]; !ok || !p.Paused || p.Tenant != "shop-1.myshopify.com" || p.Pause.Mode != "hold" ||
+		p.Pause.Tenant != p.Tenant || got.Reason != "abuse" || got.Destination != "" {
+		t.Errorf("tenant pause: %+v, stored %+v", p, got)
+	}
+	decode(t, serve(t, api, "POST", "/webhooks/tenants/gen/shop-1.myshopify.com/resume", ""), &p)
+	if _, ok := f.paused["gen#shop-1.myshopify.com"]; ok || p.Paused || p.Resumed == nil || p.Resumed.Tenant != "shop-1.myshopify.com" {
+		t.Errorf("tenant resume: %+v", p)
+	}
 	var info storage.EventInfo
 	decode(t, serve(t, api, "GET", "/webhooks/events/gen/e-1", ""), &info)
 	if info.ID != "i-1" || info.Status != storage.StatusDelivered {
@@ -505,8 +516,11 @@ func TestStats(t *testing.T) {
 
 	f.paused["gen"] = storage.Pause{Source: "gen", Reason: "r"}
 	f.paused["other/crm"] = storage.Pause{Source: "other", Destination: "crm"}
+	f.paused["other#shop-a"] = storage.Pause{Source: "other", Tenant: "shop-a", Accept: true}
 	f.stats = operator.Stats{Queue: storage.Counts{Queued: 2, Dead: 1},
-		Lanes: map[string]storage.Counts{"gen": {Queued: 2}, "other/crm": {Queued: 3}, "other": {Queued: 1}}, Sources: map[string]operator.SourceCounts{
+		Lanes: map[string]storage.Counts{"gen": {Queued: 2}, "other/crm": {Queued: 3}, "other": {Queued: 1},
+			storage.TenantLane("other", "shop-a"): {Queued: 4}, storage.TenantLane("other/crm", "shop-a"): {Queued: 1, InFlight: 1},
+			storage.TenantLane("gen", "shop-a"): {Queued: 7}, storage.TenantLane("other", "shop-b"): {Queued: 9}, "other#3": {Queued: 5}}, Sources: map[string]operator.SourceCounts{
 			"gen": {Queue: storage.Counts{Queued: 2, Dead: 1},
 				Recent: map[string]int64{"accepted": 4, "duplicate": 1, "unauthorized": 1, "delivered": 3, "dead": 1, "attempts": 4,
 					operator.DestinationCounter("delivered", "default"): 2, operator.DestinationCounter("delivered", "billing"): 1,
@@ -520,9 +534,16 @@ func TestStats(t *testing.T) {
 	if fmtJSON(s.PausedSources) != `["gen"]` || s.Queue != f.stats.Queue || len(s.Sources) != 2 {
 		t.Fatalf("stats %+v", s)
 	}
-	if len(s.Pauses) != 2 || s.Pauses[0].Waiting != 2 || s.Pauses[0].Mode != "refuse" || s.Pauses[0].Reason != "r" ||
-		s.Pauses[1].Destination != "crm" || s.Pauses[1].Waiting != 3 || s.Pauses[1].Mode != "hold" {
-		t.Errorf("pauses %+v", s.Pauses)
+	byKey := map[string]operator.PauseInfo{}
+	for _, p := range s.Pauses {
+		byKey[storage.Pause{Source: p.Source, Destination: p.Destination, Tenant: p.Tenant}.Key()] = p
+	}
+	// a tenant's waiting deliveries: those in its own lanes, of its source
+	if gen, crm, shop := byKey["gen"], byKey["other/crm"], byKey["other#shop-a"]; len(s.Pauses) != 3 ||
+		gen.Waiting != 2+7 || gen.Mode != "refuse" || gen.Reason != "r" ||
+		crm.Waiting != 3+1 || crm.Mode != "hold" ||
+		shop.Tenant != "shop-a" || shop.Waiting != 4+1 || shop.Mode != "hold" {
+		t.Errorf("pauses %s", fmtJSON(s.Pauses))
 	}
 	gen := s.Sources["gen"]
 	if gen.Queue.Dead != 1 || gen.LastHour.Received != 4 || gen.LastHour.Duplicates != 1 || gen.LastHour.Rejected != 1 ||

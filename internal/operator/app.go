@@ -32,13 +32,17 @@ type App interface {
 	Health(ctx context.Context) (map[string]Health, error)
 	// Pauses lists the pauses in force as this node knows them.
 	Pauses() []storage.Pause
-	// SetPause pauses a source or one of its destinations, or changes its
-	// pause, for every node (storage.ErrUnknownDestination: the configured
-	// source has no such destination).
+	// SetPause pauses a source, one of its destinations or one of its
+	// tenants, or changes its pause, for every node
+	// (storage.ErrUnknownDestination: the configured source has no such
+	// destination).
 	SetPause(ctx context.Context, p storage.Pause) error
 	// Resume ends the pause of a source (destination "") or of one of its
 	// destinations for every node; ok false: there was none.
 	Resume(ctx context.Context, source, destination string) (p storage.Pause, ok bool, err error)
+	// ResumeTenant ends the pause of one tenant of source for every node;
+	// ok false: there was none.
+	ResumeTenant(ctx context.Context, source, tenant string) (p storage.Pause, ok bool, err error)
 	// LookupEvent says where the event eventID of source is.
 	LookupEvent(ctx context.Context, source, eventID string) (*storage.EventInfo, error)
 	// ListEvents lists the stored events matching f, newest first, a

@@ -124,6 +124,17 @@ func (f *fakeApp) Resume(_ context.Context, source, destination string) (storage
 	return p, ok, nil
 }
 
+func (f *fakeApp) ResumeTenant(_ context.Context, source, tenant string) (storage.Pause, bool, error) {
+	if err := f.err(); err != nil {
+		return storage.Pause{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.paused[storage.TenantPauseKey(source, tenant)]
+	delete(f.paused, storage.TenantPauseKey(source, tenant))
+	return p, ok, nil
+}
+
 func (f *fakeApp) LookupEvent(_ context.Context, source, eventID string) (*storage.EventInfo, error) {
 	if err := f.err(); err != nil {
 		return nil, err

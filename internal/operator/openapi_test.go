@@ -123,7 +123,11 @@ func TestOpenAPIAnswersOfTheFakeApp(t *testing.T) {
 		{api, "POST", "/webhooks/sources/gen/destinations/billing/pause", `{"reason":"billing down"}`, 200},
 		{api, "POST", "/webhooks/sources/gen/destinations/missing/pause", "", 404},
 		{api, "POST", "/webhooks/sources/gen/destinations/bad name/pause", "", 400},
+		{api, "POST", "/webhooks/tenants/gen/shop-1.myshopify.com/pause", `{"reason":"abuse","accept":true}`, 200},
+		{api, "POST", "/webhooks/tenants/bad name/x/pause", "", 400},
 		{api, "GET", "/webhooks/stats", "", 200}, // with pauses
+		{api, "POST", "/webhooks/tenants/gen/shop-1.myshopify.com/resume", "", 200},
+		{api, "POST", "/webhooks/tenants/gen/shop-1.myshopify.com/resume", "", 200}, // nothing paused
 		{api, "POST", "/webhooks/sources/gen/destinations/billing/resume", "", 200},
 		{api, "POST", "/webhooks/sources/gen/destinations/billing/resume", `{}`, 200},
 		{api, "POST", "/webhooks/sources/gen/resume", `{"reason":"x"}`, 400},

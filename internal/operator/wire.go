@@ -229,7 +229,8 @@ type StatusAnswer struct {
 }
 
 // PauseRequest is the optional body of POST
-// /webhooks/sources/{source}/pause (and of a destination's); unknown fields
+// /webhooks/sources/{source}/pause (and of a destination's or a tenant's);
+// unknown fields
 // are refused.
 type PauseRequest struct {
 	// Reason is shown wherever the pause is.
@@ -243,7 +244,7 @@ type PauseRequest struct {
 }
 
 // PauseAnswer answers POST /webhooks/sources/{source}/pause and resume
-// (and a destination's).
+// (and a destination's, and a tenant's).
 type PauseAnswer struct {
 	// Paused is the new state.
 	Paused bool `json:"paused"`
@@ -251,6 +252,8 @@ type PauseAnswer struct {
 	Source string `json:"source"`
 	// Destination is the destination's name (absent: the whole source).
 	Destination string `json:"destination,omitempty"`
+	// Tenant is the tenant's name (a tenant's pause only).
+	Tenant string `json:"tenant,omitempty"`
 	// Pause is the pause now in force (pause only).
 	Pause *PauseInfo `json:"pause,omitempty"`
 	// Resumed is the pause that ended (resume only; absent when there was
@@ -264,6 +267,9 @@ type PauseInfo struct {
 	Source string `json:"source"`
 	// Destination is the paused destination (absent: the whole source).
 	Destination string `json:"destination,omitempty"`
+	// Tenant is the paused tenant of the source (absent: not a tenant's
+	// pause): its deliveries to every destination wait.
+	Tenant string `json:"tenant,omitempty"`
 	// Mode is "hold" (the ingress accepts, deliveries wait) or "refuse"
 	// (503 + Retry-After).
 	Mode string `json:"mode"`
@@ -276,7 +282,9 @@ type PauseInfo struct {
 	Since time.Time `json:"since,omitzero"`
 	// Until is when it resumes by itself (absent: when resumed).
 	Until time.Time `json:"until,omitzero"`
-	// Waiting counts the deliveries queued for it (stats only).
+	// Waiting counts the deliveries queued for it (stats only); for a
+	// tenant, those already held in its own lanes (a delivery queued
+	// before the pause moves there when its turn comes).
 	Waiting int `json:"waiting"`
 }
 

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,9 @@ type pausedCache struct {
 type pauseState struct {
 	list  []storage.Pause
 	byKey map[string]storage.Pause
+	// tenants lists, by source, the tenants with a pause (expired ones
+	// too, until the next reading)
+	tenants map[string][]string
 }
 
 // live returns the pause stored under key if it is in force at now.
@@ -68,6 +72,51 @@ func (a *App) SourcePause(source string) (storage.Pause, bool) {
 // destination wait (the source's pause or the destination's).
 func (a *App) DeliveriesPaused(source, destination string) bool {
 	return a.paused.Paused(source, destination)
+}
+
+// TenantsPaused reports whether any tenant of source has a pause, so
+// that the ingress looks for an event's tenant before storing it only
+// then.
+func (a *App) TenantsPaused(source string) bool {
+	st := a.paused.state.Load()
+	return st != nil && len(st.tenants[source]) > 0
+}
+
+// TenantPause returns the pause of one tenant of source in force (ok
+// false: none). The ingress refuses the tenant's events with 503 when it
+// does not hold, and marks them apart (storage.Event.Apart) when it does.
+func (a *App) TenantPause(source, tenant string) (storage.Pause, bool) {
+	if tenant == "" {
+		return storage.Pause{}, false
+	}
+	return a.paused.state.Load().live(storage.TenantPauseKey(source, tenant), time.Now())
+}
+
+// TenantPaused implements delivery.Holds: whether the tenant of source
+// has a pause in force, as this node last read the pauses.
+func (c *pausedCache) TenantPaused(source, tenant string) bool {
+	if tenant == "" {
+		return false
+	}
+	_, ok := c.state.Load().live(storage.TenantPauseKey(source, tenant), time.Now())
+	return ok
+}
+
+// PausedTenants implements delivery.Holds: the tenants of source with a
+// pause in force, as this node last read the pauses.
+func (c *pausedCache) PausedTenants(source string) []string {
+	st := c.state.Load()
+	if st == nil || len(st.tenants[source]) == 0 {
+		return nil
+	}
+	now := time.Now()
+	var out []string
+	for _, tenant := range st.tenants[source] {
+		if _, ok := st.live(storage.TenantPauseKey(source, tenant), now); ok {
+			out = append(out, tenant)
+		}
+	}
+	return out
 }
 
 // Paused implements delivery.Holds: the pauses in force as this node last
@@ -104,18 +153,21 @@ func (a *App) Pauses() []storage.Pause {
 func (a *App) PausedSources() []string {
 	var out []string
 	for _, p := range a.Pauses() {
-		if p.Destination == "" {
+		if p.Destination == "" && p.Tenant == "" {
 			out = append(out, p.Source)
 		}
 	}
 	return out
 }
 
-// SetPause pauses a source or one of its destinations (p.Destination), or
-// changes its pause, for every node; it is announced (alert, Caddy event,
-// audit line). A destination the configured source does not have is
-// storage.ErrUnknownDestination.
+// SetPause pauses a source, one of its destinations (p.Destination) or
+// one of its tenants (p.Tenant), or changes its pause, for every node; it
+// is announced (alert, Caddy event, audit line). A destination the
+// configured source does not have is storage.ErrUnknownDestination.
 func (a *App) SetPause(ctx context.Context, p storage.Pause) error {
+	if p.Tenant != "" && p.Destination != "" {
+		return errors.New("a tenant's pause holds every destination of its source: it names none")
+	}
 	p.Destination = pauseDestination(p.Destination)
 	if p.Destination != "" {
 		a.sourceMu.RLock()
@@ -145,11 +197,24 @@ func (a *App) SetPause(ctx context.Context, p storage.Pause) error {
 // destinations for every node and announces it; ok false: there was none.
 // The backlog it held drains paced, starting at once.
 func (a *App) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+	return a.resume(ctx, storage.PauseKey(source, pauseDestination(destination)))
+}
+
+// ResumeTenant ends the pause of one tenant of source for every node and
+// announces it; ok false: there was none. Its deliveries go at once,
+// taking turns with the other tenants' (no catch-up pace: the tenant's
+// backlog holds back no other tenant's deliveries).
+func (a *App) ResumeTenant(ctx context.Context, source, tenant string) (storage.Pause, bool, error) {
+	return a.resume(ctx, storage.TenantPauseKey(source, tenant))
+}
+
+// resume ends the pause stored under key (storage.Pause.Key).
+func (a *App) resume(ctx context.Context, key string) (storage.Pause, bool, error) {
 	st, err := a.Store()
 	if err != nil {
 		return storage.Pause{}, false, err
 	}
-	p, ok, err := st.Resume(ctx, source, pauseDestination(destination))
+	p, ok, err := st.Resume(ctx, key)
 	if err != nil || !ok {
 		return p, ok, err
 	}
@@ -197,7 +262,7 @@ func (a *App) refreshPaused(now time.Time) {
 	if err != nil {
 		return
 	}
-	next := &pauseState{byKey: make(map[string]storage.Pause, len(ps))}
+	next := &pauseState{byKey: make(map[string]storage.Pause, len(ps)), tenants: map[string][]string{}}
 	var expired []storage.Pause
 	for _, p := range ps {
 		if p.Expired(now) {
@@ -206,6 +271,9 @@ func (a *App) refreshPaused(now time.Time) {
 		}
 		next.byKey[p.Key()] = p
 		next.list = append(next.list, p)
+		if p.Tenant != "" {
+			next.tenants[p.Source] = append(next.tenants[p.Source], p.Tenant)
+		}
 	}
 	old := a.paused.state.Swap(next)
 	var gone []storage.Pause
@@ -248,6 +316,9 @@ func (a *App) startCatchUp(ctx context.Context, st storage.Store, gone []storage
 		}
 	}
 	for _, p := range gone {
+		if p.Tenant != "" {
+			continue // a tenant's backlog takes turns with the others' unpaced
+		}
 		waiting := storage.CountsOfDestination(byLane, p.Source, p.Destination).Queued
 		next[p.Key()] = now.Add(storage.CatchUpFor(waiting, storage.DefaultCatchUpRate))
 	}
@@ -279,7 +350,7 @@ var _ delivery.Holds = (*pausedCache)(nil)
 // ended (stepResumed; automatic: its `for` ran out).
 func (a *App) announcePause(ctx context.Context, step string, p storage.Pause, automatic bool) {
 	data := map[string]any{
-		"source": p.Source, "destination": p.Destination, "mode": p.Mode(), "accept": p.Accept,
+		"source": p.Source, "destination": p.Destination, "tenant": p.Tenant, "mode": p.Mode(), "accept": p.Accept,
 		"reason": p.Reason, "since": p.Since, "until": p.Until, "automatic": automatic,
 	}
 	name := eventPaused
@@ -288,7 +359,7 @@ func (a *App) announcePause(ctx context.Context, step string, p storage.Pause, a
 	}
 	a.emit(name, data)
 	a.audit(step, zap.String("source", p.Source), zap.String("destination", p.Destination),
-		zap.String("mode", p.Mode()), zap.String("reason", p.Reason), zap.Time("since", p.Since),
+		zap.String("tenant", p.Tenant), zap.String("mode", p.Mode()), zap.String("reason", p.Reason), zap.Time("since", p.Since),
 		zap.Time("until", p.Until), zap.Bool("automatic", automatic))
 	if a.alerter != nil {
 		a.alerter.send(ctx, "pause:"+p.Key(), pauseAlertText(step, p, automatic), time.Now())
@@ -298,8 +369,11 @@ func (a *App) announcePause(ctx context.Context, step string, p storage.Pause, a
 // pauseAlertText is the alert of a pause or resume.
 func pauseAlertText(step string, p storage.Pause, automatic bool) string {
 	what := fmt.Sprintf("source %q", p.Source)
-	if p.Destination != "" {
+	switch {
+	case p.Destination != "":
 		what = fmt.Sprintf("destination %q of source %q", p.Destination, p.Source)
+	case p.Tenant != "":
+		what = fmt.Sprintf("tenant %q of source %q", p.Tenant, p.Source)
 	}
 	if step == stepResumed {
 		how := "by an operator"

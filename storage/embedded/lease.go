@@ -253,6 +253,9 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		case storage.StatusQueued:
 			rec.Status = st
 			rec.Due = out.DueAt(now)
+			if out.MovesApart(&rec.Event) {
+				rec.Apart = true // due again in its tenant's own lane
+			}
 			if err := putRecord(tx, rec); err != nil {
 				return err
 			}

@@ -54,12 +54,11 @@ func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
 }
 
 // Resume implements storage.Store.
-func (s *Store) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+func (s *Store) Resume(ctx context.Context, key string) (storage.Pause, bool, error) {
 	var (
 		p     storage.Pause
 		found bool
 	)
-	key := storage.PauseKey(source, destination)
 	err := s.update(ctx, func(tx *kv.Tx) error {
 		b := tx.Bucket(bPaused)
 		v := b.Get([]byte(key))

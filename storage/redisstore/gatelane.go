@@ -6,10 +6,12 @@ package redisstore
 // lane without an entry of its own follows storage.GateLaneOf(lane): a
 // destination's lane (source/destination, source/destination~replay) its
 // source's lane of the same kind. Source names hold neither '/' nor '~'.
-// A tenant's share of a lane (lane#k) is its base lane's (storage.BaseLane).
+// A tenant's share of a lane (lane#k) is its base lane's (storage.BaseLane),
+// unless it is a tenant's lane apart skipped by name (storage.TenantLane).
 // TestGateSkipLuaAgreesWithGo keeps the two in step.
 const luaSkipped = `
 local function skipped(skip, lane)
+	if skip[lane] == '1' then return true end
 	lane = string.match(lane, '^[^#]*')
 	local v = skip[lane]
 	if v == nil then

@@ -27,9 +27,14 @@ return 0
 		{"stripe": true, "stripe/billing": false},
 		{"stripe/billing~replay": true},
 		{"github": true},
+		// a paused tenant's lanes apart
+		{storage.TenantLane("stripe", "acct_1"): true, storage.TenantLane("stripe/billing", "acct_1"): true},
+		{"stripe/billing": false, storage.TenantLane("stripe/billing", "acct_1"): true},
 	}
 	lanes := []string{"stripe", "stripe~replay", "stripe/billing", "stripe/billing~replay", "stripe/crm", "github/billing", "a.b-c_d/x.y",
-		"stripe#3", "stripe/billing#0", "stripe/crm#15"} // tenants' shares
+		"stripe#3", "stripe/billing#0", "stripe/crm#15", // tenants' shares
+		storage.TenantLane("stripe", "acct_1"), storage.TenantLane("stripe/billing", "acct_1"),
+		storage.TenantLane("stripe/crm", "acct_1"), storage.TenantLane("stripe", "acct_2")}
 	for _, skip := range gates {
 		g := &storage.Gate{Skip: skip}
 		for _, lane := range lanes {

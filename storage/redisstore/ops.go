@@ -285,8 +285,7 @@ return false
 `)
 
 // Resume implements storage.Store.
-func (s *Store) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
-	key := storage.PauseKey(source, destination)
+func (s *Store) Resume(ctx context.Context, key string) (storage.Pause, bool, error) {
 	v, err := resumeScript.Run(ctx, s.c, []string{s.pausesKey(), s.pausedKey()}, key).Text()
 	if errors.Is(err, redis.Nil) {
 		return storage.Pause{}, false, nil

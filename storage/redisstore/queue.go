@@ -517,6 +517,11 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		entryJSON, entryStatus, entryOpen = string(b), string(e.Status), flag(e.Status.Open())
 	}
 	lane := storage.LaneOf(&job.Event)
+	if out.MovesApart(&job.Event) {
+		apart := job.Event
+		apart.Apart = true
+		lane, evJSON = storage.LaneOf(&apart), markApart
+	}
 	keys := p.finishKeys(job.ID, lane)
 	args := []any{job.ID, job.Lease, string(status), ms(now), ms(due), attJSON, evJSON, entryJSON, job.Source, lane, entryStatus, entryOpen,
 		job.Destination, job.Type, job.Tenant}
@@ -538,6 +543,10 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 	return nil
 }
 
+// markApart, as finishOne's event JSON of a queued job, marks the stored
+// event Apart (storage.Outcome.Apart): it waits in its tenant's own lane.
+const markApart = "apart"
+
 // finishKeys are finishOne's KEYS for job id on lane.
 func (p partition) finishKeys(id, lane string) []string {
 	return []string{p.ev(id), p.key("inflight"), p.key("done"),
@@ -552,7 +561,8 @@ func (p partition) finishKeys(id, lane string) []string {
 //	      lane queue, lanes
 //	ARGV: id, token, the status the job takes (queued|delivered|dead:
 //	      storage.Result.Status), now ms, due ms,
-//	      attempts JSON, stripped event JSON (dead; "": keep the stored one),
+//	      attempts JSON, stripped event JSON (dead; "": keep the stored
+//	      one; for a queued job markApart: the stored one marked Apart),
 //	      dlq entry JSON, source, lane,
 //	      dlq entry status, dlq entry open (1|0: storage.DLQStatus.Open),
 //	      destination, type, tenant ("": none),
@@ -577,6 +587,12 @@ local function finishOne(KEYS, ARGV)
 	end
 	local st = ARGV[3]
 	if st == 'queued' then
+		if ARGV[7] == 'apart' then
+			-- into its tenant's own lane (ARGV[10]) for good: the stored
+			-- event says so, as the one field json.Unmarshal reads first
+			local ev = redis.call('HGET', KEYS[1], 'ev')
+			redis.call('HSET', KEYS[1], 'ev', '{"apart":true,' .. string.sub(ev, 2), 'ln', ARGV[10])
+		end
 		redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
 		redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
 		redis.call('SADD', KEYS[8], ARGV[10])

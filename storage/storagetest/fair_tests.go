@@ -137,3 +137,92 @@ func tenantsOf(jobs []*storage.Job) []string {
 	}
 	return out
 }
+
+// tenantsSharing returns two tenant names of one share
+// (storage.TenantShare).
+func tenantsSharing() (string, string) {
+	first := map[int]string{}
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("acct-%d", i)
+		sh := storage.TenantShare(name)
+		if prev, ok := first[sh]; ok {
+			return prev, name
+		}
+		first[sh] = name
+	}
+}
+
+// testTenantApart: a job released apart (storage.Outcome.Apart) waits in
+// its tenant's own lane from then on, as an event enqueued Apart does:
+// the gate holds that lane by name without holding back the other tenant
+// of its share, the counts see it (folded into its lane), it survives
+// reopening, and once no longer skipped it is leased and delivered.
+func testTenantApart(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	held, other := tenantsSharing()
+	until := time.Now().Add(time.Hour)
+	enqueue := func(tenant string, apart bool) *storage.Event {
+		ev := newEvent(t, "shop", "")
+		ev.Tenant, ev.Apart = tenant, apart
+		mustEnqueue(t, s, ev, until)
+		time.Sleep(2 * time.Millisecond) // in this order
+		return ev
+	}
+	first := enqueue(held, false)
+	second := enqueue(held, true) // held from the start
+	third := enqueue(other, false)
+	now := time.Now().Add(time.Second)
+	jobs, err := s.Lease(ctx, now, 1, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != first.ID {
+		t.Fatalf("first lease = %v, want %s", jobIDs(jobs), first.ID)
+	}
+	if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Release, Apart: true}); err != nil {
+		t.Fatal(err)
+	}
+	if f.Reopen != nil {
+		s = f.Reopen(t, s)
+	}
+	lane := storage.TenantLane("shop", held)
+	gate := &storage.Gate{Skip: map[string]bool{lane: true}}
+	jobs, err = s.Lease(ctx, now, 10, time.Minute, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != third.ID {
+		t.Fatalf("lease with %s's lane skipped = %v, want only %s's %s", held, tenantsOf(jobs), other, third.ID)
+	}
+	delivered(t, s, jobs[0])
+	if due, ok, err := s.NextDue(ctx, gate); err != nil || ok {
+		t.Errorf("NextDue with the tenant's lane skipped = %v, %v, %v; want none", due, ok, err)
+	}
+	byLane, err := s.QueueByLane(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := byLane[lane]; c.Queued != 2 {
+		t.Errorf("counts of %s = %+v, want 2 queued (%v)", lane, c, byLane)
+	}
+	if c := storage.ByBaseLane(byLane)["shop"]; c.Queued+c.InFlight != 2 {
+		t.Errorf("counts of shop = %+v, want 2 jobs", c)
+	}
+	// no longer skipped: both go (the released one due since its
+	// release, after the other), still apart
+	jobs, err = s.Lease(ctx, now.Add(time.Second), 10, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].ID != second.ID || jobs[1].ID != first.ID || !jobs[0].Apart || !jobs[1].Apart {
+		t.Fatalf("lease without the skip = %v, want %s then %s, apart", jobIDs(jobs), second.ID, first.ID)
+	}
+	for _, j := range jobs {
+		delivered(t, s, j)
+	}
+	if info, err := s.Lookup(ctx, "shop", first.EventID); err != nil || info.Status != storage.StatusDelivered {
+		t.Errorf("Lookup of the job moved apart = %+v, %v; want delivered", info, err)
+	}
+	wantCounts(t, s, storage.Counts{})
+}

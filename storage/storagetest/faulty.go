@@ -398,10 +398,10 @@ func (f *Faulty) SetPause(ctx context.Context, p storage.Pause) error {
 }
 
 // Resume implements storage.Store.
-func (f *Faulty) Resume(ctx context.Context, source, destination string) (storage.Pause, bool, error) {
+func (f *Faulty) Resume(ctx context.Context, key string) (storage.Pause, bool, error) {
 	var ok bool
 	p, err := call(f, ctx, MethodResume, func() (storage.Pause, error) {
-		p, found, err := f.inner.Resume(ctx, source, destination)
+		p, found, err := f.inner.Resume(ctx, key)
 		ok = found
 		return p, err
 	})

@@ -182,7 +182,7 @@ func TestFaultyFaults(t *testing.T) {
 				return f.DLQSetStatus(ctx, "x", storage.DLQResolved, "", time.Now())
 			},
 			storagetest.MethodSetPause:    func() error { return f.SetPause(ctx, storage.Pause{Source: "stripe"}) },
-			storagetest.MethodResume:      func() error { _, _, err := f.Resume(ctx, "stripe", ""); return err },
+			storagetest.MethodResume:      func() error { _, _, err := f.Resume(ctx, "stripe"); return err },
 			storagetest.MethodPauses:      func() error { _, err := f.Pauses(ctx); return err },
 			storagetest.MethodExpirePause: func() error { _, err := f.ExpirePause(ctx, storage.Pause{Source: "stripe"}); return err },
 			storagetest.MethodListDelivered: func() error {

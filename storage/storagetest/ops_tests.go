@@ -47,7 +47,7 @@ func testCounts(t *testing.T, f Factory) {
 	wantCounts(t, s, storage.Counts{Queued: 2, Dead: 1})
 }
 
-// testPaused: pauses of sources and destinations are set, changed,
+// testPaused: pauses of sources, destinations and tenants are set, changed,
 // listed and resumed through the store and survive reopening.
 func testPaused(t *testing.T, f Factory) {
 	s := f.Open(t)
@@ -59,7 +59,12 @@ func testPaused(t *testing.T, f Factory) {
 	stripe, _ := storage.NewPause("stripe", "", false, "upstream deploy", 0, now)
 	github, _ := storage.NewPause("github", "", true, "", time.Hour, now)
 	crm, _ := storage.NewPause("github", "crm", true, "crm down", 30*time.Minute, now)
-	for _, p := range []storage.Pause{stripe, github, crm} {
+	// tenants' pauses: one whose name holds '/' and '#', and one resumed
+	shop, _ := storage.NewPause("github", "", false, "abuse", 0, now)
+	shop.Tenant = "org/4#2"
+	other, _ := storage.NewPause("github", "", true, "", 0, now)
+	other.Tenant = "org-9"
+	for _, p := range []storage.Pause{stripe, github, crm, shop, other} {
 		if err := s.SetPause(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -69,20 +74,23 @@ func testPaused(t *testing.T, f Factory) {
 	if err := s.SetPause(ctx, stripe2); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := s.Resume(ctx, "github", ""); err != nil || !ok || !reflect.DeepEqual(got, github) {
+	if got, ok, err := s.Resume(ctx, "github"); err != nil || !ok || !reflect.DeepEqual(got, github) {
 		t.Fatalf("Resume(github) = %+v, %v, %v; want %+v", got, ok, err, github)
 	}
-	if _, ok, err := s.Resume(ctx, "never-paused", ""); err != nil || ok {
+	if _, ok, err := s.Resume(ctx, "never-paused"); err != nil || ok {
 		t.Fatalf("resuming a source that is not paused: %v, %v", ok, err)
+	}
+	if got, ok, err := s.Resume(ctx, storage.TenantPauseKey("github", "org-9")); err != nil || !ok || !reflect.DeepEqual(got, other) {
+		t.Fatalf("Resume(tenant org-9) = %+v, %v, %v; want %+v", got, ok, err, other)
 	}
 	if f.Reopen != nil {
 		s = f.Reopen(t, s)
 	}
 	got, err := s.Pauses(ctx)
-	if want := []storage.Pause{crm, stripe2}; err != nil || !reflect.DeepEqual(got, want) {
+	if want := []storage.Pause{shop, crm, stripe2}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Pauses = %+v, %v; want %+v", got, err, want)
 	}
-	if !got[0].Holds() || got[0].Mode() != storage.PauseHold || got[1].Expired(now) || !got[1].Expired(now.Add(time.Hour)) {
+	if got[0].Holds() || got[0].Key() != "github#org/4#2" || !got[1].Holds() || got[1].Mode() != storage.PauseHold || got[2].Expired(now) || !got[2].Expired(now.Add(time.Hour)) {
 		t.Errorf("rules of %+v", got)
 	}
 }
@@ -154,7 +162,7 @@ func testPauseLegacy(t *testing.T, f Factory) {
 	if got[0].Holds() || got[0].Expired(time.Now()) || got[0].RetryAfter(time.Now()) != 60 {
 		t.Errorf("a legacy pause must refuse with no end: %+v", got[0])
 	}
-	if p, ok, err := s.Resume(ctx, "github", ""); err != nil || !ok || p != (storage.Pause{Source: "github"}) {
+	if p, ok, err := s.Resume(ctx, "github"); err != nil || !ok || p != (storage.Pause{Source: "github"}) {
 		t.Fatalf("Resume of a legacy pause = %+v, %v, %v", p, ok, err)
 	}
 	held, _ := storage.NewPause("stripe", "", true, "now held", 0, time.Now())

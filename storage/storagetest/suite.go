@@ -160,6 +160,7 @@ func Run(t *testing.T, f Factory) {
 		{"EraseBatch", testEraseBatch},
 		{"TenantErasureLive", testTenantErasureLive},
 		{"FairTenants", testFairTenants},
+		{"TenantApart", testTenantApart},
 		{"EraseTenant", testEraseTenant},
 		{"SealedAtRest", testSealedAtRest},
 		{"SealedKeyMissing", testSealedKeyMissing},
