@@ -113,8 +113,8 @@ func pauseTarget(r *http.Request) (storage.Pause, error) {
 }
 
 // pauseInfo is p as the API shows it, with its waiting deliveries counted
-// in lanes (nil: not counted): a tenant's, those already held in its own
-// lanes (storage.TenantLane).
+// in lanes (storage.QueueByLane; nil: not counted): a tenant's, those
+// already held in its own lanes (storage.TenantLane).
 func pauseInfo(p storage.Pause, lanes map[string]storage.Counts) PauseInfo {
 	info := PauseInfo{Source: p.Source, Destination: p.Destination, Tenant: p.Tenant, Mode: p.Mode(), Accept: p.Holds(),
 		Reason: p.Reason, Since: p.Since, Until: p.Until}
@@ -126,8 +126,8 @@ func pauseInfo(p storage.Pause, lanes map[string]storage.Counts) PauseInfo {
 				info.Waiting += c.Queued
 			}
 		}
-	default:
-		info.Waiting = storage.CountsOfDestination(lanes, p.Source, p.Destination).Queued
+	default: // a lane's tenant shares with it
+		info.Waiting = storage.CountsOfDestination(storage.ByBaseLane(lanes), p.Source, p.Destination).Queued
 	}
 	return info
 }

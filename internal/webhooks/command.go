@@ -103,13 +103,13 @@ The admin address is ` + caddy.DefaultAdminListen + ` unless --address is given 
 			cmd.AddCommand(dlqCmd)
 			pause := &cobra.Command{Use: "pause <source>",
 				Short: "Pauses a source or one destination: refuse (503, the default) or hold (--accept: 202 and stored, deliveries wait); pausing again changes the pause",
-				Args:  cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("pause"))}
+				Args:  cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("pause", false))}
 			pause.Flags().String("destination", "", "Pause this destination's deliveries only (they always hold)")
 			pause.Flags().String("reason", "", "Why, shown wherever the pause is")
 			pause.Flags().String("for", "", "Resume by itself after this duration (e.g. 30m)")
 			pause.Flags().Bool("accept", false, "Hold: keep accepting and storing events while deliveries wait")
 			resume := &cobra.Command{Use: "resume <source>", Short: "Resumes a paused source or destination; its waiting deliveries go, paced",
-				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("resume"))}
+				Args: cobra.ExactArgs(1), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("resume", false))}
 			resume.Flags().String("destination", "", "Resume this destination's deliveries")
 			cmd.AddCommand(pause, resume)
 			events := &cobra.Command{
@@ -640,10 +640,15 @@ func cmdReplay(fl caddycmd.Flags) (int, error) {
 	})
 }
 
-func cmdPause(action string) caddycmd.CommandFunc {
+// cmdPause is `caddy webhooks pause|resume <source>` (with --destination,
+// one destination's) and, tenant true, `caddy webhooks tenants
+// pause|resume <source> <tenant>`.
+func cmdPause(action string, tenant bool) caddycmd.CommandFunc {
 	return func(fl caddycmd.Flags) (int, error) {
 		uri := "/webhooks/sources/" + url.PathEscape(fl.Arg(0))
-		if d := fl.String("destination"); d != "" {
+		if tenant {
+			uri = "/webhooks/tenants/" + url.PathEscape(fl.Arg(0)) + "/" + url.PathEscape(fl.Arg(1))
+		} else if d := fl.String("destination"); d != "" {
 			uri += "/destinations/" + url.PathEscape(d)
 		}
 		var body any
@@ -657,8 +662,11 @@ func cmdPause(action string) caddycmd.CommandFunc {
 		var v operator.PauseAnswer
 		return output(fl, raw, &v, func(w io.Writer) {
 			what := v.Source
-			if v.Destination != "" {
+			switch {
+			case v.Destination != "":
 				what += " → " + v.Destination
+			case v.Tenant != "":
+				what += " tenant " + v.Tenant
 			}
 			switch {
 			case v.Pause != nil:

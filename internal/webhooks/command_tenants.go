@@ -13,8 +13,8 @@ import (
 	"github.com/hookline/hookline/internal/operator"
 )
 
-// tenantsCommand is `caddy webhooks tenants`: erase a tenant, and show
-// the progress of its erasure.
+// tenantsCommand is `caddy webhooks tenants`: erase a tenant and show
+// the progress of its erasure; pause and resume a tenant.
 func tenantsCommand() *cobra.Command {
 	tenants := &cobra.Command{Use: "tenants", Short: "Acts on one tenant (customer account) of a source"}
 	erase := &cobra.Command{Use: "erase <source> <tenant>",
@@ -26,7 +26,15 @@ func tenantsCommand() *cobra.Command {
 	status := &cobra.Command{Use: "status <source> <tenant>", Short: "Shows the progress of the running or last erasure of a tenant",
 		Args: cobra.ExactArgs(2), RunE: caddycmd.WrapCommandFuncForCobra(cmdTenantErase("GET"))}
 	status.Flags().Bool("wait", false, "Wait until the erasure is done, printing its progress")
-	tenants.AddCommand(erase, status)
+	pause := &cobra.Command{Use: "pause <source> <tenant>",
+		Short: "Pauses a tenant: its deliveries wait while the other tenants' go; its new events are refused (503, the default) or held (--accept: 202 and stored); pausing again changes the pause",
+		Args:  cobra.ExactArgs(2), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("pause", true))}
+	pause.Flags().String("reason", "", "Why, shown wherever the pause is")
+	pause.Flags().String("for", "", "Resume by itself after this duration (e.g. 30m)")
+	pause.Flags().Bool("accept", false, "Hold: keep accepting and storing the tenant's events while its deliveries wait")
+	resume := &cobra.Command{Use: "resume <source> <tenant>", Short: "Resumes a paused tenant; its waiting deliveries go, taking turns with the other tenants'",
+		Args: cobra.ExactArgs(2), RunE: caddycmd.WrapCommandFuncForCobra(cmdPause("resume", true))}
+	tenants.AddCommand(erase, status, pause, resume)
 	return tenants
 }
 

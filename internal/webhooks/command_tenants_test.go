@@ -87,3 +87,40 @@ func TestTenantEraseCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantPauseCommand: `caddy webhooks tenants pause|resume <source>
+// <tenant>` post on the tenant's routes (the tenant escaped), the pause
+// with its mode, reason and end.
+func TestTenantPauseCommand(t *testing.T) {
+	var got, bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.EscapedPath())
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		w.Header().Set("Content-Type", "application/json")
+		a := operator.PauseAnswer{Source: "shop", Tenant: "a b/c"}
+		if strings.HasSuffix(r.URL.Path, "/pause") {
+			a.Paused, a.Pause = true, &operator.PauseInfo{Source: "shop", Tenant: "a b/c", Mode: "hold", Accept: true}
+		}
+		_ = json.NewEncoder(w).Encode(a)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	flags := func(fs *pflag.FlagSet) {
+		fs.String("reason", "", "")
+		fs.String("for", "", "")
+		fs.Bool("accept", false, "")
+	}
+	if _, err := cmdPause("pause", true)(cmdFlags(t, flags, "--address", addr, "--accept", "--reason", "abuse", "--for", "2h", "shop", "a b/c")); err != nil {
+		t.Fatalf("tenants pause: %v", err)
+	}
+	if _, err := cmdPause("resume", true)(cmdFlags(t, func(*pflag.FlagSet) {}, "--address", addr, "shop", "a b/c")); err != nil {
+		t.Fatalf("tenants resume: %v", err)
+	}
+	if want := []string{"POST /webhooks/tenants/shop/a%20b%2Fc/pause", "POST /webhooks/tenants/shop/a%20b%2Fc/resume"}; !slices.Equal(got, want) {
+		t.Errorf("admin calls %q, want %q", got, want)
+	}
+	if bodies[0] != `{"reason":"abuse","for":"2h","accept":true}` || bodies[1] != "" {
+		t.Errorf("bodies %q", bodies)
+	}
+}

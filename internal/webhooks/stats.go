@@ -389,7 +389,7 @@ func (a *App) Stats(ctx context.Context, since time.Time) (operator.Stats, error
 		names[src] = true
 	}
 	delete(names, alertSource)
-	out := operator.Stats{Queue: c, Lanes: storage.ByBaseLane(lanes), Sources: make(map[string]operator.SourceCounts, len(names)),
+	out := operator.Stats{Queue: c, Lanes: lanes, Sources: make(map[string]operator.SourceCounts, len(names)),
 		SignatureFailures: a.signatureFailures()}
 	if sp != nil {
 		out.Spool = spoolInfo(sp)

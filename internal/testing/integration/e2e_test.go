@@ -248,6 +248,7 @@ func TestEndToEndOnRedis(t *testing.T) {
 		{"TenantFilters", TestTenantFilters},
 		{"FairTenants", TestFairTenants},
 		{"TenantStats", TestTenantStats},
+		{"TenantPause", TestTenantPause},
 		{"EncryptionKeyMissing", TestEncryptionKeyMissing},
 	} {
 		t.Run(tc.name, tc.fn)
