@@ -119,9 +119,10 @@
 		const prows = $("pauses-rows");
 		prows.replaceChildren();
 		for (const p of Array.isArray(st.pauses) ? st.pauses : []) {
-			prows.append(el("tr", { "data-source": p.source, "data-destination": p.destination || "" },
+			prows.append(el("tr", { "data-source": p.source, "data-destination": p.destination || "", "data-tenant": p.tenant || "" },
 				el("td", {}, p.source),
 				el("td", {}, p.destination || "all"),
+				el("td", {}, p.tenant || "all"),
 				el("td", {}, p.mode === "hold" ? "hold (accepting)" : "refuse (503)"),
 				el("td", {}, p.reason || "–"),
 				el("td", {}, p.since || "–"),
@@ -173,13 +174,20 @@
 			return;
 		}
 		const dest = $("pause-destination").value.trim();
+		const tenant = $("pause-tenant").value.trim();
+		if (dest && tenant) {
+			say("A tenant's pause holds all its destinations: leave Destination empty", true);
+			return;
+		}
 		const verb = pause ? "pause" : "resume";
 		let path = "sources/" + encodeURIComponent(source);
 		if (dest) path += "/destinations/" + encodeURIComponent(dest);
+		if (tenant) path = "tenants/" + encodeURIComponent(source) + "/" + encodeURIComponent(tenant);
 		const body = pause ? { reason: $("pause-reason").value.trim(), for: $("pause-for").value.trim(), accept: $("pause-accept").checked } : undefined;
 		const res = await guard(verb, () => api("POST", path + "/" + verb, body));
 		if (res) {
-			const what = "Source " + res.source + (res.destination ? ", destination " + res.destination + "," : "");
+			const what = "Source " + res.source + (res.destination ? ", destination " + res.destination + "," : "") +
+				(res.tenant ? ", tenant " + res.tenant + "," : "");
 			say(what + (res.paused ? " paused (" + res.pause.mode + ")" : res.resumed ? " resumed" : " was not paused"));
 			loadStats();
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -110,6 +111,25 @@ func TestTenantsInDashboard(t *testing.T) {
 	}
 	listed(`Array.from(document.querySelectorAll("#dlq-rows tr")).map(r => r.dataset.eventId + "|" + r.cells[5].textContent)`,
 		"DLQ of "+kept, "t-4|"+kept)
+
+	// pause a tenant from the form (a hold), see it listed, resume it
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("pause-source").value = "shop"; `+
+		`document.getElementById("pause-tenant").value = "`+kept+`"; document.getElementById("pause-reason").value = "from the page"; `+
+		`document.getElementById("pause-accept").checked = true; document.getElementById("pause-btn").click(); true`)); err != nil {
+		t.Fatal(err)
+	}
+	listed(`Array.from(document.querySelectorAll("#pauses-rows tr")).map(r => Array.from(r.cells).slice(0, 5).map(c => c.textContent).join("|"))`,
+		"pauses table", "shop|all|"+kept+"|hold (accepting)|from the page")
+	if _, st := admin(t, "GET", "/webhooks/stats", ""); !strings.Contains(fmt.Sprint(st["pauses"]), "tenant:"+kept) || st["paused_sources"] != nil {
+		t.Errorf("stats after the page's tenant pause: pauses %v, paused sources %v", st["pauses"], st["paused_sources"])
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("resume-btn").click(); true`)); err != nil {
+		t.Fatal(err)
+	}
+	listed(`Array.from(document.querySelectorAll("#pauses-rows tr")).map(r => r.dataset.tenant)`, "pauses table after the resume")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("pause-tenant").value = ""; true`)); err != nil {
+		t.Fatal(err)
+	}
 
 	// a mistyped confirmation erases nothing
 	erase := func(typed string) {
