@@ -255,9 +255,9 @@ func printStats(w io.Writer, v *operator.StatsAnswer) {
 	}
 	fmt.Fprintf(w, "%d\t%d\t%d\t%s\n", v.Queue.Queued, v.Queue.InFlight, v.Queue.Dead, paused)
 	if len(v.Pauses) > 0 {
-		fmt.Fprintln(w, "\nPAUSED\tDESTINATION\tMODE\tSINCE\tUNTIL\tWAITING\tREASON")
+		fmt.Fprintln(w, "\nPAUSED\tDESTINATION\tTENANT\tMODE\tSINCE\tUNTIL\tWAITING\tREASON")
 		for _, p := range v.Pauses {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Source, orDash(p.Destination), p.Mode,
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Source, orDash(p.Destination), orDash(p.Tenant), p.Mode,
 				timeOrDash(p.Since), timeOrDash(p.Until), p.Waiting, orDash(p.Reason))
 		}
 	}

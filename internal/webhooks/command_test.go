@@ -268,6 +268,30 @@ func TestPrintStatsDestinations(t *testing.T) {
 	}
 }
 
+// TestPrintPauses: `caddy webhooks stats` lists the pauses, a tenant's
+// with its tenant.
+func TestPrintPauses(t *testing.T) {
+	v := operator.StatsAnswer{Store: operator.StoreState{Available: true}, PausedSources: []string{"gh"}, Pauses: []operator.PauseInfo{
+		{Source: "gh", Mode: "refuse", Reason: "deploy"},
+		{Source: "shop", Tenant: "big.myshopify.com", Mode: "hold", Accept: true, Waiting: 12}}}
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 1, ' ', 0)
+	printStats(tw, &v)
+	tw.Flush()
+	out := buf.String()
+	i := strings.Index(out, "PAUSED DESTINATION")
+	if i < 0 {
+		t.Fatalf("no pauses table:\n%s", out)
+	}
+	rows := strings.Split(strings.TrimSpace(out[i:]), "\n")
+	want := []string{"PAUSED DESTINATION TENANT            MODE   SINCE UNTIL WAITING REASON",
+		"gh     -           -                 refuse -     -     0       deploy",
+		"shop   -           big.myshopify.com hold   -     -     12      -"}
+	if len(rows) < 3 || !slices.Equal(rows[:3], want) {
+		t.Errorf("pauses table:\n%s\nwant\n%s", out[i:], strings.Join(want, "\n"))
+	}
+}
+
 // TestPrintTenants: `caddy webhooks stats` lists each source's busiest
 // tenants in the API's order ("(other)" last), none when none were counted.
 func TestPrintTenants(t *testing.T) {

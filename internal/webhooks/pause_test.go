@@ -70,3 +70,53 @@ func TestPausesInTheApp(t *testing.T) {
 		t.Fatalf("resume: %+v %v %v", got, ok, err)
 	}
 }
+
+// TestTenantPausesInTheApp: a tenant's pause holds that tenant's
+// deliveries only (to every destination), is no source's pause, lists the
+// tenant for the gate, names no destination, and its resume starts no
+// catch-up pace; its alert names the tenant.
+func TestTenantPausesInTheApp(t *testing.T) {
+	app, err := provisionApp(t, `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Cleanup() })
+	ctx := t.Context()
+	p, _ := storage.NewPause("shop", "a", true, "", 0, time.Now())
+	p.Tenant = "big.myshopify.com"
+	if err := app.SetPause(ctx, p); err == nil {
+		t.Fatal("a tenant's pause naming a destination was accepted")
+	}
+	p, _ = storage.NewPause("shop", "", false, "abuse", 0, time.Now())
+	p.Tenant = "big.myshopify.com"
+	if err := app.SetPause(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if !app.TenantsPaused("shop") || app.TenantsPaused("other") {
+		t.Error("TenantsPaused")
+	}
+	if got, ok := app.TenantPause("shop", "big.myshopify.com"); !ok || got.Holds() || got.Reason != "abuse" {
+		t.Errorf("TenantPause = %+v, %v", got, ok)
+	}
+	if _, ok := app.TenantPause("shop", "small.myshopify.com"); ok {
+		t.Error("another tenant is paused")
+	}
+	if _, ok := app.SourcePause("shop"); ok || app.DeliveriesPaused("shop", "") || len(app.PausedSources()) != 0 {
+		t.Error("a tenant's pause holds its source")
+	}
+	if !app.paused.TenantPaused("shop", "big.myshopify.com") || app.paused.TenantPaused("shop", "") {
+		t.Error("Holds.TenantPaused")
+	}
+	if got := app.paused.PausedTenants("shop"); len(got) != 1 || got[0] != "big.myshopify.com" {
+		t.Errorf("PausedTenants = %q", got)
+	}
+	if text := pauseAlertText(stepPaused, p, false); text != `:double_vertical_bar: hookline: tenant "big.myshopify.com" of source "shop" paused (refusing new events with 503): abuse.` {
+		t.Errorf("alert text %q", text)
+	}
+	if got, ok, err := app.ResumeTenant(ctx, "shop", "big.myshopify.com"); err != nil || !ok || got.Tenant != "big.myshopify.com" {
+		t.Fatalf("ResumeTenant = %+v, %v, %v", got, ok, err)
+	}
+	if app.TenantsPaused("shop") || app.paused.TenantPaused("shop", "big.myshopify.com") || app.paused.CatchingUp("shop", "") {
+		t.Error("after the resume: still paused, or catching up")
+	}
+}
