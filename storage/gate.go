@@ -208,10 +208,10 @@ type Candidate struct {
 // sharing a pace (PaceOf) are asked one after the other, the pace's own
 // lane first: a source's live traffic before its replay. Caps and paces
 // hold for a base lane (BaseLane): its tenants' shares together.
-func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (map[string]int, error)) ([]Candidate, error) {
+func Plan(cands []Candidate, n int, gate *Gate, turns *Turns, take func(want map[string]int) (map[string]int, error)) ([]Candidate, error) {
 	granted := make(map[string]int)
 	for {
-		picked := pickGated(cands, n, gate, granted)
+		picked := pickGated(cands, n, gate, turns, granted)
 		want := make(map[string]int)
 		for _, c := range picked {
 			lane := BaseLane(c.Lane)
@@ -247,7 +247,7 @@ func Plan(cands []Candidate, n int, gate *Gate, take func(want map[string]int) (
 // pickGated is PickFair under the gate's caps and the slots granted to
 // the paced lanes asked so far (a paced lane not in granted is not limited
 // yet), by base lane.
-func pickGated(cands []Candidate, n int, gate *Gate, granted map[string]int) []Candidate {
+func pickGated(cands []Candidate, n int, gate *Gate, turns *Turns, granted map[string]int) []Candidate {
 	limit := make(map[string]int)
 	seen := make(map[string]bool)
 	for _, c := range cands {
@@ -267,7 +267,7 @@ func pickGated(cands []Candidate, n int, gate *Gate, granted map[string]int) []C
 			limit[lane] = l
 		}
 	}
-	return PickFair(cands, n, limit)
+	return PickFair(cands, n, limit, turns)
 }
 
 // CountLanes counts candidates by base lane (BaseLane), as PickFair's
@@ -287,8 +287,10 @@ func CountLanes(cands []Candidate) map[string]int {
 // lane's tenant shares (BaseLane) are one lane here, within which they
 // take turns the same way: one tenant's backlog holds back the other
 // shares of its lane by one job a turn, and other lanes not at all. The
-// result is in the order the jobs should be handed out.
-func PickFair(cands []Candidate, n int, limit map[string]int) []Candidate {
+// shares' turns go on from lease to lease by turns (Turns.Served); with
+// turns nil, a lane's share with the oldest job goes first. The result is
+// in the order the jobs should be handed out.
+func PickFair(cands []Candidate, n int, limit map[string]int, turns *Turns) []Candidate {
 	if n <= 0 || len(cands) == 0 {
 		return nil
 	}
@@ -307,9 +309,7 @@ func PickFair(cands []Candidate, n int, limit map[string]int) []Candidate {
 	byLane := make(map[string][]Candidate, len(byBase))
 	lanes := make([]string, 0, len(byBase))
 	for base, ss := range byBase {
-		slices.SortFunc(ss, func(a, b []Candidate) int { // the share with the oldest job first
-			return cmp.Or(a[0].Due.Compare(b[0].Due), cmp.Compare(a[0].Lane, b[0].Lane))
-		})
+		turns.order(base, ss)
 		cs := takeTurns(ss, -1)
 		if l, ok := limit[base]; ok && len(cs) > l {
 			cs = cs[:max(l, 0)]

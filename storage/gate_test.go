@@ -109,7 +109,7 @@ func TestPickFair(t *testing.T) {
 		{"a share alone", []Candidate{c("a#3", 1, "x1"), c("a#3", 2, "x2")}, 5, map[string]int{"a": 1}, "x1 "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ids(PickFair(tc.cands, tc.n, tc.limit)); got != tc.want {
+			if got := ids(PickFair(tc.cands, tc.n, tc.limit, nil)); got != tc.want {
 				t.Fatalf("PickFair = %q, want %q", got, tc.want)
 			}
 		})
@@ -151,7 +151,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rounds := 0
 			asked := map[string]int{}
-			got, err := Plan(cands, tc.n, tc.gate, func(want map[string]int) (map[string]int, error) {
+			got, err := Plan(cands, tc.n, tc.gate, nil, func(want map[string]int) (map[string]int, error) {
 				rounds++
 				out := map[string]int{}
 				for lane, k := range want {
@@ -196,7 +196,7 @@ func TestPlanSharedPace(t *testing.T) {
 	} {
 		left := tc.slots
 		order := ""
-		got, err := Plan(cands, 10, gate, func(want map[string]int) (map[string]int, error) {
+		got, err := Plan(cands, 10, gate, nil, func(want map[string]int) (map[string]int, error) {
 			out := map[string]int{}
 			for lane, k := range want {
 				order += lane + "|"

@@ -500,6 +500,8 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		if !h.filtered {
 			typ = dedupe.FindType(inspect, h.typeRules) // a duplicate's type is never read
 		}
+		// Apart: in its tenant's own lanes, held there by its pause, or
+		// busy enough to hold back the other tenants of its share
 		accepted = &storage.Event{
 			ID:         sid,
 			EventID:    eventID,
@@ -507,7 +509,7 @@ func (h *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			Source:     h.Source,
 			Type:       typ,
 			Tenant:     tenantOf(),
-			Apart:      apart,
+			Apart:      apart || h.app.BusyTenant(h.Source, tenantOf()),
 			RequestID:  requestID(r),
 			Trace:      h.traceOf(r),
 			Deliveries: deliveries,

@@ -171,3 +171,29 @@ func (a *App) countTenant(source, outcome, tenant string) {
 	name := a.stats.names.tenantName(source, outcome, tenant, time.Now())
 	a.stats.add(source, operator.TenantCounter(outcome, name), 1)
 }
+
+// busy reports whether tenant is among the busiest of source at now, as
+// its events are counted (tenantName).
+func (n *statsNames) busy(source, tenant string, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.tenants[source]
+	if s == nil || s.hour != storage.StatsHour(now) {
+		return false // nothing counted yet this hour
+	}
+	return s.counted(tenant, now) == tenant
+}
+
+// BusyTenant reports whether tenant is among the busiest tenants of
+// source, as this node counts them for the stats (at most
+// operator.MaxTenantsListed a source, from the tenantAdmitAt-th event of
+// the hour on). The ingress stores such a tenant's events apart
+// (storage.Event.Apart): their deliveries wait in lanes of the tenant's
+// own, so that its backlog holds back none of the tenants hashed to its
+// share.
+func (a *App) BusyTenant(source, tenant string) bool {
+	if tenant == "" || a.stats == nil || a.stats.names == nil {
+		return false
+	}
+	return a.stats.names.busy(source, tenant, time.Now())
+}

@@ -88,3 +88,30 @@ func TestTenantSummary(t *testing.T) {
 		t.Errorf("%d names counted apart in an hour, want 1 to %d", len(apart), tenantsAdmitted)
 	}
 }
+
+// TestBusyTenant: a tenant is busy (its events stored apart) once the
+// stats count it apart, from its tenantAdmitAt-th event of the hour, and
+// no longer in the next hour; a tenant of one event, another source's, or
+// none, is not.
+func TestBusyTenant(t *testing.T) {
+	t0 := time.Unix(1_800_000_000-1_800_000_000%3600, 0)
+	n := new(statsNames)
+	if n.busy("shop", "big", t0) {
+		t.Fatal("busy before any event")
+	}
+	for i := range tenantAdmitAt {
+		if n.busy("shop", "big", t0.Add(time.Duration(i)*time.Millisecond)) {
+			t.Fatalf("busy after %d events", i)
+		}
+		n.tenantName("shop", "accepted", "big", t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	n.tenantName("shop", "accepted", "once", t0)
+	at := t0.Add(10 * time.Millisecond)
+	if !n.busy("shop", "big", at) || n.busy("shop", "once", at) || n.busy("other", "big", at) {
+		t.Errorf("after %d events: big %v, once %v, another source's %v", tenantAdmitAt,
+			n.busy("shop", "big", at), n.busy("shop", "once", at), n.busy("other", "big", at))
+	}
+	if n.busy("shop", "big", t0.Add(time.Hour)) {
+		t.Error("still busy in the next hour, before any event of it")
+	}
+}

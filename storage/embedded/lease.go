@@ -25,7 +25,7 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	// take the pace's slots for what would be leased; a slot taken for a
 	// job another lease got first is not given back (the lane goes a
 	// little slower, never faster)
-	planned, _ := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
+	planned, _ := storage.Plan(cands, n, gate, &s.turns, func(want map[string]int) (map[string]int, error) {
 		got := make(map[string]int, len(want))
 		for lane, k := range want {
 			r, _ := gate.RateOf(lane)
@@ -34,7 +34,9 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 		return got, nil
 	})
 	limit := storage.CountLanes(planned)
-	return s.leaseTaken(ctx, now, storage.PickFair(onlyLanes(cands, limit), n, limit), lease)
+	picked := storage.PickFair(onlyLanes(cands, limit), n, limit, &s.turns)
+	s.turns.Served(picked)
+	return s.leaseTaken(ctx, now, picked, lease)
 }
 
 // LeaseNamed implements storage.Store.

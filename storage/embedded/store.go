@@ -61,7 +61,8 @@ type Store struct {
 	db        *kv.DB
 	path      string
 	pace      storage.Pacer
-	leases    *leases // the jobs under lease (leases.go)
+	turns     storage.Turns // the lanes' shares' turns across leases
+	leases    *leases       // the jobs under lease (leases.go)
 	c         *committer
 	now       func() time.Time
 	closeOnce sync.Once

@@ -196,7 +196,11 @@ for i = 0, n - 1 do
 		redis.call('HDEL', KEYS[9], id)
 		waitCount(KEYS[9], wl, -1)
 	end
-	for _, lane in ipairs(lanes) do redis.call('ZREM', ARGV[4] .. lane, id) end
+	for _, lane in ipairs(lanes) do
+		if redis.call('ZREM', ARGV[4] .. lane, id) == 1 and redis.call('EXISTS', ARGV[4] .. lane) == 0 then
+			redis.call('SREM', KEYS[10], lane) -- left empty (see finishOne)
+		end
+	end
 	redis.call('SREM', KEYS[5], id)
 	redis.call('ZREM', KEYS[6], id)
 	redis.call('ZREM', KEYS[7], id)

@@ -34,12 +34,13 @@ func (s *Store) Lease(ctx context.Context, now time.Time, n int, lease time.Dura
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
-	picked, err := storage.Plan(cands, n, gate, func(want map[string]int) (map[string]int, error) {
+	picked, err := storage.Plan(cands, n, gate, &s.turns, func(want map[string]int) (map[string]int, error) {
 		return s.pace(ctx, now, want, gate)
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.turns.Served(picked)
 	return s.leaseCandidates(ctx, now, picked, lease)
 }
 
@@ -149,6 +150,7 @@ for i = 7, #ARGV, 2 do
 			end
 		else
 			redis.call('ZREM', q, id)
+			if redis.call('EXISTS', q) == 0 then redis.call('SREM', ARGV[6] .. ':lanes', lane) end
 		end
 	end
 end
@@ -583,7 +585,9 @@ local function finishOne(KEYS, ARGV)
 	-- an earlier version queued in its base lane): out of that one too
 	local ln = redis.call('HGET', KEYS[1], 'ln')
 	if ln and ln ~= '' and ln ~= ARGV[10] then
-		redis.call('ZREM', string.sub(KEYS[7], 1, #KEYS[7] - #ARGV[10]) .. ln, ARGV[1])
+		local old = string.sub(KEYS[7], 1, #KEYS[7] - #ARGV[10]) .. ln
+		redis.call('ZREM', old, ARGV[1])
+		if redis.call('EXISTS', old) == 0 then redis.call('SREM', KEYS[8], ln) end
 	end
 	local st = ARGV[3]
 	if st == 'queued' then
@@ -602,6 +606,10 @@ local function finishOne(KEYS, ARGV)
 	redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', st, 'fin', ARGV[4], 'due', '0', 'lease', '', 'lu', '0', 'dst', ARGV[13], 'ty', ARGV[14])
 	if ARGV[15] ~= '' then redis.call('HSET', KEYS[1], 'tn', ARGV[15]) end
 	redis.call('ZREM', KEYS[7], ARGV[1])
+	-- a lane left empty leaves the lanes set, which every lease walks (a
+	-- tenant's own lanes come and go); whatever queues a job in a lane
+	-- adds the lane again
+	if redis.call('EXISTS', KEYS[7]) == 0 then redis.call('SREM', KEYS[8], ARGV[10]) end
 	redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 	if ARGV[16] == '1' then popChain(ARGV[17], ARGV[1], ARGV[18], ARGV[19], ARGV[20], ARGV[21], ARGV[22]) end
 	if st == 'dead' then

@@ -87,6 +87,8 @@ type Store struct {
 	layout layoutState
 	// window decides which partitions a Lease peeks (window.go)
 	window *window
+	// turns keeps the lanes' shares taking turns across this node's leases
+	turns storage.Turns
 
 	migrateMu sync.Mutex
 	migrated  atomic.Bool
