@@ -60,6 +60,10 @@ const (
 // hold, or any destination's pause (the other destinations keep flowing).
 func (p Pause) Holds() bool { return p.Accept || p.Destination != "" }
 
+// WholeSource reports whether p pauses its whole source (not one
+// destination or one tenant of it).
+func (p Pause) WholeSource() bool { return p.Destination == "" && p.Tenant == "" }
+
 // Expired reports whether the pause ended by itself at now.
 func (p Pause) Expired(now time.Time) bool { return !p.Until.IsZero() && !now.Before(p.Until) }
 

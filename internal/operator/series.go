@@ -19,11 +19,12 @@ const topErrors = 10
 // plain answer (StatsAnswer) stays the one without these parameters.
 func rangeQuery(r *http.Request) bool {
 	q := r.URL.Query()
-	return q.Has("from") || q.Has("to") || q.Has("source") || q.Has("type")
+	return q.Has("from") || q.Has("to") || q.Has("source") || q.Has("type") || q.Has("tenant")
 }
 
-// rangeStats answers GET /webhooks/stats?from=&to=&source=&type=
-// (RangeStatsAnswer).
+// rangeStats answers GET /webhooks/stats?from=&to=&source=&type=&tenant=
+// (RangeStatsAnswer). type and tenant select counters kept apart from
+// each other: one of them at a time.
 func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 	app, err := h.ready()
 	if err != nil {
@@ -35,7 +36,13 @@ func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	source, typ := q.Get("source"), q.Get("type")
+	source, typ, tenant := q.Get("source"), q.Get("type"), q.Get("tenant")
+	if typ != "" && tenant != "" {
+		return newError(http.StatusBadRequest, "type and tenant are counted apart from each other: ask for one at a time")
+	}
+	if tenant != "" && tenant != OtherTenant {
+		tenant = tenantFilter(tenant)
+	}
 	buckets, err := app.StatsBuckets(r.Context(), rg.res, rg.from, rg.to)
 	if err != nil {
 		return err
@@ -50,7 +57,7 @@ func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 	}
 	paused := map[string]bool{}
 	for _, p := range app.Pauses() {
-		if p.Destination == "" {
+		if p.WholeSource() {
 			paused[p.Source] = true
 		}
 	}
@@ -78,7 +85,7 @@ func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 		names[src] = true
 	}
 	minutes := rg.to.Sub(rg.from).Minutes()
-	res := RangeStatsAnswer{From: rg.from.UTC(), To: rg.to.UTC(), Resolution: rg.res.String(), Source: source, Type: typ,
+	res := RangeStatsAnswer{From: rg.from.UTC(), To: rg.to.UTC(), Resolution: rg.res.String(), Source: source, Type: typ, Tenant: tenant,
 		Sources: map[string]SourceRange{}}
 	total := map[string]int64{}
 	pending := 0
@@ -88,7 +95,7 @@ func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 		}
 		c := sums[src]
 		queue := s.Sources[src].Queue
-		sr := SourceRange{RangeCounts: rangeCounts(c, typ, queue.Queued+queue.InFlight), OpenDLQ: queue.Dead,
+		sr := SourceRange{RangeCounts: rangeCounts(c, typ, tenant, queue.Queued+queue.InFlight), OpenDLQ: queue.Dead,
 			OldestQueuedAgeSeconds: health[src].OldestQueuedAge.Seconds(), Paused: paused[src], BreakerOpen: health[src].BreakerOpen}
 		sr.ReceivedPerMinute = float64(sr.Total) / minutes
 		res.Sources[src] = sr
@@ -97,18 +104,23 @@ func (h *Handler) rangeStats(w http.ResponseWriter, r *http.Request) error {
 		}
 		pending += queue.Queued + queue.InFlight
 	}
-	res.RangeCounts = rangeCounts(total, typ, pending)
+	res.RangeCounts = rangeCounts(total, typ, tenant, pending)
 	return answer(w, res)
 }
 
 // rangeCounts derives getWebhookStats' fields from summed counters, of
-// one event type when typ is set (only received, delivered and dead are
-// counted by type).
-func rangeCounts(c map[string]int64, typ string, pending int) RangeCounts {
+// one event type when typ is set, of one tenant when tenant is (only
+// received, delivered and dead are counted by type and by tenant; a
+// tenant only while it is among its source's busiest, the others as
+// OtherTenant).
+func rangeCounts(c map[string]int64, typ, tenant string, pending int) RangeCounts {
 	rc := RangeCounts{Pending: pending}
-	if typ != "" {
+	switch {
+	case typ != "":
 		rc.Total, rc.Completed, rc.DeadLetter = c[TypeCounter("accepted", typ)], c[TypeCounter("delivered", typ)], c[TypeCounter("dead", typ)]
-	} else {
+	case tenant != "":
+		rc.Total, rc.Completed, rc.DeadLetter = c[TenantCounter("accepted", tenant)], c[TenantCounter("delivered", tenant)], c[TenantCounter("dead", tenant)]
+	default:
 		rc.Total, rc.Completed, rc.DeadLetter = c["accepted"], c["delivered"], c["dead"]
 		retries, failed := c["retry"], c["retry"]+c["dead"]
 		rc.TotalRetries, rc.Failed = &retries, &failed

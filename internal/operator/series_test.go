@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -28,7 +29,9 @@ func seriesBuckets(now time.Time) map[storage.StatsResolution][]storage.StatsBuc
 		operator.ErrorCounter(operator.NormalizeError("upstream answered 404 Not Found")):                      1,
 		operator.DLQSizeGauge: 1}
 	gen2 := map[string]int64{"accepted": 5, "delivered": 5, "attempts": 5, operator.LatencyCounter(40 * time.Millisecond): 5,
-		operator.AttemptsCounter("delivered", 1): 5, operator.DLQSizeGauge: 1}
+		operator.AttemptsCounter("delivered", 1): 5, operator.DLQSizeGauge: 1,
+		operator.TenantCounter("accepted", "big.myshopify.com"): 3, operator.TenantCounter("delivered", "big.myshopify.com"): 2,
+		operator.TenantCounter("accepted", operator.OtherTenant): 2, operator.TenantCounter("delivered", operator.OtherTenant): 2}
 	shop := map[string]int64{"accepted": 2, operator.DLQSizeGauge: 3}
 	return map[storage.StatsResolution][]storage.StatsBucket{
 		storage.StatsByMinute: {
@@ -65,6 +68,7 @@ func TestRangeStats(t *testing.T) {
 	f.health = map[string]operator.Health{"gen": {OldestQueuedAge: 90 * time.Second, BreakerOpen: true}}
 	f.stats = operator.Stats{Sources: map[string]operator.SourceCounts{"gen": {Queue: storage.Counts{Queued: 4, InFlight: 1, Dead: 2}}}}
 	f.paused["gen"] = storage.Pause{Source: "gen"}
+	f.paused["shop#big"] = storage.Pause{Source: "shop", Tenant: "big"} // a tenant's pause: shop is not paused
 	api := apiOver(f)
 
 	var plain map[string]any
@@ -108,6 +112,20 @@ func TestRangeStats(t *testing.T) {
 	}
 	if rs.Total != 4 || rs.Completed != 3 || rs.Failed != nil || rs.TotalRetries != nil || rs.Type != "invoice.paid" {
 		t.Errorf("by type = %+v", rs.RangeCounts)
+	}
+	// by tenant: while it was among the busiest; "(other)": the rest
+	for tenant, want := range map[string][2]int64{"big.myshopify.com": {3, 2}, operator.OtherTenant: {2, 2}, "quiet.myshopify.com": {0, 0}} {
+		rs = operator.RangeStatsAnswer{}
+		if code := get(t, api, "/webhooks/stats?tenant="+url.QueryEscape(tenant), &rs); code != 200 {
+			t.Fatalf("tenant %s: %d", tenant, code)
+		}
+		if rs.Total != want[0] || rs.Completed != want[1] || rs.Failed != nil || rs.Tenant != tenant || rs.Sources["gen"].Total != want[0] {
+			t.Errorf("tenant %s = %+v, want %v", tenant, rs, want)
+		}
+	}
+	var e map[string]any
+	if code := get(t, api, "/webhooks/stats?type=x&tenant=y", &e); code != 400 {
+		t.Errorf("type and tenant together: %d %v, want 400", code, e)
 	}
 }
 

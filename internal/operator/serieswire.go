@@ -18,6 +18,10 @@ type RangeStatsAnswer struct {
 	Source string `json:"source,omitempty"`
 	// Type is the event type asked for ("": every type).
 	Type string `json:"type,omitempty"`
+	// Tenant is the tenant asked for, as the stores keep it ("": every
+	// tenant); its counts are those of the hours it was among its
+	// source's busiest, "(other)" counting the rest.
+	Tenant string `json:"tenant,omitempty"`
 	// RangeCounts sums the counters of the sources asked for.
 	RangeCounts
 	// Sources has each source's counters and health: the one asked

@@ -33,7 +33,7 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) error {
 		res.SignatureFailures = s.SignatureFailures
 	}
 	for _, p := range app.Pauses() {
-		if p.Destination == "" && p.Tenant == "" {
+		if p.WholeSource() {
 			res.PausedSources = append(res.PausedSources, p.Source)
 		}
 		res.Pauses = append(res.Pauses, pauseInfo(p, s.Lanes))

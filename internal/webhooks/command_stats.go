@@ -20,12 +20,13 @@ func rangeFlags(cmd *cobra.Command) {
 	cmd.Flags().String("to", "", "End of the window (default: now)")
 	cmd.Flags().String("source", "", "Only this source")
 	cmd.Flags().String("type", "", "Only this event type")
+	cmd.Flags().String("tenant", "", "Only this tenant (counted while among its source's busiest; \"(other)\": the rest)")
 }
 
 // rangeQuery is the query of the window flags given (none: the plain stats).
 func rangeQuery(fl caddycmd.Flags) url.Values {
 	q := url.Values{}
-	for _, name := range []string{"from", "to", "source", "type"} {
+	for _, name := range []string{"from", "to", "source", "type", "tenant"} {
 		if v := fl.String(name); v != "" {
 			q.Set(name, v)
 		}

@@ -153,7 +153,7 @@ func (a *App) Pauses() []storage.Pause {
 func (a *App) PausedSources() []string {
 	var out []string
 	for _, p := range a.Pauses() {
-		if p.Destination == "" && p.Tenant == "" {
+		if p.WholeSource() {
 			out = append(out, p.Source)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,5 +137,12 @@ func TestTenantStats(t *testing.T) {
 	}
 	if len(tenants) != 2 || tenants[0].(map[string]any)["tenant"] != "busy.myshopify.com" {
 		t.Errorf("tenants %v: want the busiest first, then (other)", tenants)
+	}
+	// over a window: the same counts, one tenant at a time
+	for tenant, m := range got {
+		_, w := admin(t, "GET", "/webhooks/stats?from=1h&tenant="+url.QueryEscape(tenant), "")
+		if w["tenant"] != tenant || w["total"] != m["received"] || w["completed"] != m["delivered"] {
+			t.Errorf("stats of %s over the last hour: %v; want %v received, %v delivered", tenant, w, m["received"], m["delivered"])
+		}
 	}
 }

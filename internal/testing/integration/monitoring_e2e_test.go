@@ -370,7 +370,12 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	call("POST", "/webhooks/sources/gen/pause", `{"bogus":true}`, 400)
 	call("POST", "/webhooks/sources/plain/destinations/default/pause", `{"reason":"upstream down"}`, 200)
 	call("POST", "/webhooks/sources/plain/destinations/nope/pause", "", 404)
-	call("GET", "/webhooks/stats", "", 200) // with a hold and a destination's pause
+	call("POST", "/webhooks/tenants/gen/acct-paused/pause", `{"reason":"abuse","accept":true,"for":"1h"}`, 200)
+	call("POST", "/webhooks/tenants/gen/acct-paused/pause", `{"bogus":true}`, 400)
+	call("GET", "/webhooks/stats", "", 200) // with a hold, a destination's pause and a tenant's
+	call("GET", "/webhooks/stats?tenant=acct-paused", "", 200)
+	call("GET", "/webhooks/stats?tenant=acct-paused&type=x", "", 400)
+	call("POST", "/webhooks/tenants/gen/acct-paused/resume", "", 200)
 	call("GET", "/webhooks/stats?from=1h&source=gen", "", 200)
 	call("GET", "/webhooks/stats?from=7d", "", 200)
 	call("GET", "/webhooks/events?source=gen&limit=5", "", 200)
