@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"net/url"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
