@@ -96,6 +96,12 @@ const pauseTenantSep = "#"
 // TenantPauseKey is the store key of the pause of one tenant of source.
 func TenantPauseKey(source, tenant string) string { return source + pauseTenantSep + tenant }
 
+// IsTenantPauseKey reports whether key (Pause.Key) names a tenant's pause.
+// The backends keep tenants' pauses apart from the others, where a build
+// from before tenants' pauses, which would read one as a pause of its
+// whole source, never looks (a rolling upgrade, a downgrade).
+func IsTenantPauseKey(key string) bool { return strings.Contains(key, pauseTenantSep) }
+
 // PauseKey is the store key of the pause of source (destination "") or of
 // one of its destinations ("default" is the forward_to destination).
 func PauseKey(source, destination string) string {

@@ -514,17 +514,22 @@ func (d *Dispatcher) run(job *storage.Job) {
 	dest := storage.DestinationOf(&job.Event)
 	target := d.target(job.Source, dest)
 	gated := target != nil
+	handBack := func(out storage.Outcome) {
+		d.finish(job, out, Report{})
+		if gated && d.breakers.endTrial(target.URL) {
+			d.Notify() // it was a half-open breaker's trial: the next one goes now
+		}
+	}
 	if d.paused(job.Source, dest) {
 		// leased just before the pause: hand it back untouched
-		d.finish(job, storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)}, Report{})
+		handBack(storage.Outcome{Result: storage.Release, Due: d.waitDue(gated, pausedRecheck)})
 		return
 	}
 	if d.tenantPaused(job.Source, job.Tenant) {
 		// its tenant is paused: handed back into the tenant's own lane,
 		// which the gate holds without holding back the other tenants of
 		// its share (a replay's lane is no tenant's: looked at later)
-		d.finish(job, storage.Outcome{Result: storage.Release, Apart: true,
-			Due: d.waitDue(gated && !job.Replay, pausedRecheck)}, Report{})
+		handBack(storage.Outcome{Result: storage.Release, Apart: true, Due: d.waitDue(gated && !job.Replay, pausedRecheck)})
 		return
 	}
 	if target == nil {

@@ -94,3 +94,31 @@ func TestTenantPause(t *testing.T) {
 	holds.set("shop", held, false)
 	waitFor(t, 5*time.Second, "the resumed tenant's deliveries", func() bool { return tenants()[held] == 4 })
 }
+
+// TestPausedTrialHandedBack: a half-open breaker's trial job that is
+// handed back untried (its tenant paused) ends the trial, so that the
+// destination's next trial goes at once instead of after an open period.
+func TestPausedTrialHandedBack(t *testing.T) {
+	st := newStore(t)
+	holds := &tenantHolds{paused: map[string]bool{}}
+	holds.set("shop", "held", true)
+	const url = "http://127.0.0.1:1/shop"
+	d := New(Config{Store: st, Holds: holds, BreakerOpen: time.Minute,
+		Targets: targetsOf(map[string]*Target{"shop": {URL: url, Policy: fastPolicy(3)}})})
+	enqueue(t, st, storage.Event{Source: "shop", Tenant: "held"})
+	jobs, err := st.Lease(t.Context(), time.Now(), 1, time.Minute, nil)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Lease = %d jobs, %v", len(jobs), err)
+	}
+	d.breakers.leaseTrial(BreakerName(url))
+	<-d.slots // the job's slot, as the lease loop takes it
+	d.held.Add(1)
+	d.run(jobs[0])
+	if d.breakers.trialLeased(BreakerName(url)) {
+		t.Error("the trial handed back untried still holds the destination")
+	}
+	byLane, err := st.QueueByLane(t.Context())
+	if err != nil || byLane[storage.TenantLane("shop", "held")].Queued != 1 {
+		t.Errorf("the paused tenant's job: lanes %v, %v; want it in its own lane", byLane, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,10 +320,27 @@ func (a *App) startCatchUp(ctx context.Context, st storage.Store, gone []storage
 		if p.Tenant != "" {
 			continue // a tenant's backlog takes turns with the others' unpaced
 		}
-		waiting := storage.CountsOfDestination(byLane, p.Source, p.Destination).Queued
+		// what still waits behind a tenant's pause does not drain now
+		waiting := storage.CountsOfDestination(a.withoutHeldTenants(byLane, p.Source), p.Source, p.Destination).Queued
 		next[p.Key()] = now.Add(storage.CatchUpFor(waiting, storage.DefaultCatchUpRate))
 	}
 	a.paused.catchUp.Store(&next)
+}
+
+// withoutHeldTenants is byLane (storage.QueueByLane) without the own
+// lanes of the tenants of source still paused (storage.TenantLane).
+func (a *App) withoutHeldTenants(byLane map[string]storage.Counts, source string) map[string]storage.Counts {
+	held := a.paused.PausedTenants(source)
+	if len(held) == 0 {
+		return byLane
+	}
+	out := make(map[string]storage.Counts, len(byLane))
+	for lane, c := range byLane {
+		if !slices.ContainsFunc(held, func(t string) bool { return storage.IsTenantLane(lane, t) }) {
+			out[lane] = c
+		}
+	}
+	return out
 }
 
 // CatchingUp implements delivery.Holds: whether a resumed pause of the

@@ -110,6 +110,13 @@ func TestTenantPausesInTheApp(t *testing.T) {
 	if got := app.paused.PausedTenants("shop"); len(got) != 1 || got[0] != "big.myshopify.com" {
 		t.Errorf("PausedTenants = %q", got)
 	}
+	// a source's resume paces only what can drain: not what a tenant's
+	// pause still holds
+	lanes := map[string]storage.Counts{"shop": {Queued: 1}, storage.TenantLane("shop", "big.myshopify.com"): {Queued: 5},
+		storage.TenantLane("shop", "small.myshopify.com"): {Queued: 2}}
+	if got := storage.CountsOfDestination(app.withoutHeldTenants(lanes, "shop"), "shop", "").Queued; got != 3 {
+		t.Errorf("waiting without the held tenant = %d, want 3", got)
+	}
 	if text := pauseAlertText(stepPaused, p, false); text != `:double_vertical_bar: hookline: tenant "big.myshopify.com" of source "shop" paused (refusing new events with 503): abuse.` {
 		t.Errorf("alert text %q", text)
 	}

@@ -312,3 +312,20 @@ func RewriteInBaseLanes(path string) error {
 		return nil
 	})
 }
+
+// PauseKeysForTest lists the keys of the pauses bucket and of the
+// tenants' pauses bucket.
+func (s *Store) PauseKeysForTest() (plain, tenants []string, err error) {
+	err = s.view(func(tx *kv.Tx) error {
+		for b, out := range map[string]*[]string{string(bPaused): &plain, string(bTenantPaused): &tenants} {
+			if err := tx.Bucket([]byte(b)).ForEach(func(k, _ []byte) error {
+				*out = append(*out, string(k))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return plain, tenants, err
+}

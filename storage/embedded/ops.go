@@ -46,10 +46,18 @@ func deliveryInfo(tx *kv.Tx, l *leases, id, source string, now time.Time) (*stor
 	return nil, nil
 }
 
+// pauseBucket is the bucket of the pause stored under key.
+func pauseBucket(tx *kv.Tx, key string) *kv.Bucket {
+	if storage.IsTenantPauseKey(key) {
+		return tx.Bucket(bTenantPaused)
+	}
+	return tx.Bucket(bPaused)
+}
+
 // SetPause implements storage.Store.
 func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
 	return s.update(ctx, func(tx *kv.Tx) error {
-		return tx.Bucket(bPaused).Put([]byte(p.Key()), storage.EncodePause(p))
+		return pauseBucket(tx, p.Key()).Put([]byte(p.Key()), storage.EncodePause(p))
 	})
 }
 
@@ -60,7 +68,7 @@ func (s *Store) Resume(ctx context.Context, key string) (storage.Pause, bool, er
 		found bool
 	)
 	err := s.update(ctx, func(tx *kv.Tx) error {
-		b := tx.Bucket(bPaused)
+		b := pauseBucket(tx, key)
 		v := b.Get([]byte(key))
 		if v == nil {
 			return nil
@@ -79,14 +87,19 @@ func (s *Store) Resume(ctx context.Context, key string) (storage.Pause, bool, er
 func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
 	var out []storage.Pause
 	err := s.view(func(tx *kv.Tx) error {
-		return tx.Bucket(bPaused).ForEach(func(k, v []byte) error {
-			p, err := storage.DecodePause(string(k), v)
-			if err != nil {
+		for _, b := range [][]byte{bPaused, bTenantPaused} {
+			if err := tx.Bucket(b).ForEach(func(k, v []byte) error {
+				p, err := storage.DecodePause(string(k), v)
+				if err != nil {
+					return err
+				}
+				out = append(out, p)
+				return nil
+			}); err != nil {
 				return err
 			}
-			out = append(out, p)
-			return nil
-		})
+		}
+		return nil
 	})
 	storage.SortPauses(out)
 	return out, err
@@ -96,7 +109,7 @@ func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
 func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
 	var done bool
 	err := s.update(ctx, func(tx *kv.Tx) error {
-		b := tx.Bucket(bPaused)
+		b := pauseBucket(tx, p.Key())
 		if v := b.Get([]byte(p.Key())); v == nil || !bytes.Equal(v, storage.EncodePause(p)) {
 			return nil
 		}

@@ -31,22 +31,23 @@ var errClosed = fmt.Errorf("%w: store closed", storage.ErrUnavailable)
 // Bucket names. Index keys start with an 8-byte big-endian Unix-nano time so
 // that cursors walk them in time order.
 var (
-	bEvents   = []byte("events")   // delivery id (storage.DeliveryID) -> record; event id \x00 -> payload record (deliveries.go)
-	bInFlight = []byte("inflight") // id -> lease end|lane: jobs leased by earlier versions (requeueLeased)
-	bClaims   = []byte("claims")   // source\x00event_id -> expires|id, while the claim holds or a record of the event exists (claims.go)
-	bClaimExp = []byte("claimexp") // expires|claim key -> nil
-	bDone     = []byte("done")     // finished|id -> storage.IndexEntry (empty before index values): delivered and dead events
-	bDLQ      = []byte("dlq")      // id -> storage.DLQEntry
-	bDLQIdx   = []byte("dlqidx")   // created|id -> storage.IndexEntry (empty before index values)
-	bDLQOpen  = []byte("dlqopen")  // id -> nil: pending and investigating entries
-	bIDs      = []byte("ids")      // earlier versions' (source, event id) index, folded into bClaims at Open (claims.go)
-	bPaused   = []byte("paused")   // source -> nil
-	bStats    = []byte("stats")    // minute|source\x00name -> count; all-time under minute 0
-	bStatsH   = []byte("statsh")   // hour|source\x00name -> count
-	bStatsID  = []byte("statsids") // applied storage.StatsBatch ID -> applied at (Unix ns), for StatsBatchMemory
+	bEvents       = []byte("events")        // delivery id (storage.DeliveryID) -> record; event id \x00 -> payload record (deliveries.go)
+	bInFlight     = []byte("inflight")      // id -> lease end|lane: jobs leased by earlier versions (requeueLeased)
+	bClaims       = []byte("claims")        // source\x00event_id -> expires|id, while the claim holds or a record of the event exists (claims.go)
+	bClaimExp     = []byte("claimexp")      // expires|claim key -> nil
+	bDone         = []byte("done")          // finished|id -> storage.IndexEntry (empty before index values): delivered and dead events
+	bDLQ          = []byte("dlq")           // id -> storage.DLQEntry
+	bDLQIdx       = []byte("dlqidx")        // created|id -> storage.IndexEntry (empty before index values)
+	bDLQOpen      = []byte("dlqopen")       // id -> nil: pending and investigating entries
+	bIDs          = []byte("ids")           // earlier versions' (source, event id) index, folded into bClaims at Open (claims.go)
+	bPaused       = []byte("paused")        // source -> nil
+	bTenantPaused = []byte("tenant-paused") // source#tenant -> pause: apart, unseen by builds before tenants' pauses
+	bStats        = []byte("stats")         // minute|source\x00name -> count; all-time under minute 0
+	bStatsH       = []byte("statsh")        // hour|source\x00name -> count
+	bStatsID      = []byte("statsids")      // applied storage.StatsBatch ID -> applied at (Unix ns), for StatsBatchMemory
 )
 
-var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bStats, bStatsH, bStatsID, bDeliveries, bChains, bWaiting, bErased, bScrub}
+var allBuckets = [][]byte{bEvents, bQueue, bInFlight, bClaims, bClaimExp, bDone, bDLQ, bDLQIdx, bDLQOpen, bIDs, bPaused, bTenantPaused, bStats, bStatsH, bStatsID, bDeliveries, bChains, bWaiting, bErased, bScrub}
 
 // record is an event as stored in bEvents.
 type record struct {

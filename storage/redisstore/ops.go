@@ -259,10 +259,23 @@ return out
 func (s *Store) pausedKey() string { return "{" + s.opts.Prefix + ":meta}:paused" }
 func (s *Store) pausesKey() string { return "{" + s.opts.Prefix + ":meta}:pauses" }
 
+// tenantPausesKey holds the tenants' pauses (storage.IsTenantPauseKey),
+// beside the others in their slot: a node of a build from before them
+// reads pausesKey only.
+func (s *Store) tenantPausesKey() string { return "{" + s.opts.Prefix + ":meta}:tenantpauses" }
+
+// pausesOf is the hash of the pause stored under key.
+func (s *Store) pausesOf(key string) string {
+	if storage.IsTenantPauseKey(key) {
+		return s.tenantPausesKey()
+	}
+	return s.pausesKey()
+}
+
 // SetPause implements storage.Store.
 func (s *Store) SetPause(ctx context.Context, p storage.Pause) error {
 	_, err := s.c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.HSet(ctx, s.pausesKey(), p.Key(), storage.EncodePause(p))
+		pipe.HSet(ctx, s.pausesOf(p.Key()), p.Key(), storage.EncodePause(p))
 		pipe.SRem(ctx, s.pausedKey(), p.Key())
 		return nil
 	})
@@ -286,7 +299,7 @@ return false
 
 // Resume implements storage.Store.
 func (s *Store) Resume(ctx context.Context, key string) (storage.Pause, bool, error) {
-	v, err := resumeScript.Run(ctx, s.c, []string{s.pausesKey(), s.pausedKey()}, key).Text()
+	v, err := resumeScript.Run(ctx, s.c, []string{s.pausesOf(key), s.pausedKey()}, key).Text()
 	if errors.Is(err, redis.Nil) {
 		return storage.Pause{}, false, nil
 	}
@@ -300,12 +313,13 @@ func (s *Store) Resume(ctx context.Context, key string) (storage.Pause, bool, er
 // Pauses implements storage.Store.
 func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
 	var (
-		legacy *redis.StringSliceCmd
-		pauses *redis.MapStringStringCmd
+		legacy          *redis.StringSliceCmd
+		pauses, tenants *redis.MapStringStringCmd
 	)
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		legacy = pipe.SMembers(ctx, s.pausedKey())
 		pauses = pipe.HGetAll(ctx, s.pausesKey())
+		tenants = pipe.HGetAll(ctx, s.tenantPausesKey())
 		return nil
 	})
 	if err != nil {
@@ -313,13 +327,15 @@ func (s *Store) Pauses(ctx context.Context) ([]storage.Pause, error) {
 	}
 	seen := map[string]bool{}
 	var out []storage.Pause
-	for k, v := range pauses.Val() {
-		p, err := storage.DecodePause(k, []byte(v))
-		if err != nil {
-			return nil, err
+	for _, m := range []map[string]string{pauses.Val(), tenants.Val()} {
+		for k, v := range m {
+			p, err := storage.DecodePause(k, []byte(v))
+			if err != nil {
+				return nil, err
+			}
+			seen[k] = true
+			out = append(out, p)
 		}
-		seen[k] = true
-		out = append(out, p)
 	}
 	for _, k := range legacy.Val() {
 		if !seen[k] {
@@ -342,7 +358,7 @@ return 0
 
 // ExpirePause implements storage.Store.
 func (s *Store) ExpirePause(ctx context.Context, p storage.Pause) (bool, error) {
-	n, err := expirePauseScript.Run(ctx, s.c, []string{s.pausesKey()}, p.Key(), storage.EncodePause(p)).Int()
+	n, err := expirePauseScript.Run(ctx, s.c, []string{s.pausesOf(p.Key())}, p.Key(), storage.EncodePause(p)).Int()
 	if err != nil {
 		return false, unavailable(err)
 	}

@@ -595,7 +595,9 @@ local function finishOne(KEYS, ARGV)
 			-- into its tenant's own lane (ARGV[10]) for good: the stored
 			-- event says so, as the one field json.Unmarshal reads first
 			local ev = redis.call('HGET', KEYS[1], 'ev')
-			redis.call('HSET', KEYS[1], 'ev', '{"apart":true,' .. string.sub(ev, 2), 'ln', ARGV[10])
+			if ev and string.sub(ev, 1, 1) == '{' then
+				redis.call('HSET', KEYS[1], 'ev', '{"apart":true,' .. string.sub(ev, 2), 'ln', ARGV[10])
+			end
 		end
 		redis.call('HSET', KEYS[1], 'att', ARGV[6], 'st', 'queued', 'due', ARGV[5], 'lease', '', 'lu', '0')
 		redis.call('ZADD', KEYS[7], ARGV[5], ARGV[1])
