@@ -280,6 +280,10 @@ func TestTenantLanes(t *testing.T) {
 	if !g.Skipped(TenantLane("shop/crm", "b")) || g.Skipped(TenantLane("shop/crm", "c")) || g.Skipped("shop/crm#3") || !g.Skipped(TenantLane("shop", "c")) {
 		t.Error("a tenant's lane apart is not skipped by name alone")
 	}
+	// a lane name is stored: its tenant key must never change (FNV-1a 64 of "b")
+	if k := TenantKey("b"); k != "af63df4c8601f1a5" {
+		t.Errorf("TenantKey(b) = %s", k)
+	}
 	if !IsTenantLane(TenantLane("shop/crm", "b"), "b") || IsTenantLane(TenantLane("shop/crm", "b"), "c") || IsTenantLane("shop#3", "b") {
 		t.Error("IsTenantLane")
 	}

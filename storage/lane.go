@@ -7,7 +7,7 @@ package storage
 // (BaseLane).
 
 import (
-	"fmt"
+	"encoding/hex"
 	"hash/fnv"
 	"strconv"
 	"strings"
@@ -44,7 +44,7 @@ const tenantApartSep = tenantShareSep + "t"
 func TenantKey(tenant string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(tenant))
-	return fmt.Sprintf("%016x", h.Sum64())
+	return hex.EncodeToString(h.Sum(nil)) // big-endian: as %016x of Sum64
 }
 
 // TenantLane is the lane of tenant's deliveries apart from lane's shares,

@@ -87,19 +87,22 @@ func (a *App) TenantsPaused(source string) bool {
 // false: none). The ingress refuses the tenant's events with 503 when it
 // does not hold, and marks them apart (storage.Event.Apart) when it does.
 func (a *App) TenantPause(source, tenant string) (storage.Pause, bool) {
+	return a.paused.tenantPause(source, tenant)
+}
+
+// tenantPause returns the pause of one tenant of source in force, as this
+// node last read the pauses (ok false: none, or no tenant).
+func (c *pausedCache) tenantPause(source, tenant string) (storage.Pause, bool) {
 	if tenant == "" {
 		return storage.Pause{}, false
 	}
-	return a.paused.state.Load().live(storage.TenantPauseKey(source, tenant), time.Now())
+	return c.state.Load().live(storage.TenantPauseKey(source, tenant), time.Now())
 }
 
 // TenantPaused implements delivery.Holds: whether the tenant of source
 // has a pause in force, as this node last read the pauses.
 func (c *pausedCache) TenantPaused(source, tenant string) bool {
-	if tenant == "" {
-		return false
-	}
-	_, ok := c.state.Load().live(storage.TenantPauseKey(source, tenant), time.Now())
+	_, ok := c.tenantPause(source, tenant)
 	return ok
 }
 
