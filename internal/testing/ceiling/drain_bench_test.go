@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hookline/hookline/internal/testing/ceiling"
 	"github.com/hookline/hookline/internal/testing/drainbench"
+	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 )
@@ -48,4 +51,35 @@ func BenchmarkDrain100k(b *testing.B) {
 			}, 100_000, nil)
 		})
 	}
+}
+
+// BenchmarkRedisDrain100k is storage/redisstore's BenchmarkDrain100k (redis-server's CPU too) with
+// the least queue any Redis store needs (RedisQueue): against the Redis
+// store's run it tells what of the drain's time is Redis's own and what
+// is the store's layout.
+//
+//	go test -run '^$' -bench RedisDrain100k -benchtime 1x ./internal/testing/ceiling/
+func BenchmarkRedisDrain100k(b *testing.B) {
+	const backlog = 100_000
+	srv := redistest.Start(b)
+	dir := b.TempDir()
+	runs := 0
+	var m *redistest.CPUMeter
+	drainbench.Benchmark(b, func() storage.Store {
+		runs++
+		st, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("drain%d.db", runs)), embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+		b.Cleanup(func() { _ = rc.Close() })
+		m = redistest.NewCPUMeter(rc)
+		return ceiling.WrapRedis(st, rc, redistest.Prefix())
+	}, backlog, func(b *testing.B, start bool) {
+		if start {
+			m.Start(b)
+		} else {
+			m.Stop(b, backlog)
+		}
+	})
 }

@@ -6,6 +6,7 @@ package drainbench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,7 +74,8 @@ func drain(b *testing.B, open func() storage.Store, n int, around func(b *testin
 		done := make(chan struct{})
 		var delivered atomic.Int64
 		var heapPeak atomic.Uint64
-		d := delivery.New(delivery.Config{Store: st, Workers: Workers,
+		counted := &leaseCounter{Store: st}
+		d := delivery.New(delivery.Config{Store: counted, Workers: Workers,
 			OnResult: func(delivery.Report) {
 				if k := delivered.Add(1); k == int64(n) {
 					close(done)
@@ -108,7 +110,29 @@ func drain(b *testing.B, open func() storage.Store, n int, around func(b *testin
 		b.ReportMetric(rate/direct, "drain/direct")
 		b.ReportMetric(float64(heapFull)/(1<<20), "heap-MiB-backlog-queued")
 		b.ReportMetric(float64(heapPeak.Load())/(1<<20), "heap-MiB-peak-draining")
+		b.ReportMetric(float64(counted.leased.Load())/float64(max(counted.leases.Load(), 1)), "jobs/lease")
 	}
+}
+
+// leaseCounter counts the leases a dispatcher asks its store for and the
+// jobs they hand out: how many jobs a lease's round trip serves.
+type leaseCounter struct {
+	storage.Store
+	leases, leased atomic.Int64
+}
+
+func (c *leaseCounter) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
+	jobs, err := c.Store.Lease(ctx, now, n, lease, gate)
+	c.leases.Add(1)
+	c.leased.Add(int64(len(jobs)))
+	return jobs, err
+}
+
+func (c *leaseCounter) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
+	jobs, err := c.Store.LeaseNamed(ctx, now, cands, lease)
+	c.leases.Add(1)
+	c.leased.Add(int64(len(jobs)))
+	return jobs, err
 }
 
 // profileDrain starts the CPU profile of HOOKLINE_DRAIN_PROFILE, if set,

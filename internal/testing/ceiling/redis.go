@@ -1,0 +1,351 @@
+package ceiling
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/groupcommit"
+	"github.com/hookline/hookline/storage"
+)
+
+// RedisQueue is the Redis counterpart of Store: the least work any queue
+// kept in Redis must do per job, to measure what a Redis store could reach
+// on a machine (the ceiling of the Redis drain target). Every job is in
+// Redis, under one hash tag: its event JSON, payload record (body and
+// headers, raw, as the Redis store keeps them) and attempts in three hashes, its
+// due time in one sorted set, its lease token in a hash, and a finished
+// job's time in a sorted set. A lease is one script of four commands
+// whatever the number of jobs it takes (their due time moved to the
+// lease's end, their tokens written, their events, payloads and attempts
+// read); the
+// finishes of concurrent workers share one script of at most six
+// commands (the tokens checked, then each job re-queued or marked
+// done). No lanes, fairness, counters, partitions or DLQ entries: what a
+// real store adds to that is its own cost.
+//
+// Everything else (the DLQ, lookups, stats, pauses) goes to the wrapped
+// store. It ignores the gate, order keys, and drops a job finished dead.
+type RedisQueue struct {
+	storage.Store
+
+	c        redis.UniversalClient
+	q        string // sorted set: job id -> due (a leased job: its lease's end) ms
+	jobs     string // hash: job id -> event JSON, without its payload
+	payloads string // hash: payload id -> payload record (storage.SharePayload)
+	att      string // hash: job id -> attempts JSON
+	leases   string // hash: job id -> lease token
+	done     string // sorted set: job id -> finished ms
+	claims   string // key prefix of the events' claims
+	finishes *groupcommit.Batcher[finishReq, bool]
+}
+
+// finishReq is one job's outcome for the finish script.
+type finishReq struct {
+	id, token, status string
+	due               int64
+	attempts          []byte
+}
+
+// WrapRedis puts a queue kept in Redis through c, under keys starting
+// with prefix, in front of st. Close closes st, not c.
+func WrapRedis(st storage.Store, c redis.UniversalClient, prefix string) *RedisQueue {
+	k := "{" + prefix + "}:"
+	r := &RedisQueue{Store: st, c: c, q: k + "q", jobs: k + "jobs", payloads: k + "payloads", att: k + "att", leases: k + "leases", done: k + "done", claims: k + "claim:"}
+	r.finishes = groupcommit.New(r.finishRound, groupcommit.Options[finishReq]{MaxBatch: 128})
+	return r
+}
+
+// redisEnqueue claims the event id (a duplicate answers the holder) and
+// queues its jobs.
+//
+//	KEYS: claim, q, jobs, payloads
+//	ARGV: claim ms, event's id, now ms, payload id, payload, then job id,
+//	      job JSON pairs
+//	returns "" or the id holding the claim
+var redisEnqueue = redis.NewScript(`
+if KEYS[1] ~= '' then
+	local held = redis.call('GET', KEYS[1])
+	if held then return held end
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])
+end
+redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
+for i = 6, #ARGV, 2 do
+	redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+	redis.call('ZADD', KEYS[2], ARGV[3], ARGV[i])
+end
+return ''
+`)
+
+// Enqueue implements storage.Queue.
+func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time.Time) (storage.EnqueueResult, error) {
+	jobs, _, err := storage.DeliveriesOf(ev)
+	if err != nil {
+		return storage.EnqueueResult{}, err
+	}
+	now := time.Now()
+	claim := ""
+	if ev.Dedupe && dedupeUntil.After(now) {
+		claim = r.claims + storage.ClaimKey(ev.Source, ev.EventID)
+	}
+	payload := storage.SharePayload(jobs, true)
+	args := []any{max(dedupeUntil.Sub(now).Milliseconds(), 1), ev.ID, now.UnixMilli(), storage.PayloadID(jobs[0].ID), payload}
+	for i := range jobs {
+		b, err := json.Marshal(&jobs[i])
+		if err != nil {
+			return storage.EnqueueResult{}, err
+		}
+		args = append(args, jobs[i].ID, b)
+	}
+	held, err := redisEnqueue.Run(ctx, r.c, []string{claim, r.q, r.jobs, r.payloads}, args...).Text()
+	if err != nil {
+		return storage.EnqueueResult{}, errors.Join(storage.ErrUnavailable, err)
+	}
+	if held != "" {
+		return storage.EnqueueResult{Duplicate: true, ID: held, Status: storage.StatusQueued, DedupeUntil: dedupeUntil}, nil
+	}
+	return storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued, Due: storage.NamedDue(jobs, now, 0)}, nil
+}
+
+// redisLease leases up to n due jobs, earliest first, or those of the
+// named jobs that are due, in five commands.
+//
+//	KEYS: q, leases, jobs, att, payloads
+//	ARGV: now ms, lease's end ms, n, token prefix, then the jobs named
+//	      (none: the earliest due)
+//	returns {ids, event JSONs, attempts JSONs, payloads}
+var redisLease = redis.NewScript(`
+local ids = {}
+if #ARGV > 4 then
+	local due = redis.call('ZMSCORE', KEYS[1], unpack(ARGV, 5))
+	for i = 5, #ARGV do
+		local d = due[i - 4]
+		if d and tonumber(d) <= tonumber(ARGV[1]) then ids[#ids + 1] = ARGV[i] end
+	end
+else
+	ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+end
+if #ids == 0 then return {} end
+local z, l = {}, {}
+local pl = {}
+for i, id in ipairs(ids) do
+	pl[i] = string.match(id, '^[^~]*') -- storage.PayloadID
+	z[#z + 1] = ARGV[2]
+	z[#z + 1] = id
+	l[#l + 1] = id
+	l[#l + 1] = ARGV[4] .. i
+end
+redis.call('ZADD', KEYS[1], unpack(z))
+redis.call('HSET', KEYS[2], unpack(l))
+return {ids, redis.call('HMGET', KEYS[3], unpack(ids)), redis.call('HMGET', KEYS[4], unpack(ids)),
+	redis.call('HMGET', KEYS[5], unpack(pl))}
+`)
+
+// Lease implements storage.Queue: up to n jobs due at or before now,
+// earliest first. The gate is not consulted.
+func (r *RedisQueue) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, _ *storage.Gate) ([]*storage.Job, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	return r.lease(ctx, now, lease, n)
+}
+
+// lease runs redisLease for n jobs, or for the jobs named.
+func (r *RedisQueue) lease(ctx context.Context, now time.Time, lease time.Duration, n int, named ...any) ([]*storage.Job, error) {
+	until := now.Add(lease)
+	tok := storage.NewLeaseToken() + ":"
+	args := append([]any{now.UnixMilli(), until.UnixMilli(), n, tok}, named...)
+	v, err := redisLease.Run(ctx, r.c, []string{r.q, r.leases, r.jobs, r.att, r.payloads}, args...).Slice()
+	if err != nil {
+		return nil, errors.Join(storage.ErrUnavailable, err)
+	}
+	if len(v) != 4 {
+		return nil, nil
+	}
+	ids, _ := v[0].([]any)
+	evs, _ := v[1].([]any)
+	atts, _ := v[2].([]any)
+	pls, _ := v[3].([]any)
+	out := make([]*storage.Job, 0, len(ids))
+	for i := range ids {
+		js, _ := evs[i].(string)
+		job := &storage.Job{Lease: tok + strconv.Itoa(i+1), LeaseUntil: until}
+		if err := json.Unmarshal([]byte(js), &job.Event); err != nil {
+			return out, fmt.Errorf("decoding job %v: %w", ids[i], err)
+		}
+		pl, _ := pls[i].(string)
+		if err := storage.JoinPayload(&job.Event, []byte(pl)); err != nil {
+			return out, err
+		}
+		if a, _ := atts[i].(string); a != "" {
+			if err := json.Unmarshal([]byte(a), &job.Attempts); err != nil {
+				return out, fmt.Errorf("decoding attempts of %v: %w", ids[i], err)
+			}
+		}
+		out = append(out, job)
+	}
+	return out, nil
+}
+
+// LeaseNamed implements storage.Queue: those of the jobs named that are
+// due.
+func (r *RedisQueue) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	named := make([]any, len(cands))
+	for i, c := range cands {
+		named[i] = c.ID
+	}
+	return r.lease(ctx, now, lease, len(cands), named...)
+}
+
+// NextDue implements storage.Queue. The gate is not consulted.
+func (r *RedisQueue) NextDue(ctx context.Context, _ *storage.Gate) (time.Time, bool, error) {
+	z, err := r.c.ZRangeWithScores(ctx, r.q, 0, 0).Result()
+	if err != nil {
+		return time.Time{}, false, errors.Join(storage.ErrUnavailable, err)
+	}
+	if len(z) == 0 {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(int64(z[0].Score)), true, nil
+}
+
+// redisFinish records the outcomes of a round's jobs whose token still
+// holds, in at most six commands.
+//
+//	KEYS: q, leases, att, done
+//	ARGV: now ms, then per job: id, token, queued|done, due ms, attempts JSON
+//	returns 1 or 0 (lease lost) per job
+var redisFinish = redis.NewScript(`
+local ids = {}
+for i = 2, #ARGV, 5 do ids[#ids + 1] = ARGV[i] end
+local held = redis.call('HMGET', KEYS[2], unpack(ids))
+local out, gone, rem, back, att, fin = {}, {}, {}, {}, {}, {}
+for k, id in ipairs(ids) do
+	local b = 2 + (k - 1) * 5
+	if held[k] ~= ARGV[b + 1] then
+		out[k] = 0
+	else
+		out[k] = 1
+		gone[#gone + 1] = id
+		if ARGV[b + 2] == 'queued' then
+			back[#back + 1] = ARGV[b + 3]
+			back[#back + 1] = id
+			att[#att + 1] = id
+			att[#att + 1] = ARGV[b + 4]
+		else
+			rem[#rem + 1] = id
+			fin[#fin + 1] = ARGV[1]
+			fin[#fin + 1] = id
+		end
+	end
+end
+if #gone > 0 then redis.call('HDEL', KEYS[2], unpack(gone)) end
+if #rem > 0 then
+	redis.call('ZREM', KEYS[1], unpack(rem))
+	redis.call('ZADD', KEYS[4], unpack(fin))
+end
+if #back > 0 then
+	redis.call('ZADD', KEYS[1], unpack(back))
+	redis.call('HSET', KEYS[3], unpack(att))
+end
+return out
+`)
+
+// finishRound runs one round of finishes in one script.
+func (r *RedisQueue) finishRound(round []*groupcommit.Call[finishReq, bool]) {
+	args := make([]any, 0, 1+5*len(round))
+	args = append(args, time.Now().UnixMilli())
+	for _, c := range round {
+		args = append(args, c.Req.id, c.Req.token, c.Req.status, c.Req.due, c.Req.attempts)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := redisFinish.Run(ctx, r.c, []string{r.q, r.leases, r.att, r.done}, args...).Int64Slice()
+	for i, c := range round {
+		switch {
+		case err != nil:
+			c.Answer(false, errors.Join(storage.ErrUnavailable, err))
+		case i >= len(res):
+			c.Answer(false, fmt.Errorf("unexpected finish reply %v", res))
+		default:
+			c.Answer(res[i] == 1, nil)
+		}
+	}
+}
+
+// Finish implements storage.Queue: a retried or released job is queued
+// again at out.Due, its attempts kept; a delivered or dead one is done.
+func (r *RedisQueue) Finish(ctx context.Context, job *storage.Job, out storage.Outcome) error {
+	req := finishReq{id: job.ID, token: job.Lease, status: "done", attempts: []byte("")}
+	switch out.Result {
+	case storage.Retry, storage.Release:
+		att := job.Attempts
+		if out.Attempt != nil {
+			att = append(att[:len(att):len(att)], *out.Attempt)
+		}
+		b, err := json.Marshal(att)
+		if err != nil {
+			return err
+		}
+		req.status, req.due, req.attempts = "queued", out.Due.UnixMilli(), b
+	case storage.Delivered, storage.Dead:
+	default:
+		return fmt.Errorf("unknown result %d", out.Result)
+	}
+	held, err := r.finishes.Do(ctx, req)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return storage.ErrLeaseLost
+	}
+	return nil
+}
+
+// Counts implements storage.Operations: the queue's sizes from Redis (a
+// job whose lease ran out still counts as in flight until it is leased
+// again), the DLQ's from the wrapped store.
+func (r *RedisQueue) Counts(ctx context.Context) (storage.Counts, error) {
+	c, err := r.Store.Counts(ctx)
+	if err != nil {
+		return c, err
+	}
+	var all, leased *redis.IntCmd
+	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		all, leased = p.ZCard(ctx, r.q), p.HLen(ctx, r.leases)
+		return nil
+	}); err != nil {
+		return c, errors.Join(storage.ErrUnavailable, err)
+	}
+	c.Queued, c.InFlight = int(all.Val()-leased.Val()), int(leased.Val())
+	return c, nil
+}
+
+// QueueBySource implements storage.Operations: nothing by source.
+func (r *RedisQueue) QueueBySource(context.Context) (map[string]storage.Counts, error) {
+	return map[string]storage.Counts{}, nil
+}
+
+// QueueByLane implements storage.Operations: nothing by lane.
+func (r *RedisQueue) QueueByLane(context.Context) (map[string]storage.Counts, error) {
+	return map[string]storage.Counts{}, nil
+}
+
+// QueueHeads implements storage.Operations: nothing by lane.
+func (r *RedisQueue) QueueHeads(context.Context) (map[string]time.Time, error) {
+	return map[string]time.Time{}, nil
+}
+
+// Close stops the finishes and closes the wrapped store.
+func (r *RedisQueue) Close() error {
+	r.finishes.Close()
+	return r.Store.Close()
+}
