@@ -3,11 +3,13 @@
 package storagemodules
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/testing/ceiling"
 	"github.com/hookline/hookline/storage"
@@ -19,9 +21,10 @@ func init() {
 }
 
 // CeilingStorage is a measuring instrument for load runs, not a store:
-// the queue is kept in memory (package ceiling) in front of an embedded
-// store, which keeps the rest (DLQ, stats, pauses). Events are lost when
-// Caddy stops. It exists only in a Caddy built with the build tag
+// the queue is kept in memory (package ceiling), or in Redis with the
+// least work a Redis queue needs (ceiling.RedisQueue), in front of an
+// embedded store, which keeps the rest (DLQ, stats, pauses). Events kept
+// in memory are lost when Caddy stops. It exists only in a Caddy built with the build tag
 // hookline_ceiling (scripts/bench/run CEILING=...). Caddyfile syntax: see
 // UnmarshalCaddyfile.
 type CeilingStorage struct {
@@ -35,6 +38,11 @@ type CeilingStorage struct {
 	// UnsyncedOutcomes appends outcomes to the journal without waiting
 	// for an fdatasync.
 	UnsyncedOutcomes bool `json:"unsynced_outcomes,omitempty"`
+
+	// Redis is the address (host:port) of the redis-server the queue is
+	// kept in instead of memory, under keys of the prefix "ceiling";
+	// empty: in memory. It excludes a journal.
+	Redis string `json:"redis,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -48,7 +56,7 @@ func (CeilingStorage) CaddyModule() caddy.ModuleInfo {
 // Provision resolves placeholders and makes the paths absolute.
 func (s *CeilingStorage) Provision(caddy.Context) error {
 	repl := caddy.NewReplacer()
-	s.Path, s.Journal = repl.ReplaceAll(s.Path, ""), repl.ReplaceAll(s.Journal, "")
+	s.Path, s.Journal, s.Redis = repl.ReplaceAll(s.Path, ""), repl.ReplaceAll(s.Journal, ""), repl.ReplaceAll(s.Redis, "")
 	if s.Path == "" {
 		return fmt.Errorf("storage ceiling: a path is required")
 	}
@@ -69,6 +77,9 @@ func (s *CeilingStorage) Key() string { return "ceiling:" + s.Path }
 
 // Describe implements Backend.
 func (s *CeilingStorage) Describe() string {
+	if s.Redis != "" {
+		return "ceiling (the least Redis queue, at " + s.Redis + ") before embedded " + s.Path
+	}
 	return "ceiling (in-memory queue, not durable) before embedded " + s.Path
 }
 
@@ -77,6 +88,10 @@ func (s *CeilingStorage) Open() (storage.Store, error) {
 	st, err := embedded.Open(s.Path, embedded.Options{})
 	if err != nil {
 		return nil, err
+	}
+	if s.Redis != "" {
+		c := redis.NewClient(&redis.Options{Addr: s.Redis})
+		return ownedRedisQueue{ceiling.WrapRedis(st, c, "ceiling"), c}, nil
 	}
 	c, err := ceiling.Wrap(st, ceiling.Options{Journal: s.Journal, UnsyncedOutcomes: s.UnsyncedOutcomes})
 	if err != nil {
@@ -91,6 +106,7 @@ func (s *CeilingStorage) Open() (storage.Store, error) {
 //	storage ceiling <path> {
 //		journal <file>
 //		unsynced_outcomes
+//		redis <host:port>
 //	}
 func (s *CeilingStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // "ceiling"
@@ -106,6 +122,10 @@ func (s *CeilingStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if !d.Args(&s.Journal) || d.NextArg() {
 				return d.ArgErr()
 			}
+		case "redis":
+			if !d.Args(&s.Redis) || d.NextArg() {
+				return d.ArgErr()
+			}
 		case "unsynced_outcomes":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -118,7 +138,20 @@ func (s *CeilingStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if s.UnsyncedOutcomes && s.Journal == "" {
 		return d.Err("unsynced_outcomes needs a journal")
 	}
+	if s.Redis != "" && s.Journal != "" {
+		return d.Err("a queue in Redis takes no journal")
+	}
 	return nil
+}
+
+// ownedRedisQueue closes its Redis client with the queue.
+type ownedRedisQueue struct {
+	*ceiling.RedisQueue
+	c *redis.Client
+}
+
+func (q ownedRedisQueue) Close() error {
+	return errors.Join(q.RedisQueue.Close(), q.c.Close())
 }
 
 // Interface guards

@@ -51,29 +51,50 @@ func cpuSeconds(b *testing.B, c redis.UniversalClient) float64 {
 	return total
 }
 
-// logCommands logs, with -v, what each command cost redis-server per job
-// since the stats were reset (INFO commandstats): calls and microseconds.
-// A script's time includes that of the commands it calls.
-func logCommands(b *testing.B, c redis.UniversalClient, jobs int) {
-	info, err := c.Info(context.Background(), "commandstats").Result()
+// CommandStat is what redis-server has spent on one command since its
+// stats were reset (INFO commandstats).
+type CommandStat struct {
+	Calls int64
+	Usec  int64 // a script's time includes that of the commands it calls
+}
+
+// CommandStats reads INFO commandstats, by command name (lower case,
+// subcommands as "config|resetstat").
+func CommandStats(ctx context.Context, c redis.UniversalClient) (map[string]CommandStat, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
+	out := map[string]CommandStat{}
 	for _, line := range strings.Split(info, "\r\n") {
 		name, stats, ok := strings.Cut(line, ":")
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
-		var calls, usec float64
+		var st CommandStat
 		for _, kv := range strings.Split(stats, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
 			case "calls":
-				calls, _ = strconv.ParseFloat(v, 64)
+				st.Calls, _ = strconv.ParseInt(v, 10, 64)
 			case "usec":
-				usec, _ = strconv.ParseFloat(v, 64)
+				st.Usec, _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
-		b.Logf("%-22s %8.3f calls/job %7.1f µs/job %6.1f µs/call", strings.TrimPrefix(name, "cmdstat_"), calls/float64(jobs), usec/float64(jobs), usec/max(calls, 1))
+		out[strings.TrimPrefix(name, "cmdstat_")] = st
+	}
+	return out, nil
+}
+
+// logCommands logs, with -v, what each command cost redis-server per job
+// since the stats were reset: calls and microseconds.
+func logCommands(b *testing.B, c redis.UniversalClient, jobs int) {
+	stats, err := CommandStats(context.Background(), c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, st := range stats {
+		calls, usec := float64(st.Calls), float64(st.Usec)
+		b.Logf("%-22s %8.3f calls/job %7.1f µs/job %6.1f µs/call", name, calls/float64(jobs), usec/float64(jobs), usec/max(calls, 1))
 	}
 }
