@@ -14,7 +14,10 @@
 // (internal/storagemodules/ceiling.go) and used by scripts/bench/run (CEILING)
 // and by this package's benchmarks.
 //
-// It keeps nothing across a restart (the journal is written, never read),
+// RedisQueue (redis.go) is the same instrument with the queue in Redis,
+// doing the least work any Redis queue must: the Redis store's ceiling.
+//
+// Store keeps nothing across a restart (the journal is written, never read),
 // ignores the gate (pauses, paces and caps), order keys and the end of a
 // lease, and drops a job finished dead instead of filing a DLQ entry.
 package ceiling

@@ -16,21 +16,23 @@ import (
 
 // RedisQueue is the Redis counterpart of Store: the least work any queue
 // kept in Redis must do per job, to measure what a Redis store could reach
-// on a machine (the ceiling of the Redis drain target). Every job is in
-// Redis, under one hash tag: its event JSON, payload record (body and
-// headers, raw, as the Redis store keeps them) and attempts in three hashes, its
-// due time in one sorted set, its lease token in a hash, and a finished
-// job's time in a sorted set. A lease is one script of four commands
-// whatever the number of jobs it takes (their due time moved to the
-// lease's end, their tokens written, their events, payloads and attempts
-// read); the
-// finishes of concurrent workers share one script of at most six
-// commands (the tokens checked, then each job re-queued or marked
-// done). No lanes, fairness, counters, partitions or DLQ entries: what a
-// real store adds to that is its own cost.
+// on a machine (the ceiling of the Redis targets). Every job is in Redis,
+// under one hash tag: its event JSON, its payload record (body and
+// headers, raw, as the Redis store keeps them) and its attempts in three
+// hashes, its due time in one sorted set, its lease token in a hash, and a
+// finished job's time in a sorted set. An enqueue is one script of five
+// commands (the claim read and written, the payload, the job, its due
+// time). A lease is one script of five commands whatever the number of
+// jobs it takes (the due jobs found, moved to the lease's end, their
+// tokens written, their events, attempts and payloads read); the finishes
+// of concurrent workers share one script of at most six commands (the
+// tokens checked, then each job re-queued or marked done). No lanes,
+// fairness, counters, partitions or DLQ entries: what a real store adds
+// to that is its own cost.
 //
 // Everything else (the DLQ, lookups, stats, pauses) goes to the wrapped
-// store. It ignores the gate, order keys, and drops a job finished dead.
+// store. It ignores the gate and order keys, and marks a job finished
+// dead done, without a DLQ entry.
 type RedisQueue struct {
 	storage.Store
 
