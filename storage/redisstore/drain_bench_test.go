@@ -32,3 +32,15 @@ func BenchmarkDrain100k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkScriptCost tells where redis-server's time goes for each job
+// of a backlog: enqueue, lease and finish (drainbench.RedisPhases).
+//
+//	go test -run '^$' -bench ScriptCost -benchtime 1x ./storage/redisstore/ ./internal/testing/ceiling/
+func BenchmarkScriptCost(b *testing.B) {
+	srv := redistest.Start(b)
+	drainbench.RedisPhases(b, func() (storage.Store, redis.UniversalClient) {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
+		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()}), c
+	}, 20_000)
+}

@@ -83,3 +83,24 @@ func BenchmarkRedisDrain100k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRedisScriptCost is storage/redisstore's BenchmarkScriptCost
+// on the least Redis queue (RedisQueue): redis-server's time a job to
+// enqueue, lease and finish, against the store's.
+//
+//	go test -run '^$' -bench ScriptCost -benchtime 1x ./storage/redisstore/ ./internal/testing/ceiling/
+func BenchmarkRedisScriptCost(b *testing.B) {
+	srv := redistest.Start(b)
+	dir := b.TempDir()
+	runs := 0
+	drainbench.RedisPhases(b, func() (storage.Store, redis.UniversalClient) {
+		runs++
+		st, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("phases%d.db", runs)), embedded.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+		b.Cleanup(func() { _ = rc.Close() })
+		return ceiling.WrapRedis(st, rc, redistest.Prefix()), rc
+	}, 20_000)
+}

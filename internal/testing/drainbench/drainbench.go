@@ -1,7 +1,9 @@
 // Package drainbench is the backlog drain benchmark shared by the stores
 // tests: a backlog delivered by the real dispatcher to a local upstream,
-// against that upstream's own speed (the drain target of docs/reference.md). It lives
-// apart from storagetest, which the dispatcher's own tests import.
+// against that upstream's own speed (the drain target of docs/reference.md);
+// and, for the queues kept in Redis, redis-server's time a job in each of
+// a backlog's phases (RedisPhases). It lives apart from storagetest,
+// which the dispatcher's own tests import.
 package drainbench
 
 import (

@@ -1,0 +1,96 @@
+package drainbench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/testing/redistest"
+	"github.com/hookline/hookline/storage"
+)
+
+// RedisPhases tells where redis-server's time goes for each job of a
+// backlog kept in Redis, phase by phase, once per b.Loop on a store from
+// open (and the client to the server it uses): n events of 1 KiB
+// enqueued by 32 goroutines (enqueue-µs/job); then all leased, 45 at a
+// time (what a dispatcher's lease holds in Benchmark: lease-µs/job); then
+// all finished delivered by Workers workers (finish-µs/job). Each is the
+// time of the scripts (commands they call included) and of the commands
+// sent alone, from the server's INFO commandstats, over n.
+func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient), n int) {
+	body := make([]byte, 1024)
+	for b.Loop() {
+		st, c := open()
+		ctx := context.Background()
+		phase := func(name string, run func()) {
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			run()
+			stats, err := redistest.CommandStats(ctx, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, scripts := stats["evalsha"]
+			var usec int64
+			for cmd, s := range stats {
+				// with scripts run, the other commands were theirs (INFO
+				// counts them twice) but for the stats' own reads
+				if cmd == "evalsha" || cmd == "eval" || !scripts && cmd != "info" && cmd != "config|resetstat" {
+					usec += s.Usec
+				}
+			}
+			b.ReportMetric(float64(usec)/float64(n), name+"-µs/job")
+		}
+		phase("enqueue", func() {
+			var wg sync.WaitGroup
+			var next atomic.Int64
+			for range 32 {
+				wg.Go(func() {
+					for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+						ev := &storage.Event{ID: fmt.Sprintf("c%07d", i), EventID: fmt.Sprint(i), Dedupe: true,
+							Source: "bench", Upstream: "http://127.0.0.1:1/in", Body: body, ReceivedAt: time.Now()}
+						if _, err := st.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+		var jobs []*storage.Job
+		phase("lease", func() {
+			for len(jobs) < n {
+				got, err := st.Lease(ctx, time.Now(), 45, time.Minute, nil)
+				if err != nil || len(got) == 0 {
+					b.Fatalf("lease after %d jobs: %d, %v", len(jobs), len(got), err)
+				}
+				jobs = append(jobs, got...)
+			}
+		})
+		phase("finish", func() {
+			var wg sync.WaitGroup
+			var next atomic.Int64
+			for range Workers {
+				wg.Go(func() {
+					for i := next.Add(1); i <= int64(len(jobs)); i = next.Add(1) {
+						if err := st.Finish(ctx, jobs[i-1], storage.Outcome{Result: storage.Delivered}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		})
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+}
