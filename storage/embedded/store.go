@@ -40,7 +40,7 @@ var (
 	bDLQIdx       = []byte("dlqidx")        // created|id -> storage.IndexEntry (empty before index values)
 	bDLQOpen      = []byte("dlqopen")       // id -> nil: pending and investigating entries
 	bIDs          = []byte("ids")           // earlier versions' (source, event id) index, folded into bClaims at Open (claims.go)
-	bPaused       = []byte("paused")        // source -> nil
+	bPaused       = []byte("paused")        // source (or source/destination) -> pause (storage.EncodePause; nil: an earlier version's refusing pause)
 	bTenantPaused = []byte("tenant-paused") // source#tenant -> pause: apart, unseen by builds before tenants' pauses
 	bStats        = []byte("stats")         // minute|source\x00name -> count; all-time under minute 0
 	bStatsH       = []byte("statsh")        // hour|source\x00name -> count

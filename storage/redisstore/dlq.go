@@ -186,7 +186,9 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	if h, err := s.getEvent(ctx, p, id); err != nil {
 		return unavailable(err)
 	} else if h != nil {
-		ev.Dedupe = h.ev.Dedupe
+		// kept from the stored event, as the embedded store keeps its record:
+		// its claim, and its tenant's own lane (storage.Event.Apart)
+		ev.Dedupe, ev.Apart = h.ev.Dedupe, h.ev.Apart
 	}
 	evJSON, _ := json.Marshal(ev)
 	attJSON, _ := json.Marshal(e.Attempts)
