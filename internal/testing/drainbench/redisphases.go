@@ -2,7 +2,6 @@ package drainbench
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,11 +16,12 @@ import (
 // RedisPhases tells where redis-server's time goes for each job of a
 // backlog kept in Redis, phase by phase, once per b.Loop on a store from
 // open (and the client to the server it uses): n events of 1 KiB
-// enqueued by 32 goroutines (enqueue-µs/job); then all leased, 45 at a
-// time (what a dispatcher's lease holds in Benchmark: lease-µs/job); then
-// all finished delivered by Workers workers (finish-µs/job). Each is the
-// time of the scripts (commands they call included) and of the commands
-// sent alone, from the server's INFO commandstats, over n.
+// enqueued by 32 goroutines (fillBacklog: enqueue-µs/job); then all
+// leased, 45 at a time (what a dispatcher's lease holds in Benchmark:
+// lease-µs/job); then all finished delivered by Workers workers
+// (finish-µs/job). Each is the time of the scripts (commands they call
+// included) and of the commands sent alone, from the server's INFO
+// commandstats, over n.
 func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient), n int) {
 	body := make([]byte, 1024)
 	for b.Loop() {
@@ -47,23 +47,7 @@ func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient
 			}
 			b.ReportMetric(float64(usec)/float64(n), name+"-µs/job")
 		}
-		phase("enqueue", func() {
-			var wg sync.WaitGroup
-			var next atomic.Int64
-			for range 32 {
-				wg.Go(func() {
-					for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-						ev := &storage.Event{ID: fmt.Sprintf("c%07d", i), EventID: fmt.Sprint(i), Dedupe: true,
-							Source: "bench", Upstream: "http://127.0.0.1:1/in", Body: body, ReceivedAt: time.Now()}
-						if _, err := st.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-		})
+		phase("enqueue", func() { fillBacklog(b, st, n, "http://127.0.0.1:1/in", body) })
 		var jobs []*storage.Job
 		phase("lease", func() {
 			for len(jobs) < n {
