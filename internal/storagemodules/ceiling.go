@@ -56,7 +56,8 @@ func (CeilingStorage) CaddyModule() caddy.ModuleInfo {
 // Provision resolves placeholders and makes the paths absolute.
 func (s *CeilingStorage) Provision(caddy.Context) error {
 	repl := caddy.NewReplacer()
-	s.Path, s.Journal, s.Redis = repl.ReplaceAll(s.Path, ""), repl.ReplaceAll(s.Journal, ""), repl.ReplaceAll(s.Redis, "")
+	s.Path, s.Journal = repl.ReplaceAll(s.Path, ""), repl.ReplaceAll(s.Journal, "")
+	s.Redis = repl.ReplaceAll(s.Redis, "")
 	if s.Path == "" {
 		return fmt.Errorf("storage ceiling: a path is required")
 	}
@@ -150,6 +151,7 @@ type ownedRedisQueue struct {
 	c *redis.Client
 }
 
+// Close closes the queue, its store, and its client.
 func (q ownedRedisQueue) Close() error {
 	return errors.Join(q.RedisQueue.Close(), q.c.Close())
 }
@@ -159,4 +161,5 @@ var (
 	_ caddy.Provisioner     = (*CeilingStorage)(nil)
 	_ caddyfile.Unmarshaler = (*CeilingStorage)(nil)
 	_ Backend               = (*CeilingStorage)(nil)
+	_ storage.Store         = ownedRedisQueue{}
 )

@@ -89,7 +89,9 @@ func TestCeilingStorage(t *testing.T) {
 	if c, err := rst.Counts(t.Context()); err != nil || c.Queued != 1 {
 		t.Fatalf("Counts in Redis = %+v, %v", c, err)
 	}
-	if n, err := redis.NewClient(&redis.Options{Addr: srv.Addr}).Exists(t.Context(), "{ceiling}:q").Result(); err != nil || n != 1 {
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rc.Close()
+	if n, err := rc.Exists(t.Context(), "{ceiling}:q").Result(); err != nil || n != 1 {
 		t.Errorf("the queue's key in Redis: %d, %v", n, err)
 	}
 	if err := rst.Close(); err != nil {

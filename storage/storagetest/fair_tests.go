@@ -156,8 +156,8 @@ func tenantsSharing() (string, string) {
 // its tenant's own lane from then on, as an event enqueued Apart does:
 // the gate holds that lane by name without holding back the other tenant
 // of its share, the counts see it (folded into its lane), it survives
-// reopening, and once no longer skipped it is leased and delivered; a
-// job apart that died and is retried from the DLQ is apart again.
+// reopening, and once no longer skipped it is leased and delivered; jobs
+// apart that died and are retried from the DLQ are apart again.
 func testTenantApart(t *testing.T, f Factory) {
 	s := f.Open(t)
 	ctx := t.Context()
@@ -219,27 +219,32 @@ func testTenantApart(t *testing.T, f Factory) {
 	if len(jobs) != 2 || jobs[0].ID != second.ID || jobs[1].ID != first.ID || !jobs[0].Apart || !jobs[1].Apart {
 		t.Fatalf("lease without the skip = %v, want %s then %s, apart", jobIDs(jobs), second.ID, first.ID)
 	}
-	delivered(t, s, jobs[1])
+
+	// both die (one enqueued apart, one moved apart); retried from the
+	// DLQ, each waits in its tenant's own lane again
+	for _, j := range jobs {
+		if err := s.Finish(ctx, j, storage.Outcome{Result: storage.Dead, Error: "410",
+			Attempt: &storage.Attempt{Status: 410, Error: "410"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ev := range []*storage.Event{second, first} {
+		if err := s.DLQRetry(ctx, ev.ID, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if jobs, err = s.Lease(ctx, now.Add(2*time.Second), 10, time.Minute, gate); err != nil || len(jobs) != 0 {
+		t.Fatalf("lease of the retried jobs with their tenant's lane skipped = %v, %v; want none", jobIDs(jobs), err)
+	}
+	jobs, err = s.Lease(ctx, now.Add(2*time.Second), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 2 || !jobs[0].Apart || !jobs[1].Apart {
+		t.Fatalf("lease of the retried jobs = %v, %v; want %s and %s, apart", jobIDs(jobs), err, second.ID, first.ID)
+	}
+	for _, j := range jobs {
+		delivered(t, s, j)
+	}
 	if info, err := s.Lookup(ctx, "shop", first.EventID); err != nil || info.Status != storage.StatusDelivered {
 		t.Errorf("Lookup of the job moved apart = %+v, %v; want delivered", info, err)
 	}
-
-	// a dead job apart, retried from the DLQ, waits in its tenant's own
-	// lane again
-	if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Error: "410",
-		Attempt: &storage.Attempt{Status: 410, Error: "410"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DLQRetry(ctx, second.ID, now); err != nil {
-		t.Fatal(err)
-	}
-	if jobs, err = s.Lease(ctx, now.Add(2*time.Second), 10, time.Minute, gate); err != nil || len(jobs) != 0 {
-		t.Fatalf("lease of the retried job with its tenant's lane skipped = %v, %v; want none", jobIDs(jobs), err)
-	}
-	jobs, err = s.Lease(ctx, now.Add(2*time.Second), 10, time.Minute, nil)
-	if err != nil || len(jobs) != 1 || jobs[0].ID != second.ID || !jobs[0].Apart {
-		t.Fatalf("lease of the retried job = %v, %v; want %s, apart", jobIDs(jobs), err, second.ID)
-	}
-	delivered(t, s, jobs[0])
 	wantCounts(t, s, storage.Counts{})
 }

@@ -89,6 +89,9 @@ func testQueue(t *testing.T, c storage.Store, byLane bool) {
 	if err != nil || !dup.Duplicate || dup.ID != "a" {
 		t.Fatalf("second copy of evt-a = %+v, %v; want a duplicate", dup, err)
 	}
+	if d := dup.DedupeUntil.Sub(until); d < -time.Second || d > time.Second {
+		t.Errorf("the duplicate's window ends %v, want the first copy's, %v", dup.DedupeUntil, until)
+	}
 	wantCounts(t, c, 2, 0)
 
 	now := time.Now().Add(time.Millisecond).Truncate(time.Millisecond) // as Redis keeps times
@@ -163,6 +166,11 @@ func wantQueueCounts(t *testing.T, c storage.Store, queued, inFlight int, byLane
 		t.Fatalf("Counts = %+v, %v; want %d queued, %d in flight", n, err, queued, inFlight)
 	}
 	if !byLane {
+		// one lane for all: the totals, which the stats read by lane
+		lanes, err := c.QueueByLane(ctx)
+		if got := storage.SumCounts(lanes, nil); err != nil || got.Queued != queued || got.InFlight != inFlight {
+			t.Fatalf("QueueByLane = %v, %v; want %d queued, %d in flight in all", lanes, err, queued, inFlight)
+		}
 		return
 	}
 	for name, f := range map[string]func() (map[string]storage.Counts, error){

@@ -22,13 +22,15 @@ import (
 // hashes, its due time in one sorted set, its lease token in a hash, and a
 // finished job's time in a sorted set. An enqueue is one script of five
 // commands (the claim read and written, the payload, the job, its due
-// time). A lease is one script of five commands whatever the number of
+// time). A lease is one script of six commands whatever the number of
 // jobs it takes (the due jobs found, moved to the lease's end, their
 // tokens written, their events, attempts and payloads read); the finishes
 // of concurrent workers share one script of at most six commands (the
 // tokens checked, then each job re-queued or marked done). No lanes,
 // fairness, counters, partitions or DLQ entries: what a real store adds
-// to that is its own cost.
+// to that is its own cost. Nothing is ever removed (a finished job's
+// event, payload and attempts stay): the deletions a real store makes for
+// retention are not counted either.
 //
 // Everything else (the DLQ, lookups, stats, pauses) goes to the wrapped
 // store. It ignores the gate and order keys, and marks a job finished
@@ -66,14 +68,14 @@ func WrapRedis(st storage.Store, c redis.UniversalClient, prefix string) *RedisQ
 // redisEnqueue claims the event id (a duplicate answers the holder) and
 // queues its jobs.
 //
-//	KEYS: claim, q, jobs, payloads
-//	ARGV: claim ms, event's id, now ms, payload id, payload, then job id,
-//	      job JSON pairs
-//	returns "" or the id holding the claim
+//	KEYS: claim (of the same hash tag, claimed or not), q, jobs, payloads
+//	ARGV: claim ms (0: no claim), event's id, now ms, payload id, payload,
+//	      then job id, job JSON pairs
+//	returns {} when queued, or {the id holding the claim, its ms left}
 var redisEnqueue = redis.NewScript(`
-if KEYS[1] ~= '' then
+if ARGV[1] ~= '0' then
 	local held = redis.call('GET', KEYS[1])
-	if held then return held end
+	if held then return {held, redis.call('PTTL', KEYS[1])} end
 	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])
 end
 redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
@@ -81,7 +83,7 @@ for i = 6, #ARGV, 2 do
 	redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
 	redis.call('ZADD', KEYS[2], ARGV[3], ARGV[i])
 end
-return ''
+return {}
 `)
 
 // Enqueue implements storage.Queue.
@@ -91,12 +93,12 @@ func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil
 		return storage.EnqueueResult{}, err
 	}
 	now := time.Now()
-	claim := ""
+	window := int64(0) // no claim
 	if ev.Dedupe && dedupeUntil.After(now) {
-		claim = r.claims + storage.ClaimKey(ev.Source, ev.EventID)
+		window = max(dedupeUntil.Sub(now).Milliseconds(), 1)
 	}
 	payload := storage.SharePayload(jobs, true)
-	args := []any{max(dedupeUntil.Sub(now).Milliseconds(), 1), ev.ID, now.UnixMilli(), storage.PayloadID(jobs[0].ID), payload}
+	args := []any{window, ev.ID, now.UnixMilli(), storage.PayloadID(jobs[0].ID), payload}
 	for i := range jobs {
 		b, err := json.Marshal(&jobs[i])
 		if err != nil {
@@ -104,18 +106,22 @@ func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil
 		}
 		args = append(args, jobs[i].ID, b)
 	}
-	held, err := redisEnqueue.Run(ctx, r.c, []string{claim, r.q, r.jobs, r.payloads}, args...).Text()
+	claim := r.claims + storage.ClaimKey(ev.Source, ev.EventID)
+	v, err := redisEnqueue.Run(ctx, r.c, []string{claim, r.q, r.jobs, r.payloads}, args...).Slice()
 	if err != nil {
 		return storage.EnqueueResult{}, errors.Join(storage.ErrUnavailable, err)
 	}
-	if held != "" {
-		return storage.EnqueueResult{Duplicate: true, ID: held, Status: storage.StatusQueued, DedupeUntil: dedupeUntil}, nil
+	if len(v) == 2 {
+		held, _ := v[0].(string)
+		left, _ := v[1].(int64)
+		return storage.EnqueueResult{Duplicate: true, ID: held, Status: storage.StatusQueued,
+			DedupeUntil: now.Add(time.Duration(left) * time.Millisecond)}, nil
 	}
 	return storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued, Due: storage.NamedDue(jobs, now, 0)}, nil
 }
 
 // redisLease leases up to n due jobs, earliest first, or those of the
-// named jobs that are due, in five commands.
+// named jobs that are due (each named once), in six commands.
 //
 //	KEYS: q, leases, jobs, att, payloads
 //	ARGV: now ms, lease's end ms, n, token prefix, then the jobs named
@@ -148,13 +154,17 @@ return {ids, redis.call('HMGET', KEYS[3], unpack(ids)), redis.call('HMGET', KEYS
 	redis.call('HMGET', KEYS[5], unpack(pl))}
 `)
 
-// Lease implements storage.Queue: up to n jobs due at or before now,
-// earliest first. The gate is not consulted.
+// maxLease is the most jobs a lease takes: its script passes them to one
+// command each, and Lua's unpack fails past about 8,000 values.
+const maxLease = 4000
+
+// Lease implements storage.Queue: up to n jobs (at most maxLease) due at
+// or before now, earliest first. The gate is not consulted.
 func (r *RedisQueue) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, _ *storage.Gate) ([]*storage.Job, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	return r.lease(ctx, now, lease, n)
+	return r.lease(ctx, now, lease, min(n, maxLease))
 }
 
 // lease runs redisLease for n jobs, or for the jobs named.
@@ -180,8 +190,11 @@ func (r *RedisQueue) lease(ctx context.Context, now time.Time, lease time.Durati
 		if err := json.Unmarshal([]byte(js), &job.Event); err != nil {
 			return out, fmt.Errorf("decoding job %v: %w", ids[i], err)
 		}
-		pl, _ := pls[i].(string)
-		if err := storage.JoinPayload(&job.Event, []byte(pl)); err != nil {
+		var payload []byte // nil: none, so that JoinPayload says it is missing
+		if pl, ok := pls[i].(string); ok {
+			payload = []byte(pl)
+		}
+		if err := storage.JoinPayload(&job.Event, payload); err != nil {
 			return out, err
 		}
 		if a, _ := atts[i].(string); a != "" {
@@ -194,17 +207,21 @@ func (r *RedisQueue) lease(ctx context.Context, now time.Time, lease time.Durati
 	return out, nil
 }
 
-// LeaseNamed implements storage.Queue: those of the jobs named that are
-// due.
+// LeaseNamed implements storage.Queue: those of the jobs named (the
+// first maxLease) that are due, each once.
 func (r *RedisQueue) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
-	if len(cands) == 0 {
+	seen := map[string]bool{}
+	var named []any
+	for _, c := range cands {
+		if !seen[c.ID] && len(named) < maxLease {
+			seen[c.ID] = true
+			named = append(named, c.ID)
+		}
+	}
+	if len(named) == 0 {
 		return nil, nil
 	}
-	named := make([]any, len(cands))
-	for i, c := range cands {
-		named[i] = c.ID
-	}
-	return r.lease(ctx, now, lease, len(cands), named...)
+	return r.lease(ctx, now, lease, len(named), named...)
 }
 
 // NextDue implements storage.Queue. The gate is not consulted.
@@ -312,42 +329,77 @@ func (r *RedisQueue) Finish(ctx context.Context, job *storage.Job, out storage.O
 	return nil
 }
 
-// Counts implements storage.Operations: the queue's sizes from Redis (a
-// job whose lease ran out still counts as in flight until it is leased
-// again), the DLQ's from the wrapped store.
-func (r *RedisQueue) Counts(ctx context.Context) (storage.Counts, error) {
-	c, err := r.Store.Counts(ctx)
-	if err != nil {
-		return c, err
-	}
+// AllLanes is the one lane RedisQueue reports its jobs under: it keeps no
+// lanes, and the stats (what a load run polls for the backlog) read the
+// queue's sizes by lane.
+const AllLanes = "(all)"
+
+// sizes is the queue's sizes from Redis: a job whose lease ran out still
+// counts as in flight until it is leased again.
+func (r *RedisQueue) sizes(ctx context.Context) (storage.Counts, error) {
 	var all, leased *redis.IntCmd
 	if _, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		all, leased = p.ZCard(ctx, r.q), p.HLen(ctx, r.leases)
 		return nil
 	}); err != nil {
-		return c, errors.Join(storage.ErrUnavailable, err)
+		return storage.Counts{}, errors.Join(storage.ErrUnavailable, err)
 	}
-	c.Queued, c.InFlight = int(all.Val()-leased.Val()), int(leased.Val())
+	return storage.Counts{Queued: int(all.Val() - leased.Val()), InFlight: int(leased.Val())}, nil
+}
+
+// byLane is c under AllLanes, or nothing for an empty queue.
+func byLane(c storage.Counts) map[string]storage.Counts {
+	if c == (storage.Counts{}) {
+		return map[string]storage.Counts{}
+	}
+	return map[string]storage.Counts{AllLanes: c}
+}
+
+// Counts implements storage.Operations: the queue's sizes from Redis, the
+// DLQ's from the wrapped store.
+func (r *RedisQueue) Counts(ctx context.Context) (storage.Counts, error) {
+	c, err := r.Store.Counts(ctx)
+	if err != nil {
+		return c, err
+	}
+	q, err := r.sizes(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.Queued, c.InFlight = q.Queued, q.InFlight
 	return c, nil
 }
 
-// QueueBySource implements storage.Operations: nothing by source.
-func (r *RedisQueue) QueueBySource(context.Context) (map[string]storage.Counts, error) {
-	return map[string]storage.Counts{}, nil
+// QueueBySource implements storage.Operations: every job under AllLanes.
+func (r *RedisQueue) QueueBySource(ctx context.Context) (map[string]storage.Counts, error) {
+	return r.QueueByLane(ctx)
 }
 
-// QueueByLane implements storage.Operations: nothing by lane.
-func (r *RedisQueue) QueueByLane(context.Context) (map[string]storage.Counts, error) {
-	return map[string]storage.Counts{}, nil
+// QueueByLane implements storage.Operations: every job under AllLanes.
+func (r *RedisQueue) QueueByLane(ctx context.Context) (map[string]storage.Counts, error) {
+	q, err := r.sizes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return byLane(q), nil
 }
 
-// QueueHeads implements storage.Operations: nothing by lane.
-func (r *RedisQueue) QueueHeads(context.Context) (map[string]time.Time, error) {
-	return map[string]time.Time{}, nil
+// QueueHeads implements storage.Operations: the earliest due job (or
+// lease's end) under AllLanes.
+func (r *RedisQueue) QueueHeads(ctx context.Context) (map[string]time.Time, error) {
+	due, ok, err := r.NextDue(ctx, nil)
+	if err != nil || !ok {
+		return map[string]time.Time{}, err
+	}
+	return map[string]time.Time{AllLanes: due}, nil
 }
 
-// Close stops the finishes and closes the wrapped store.
+// Close stops the finishes and closes the wrapped store (not the Redis
+// client).
 func (r *RedisQueue) Close() error {
 	r.finishes.Close()
 	return r.Store.Close()
 }
+
+// Interface guards
+var _ storage.Store = (*RedisQueue)(nil)

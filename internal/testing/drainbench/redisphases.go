@@ -19,9 +19,11 @@ import (
 // enqueued by 32 goroutines (fillBacklog: enqueue-µs/job); then all
 // leased, 45 at a time (what a dispatcher's lease holds in Benchmark:
 // lease-µs/job); then all finished delivered by Workers workers
-// (finish-µs/job). Each is the time of the scripts (commands they call
-// included) and of the commands sent alone, from the server's INFO
-// commandstats, over n.
+// (finish-µs/job). Each is, from the server's INFO commandstats, over n,
+// the time of the scripts (the commands they call included) or, in a
+// phase that ran no script, of the commands: INFO counts a script's
+// commands apart too, and cannot tell them from commands sent alone (a
+// phase's few reads outside its scripts are left out).
 func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient), n int) {
 	body := make([]byte, 1024)
 	for b.Loop() {
