@@ -24,9 +24,9 @@ func init() {
 // the queue is kept in memory (package ceiling), or in Redis with the
 // least work a Redis queue needs (ceiling.RedisQueue), in front of an
 // embedded store, which keeps the rest (DLQ, stats, pauses). Events kept
-// in memory are lost when Caddy stops. It exists only in a Caddy built with the build tag
-// hookline_ceiling (scripts/bench/run CEILING=...). Caddyfile syntax: see
-// UnmarshalCaddyfile.
+// in memory are lost when Caddy stops. It exists only in a Caddy built
+// with the build tag hookline_ceiling (scripts/bench/run CEILING=...).
+// Caddyfile syntax: see UnmarshalCaddyfile.
 type CeilingStorage struct {
 	// Path of the embedded store's file behind the queue.
 	Path string `json:"path,omitempty"`

@@ -123,6 +123,7 @@ type leaseCounter struct {
 	leases, leased atomic.Int64
 }
 
+// Lease counts the lease and its jobs.
 func (c *leaseCounter) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
 	jobs, err := c.Store.Lease(ctx, now, n, lease, gate)
 	c.leases.Add(1)
@@ -130,6 +131,7 @@ func (c *leaseCounter) Lease(ctx context.Context, now time.Time, n int, lease ti
 	return jobs, err
 }
 
+// LeaseNamed counts the lease and its jobs.
 func (c *leaseCounter) LeaseNamed(ctx context.Context, now time.Time, cands []storage.Candidate, lease time.Duration) ([]*storage.Job, error) {
 	jobs, err := c.Store.LeaseNamed(ctx, now, cands, lease)
 	c.leases.Add(1)
