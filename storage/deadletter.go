@@ -53,6 +53,21 @@ func CheckRetryEvent(st Status) error {
 	return ErrConflict
 }
 
+// RetryEvent is the job a DLQ retry of entry e re-enqueues: the event of
+// its stored record (nil: gone past retention, rebuilt by EventOfEntry),
+// with the entry's own copy of the payload (OwnEntryPayload), back in its
+// source's lane rather than a replay's. Whatever else the record held is
+// kept: its claim (Dedupe), trace, and tenant's own lane (Apart).
+func RetryEvent(stored *Event, e *DLQEntry) Event {
+	ev := EventOfEntry(e)
+	if stored != nil {
+		ev = *stored
+	}
+	OwnEntryPayload(&ev, e)
+	ev.Replay = false
+	return ev
+}
+
 // EventOfEntry rebuilds the event a DLQ entry holds, for a retry whose
 // event record is gone (past retention). An event without a provider id
 // carries its internal id as event id, and was never deduplicated.

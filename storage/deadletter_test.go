@@ -89,3 +89,25 @@ func TestEventOfEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryEvent: a retry re-enqueues the stored record's event with the
+// entry's copy of the payload, out of any replay lane, keeping what the
+// record alone holds; without a record, the entry's event.
+func TestRetryEvent(t *testing.T) {
+	e := &DLQEntry{ID: "01a", EventID: "evt_1", Source: "shop", Tenant: "b.myshopify.com",
+		Payload: []byte(`{"entry":1}`), Headers: map[string][]string{"X-A": {"entry"}}}
+	stored := &Event{ID: "01a", EventID: "evt_1", Dedupe: true, Source: "shop", Tenant: "b.myshopify.com",
+		Trace: "00-abc-def-01", Apart: true, Replay: true, SharedPayload: true}
+	ev := RetryEvent(stored, e)
+	if !ev.Apart || ev.Trace != stored.Trace || !ev.Dedupe || ev.Replay || ev.SharedPayload ||
+		string(ev.Body) != `{"entry":1}` || ev.Headers.Get("X-A") != "entry" {
+		t.Errorf("RetryEvent of a stored record = %+v", ev)
+	}
+	if !stored.Replay || !stored.SharedPayload || stored.Body != nil {
+		t.Errorf("RetryEvent changed the stored record: %+v", stored)
+	}
+	gone := RetryEvent(nil, e)
+	if gone.Apart || gone.Trace != "" || gone.ID != "01a" || !gone.Dedupe || string(gone.Body) != `{"entry":1}` {
+		t.Errorf("RetryEvent without a record = %+v, want the entry's event", gone)
+	}
+}

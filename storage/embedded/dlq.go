@@ -116,6 +116,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		if err != nil {
 			return err
 		}
+		var stored *storage.Event
 		if rec != nil {
 			if err := storage.CheckRetryEvent(rec.Status); err != nil {
 				return err
@@ -123,11 +124,11 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 			if err := tx.Bucket(bDone).Delete(timeKey(rec.FinishedAt, []byte(id))); err != nil {
 				return err
 			}
+			stored = &rec.Event
 		} else {
-			rec = &record{Job: storage.Job{Event: storage.EventOfEntry(e)}}
+			rec = &record{}
 		}
-		storage.OwnEntryPayload(&rec.Event, e)
-		rec.Replay = false // a retried event goes back to its source's lane, as EventOfEntry's does
+		rec.Event = storage.RetryEvent(stored, e)
 		rec.Attempts = e.Attempts
 		rec.RoundStart = len(e.Attempts)
 		rec.Status = storage.StatusQueued

@@ -182,18 +182,13 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	if err := e.Transition(storage.DLQRetried, "", now); err != nil {
 		return err
 	}
-	// the stored event with the entry's copy of the payload, as the
-	// embedded store retries its record (its claim, trace, and tenant's own
-	// lane kept: storage.Event.Apart); the entry's event when the record
-	// is gone
-	ev := storage.EventOfEntry(e)
+	var stored *storage.Event
 	if h, err := s.getEvent(ctx, p, id); err != nil {
 		return unavailable(err)
 	} else if h != nil {
-		ev = h.ev
-		storage.OwnEntryPayload(&ev, e)
-		ev.Replay = false // back to its source's lane, as EventOfEntry's
+		stored = &h.ev
 	}
+	ev := storage.RetryEvent(stored, e)
 	evJSON, _ := json.Marshal(ev)
 	attJSON, _ := json.Marshal(e.Attempts)
 	entryJSON, _ := json.Marshal(e)
