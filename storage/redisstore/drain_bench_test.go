@@ -19,18 +19,20 @@ import (
 func BenchmarkDrain100k(b *testing.B) {
 	const backlog = 100_000
 	srv := redistest.Start(b)
-	var m *redistest.CPUMeter
+	var m redistest.CPUMeter
 	drainbench.Benchmark(b, func() storage.Store {
-		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
-		m = redistest.NewCPUMeter(c)
-		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
-	}, backlog, func(b *testing.B, start bool) {
-		if start {
-			m.Start(b)
-		} else {
-			m.Stop(b, backlog)
-		}
-	})
+		st, c := openStore(srv.Addr)
+		m.Client = c
+		return st
+	}, backlog, m.Around(backlog))
+}
+
+// openStore opens a Redis store on the server at addr, under keys of a
+// fresh prefix, with the pool the dispatcher's workers need: the store
+// and its client.
+func openStore(addr string) (storage.Store, redis.UniversalClient) {
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{addr}, PoolSize: 64})
+	return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()}), c
 }
 
 // BenchmarkScriptCost tells where redis-server's time goes for each job
@@ -39,8 +41,5 @@ func BenchmarkDrain100k(b *testing.B) {
 //	go test -run '^$' -bench ScriptCost -benchtime 1x ./storage/redisstore/ ./internal/testing/ceiling/
 func BenchmarkScriptCost(b *testing.B) {
 	srv := redistest.Start(b)
-	drainbench.RedisPhases(b, func() (storage.Store, redis.UniversalClient) {
-		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, PoolSize: 64})
-		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()}), c
-	}, 20_000)
+	drainbench.RedisPhases(b, func() (storage.Store, redis.UniversalClient) { return openStore(srv.Addr) }, 20_000)
 }

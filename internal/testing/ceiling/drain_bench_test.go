@@ -53,35 +53,39 @@ func BenchmarkDrain100k(b *testing.B) {
 	}
 }
 
-// BenchmarkRedisDrain100k is storage/redisstore's BenchmarkDrain100k (redis-server's CPU too) with
-// the least queue any Redis store needs (RedisQueue): against the Redis
-// store's run it tells what of the drain's time is Redis's own and what
-// is the store's layout.
+// BenchmarkRedisDrain100k is storage/redisstore's BenchmarkDrain100k
+// (redis-server's CPU too) with the least queue any Redis store needs
+// (RedisQueue): against the Redis store's run it tells what of the
+// drain's time is Redis's own and what is the store's layout.
 //
 //	go test -run '^$' -bench RedisDrain100k -benchtime 1x ./internal/testing/ceiling/
 func BenchmarkRedisDrain100k(b *testing.B) {
 	const backlog = 100_000
-	srv := redistest.Start(b)
+	open := redisQueues(b, redistest.Start(b).Addr)
+	var m redistest.CPUMeter
+	drainbench.Benchmark(b, func() storage.Store {
+		q, c := open()
+		m.Client = c
+		return q
+	}, backlog, m.Around(backlog))
+}
+
+// redisQueues opens, at each call, a RedisQueue on the redis-server at
+// addr (keys of a fresh prefix) in front of a fresh embedded store: the
+// queue and its client, closed at the end of b.
+func redisQueues(b *testing.B, addr string) func() (storage.Store, redis.UniversalClient) {
 	dir := b.TempDir()
 	runs := 0
-	var m *redistest.CPUMeter
-	drainbench.Benchmark(b, func() storage.Store {
+	return func() (storage.Store, redis.UniversalClient) {
 		runs++
-		st, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("drain%d.db", runs)), embedded.Options{})
+		st, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("queue%d.db", runs)), embedded.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		rc := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+		rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 		b.Cleanup(func() { _ = rc.Close() })
-		m = redistest.NewCPUMeter(rc)
-		return ceiling.WrapRedis(st, rc, redistest.Prefix())
-	}, backlog, func(b *testing.B, start bool) {
-		if start {
-			m.Start(b)
-		} else {
-			m.Stop(b, backlog)
-		}
-	})
+		return ceiling.WrapRedis(st, rc, redistest.Prefix()), rc
+	}
 }
 
 // BenchmarkRedisScriptCost is storage/redisstore's BenchmarkScriptCost
@@ -90,17 +94,5 @@ func BenchmarkRedisDrain100k(b *testing.B) {
 //
 //	go test -run '^$' -bench ScriptCost -benchtime 1x ./storage/redisstore/ ./internal/testing/ceiling/
 func BenchmarkRedisScriptCost(b *testing.B) {
-	srv := redistest.Start(b)
-	dir := b.TempDir()
-	runs := 0
-	drainbench.RedisPhases(b, func() (storage.Store, redis.UniversalClient) {
-		runs++
-		st, err := embedded.Open(filepath.Join(dir, fmt.Sprintf("phases%d.db", runs)), embedded.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		rc := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
-		b.Cleanup(func() { _ = rc.Close() })
-		return ceiling.WrapRedis(st, rc, redistest.Prefix()), rc
-	}, 20_000)
+	drainbench.RedisPhases(b, redisQueues(b, redistest.Start(b).Addr), 20_000)
 }

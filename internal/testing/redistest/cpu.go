@@ -14,23 +14,34 @@ import (
 // reports its CPU per job (redis-cpu-µs/job) and logs, with -v, what each
 // command cost per job.
 type CPUMeter struct {
-	c     redis.UniversalClient
-	start float64
+	// Client reaches the server measured; it may be set anew for each
+	// measurement.
+	Client redis.UniversalClient
+	start  float64
 }
-
-// NewCPUMeter measures the server c talks to.
-func NewCPUMeter(c redis.UniversalClient) *CPUMeter { return &CPUMeter{c: c} }
 
 // Start begins a measurement.
 func (m *CPUMeter) Start(b *testing.B) {
-	m.start = cpuSeconds(b, m.c)
-	_ = m.c.ConfigResetStat(context.Background()).Err()
+	m.start = cpuSeconds(b, m.Client)
+	_ = m.Client.ConfigResetStat(context.Background()).Err()
 }
 
 // Stop ends it, for jobs jobs.
 func (m *CPUMeter) Stop(b *testing.B, jobs int) {
-	b.ReportMetric((cpuSeconds(b, m.c)-m.start)/float64(jobs)*1e6, "redis-cpu-µs/job")
-	logCommands(b, m.c, jobs)
+	b.ReportMetric((cpuSeconds(b, m.Client)-m.start)/float64(jobs)*1e6, "redis-cpu-µs/job")
+	logCommands(b, m.Client, jobs)
+}
+
+// Around is Start (start true) and Stop for jobs jobs, in the form of
+// drainbench.Benchmark's around.
+func (m *CPUMeter) Around(jobs int) func(b *testing.B, start bool) {
+	return func(b *testing.B, start bool) {
+		if start {
+			m.Start(b)
+		} else {
+			m.Stop(b, jobs)
+		}
+	}
 }
 
 // cpuSeconds is the CPU time (user and system) redis-server has used
