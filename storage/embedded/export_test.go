@@ -329,3 +329,24 @@ func (s *Store) PauseKeysForTest() (plain, tenants []string, err error) {
 	})
 	return plain, tenants, err
 }
+
+// PutDueKeyForTest adds a due key of job id in lane at due to the queue
+// (counted, as a queued job's is) without touching the job's record: an
+// index key its record does not name.
+func (s *Store) PutDueKeyForTest(lane string, due time.Time, id string) error {
+	return s.db.Update(func(tx *kv.Tx) error { return queuePut(tx, dueKey(lane, due, []byte(id))) })
+}
+
+// DueKeysForTest is the queue's due keys of job id, as "lane@unixnano".
+func (s *Store) DueKeysForTest(id string) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *kv.Tx) error {
+		return tx.Bucket(bQueue).ForEach(func(k, _ []byte) error {
+			if lane, due, kid, ok := splitDueKey(k); ok && string(kid) == id {
+				out = append(out, fmt.Sprintf("%s@%d", lane, due.UnixNano()))
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,22 +65,25 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 	}
 	// read the jobs taken in a transaction begun after taking them: a job
 	// whose outcome a Finish committed since the candidates were read
-	// (its lease dropped just before this one was taken) has lost its due
-	// key, and is not handed out again
+	// (its lease dropped just before this one was taken) is no longer
+	// queued at the candidate's due key, and is not handed out again. A
+	// record queued at that key says the key is there (they are written
+	// together): only a record that is not is looked for in the index
 	var jobs []*storage.Job
 	var broken []taken // unreadable, or an orphan index key: fixed in a write
 	err := s.view(func(tx *kv.Tx) error {
 		queue := tx.Bucket(bQueue)
 		for _, c := range took {
 			id := []byte(c.ID)
-			if !hasKey(queue, dueKey(c.Lane, c.Due, id)) {
-				s.leases.drop(c.ID, c.token)
-				continue
-			}
+			k := dueKey(c.Lane, c.Due, id)
 			raw := tx.Bucket(bEvents).Get(id)
 			rec, err := decodeRecord(id, raw)
-			if err != nil || rec == nil {
-				broken = append(broken, c)
+			if err != nil || !queuedAt(rec, id, k) {
+				if hasKey(queue, k) {
+					broken = append(broken, c)
+				} else {
+					s.leases.drop(c.ID, c.token) // settled meanwhile
+				}
 				continue
 			}
 			// the payload of a job sharing its event's, joined to what is handed out
@@ -121,16 +125,16 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 }
 
 // dropBroken takes out of the queue the job of candidate c (leased by the
-// caller) that a lease could not hand out: an index key with no record is
-// deleted; an unreadable record (or payload) goes to the DLQ, not back at
-// every lease (poison).
+// caller) that a lease could not hand out: an index key with no record,
+// or with a record not queued at it, is deleted; an unreadable record (or
+// payload) goes to the DLQ, not back at every lease (poison).
 func (s *Store) dropBroken(tx *kv.Tx, c storage.Candidate) error {
 	id, k := []byte(c.ID), dueKey(c.Lane, c.Due, []byte(c.ID))
 	if !hasKey(tx.Bucket(bQueue), k) {
 		return nil // settled meanwhile
 	}
 	rec, cause := getRecord(tx, id)
-	if cause == nil && rec != nil {
+	if cause == nil && queuedAt(rec, id, k) {
 		leased := rec.Event
 		if cause = joinPayload(tx, &leased); cause == nil {
 			return nil // readable now (rekeyed meanwhile): leased again later
@@ -143,6 +147,14 @@ func (s *Store) dropBroken(tx *kv.Tx, c storage.Candidate) error {
 		return nil
 	}
 	return poison(tx, c.Lane, id, cause, s.now())
+}
+
+// queuedAt reports whether rec (nil: none), job id's record, is a queued
+// job whose due key is k. A record and its due key are written in one
+// transaction, so a record queued at k means k is in the index.
+func queuedAt(rec *record, id, k []byte) bool {
+	return rec != nil && rec.Status == storage.StatusQueued && !rec.Due.IsZero() &&
+		bytes.Equal(dueKey(storage.LaneOf(&rec.Event), rec.Due, id), k)
 }
 
 // leased reports the jobs under lease at now, for the index walks.
@@ -221,18 +233,20 @@ func (s *Store) Finish(ctx context.Context, job *storage.Job, out storage.Outcom
 		if !ok {
 			return storage.ErrLeaseLost
 		}
-		rec, err := read.current(tx, id)
+		rec, same, err := read.current(tx, id)
 		if err != nil {
 			return err
 		}
 		// leased, a job is queued with its due key: anything else means
 		// it was settled meanwhile (erased, or finished under a lease that
-		// had run out)
+		// had run out). The record as the lease read it (same) is queued
+		// at its due key (Lease checked it): only a record that changed
+		// since is looked for in the index
 		if rec == nil || rec.Status != storage.StatusQueued || rec.Due.IsZero() {
 			return storage.ErrLeaseLost
 		}
 		k := dueKey(storage.LaneOf(&rec.Event), rec.Due, id)
-		if !hasKey(tx.Bucket(bQueue), k) {
+		if !same && !hasKey(tx.Bucket(bQueue), k) {
 			return storage.ErrLeaseLost
 		}
 		if err := queueRemove(tx, k); err != nil {

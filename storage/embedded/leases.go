@@ -58,17 +58,18 @@ type leasedRecord struct {
 }
 
 // current is the job's record (id) as stored in tx: a copy of the one read
-// at lease when the stored bytes are still those, else decoded again
-// (nil: none).
-func (r *leasedRecord) current(tx *kv.Tx, id []byte) (*record, error) {
+// at lease when the stored bytes are still those (same), else decoded
+// again (nil: none).
+func (r *leasedRecord) current(tx *kv.Tx, id []byte) (rec *record, same bool, err error) {
 	if r != nil {
 		if v := tx.Bucket(bEvents).Get(id); v != nil && bytes.Equal(v, r.raw) {
 			rec := r.rec
 			rec.Attempts = slices.Clone(rec.Attempts) // Finish appends to it
-			return &rec, nil
+			return &rec, true, nil
 		}
 	}
-	return getRecord(tx, id)
+	rec, err = getRecord(tx, id)
+	return rec, false, err
 }
 
 func newLeases() *leases { return &leases{m: map[string]leaseEntry{}, sweepAt: minSweep} }

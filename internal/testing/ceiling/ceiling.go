@@ -18,8 +18,9 @@
 // doing the least work any Redis queue must: the Redis store's ceiling.
 //
 // Store keeps nothing across a restart (the journal is written, never read),
-// ignores the gate (pauses, paces and caps), order keys and the end of a
-// lease, and drops a job finished dead instead of filing a DLQ entry.
+// ignores order keys, the end of a lease and the gate but for a hold of
+// every lane it has jobs of (hold.go), and drops a job finished dead
+// instead of filing a DLQ entry.
 package ceiling
 
 import (
@@ -61,6 +62,7 @@ type Store struct {
 	due    dueHeap                   // queued jobs, earliest due first
 	claims map[string]claim          // by claim key
 	seq    uint64                    // orders jobs due at the same time by arrival
+	seen   lanesSeen                 // for a hold of every lane
 
 	journal  *os.File
 	events   *groupcommit.Batcher[[]byte, struct{}] // synced appends
@@ -190,6 +192,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 		s.seq++
 		e := &entry{job: storage.Job{Event: jobs[i]}, due: now, seq: s.seq}
 		e.lane = storage.LaneOf(&e.job.Event)
+		s.seen.add(e.lane)
 		s.jobs[e.job.ID] = e
 		heap.Push(&s.due, e)
 		s.move(e.lane, 1, 0)
@@ -212,8 +215,11 @@ func (s *Store) take(e *entry, now time.Time, lease time.Duration) *storage.Job 
 }
 
 // Lease implements storage.Queue: up to n jobs due at or before now,
-// earliest first. The gate is not consulted.
-func (s *Store) Lease(_ context.Context, now time.Time, n int, lease time.Duration, _ *storage.Gate) ([]*storage.Job, error) {
+// earliest first, none while the gate holds every lane seen.
+func (s *Store) Lease(_ context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
+	if s.seen.held(gate) {
+		return nil, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*storage.Job
@@ -236,8 +242,12 @@ func (s *Store) LeaseNamed(_ context.Context, now time.Time, cands []storage.Can
 	return out, nil
 }
 
-// NextDue implements storage.Queue. The gate is not consulted.
-func (s *Store) NextDue(context.Context, *storage.Gate) (time.Time, bool, error) {
+// NextDue implements storage.Queue: nothing while the gate holds every
+// lane seen.
+func (s *Store) NextDue(_ context.Context, gate *storage.Gate) (time.Time, bool, error) {
+	if s.seen.held(gate) {
+		return time.Time{}, false, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.due) == 0 {

@@ -223,3 +223,41 @@ func TestJournal(t *testing.T) {
 		})
 	}
 }
+
+// TestHold: both queues lease nothing, and report nothing due, while the
+// gate skips every lane they were given jobs of (HELD=1 of the load run);
+// a gate that skips only some of them holds nothing.
+func TestHold(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testHold(t, open(t, ceiling.Options{})) })
+	t.Run("redis", func(t *testing.T) { testHold(t, openRedis(t)) })
+}
+
+func testHold(t *testing.T, c storage.Store) {
+	ctx := t.Context()
+	until := time.Now().Add(time.Hour)
+	gate := &storage.Gate{Skip: map[string]bool{"src": true}}
+	if jobs, err := c.Lease(ctx, time.Now(), 10, time.Minute, gate); err != nil || len(jobs) != 0 {
+		t.Fatalf("Lease of an empty queue: %d jobs, %v", len(jobs), err)
+	}
+	if _, err := c.Enqueue(ctx, event("e1", "evt_1"), until); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := c.Lease(ctx, time.Now(), 10, time.Minute, gate); err != nil || len(jobs) != 0 {
+		t.Errorf("Lease with the only lane skipped: %d jobs, %v; want none", len(jobs), err)
+	}
+	if _, ok, err := c.NextDue(ctx, gate); err != nil || ok {
+		t.Errorf("NextDue with the only lane skipped: due %v, %v; want nothing", ok, err)
+	}
+	if _, ok, err := c.NextDue(ctx, nil); err != nil || !ok {
+		t.Errorf("NextDue with no gate: due %v, %v; want the job", ok, err)
+	}
+	other := event("e2", "evt_2")
+	other.Source = "other"
+	if _, err := c.Enqueue(ctx, other, until); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.Lease(ctx, time.Now(), 10, time.Minute, gate)
+	if err != nil || len(jobs) != 2 {
+		t.Errorf("Lease with one lane of two skipped: %d jobs, %v; want both (only a hold of every lane holds)", len(jobs), err)
+	}
+}

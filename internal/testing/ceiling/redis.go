@@ -22,7 +22,8 @@ import (
 // hashes, its due time in one sorted set, its lease token in a hash, and a
 // finished job's time in a sorted set. An enqueue is one script of five
 // commands (the claim read and written, the payload, the job, its due
-// time). A lease is one script of six commands whatever the number of
+// time), the scripts of concurrent enqueues sent in one pipeline, as the
+// Redis store sends its own. A lease is one script of six commands whatever the number of
 // jobs it takes (the due jobs found, moved to the lease's end, their
 // tokens written, their events, attempts and payloads read); the finishes
 // of concurrent workers share one script of at most six commands (the
@@ -33,8 +34,9 @@ import (
 // retention are not counted either.
 //
 // Everything else (the DLQ, lookups, stats, pauses) goes to the wrapped
-// store. It ignores the gate and order keys, and marks a job finished
-// dead done, without a DLQ entry.
+// store. It ignores order keys and the gate but for a hold of every lane
+// it has been given jobs of (hold.go), and marks a job finished dead done,
+// without a DLQ entry.
 type RedisQueue struct {
 	storage.Store
 
@@ -46,7 +48,15 @@ type RedisQueue struct {
 	leases   string // hash: job id -> lease token
 	done     string // sorted set: job id -> finished ms
 	claims   string // key prefix of the events' claims
+	enqueues *groupcommit.Batcher[enqueueReq, []any]
 	finishes *groupcommit.Batcher[finishReq, bool]
+	seen     lanesSeen // by this process, for a hold of every lane
+}
+
+// enqueueReq is one event's call of the enqueue script.
+type enqueueReq struct {
+	keys []string
+	args []any
 }
 
 // finishReq is one job's outcome for the finish script.
@@ -61,6 +71,7 @@ type finishReq struct {
 func WrapRedis(st storage.Store, c redis.UniversalClient, prefix string) *RedisQueue {
 	k := "{" + prefix + "}:"
 	r := &RedisQueue{Store: st, c: c, q: k + "q", jobs: k + "jobs", payloads: k + "payloads", att: k + "att", leases: k + "leases", done: k + "done", claims: k + "claim:"}
+	r.enqueues = groupcommit.New(r.enqueueRound, groupcommit.Options[enqueueReq]{MaxBatch: 128})
 	r.finishes = groupcommit.New(r.finishRound, groupcommit.Options[finishReq]{MaxBatch: 128})
 	return r
 }
@@ -98,6 +109,9 @@ func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil
 		window = max(dedupeUntil.Sub(now).Milliseconds(), 1)
 	}
 	payload := storage.SharePayload(jobs, true)
+	for i := range jobs {
+		r.seen.add(storage.LaneOf(&jobs[i]))
+	}
 	args := []any{window, ev.ID, now.UnixMilli(), storage.PayloadID(jobs[0].ID), payload}
 	for i := range jobs {
 		b, err := json.Marshal(&jobs[i])
@@ -107,7 +121,7 @@ func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil
 		args = append(args, jobs[i].ID, b)
 	}
 	claim := r.claims + storage.ClaimKey(ev.Source, ev.EventID)
-	v, err := redisEnqueue.Run(ctx, r.c, []string{claim, r.q, r.jobs, r.payloads}, args...).Slice()
+	v, err := r.enqueues.Do(ctx, enqueueReq{keys: []string{claim, r.q, r.jobs, r.payloads}, args: args})
 	if err != nil {
 		return storage.EnqueueResult{}, errors.Join(storage.ErrUnavailable, err)
 	}
@@ -118,6 +132,36 @@ func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil
 			DedupeUntil: now.Add(time.Duration(left) * time.Millisecond)}, nil
 	}
 	return storage.EnqueueResult{ID: ev.ID, Status: storage.StatusQueued, Due: storage.NamedDue(jobs, now, 0)}, nil
+}
+
+// enqueueRound sends a round of concurrent enqueues in one pipeline (one
+// round trip), as the Redis store batches its own.
+func (r *RedisQueue) enqueueRound(round []*groupcommit.Call[enqueueReq, []any]) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run := func() ([]*redis.Cmd, error) {
+		cmds := make([]*redis.Cmd, len(round))
+		_, err := r.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, c := range round {
+				cmds[i] = redisEnqueue.EvalSha(ctx, pipe, c.Req.keys, c.Req.args...)
+			}
+			return nil
+		})
+		return cmds, err
+	}
+	cmds, err := run()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // not loaded yet, or flushed
+		if err = redisEnqueue.Load(ctx, r.c).Err(); err == nil {
+			cmds, err = run()
+		}
+	}
+	for i, c := range round {
+		if err != nil && cmds[i].Err() == nil {
+			c.Answer(nil, err)
+			continue
+		}
+		c.Answer(cmds[i].Slice())
+	}
 }
 
 // redisLease leases up to n due jobs, earliest first, or those of the
@@ -159,9 +203,10 @@ return {ids, redis.call('HMGET', KEYS[3], unpack(ids)), redis.call('HMGET', KEYS
 const maxLease = 4000
 
 // Lease implements storage.Queue: up to n jobs (at most maxLease) due at
-// or before now, earliest first. The gate is not consulted.
-func (r *RedisQueue) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, _ *storage.Gate) ([]*storage.Job, error) {
-	if n <= 0 {
+// or before now, earliest first, none while the gate holds every lane
+// seen.
+func (r *RedisQueue) Lease(ctx context.Context, now time.Time, n int, lease time.Duration, gate *storage.Gate) ([]*storage.Job, error) {
+	if n <= 0 || r.seen.held(gate) {
 		return nil, nil
 	}
 	return r.lease(ctx, now, lease, min(n, maxLease))
@@ -224,8 +269,12 @@ func (r *RedisQueue) LeaseNamed(ctx context.Context, now time.Time, cands []stor
 	return r.lease(ctx, now, lease, len(named), named...)
 }
 
-// NextDue implements storage.Queue. The gate is not consulted.
-func (r *RedisQueue) NextDue(ctx context.Context, _ *storage.Gate) (time.Time, bool, error) {
+// NextDue implements storage.Queue: nothing while the gate holds every
+// lane seen.
+func (r *RedisQueue) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, bool, error) {
+	if r.seen.held(gate) {
+		return time.Time{}, false, nil
+	}
 	z, err := r.c.ZRangeWithScores(ctx, r.q, 0, 0).Result()
 	if err != nil {
 		return time.Time{}, false, errors.Join(storage.ErrUnavailable, err)
@@ -397,6 +446,7 @@ func (r *RedisQueue) QueueHeads(ctx context.Context) (map[string]time.Time, erro
 // Close stops the finishes and closes the wrapped store (not the Redis
 // client).
 func (r *RedisQueue) Close() error {
+	r.enqueues.Close()
 	r.finishes.Close()
 	return r.Store.Close()
 }
