@@ -337,6 +337,12 @@ func (s *Store) PutDueKeyForTest(lane string, due time.Time, id string) error {
 	return s.db.Update(func(tx *kv.Tx) error { return queuePut(tx, dueKey(lane, due, []byte(id))) })
 }
 
+// DeleteDueKeyForTest removes the due key of job id in lane at due from
+// the queue (and its count) without touching the job's record.
+func (s *Store) DeleteDueKeyForTest(lane string, due time.Time, id string) error {
+	return s.db.Update(func(tx *kv.Tx) error { return queueDelete(tx, dueKey(lane, due, []byte(id))) })
+}
+
 // DueKeysForTest is the queue's due keys of job id, as "lane@unixnano".
 func (s *Store) DueKeysForTest(id string) ([]string, error) {
 	var out []string

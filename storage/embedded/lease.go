@@ -126,8 +126,9 @@ func (s *Store) leaseTaken(ctx context.Context, now time.Time, picked []storage.
 
 // dropBroken takes out of the queue the job of candidate c (leased by the
 // caller) that a lease could not hand out: an index key with no record,
-// or with a record not queued at it, is deleted; an unreadable record (or
-// payload) goes to the DLQ, not back at every lease (poison).
+// or with a record not queued at it, is deleted (a queued record's own
+// key put, if it was missing); an unreadable record (or payload) goes to
+// the DLQ, not back at every lease (poison).
 func (s *Store) dropBroken(tx *kv.Tx, c storage.Candidate) error {
 	id, k := []byte(c.ID), dueKey(c.Lane, c.Due, []byte(c.ID))
 	if !hasKey(tx.Bucket(bQueue), k) {
@@ -143,7 +144,13 @@ func (s *Store) dropBroken(tx *kv.Tx, c storage.Candidate) error {
 	if err := queueRemove(tx, k); err != nil {
 		return err
 	}
-	if cause == nil { // an orphan index key
+	if cause == nil { // an index key its record does not name
+		if rec != nil && rec.Status == storage.StatusQueued && !rec.Due.IsZero() {
+			// the record's own key, which a build that kept it elsewhere
+			// (older, or newer, then downgraded) may have left out: the
+			// job is still to deliver
+			return putDue(tx, rec)
+		}
 		return nil
 	}
 	return poison(tx, c.Lane, id, cause, s.now())

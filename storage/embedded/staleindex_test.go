@@ -79,6 +79,48 @@ func TestLeaseIndexKeyNotItsRecords(t *testing.T) {
 	}
 }
 
+// TestLeaseStaleKeyOnly: a job whose only index key is one its record
+// does not name (its own lost, as a build keeping it under another lane
+// could leave it) is not lost when a lease drops that key: its own key is
+// put back, and the job is handed out once it is due, then delivered.
+func TestLeaseStaleKeyOnly(t *testing.T) {
+	ctx := t.Context()
+	s := openStore(t, filepath.Join(t.TempDir(), "hookline.db"))
+	res, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_lost_key"), time.Now().Add(time.Hour))
+	if err != nil || len(res.Due) != 1 {
+		t.Fatalf("Enqueue: %+v, %v", res, err)
+	}
+	own := res.Due[0]
+	stale := own.Due.Add(-time.Minute)
+	if err := s.PutDueKeyForTest(own.Lane, stale, own.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteDueKeyForTest(own.Lane, own.Due, own.ID); err != nil {
+		t.Fatal(err)
+	}
+	// due at the stale key's time, not yet at the job's own
+	if jobs, err := s.Lease(ctx, stale, 10, time.Minute, nil); err != nil || len(jobs) != 0 {
+		t.Fatalf("Lease at the stale key's time: %d jobs, %v; want none", len(jobs), err)
+	}
+	want := []string{fmt.Sprintf("%s@%d", own.Lane, own.Due.UnixNano())}
+	if k, err := s.DueKeysForTest(own.ID); err != nil || !slices.Equal(k, want) {
+		t.Fatalf("due keys after the lease: %v, %v; want the job's own %v", k, err, want)
+	}
+	if c, err := s.Counts(ctx); err != nil || c.Queued != 1 {
+		t.Fatalf("counts: %+v, %v; want one queued", c, err)
+	}
+	jobs, err := s.Lease(ctx, own.Due, 10, time.Minute, nil)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != own.ID {
+		t.Fatalf("Lease once due: %d jobs, %v; want %s", len(jobs), err, own.ID)
+	}
+	if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}); err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	if c, err := s.Counts(ctx); err != nil || c.Queued != 0 || c.InFlight != 0 {
+		t.Errorf("counts once delivered: %+v, %v; want nothing queued or in flight", c, err)
+	}
+}
+
 // TestLeaseNamedSettledMeanwhile: a candidate whose job was delivered
 // since it was read (its record no longer queued at its key) is not handed
 // out: the job reads delivered.

@@ -19,8 +19,8 @@
 //
 // Store keeps nothing across a restart (the journal is written, never read),
 // ignores order keys, the end of a lease and the gate but for a hold of
-// every lane it has jobs of (hold.go), and drops a job finished dead
-// instead of filing a DLQ entry.
+// every lane it has ever been given jobs of (hold.go), and drops a job
+// finished dead instead of filing a DLQ entry.
 package ceiling
 
 import (

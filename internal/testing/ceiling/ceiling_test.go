@@ -3,8 +3,10 @@ package ceiling_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +46,13 @@ func event(id, eventID string) *storage.Event {
 // embedded store.
 func openRedis(t *testing.T) *ceiling.RedisQueue {
 	t.Helper()
+	r, _ := openRedisClient(t)
+	return r
+}
+
+// openRedisClient is openRedis, with the queue's client.
+func openRedisClient(t *testing.T) (*ceiling.RedisQueue, *redis.Client) {
+	t.Helper()
 	srv := redistest.Start(t)
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = rc.Close() })
@@ -57,7 +66,48 @@ func openRedis(t *testing.T) *ceiling.RedisQueue {
 			t.Error(err)
 		}
 	})
-	return r
+	return r, rc
+}
+
+// TestRedisScriptLost: concurrent enqueues sent after the server lost its
+// scripts (a restart, SCRIPT FLUSH) each run once: the refused ones are
+// sent again after the script is loaded, and every caller gets its own
+// answer.
+func TestRedisScriptLost(t *testing.T) {
+	ctx := t.Context()
+	r, rc := openRedisClient(t)
+	until := time.Now().Add(time.Hour)
+	for round := range 3 {
+		if err := rc.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		const n = 32
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		dups := make([]bool, n)
+		for i := range n {
+			wg.Go(func() {
+				// every other event a copy of its neighbour: one of each pair is a duplicate
+				id := fmt.Sprintf("r%d-%d", round, i)
+				res, err := r.Enqueue(ctx, event(id, fmt.Sprintf("evt-%d-%d", round, i/2)), until)
+				errs[i], dups[i] = err, res.Duplicate
+			})
+		}
+		wg.Wait()
+		nd := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("round %d, enqueue %d: %v", round, i, errs[i])
+			}
+			if dups[i] {
+				nd++
+			}
+		}
+		if nd != n/2 {
+			t.Errorf("round %d: %d duplicates, want %d (each pair's second copy)", round, nd, n/2)
+		}
+	}
+	wantQueueCounts(t, r, 3*16, 0, false)
 }
 
 // TestQueue follows jobs through the in-memory queue and the Redis one:

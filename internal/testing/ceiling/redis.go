@@ -23,8 +23,8 @@ import (
 // finished job's time in a sorted set. An enqueue is one script of five
 // commands (the claim read and written, the payload, the job, its due
 // time), the scripts of concurrent enqueues sent in one pipeline, as the
-// Redis store sends its own. A lease is one script of six commands whatever the number of
-// jobs it takes (the due jobs found, moved to the lease's end, their
+// Redis store sends its own. A lease is one script of six commands,
+// whatever the number of jobs it takes (the due jobs found, moved to the lease's end, their
 // tokens written, their events, attempts and payloads read); the finishes
 // of concurrent workers share one script of at most six commands (the
 // tokens checked, then each job re-queued or marked done). No lanes,
@@ -135,31 +135,45 @@ func (r *RedisQueue) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil
 }
 
 // enqueueRound sends a round of concurrent enqueues in one pipeline (one
-// round trip), as the Redis store batches its own.
+// round trip), as the Redis store batches its own. Each call is answered
+// by its own command; a script the server lost (restart, flush) is loaded
+// and only the calls it refused are sent again, so none runs twice.
 func (r *RedisQueue) enqueueRound(round []*groupcommit.Call[enqueueReq, []any]) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	run := func() ([]*redis.Cmd, error) {
-		cmds := make([]*redis.Cmd, len(round))
-		_, err := r.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for i, c := range round {
+	send := func(calls []*groupcommit.Call[enqueueReq, []any]) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(calls))
+		_, _ = r.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, c := range calls {
 				cmds[i] = redisEnqueue.EvalSha(ctx, pipe, c.Req.keys, c.Req.args...)
 			}
 			return nil
 		})
-		return cmds, err
+		return cmds
 	}
-	cmds, err := run()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") { // not loaded yet, or flushed
-		if err = redisEnqueue.Load(ctx, r.c).Err(); err == nil {
-			cmds, err = run()
+	refused := func(cmd *redis.Cmd) bool {
+		return cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+	}
+	cmds := send(round)
+	var again []*groupcommit.Call[enqueueReq, []any]
+	var where []int
+	for i, cmd := range cmds {
+		if refused(cmd) {
+			again, where = append(again, round[i]), append(where, i)
+		}
+	}
+	if len(again) > 0 {
+		if err := redisEnqueue.Load(ctx, r.c).Err(); err != nil {
+			for _, c := range again {
+				c.Answer(nil, err) // the first answer counts
+			}
+		} else {
+			for k, cmd := range send(again) {
+				cmds[where[k]] = cmd
+			}
 		}
 	}
 	for i, c := range round {
-		if err != nil && cmds[i].Err() == nil {
-			c.Answer(nil, err)
-			continue
-		}
 		c.Answer(cmds[i].Slice())
 	}
 }
@@ -443,8 +457,8 @@ func (r *RedisQueue) QueueHeads(ctx context.Context) (map[string]time.Time, erro
 	return map[string]time.Time{AllLanes: due}, nil
 }
 
-// Close stops the finishes and closes the wrapped store (not the Redis
-// client).
+// Close stops the enqueue and finish rounds and closes the wrapped store
+// (not the Redis client).
 func (r *RedisQueue) Close() error {
 	r.enqueues.Close()
 	r.finishes.Close()
