@@ -23,7 +23,10 @@ import (
 // the time of the scripts (the commands they call included) or, in a
 // phase that ran no script, of the commands: INFO counts a script's
 // commands apart too, and cannot tell them from commands sent alone (a
-// phase's few reads outside its scripts are left out).
+// phase's few reads outside its scripts are left out). That time is the
+// server's clock, and counts a script preempted by the benchmark's own
+// goroutines; each phase's redis-server CPU time over n
+// (enqueue-cpu-µs/job, ...) does not.
 func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient), n int) {
 	body := make([]byte, 1024)
 	for b.Loop() {
@@ -33,7 +36,16 @@ func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient
 			if err := c.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}
+			cpu, err := redistest.CPUSeconds(ctx, c)
+			if err != nil {
+				b.Fatal(err)
+			}
 			run()
+			after, err := redistest.CPUSeconds(ctx, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric((after-cpu)/float64(n)*1e6, name+"-cpu-µs/job")
 			stats, err := redistest.CommandStats(ctx, c)
 			if err != nil {
 				b.Fatal(err)

@@ -44,12 +44,21 @@ func (m *CPUMeter) Around(jobs int) func(b *testing.B, start bool) {
 	}
 }
 
-// cpuSeconds is the CPU time (user and system) redis-server has used
-// since it started (INFO cpu).
+// cpuSeconds is CPUSeconds for a benchmark, which fails on an error.
 func cpuSeconds(b *testing.B, c redis.UniversalClient) float64 {
-	info, err := c.Info(context.Background(), "cpu").Result()
+	total, err := CPUSeconds(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return total
+}
+
+// CPUSeconds is the CPU time (user and system) redis-server has used
+// since it started (INFO cpu).
+func CPUSeconds(ctx context.Context, c redis.UniversalClient) (float64, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
 	}
 	var total float64
 	for _, line := range strings.Split(info, "\r\n") {
@@ -59,7 +68,7 @@ func cpuSeconds(b *testing.B, c redis.UniversalClient) float64 {
 			total += f
 		}
 	}
-	return total
+	return total, nil
 }
 
 // CommandStat is what redis-server has spent on one command since its
