@@ -56,7 +56,10 @@ const (
 	tableEnd   = "<!-- end of providers table -->"
 )
 
-var recipeHeading = regexp.MustCompile(`(?m)^### (.+)\n\n\[[^\]]*\]\(([^)]+)\)`)
+// recipeHeading finds a provider's heading and the link its first
+// paragraph opens with, or gives after one line of its own ("A scheme of
+// its own (...), following [the provider's page](...)").
+var recipeHeading = regexp.MustCompile(`(?m)^### (.+)\n\n(?:[^\n\[]*\n)?[^\n\[]*\[[^\]]*\]\(([^)]+)\)`)
 
 func TestProviderTable(t *testing.T) {
 	raw, err := os.ReadFile(providersDoc)
