@@ -53,6 +53,17 @@ func CheckRetryEvent(st Status) error {
 	return ErrConflict
 }
 
+// RequeueDue is when a job re-enqueued by DLQRetry or Replay for due is
+// due, at now: due, or now for a zero due (a caller that gave no time),
+// never a zero time, which a store reads as a job waiting behind its
+// chain's head.
+func RequeueDue(due, now time.Time) time.Time {
+	if due.IsZero() {
+		return now
+	}
+	return due
+}
+
 // RetryEvent is the job a DLQ retry of entry e re-enqueues: the event of
 // its stored record (nil: gone past retention, rebuilt by EventOfEntry),
 // with the entry's own copy of the payload (OwnEntryPayload), back in its

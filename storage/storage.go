@@ -318,7 +318,8 @@ type DeadLetters interface {
 	// the backend keeps, not by reading every entry).
 	DLQCounts(ctx context.Context) (map[string]map[DLQStatus]int, error)
 	// DLQRetry re-enqueues the entry's event, due at due (now for an
-	// immediate retry; later to pace a bulk retry), with a fresh attempt
+	// immediate retry, as a zero due is: RequeueDue; later to pace a bulk
+	// retry), with a fresh attempt
 	// budget; the entry becomes "retried". Entries already retried or
 	// discarded give ErrConflict (CheckDLQTransition decides).
 	DLQRetry(ctx context.Context, id string, due time.Time) error
@@ -384,7 +385,8 @@ type Replays interface {
 	// by ListDelivered is ErrInvalidCursor.
 	ListDelivered(ctx context.Context, f ReplayFilter) (ReplayPage, error)
 	// Replay atomically re-enqueues the delivered event ev (as listed by
-	// ListDelivered: its ID, EventID and Source are read) due at due, as
+	// ListDelivered: its ID, EventID and Source are read) due at due (a
+	// zero due: now, RequeueDue), as
 	// ReplayJob says: queued in its source's replay lane with a fresh
 	// attempt budget. An event that is no longer delivered (replayed
 	// meanwhile, by another caller too) gives ErrNotDelivered, an

@@ -133,7 +133,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		rec.RoundStart = len(e.Attempts)
 		rec.Status = storage.StatusQueued
 		rec.FinishedAt = time.Time{}
-		rec.Due = due
+		rec.Due = storage.RequeueDue(due, now)
 		if err := putRecord(tx, rec); err != nil {
 			return err
 		}

@@ -64,6 +64,7 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 // Replay implements storage.Store: one transaction checks the event is
 // still delivered and queues it in its replay lane.
 func (s *Store) Replay(ctx context.Context, ev *storage.EventInfo, due time.Time) error {
+	due = storage.RequeueDue(due, s.now())
 	return s.update(ctx, func(tx *kv.Tx) error {
 		id := []byte(ev.ID)
 		rec, err := getRecord(tx, id)

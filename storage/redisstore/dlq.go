@@ -197,7 +197,7 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 		ck = storage.ClaimKey(ev.Source, ev.EventID)
 	}
 	lane := storage.LaneOf(&ev)
-	args := []any{id, ms(due), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane,
+	args := []any{id, ms(storage.RequeueDue(due, now)), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane,
 		string(e.Status), flag(e.Status.Open())}
 	v, err := s.run(ctx, p, dlqRetryScript,
 		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("done"), p.lane(lane), p.key("lanes")},

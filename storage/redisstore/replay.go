@@ -76,6 +76,7 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 // replay in Go (storage.ReplayJob), and queued by replayScript, which
 // does it only if the event is still the delivered one that was read.
 func (s *Store) Replay(ctx context.Context, info *storage.EventInfo, due time.Time) error {
+	due = storage.RequeueDue(due, s.now())
 	p, fields, err := s.findFinished(ctx, info)
 	if err != nil {
 		return err

@@ -197,6 +197,35 @@ func testDLQList(t *testing.T, f Factory) {
 	})
 }
 
+// testRequeueZeroDue: a DLQ retry and a replay given no due time (zero)
+// are due now (storage.RequeueDue), not kept waiting: each is leased at
+// once, and counted queued until then.
+func testRequeueZeroDue(t *testing.T, f Factory) {
+	s := f.Open(t)
+	dead := newEvent(t, "stripe", "evt_zero_retry")
+	mustEnqueue(t, s, dead, time.Now().Add(time.Hour))
+	finish(t, s, leaseOne(t, s, time.Now(), time.Minute, dead.ID), storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 400, "bad"), Error: "permanent"})
+	done := newEvent(t, "stripe", "evt_zero_replay")
+	deliver(t, s, done, 1)
+	info := infoOf(t, s, done)
+
+	if err := s.DLQRetry(t.Context(), dead.ID, time.Time{}); err != nil {
+		t.Fatalf("DLQRetry with a zero due: %v", err)
+	}
+	if err := s.Replay(t.Context(), info, time.Time{}); err != nil {
+		t.Fatalf("Replay with a zero due: %v", err)
+	}
+	wantCounts(t, s, storage.Counts{Queued: 2})
+	jobs := lease(t, s, time.Now().Add(tolerance), 10, time.Minute)
+	if got := jobIDs(jobs); !slices.Contains(got, dead.ID) || !slices.Contains(got, done.ID) || len(got) != 2 {
+		t.Fatalf("leased %v at once, want the retried %s and the replayed %s", got, dead.ID, done.ID)
+	}
+	for _, j := range jobs {
+		finish(t, s, j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(2, time.Now(), 200, "")})
+	}
+	wantCounts(t, s, storage.Counts{})
+}
+
 func testDLQRetry(t *testing.T, f Factory) {
 	s := f.Open(t)
 	if err := s.DLQRetry(t.Context(), newID(t), time.Now()); !errors.Is(err, storage.ErrDLQNotFound) {

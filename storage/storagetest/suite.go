@@ -97,6 +97,7 @@ func Run(t *testing.T, f Factory) {
 		{"DLQListBounded", testDLQListBounded},
 		{"DLQListArrivals", testDLQListArrivals},
 		{"DLQRetry", testDLQRetry},
+		{"RequeueZeroDue", testRequeueZeroDue},
 		{"DLQSetStatus", testDLQSetStatus},
 		{"Retention", testRetention},
 		{"LookupAfterClaimExpiry", testLookupAfterClaimExpiry},
