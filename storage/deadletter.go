@@ -53,10 +53,10 @@ func CheckRetryEvent(st Status) error {
 	return ErrConflict
 }
 
-// RequeueDue is when a job re-enqueued by DLQRetry or Replay for due is
-// due, at now: due, or now for a zero due (a caller that gave no time),
-// never a zero time, which a store reads as a job waiting behind its
-// chain's head.
+// RequeueDue is the due time of a job that DLQRetry or Replay re-enqueues
+// for due, at now: due itself, or now when due is zero (the caller gave
+// none). A zero due time is never stored: a store reads it as a job
+// waiting behind its chain's head.
 func RequeueDue(due, now time.Time) time.Time {
 	if due.IsZero() {
 		return now

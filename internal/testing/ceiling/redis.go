@@ -24,19 +24,19 @@ import (
 // commands (the claim read and written, the payload, the job, its due
 // time), the scripts of concurrent enqueues sent in one pipeline, as the
 // Redis store sends its own. A lease is one script of six commands,
-// whatever the number of jobs it takes (the due jobs found, moved to the lease's end, their
-// tokens written, their events, attempts and payloads read); the finishes
-// of concurrent workers share one script of at most six commands (the
-// tokens checked, then each job re-queued or marked done). No lanes,
-// fairness, counters, partitions or DLQ entries: what a real store adds
-// to that is its own cost. Nothing is ever removed (a finished job's
-// event, payload and attempts stay): the deletions a real store makes for
-// retention are not counted either.
+// whatever the number of jobs it takes (the due jobs found, moved to the
+// lease's end, their tokens written, their events, attempts and payloads
+// read); the finishes of concurrent workers share one script of at most
+// six commands (the tokens checked, then each job re-queued or marked
+// done). No lanes, fairness, counters, partitions or DLQ entries: what a
+// real store adds to that is its own cost. Nothing is ever removed (a
+// finished job's event, payload and attempts stay): the deletions a real
+// store makes for retention are not counted either.
 //
 // Everything else (the DLQ, lookups, stats, pauses) goes to the wrapped
 // store. It ignores order keys and the gate but for a hold of every lane
-// it has been given jobs of (hold.go), and marks a job finished dead done,
-// without a DLQ entry.
+// its own process has given it jobs of (hold.go), and marks a job
+// finished dead done, without a DLQ entry.
 type RedisQueue struct {
 	storage.Store
 
