@@ -1,8 +1,6 @@
 package redisstore_test
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -29,21 +27,11 @@ func TestClaimCost(t *testing.T) {
 		return s
 	}
 	size := func(t *testing.T, s storage.Store) int64 {
-		info, err := clients[s].Info(t.Context(), "memory").Result()
+		n, err := redistest.UsedMemory(t.Context(), clients[s])
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
-		}
-		t.Fatalf("no used_memory in INFO memory:\n%s", info)
-		return 0
+		return n
 	}
 	if per := storagetest.ClaimCost(t, open, size, 20000); per > 640 || per <= 0 {
 		t.Errorf("%.0f bytes a claim, want at most 640", per)

@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -40,11 +39,7 @@ func BenchmarkTenantsQueued(b *testing.B) {
 		}
 		return redisstore.New(c, redisstore.Options{Prefix: redistest.Prefix()})
 	}, func(storage.Store) int64 {
-		info, err := c.InfoMap(context.Background(), "memory").Result()
-		if err != nil {
-			return 0
-		}
-		n, _ := strconv.ParseInt(info["Memory"]["used_memory"], 10, 64)
+		n, _ := redistest.UsedMemory(context.Background(), c)
 		return n
 	}, 100_000)
 }

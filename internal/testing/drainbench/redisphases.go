@@ -33,19 +33,10 @@ func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient
 		st, c := open()
 		ctx := context.Background()
 		phase := func(name string, run func()) {
-			if err := c.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-			cpu, err := redistest.CPUSeconds(ctx, c)
-			if err != nil {
-				b.Fatal(err)
-			}
+			m := redistest.CPUMeter{Client: c, Metric: name + "-cpu-µs/job"}
+			m.Start(b) // resets the command stats too
 			run()
-			after, err := redistest.CPUSeconds(ctx, c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric((after-cpu)/float64(n)*1e6, name+"-cpu-µs/job")
+			m.Stop(b, n)
 			stats, err := redistest.CommandStats(ctx, c)
 			if err != nil {
 				b.Fatal(err)

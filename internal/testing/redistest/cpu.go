@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,12 +12,14 @@ import (
 
 // CPUMeter measures what redis-server spends on a piece of work, for the
 // benchmarks: Start resets its command stats and notes its CPU time; Stop
-// reports its CPU per job (redis-cpu-µs/job) and logs, with -v, what each
-// command cost per job.
+// reports its CPU per job (redis-cpu-µs/job, or Metric) and logs, with -v,
+// what each command cost per job.
 type CPUMeter struct {
 	// Client reaches the server measured; it may be set anew for each
 	// measurement.
 	Client redis.UniversalClient
+	// Metric names the CPU per job Stop reports ("": redis-cpu-µs/job).
+	Metric string
 	start  float64
 }
 
@@ -28,7 +31,11 @@ func (m *CPUMeter) Start(b *testing.B) {
 
 // Stop ends it, for jobs jobs.
 func (m *CPUMeter) Stop(b *testing.B, jobs int) {
-	b.ReportMetric((cpuSeconds(b, m.Client)-m.start)/float64(jobs)*1e6, "redis-cpu-µs/job")
+	metric := m.Metric
+	if metric == "" {
+		metric = "redis-cpu-µs/job"
+	}
+	b.ReportMetric((cpuSeconds(b, m.Client)-m.start)/float64(jobs)*1e6, metric)
 	logCommands(b, m.Client, jobs)
 }
 
@@ -44,21 +51,12 @@ func (m *CPUMeter) Around(jobs int) func(b *testing.B, start bool) {
 	}
 }
 
-// cpuSeconds is CPUSeconds for a benchmark, which fails on an error.
+// cpuSeconds is the CPU time (user and system) redis-server has used
+// since it started (INFO cpu).
 func cpuSeconds(b *testing.B, c redis.UniversalClient) float64 {
-	total, err := CPUSeconds(context.Background(), c)
+	info, err := c.Info(context.Background(), "cpu").Result()
 	if err != nil {
 		b.Fatal(err)
-	}
-	return total
-}
-
-// CPUSeconds is the CPU time (user and system) redis-server has used
-// since it started (INFO cpu).
-func CPUSeconds(ctx context.Context, c redis.UniversalClient) (float64, error) {
-	info, err := c.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, err
 	}
 	var total float64
 	for _, line := range strings.Split(info, "\r\n") {
@@ -68,7 +66,7 @@ func CPUSeconds(ctx context.Context, c redis.UniversalClient) (float64, error) {
 			total += f
 		}
 	}
-	return total, nil
+	return total
 }
 
 // CommandStat is what redis-server has spent on one command since its
@@ -117,4 +115,18 @@ func logCommands(b *testing.B, c redis.UniversalClient, jobs int) {
 		calls, usec := float64(st.Calls), float64(st.Usec)
 		b.Logf("%-22s %8.3f calls/job %7.1f µs/job %6.1f µs/call", name, calls/float64(jobs), usec/float64(jobs), usec/max(calls, 1))
 	}
+}
+
+// UsedMemory is the memory redis-server holds, in bytes (INFO memory's
+// used_memory).
+func UsedMemory(ctx context.Context, c redis.UniversalClient) (int64, error) {
+	info, err := c.InfoMap(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	v, ok := info["Memory"]["used_memory"]
+	if !ok {
+		return 0, fmt.Errorf("no used_memory in INFO memory")
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
