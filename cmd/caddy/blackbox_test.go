@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/testing/redistest"
 )
 
 // These tests build this command and run it as a separate process: what an
@@ -51,14 +53,25 @@ func caddyBinary(t *testing.T) string {
 	return binPath
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+func freePort(t *testing.T) int { return redistest.FreePort(t) }
+
+// logBuffer is a node's output: written by the process's copy goroutines
+// while a test reads it (a failure's message, a log line looked for).
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // node is one running Caddy process.
@@ -68,7 +81,7 @@ type node struct {
 	config   string
 	adminP   int
 	httpP    int
-	logs     *bytes.Buffer
+	logs     *logBuffer
 	bin      string
 	exited   chan struct{}
 	exitOnce sync.Once
@@ -116,7 +129,7 @@ http://127.0.0.1:%d {
 
 func startNode(t *testing.T, dir, config string, adminP, httpP int) *node {
 	t.Helper()
-	n := &node{dir: dir, config: config, adminP: adminP, httpP: httpP, bin: caddyBinary(t), logs: new(bytes.Buffer), exited: make(chan struct{})}
+	n := &node{dir: dir, config: config, adminP: adminP, httpP: httpP, bin: caddyBinary(t), logs: new(logBuffer), exited: make(chan struct{})}
 	n.cmd = exec.Command(n.bin, "run", "--config", config, "--adapter", "caddyfile")
 	n.cmd.Env = append(os.Environ(),
 		"HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))

@@ -49,16 +49,35 @@ func Prefix() string {
 	return "t" + hex.EncodeToString(b[:])
 }
 
-// FreePort returns a free loopback TCP port.
+// FreePort returns a free loopback TCP port, never one it has returned
+// before in this process: a port closed is free for the kernel to hand
+// out again, and a test's two ports (a Caddy's admin and HTTP) once came
+// out the same.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !given[port] {
+			given[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port this process has not handed out already")
+	return 0
 }
+
+// given holds the ports FreePort has returned in this process.
+var (
+	givenMu sync.Mutex
+	given   = map[int]bool{}
+)
 
 // Start starts a redis-server with extra arguments (e.g. "--appendonly",
 // "yes") and stops it at the end of the test.
