@@ -14,27 +14,236 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// ListEvents implements storage.Store. Nothing indexes events by ID, and
-// the ingress path writes nothing for the browser, so a page is built
-// from the indexes every partition keeps anyway: its lane queues (queued
-// and leased jobs), its waiting hash (ordered jobs behind their chain's
-// head), its done index (delivered and dead jobs, until retention) and
-// its DLQ index (entries outliving their jobs), and its fan-out index
-// (events not yet expanded: those a page reads are expanded first, as
-// any read of an event by id does, fanout.go). Cost of a page: one
-// pipelined read of the members of those indexes (IDs only: O(jobs and
-// entries kept), a few tens of bytes each), sorted in the process, then
-// at most f.ScanBudget() events read as Lookup reads them, 100 at a time
-// in two pipelined round trips. Measured on one local redis-server with
-// 20,000 events: a first page of 50 in about 30 ms, a page of a narrow
-// filter (1,000 events examined) in about 90 ms.
-// Meant for operators, not for hot paths.
+// ListEvents implements storage.Store. A page reads the partitions'
+// events indexes (eventsindex.go) from its cursor on, newest first, a
+// chunk of ids at a time, and merges them: at most f.ScanBudget() events,
+// each read as Lookup reads it, 100 at a time in a few pipelined round
+// trips, whatever the store holds. Until an events index was complete
+// (a store written by an earlier version, being indexed), it reads the
+// queues instead (listQueues). Meant for operators, not for hot paths.
 func (s *Store) ListEvents(ctx context.Context, f storage.EventFilter) (storage.EventPage, error) {
-	page := storage.EventPage{Events: []storage.EventInfo{}}
 	after, err := storage.ParseEventCursor(f.Cursor)
 	if err != nil {
-		return page, err
+		return storage.EventPage{Events: []storage.EventInfo{}}, err
 	}
+	if !s.eventsIndexed(ctx) {
+		return s.listQueues(ctx, f, after)
+	}
+	page, err := s.listIndexed(ctx, f, after)
+	if err != nil {
+		return storage.EventPage{Events: []storage.EventInfo{}}, err
+	}
+	return page, nil
+}
+
+// listIndexed is ListEvents over the events indexes, below the cursor's
+// event (after; "": from the newest).
+func (s *Store) listIndexed(ctx context.Context, f storage.EventFilter, after string) (storage.EventPage, error) {
+	page := storage.EventPage{Events: []storage.EventInfo{}}
+	limit, budget := f.EffectiveLimit(), f.ScanBudget()
+	now := s.now()
+	heads := newIndexHeads(s.parts, after)
+	examined, last := 0, ""
+	for {
+		if len(page.Events) == limit || examined == budget {
+			more, err := heads.more(ctx, s.c)
+			if err != nil {
+				return page, err
+			}
+			if more {
+				page.NextCursor = storage.EventCursor(last)
+			}
+			return page, nil
+		}
+		n := min(browseBatch, budget-examined)
+		if f == (storage.EventFilter{Limit: f.Limit, Cursor: f.Cursor}) {
+			n = min(n, limit-len(page.Events)) // every event found is listed
+		}
+		batch, err := heads.take(ctx, s.c, n)
+		if err != nil {
+			return page, err
+		}
+		if len(batch) == 0 {
+			return page, nil
+		}
+		if err := s.markFans(ctx, batch); err != nil {
+			return page, err
+		}
+		infos, gone, err := s.browseInfos(ctx, batch, now)
+		if err != nil {
+			return page, err
+		}
+		if err := s.dropGone(ctx, batch, gone); err != nil {
+			return page, err
+		}
+		for j, info := range infos {
+			if len(page.Events) == limit || examined == budget {
+				page.NextCursor = storage.EventCursor(last)
+				return page, nil
+			}
+			examined, last = examined+1, batch[j].id
+			if info != nil && f.Matches(info) {
+				page.Events = append(page.Events, *info)
+			}
+		}
+	}
+}
+
+// markFans marks the events of ids still kept as fan-out records (read
+// by browseInfos once expanded), in one pipelined round trip.
+func (s *Store) markFans(ctx context.Context, ids []browseID) error {
+	cmds := make([]*redis.IntCmd, len(ids))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, b := range ids {
+			cmds[i] = pipe.Exists(ctx, b.p.fan(b.id))
+		}
+		return nil
+	})
+	if err != nil {
+		return unavailable(err)
+	}
+	for i, c := range cmds {
+		ids[i].fan = c.Val() == 1
+	}
+	return nil
+}
+
+// dropGone takes out of their events index the ids of which nothing is
+// left (gone[i]): an event removed without leaving the index (by a node
+// of an earlier version, or entered again by IndexEvents as it went).
+// Nothing brings an event back once all its records are gone.
+func (s *Store) dropGone(ctx context.Context, ids []browseID, gone []bool) error {
+	if !slices.Contains(gone, true) {
+		return nil
+	}
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, b := range ids {
+			if gone[i] {
+				pipe.ZRem(ctx, b.p.events(), b.id)
+			}
+		}
+		return nil
+	})
+	return unavailable(err)
+}
+
+// indexHeads merges the partitions' events indexes, newest first: each
+// partition's next ids, read a chunk at a time below the last one read.
+type indexHeads struct {
+	parts []indexHead
+	last  string // the last id taken (an id twice in a row is taken once)
+}
+
+// indexHead is one partition's part of indexHeads.
+type indexHead struct {
+	p    partition
+	buf  []string // ids read and not yet taken, newest first
+	max  string   // the bound of the next read: "+" or "(" and an id
+	done bool     // nothing is left below max
+}
+
+func newIndexHeads(parts []partition, after string) *indexHeads {
+	max := "+"
+	if after != "" {
+		max = "(" + after
+	}
+	h := &indexHeads{parts: make([]indexHead, len(parts))}
+	for i, p := range parts {
+		h.parts[i] = indexHead{p: p, max: max}
+	}
+	return h
+}
+
+// fill reads, in one pipelined round trip, up to n more ids of each
+// partition that has none left to take and may have more.
+func (h *indexHeads) fill(ctx context.Context, c redis.UniversalClient, n int) error {
+	cmds := make([]*redis.StringSliceCmd, len(h.parts))
+	reads := false
+	_, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i := range h.parts {
+			hd := &h.parts[i]
+			if len(hd.buf) == 0 && !hd.done {
+				cmds[i] = pipe.ZRevRangeByLex(ctx, hd.p.events(), &redis.ZRangeBy{Max: hd.max, Min: "-", Count: int64(n)})
+				reads = true
+			}
+		}
+		return nil
+	})
+	if !reads {
+		return nil
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		hd := &h.parts[i]
+		hd.buf = cmd.Val()
+		if len(hd.buf) < n {
+			hd.done = true
+		}
+		if len(hd.buf) > 0 {
+			hd.max = "(" + hd.buf[len(hd.buf)-1]
+		}
+	}
+	return nil
+}
+
+// take takes the next n ids at most, newest first (fewer: none is left).
+func (h *indexHeads) take(ctx context.Context, c redis.UniversalClient, n int) ([]browseID, error) {
+	var out []browseID
+	for len(out) < n {
+		if err := h.fill(ctx, c, n-len(out)); err != nil {
+			return nil, err
+		}
+		best := -1
+		for i := range h.parts {
+			if len(h.parts[i].buf) > 0 && (best < 0 || h.parts[i].buf[0] > h.parts[best].buf[0]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		hd := &h.parts[best]
+		id := hd.buf[0]
+		hd.buf = hd.buf[1:]
+		if id == h.last {
+			continue
+		}
+		h.last = id
+		out = append(out, browseID{id: id, p: hd.p})
+	}
+	return out, nil
+}
+
+// more reports whether an id is left to take.
+func (h *indexHeads) more(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	if err := h.fill(ctx, c, 1); err != nil {
+		return false, err
+	}
+	for i := range h.parts {
+		if len(h.parts[i].buf) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// listQueues is ListEvents built from the indexes every partition keeps
+// anyway, for a store whose events index is not complete yet: its lane
+// queues (queued and leased jobs), its waiting hash (ordered jobs behind
+// their chain's head), its done index (delivered and dead jobs, until
+// retention) and its DLQ index (entries outliving their jobs), and its
+// fan-out index (events not yet expanded: those a page reads are
+// expanded first, as any read of an event by id does, fanout.go). Cost of
+// a page: one pipelined read of the members of those indexes (IDs only:
+// O(jobs and entries kept), a few tens of bytes each), sorted in the
+// process, then at most f.ScanBudget() events read as Lookup reads them.
+func (s *Store) listQueues(ctx context.Context, f storage.EventFilter, after string) (storage.EventPage, error) {
+	page := storage.EventPage{Events: []storage.EventInfo{}}
 	ids, err := s.eventIDs(ctx, after)
 	if err != nil {
 		return page, err
@@ -43,7 +252,7 @@ func (s *Store) ListEvents(ctx context.Context, f storage.EventFilter) (storage.
 	now := s.now()
 	for i := 0; i < len(ids); i += browseBatch {
 		batch := ids[i:min(i+browseBatch, len(ids))]
-		infos, err := s.browseInfos(ctx, batch, now)
+		infos, _, err := s.browseInfos(ctx, batch, now)
 		if err != nil {
 			return storage.EventPage{Events: []storage.EventInfo{}}, err
 		}
@@ -137,24 +346,25 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 // browseInfos is what Lookup reports of each event of ids (nil for one
 // of which nothing readable is left), in two pipelined round trips: their
 // deliveries indexes, then each delivery's hash and DLQ entry. An event's
-// source is its first readable delivery's.
-func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) ([]*storage.EventInfo, error) {
+// source is its first readable delivery's. gone[i] is true when nothing
+// at all is left of ids[i] (no deliveries index, no hash, no entry).
+func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) (infos []*storage.EventInfo, gone []bool, err error) {
 	for _, b := range ids {
 		if b.fan { // still a fan-out record: expanded as any read by id does
 			if _, err := s.destinationsOf(ctx, b.p, b.id); err != nil {
-				return nil, unavailable(err)
+				return nil, nil, unavailable(err)
 			}
 		}
 	}
 	dests := make([]*redis.StringCmd, len(ids))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, b := range ids {
 			dests[i] = pipe.Get(ctx, b.p.deliveries(b.id))
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+		return nil, nil, unavailable(err)
 	}
 	type reads struct {
 		ev    *redis.MapStringStringCmd
@@ -174,10 +384,12 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable(err)
+		return nil, nil, unavailable(err)
 	}
 	out := make([]*storage.EventInfo, len(ids))
+	gone = make([]bool, len(ids))
 	for i, b := range ids {
+		gone[i] = errors.Is(dests[i].Err(), redis.Nil)
 		// what is readable of each delivery (an unreadable one counts as gone)
 		hashes := map[string]*eventHash{}
 		entries := map[string]*storage.DLQEntry{}
@@ -185,6 +397,9 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 		for _, d := range orDefault(destinations[i]) {
 			did := storage.DeliveryID(b.id, d)
 			r := deliveries[i][did]
+			if len(r.ev.Val()) > 0 || r.entry.Val() != "" {
+				gone[i] = false
+			}
 			if h, err := parseEvent(did, r.ev.Val()); err == nil && h != nil {
 				hashes[did] = h
 				source = cmp.Or(source, h.ev.Source)
@@ -207,7 +422,7 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 			out[i] = info
 		}
 	}
-	return out, nil
+	return out, gone, nil
 }
 
 // orDefault is an event's destinations from its deliveries index: the

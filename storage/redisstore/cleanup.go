@@ -51,7 +51,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil {
 					return total, unavailable(err)
 				}
-				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id))}
+				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events(), p.dlqEntry(ev)}
 				for _, d := range destinations {
 					if other := storage.DeliveryID(ev, d); other != id {
 						keys = append(keys, p.ev(other))
@@ -76,8 +76,10 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				return total, unavailable(err)
 			}
 			for _, id := range ids {
-				if _, err := removeEntryScript.Run(ctx, s.c, []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen")}, id, dlqCutoff,
-					p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now)).Result(); err != nil {
+				ev := storage.EventIDOfDelivery(id)
+				keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ev(ev)}
+				if _, err := removeEntryScript.Run(ctx, s.c, keys, id, dlqCutoff,
+					p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now), ev).Result(); err != nil {
 					return total, unavailable(err)
 				}
 				total++
@@ -108,10 +110,12 @@ return 0
 // removeEventScript deletes a finished delivery past retention, unless it
 // was re-enqueued (or finished again) since Cleanup listed it. The event's
 // (source, event id) index, its deliveries index and its payload record
-// go with its last delivery.
+// go with its last delivery, and it leaves the events index unless a
+// DLQ entry still lists it (eventsindex.go).
 //
 //	KEYS: event hash (the delivery's), done, ids, deliveries index, payload
-//	      record, the event hashes of the event's other deliveries...
+//	      record, events index, the DLQ entry of the event's default
+//	      delivery, the event hashes of the event's other deliveries...
 //	ARGV: id (the delivery's), cutoff ms, event id
 var removeEventScript = redis.NewScript(`
 local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
@@ -120,11 +124,12 @@ local st = redis.call('HGET', KEYS[1], 'st')
 if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 6, #KEYS do
+for i = 8, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 redis.call('DEL', KEYS[4], KEYS[5])
+if redis.call('EXISTS', KEYS[7]) == 0 then redis.call('ZREM', KEYS[6], ARGV[3]) end
 return 1
 `)
 
@@ -132,10 +137,13 @@ return 1
 // dead-lettered again since Cleanup listed it. An entry whose delivery
 // blocks its chain goes as if discarded: the next job goes
 // (luaReleaseEntry), so that no key stays blocked by an entry that is gone.
+// The entry of an event's default delivery takes the event out of the
+// events index when nothing else is left of it (eventsindex.go).
 //
-//	KEYS: dlq entry, dlq index, dlq open
+//	KEYS: dlq entry, dlq index, dlq open, events index, the deliveries
+//	      index and the default delivery's event hash of the entry's event
 //	ARGV: id, cutoff ms, waiting hash, event key prefix, lane queue key
-//	      prefix, lanes, now ms
+//	      prefix, lanes, now ms, event id
 var removeEntryScript = redis.NewScript(luaReleaseEntry + `
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if at and tonumber(at) >= tonumber(ARGV[2]) then return 0 end
@@ -144,5 +152,6 @@ dlqCount(KEYS[3], dlqField(KEYS[1]), -1)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
+if ARGV[1] == ARGV[8] and redis.call('EXISTS', KEYS[5], KEYS[6]) == 0 then redis.call('ZREM', KEYS[4], ARGV[8]) end
 return 1
 `)

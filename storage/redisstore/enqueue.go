@@ -98,7 +98,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 // directCall is the enqueue of an event's deliveries in their usual form
 // (enqueueScript): head holds its first arguments (ARGV 1 to 7).
 func directCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
-	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(id)}
+	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(id), p.events()}
 	args := append(head, storage.EncodeDestinations(destinations))
 	for i := range jobs {
 		data, err := json.Marshal(&jobs[i])
@@ -123,10 +123,10 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 // the event in one step: an event is never stored with some of its
 // deliveries missing.
 //
-//	KEYS: claim, ids, claim expiry index, lanes, deliveries index, then
-//	      for each delivery: its event hash, its lane queue; then, for an
-//	      event whose deliveries share a payload record only
-//	      (storage.SharePayload), the payload record
+//	KEYS: claim, ids, claim expiry index, lanes, deliveries index, events
+//	      index (browse.go), then for each delivery: its event hash, its
+//	      lane queue; then, for an event whose deliveries share a payload
+//	      record only (storage.SharePayload), the payload record
 //	ARGV: event id, dedupe (0|1), claim expiry (Unix ms: the window ends
 //	      when the caller said, however long the call took), now ms, claim
 //	      key text, touch (1: a duplicate rewrites its claim's TTL, so that
@@ -148,13 +148,14 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 // hand out its body (leaseScript). An event with one delivery passes the
 // arguments it passed before payload records existed.
 var enqueueScript = redis.NewScript(luaClaim + luaCounts + `
-if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
+if redis.call('EXISTS', KEYS[7]) == 1 then return {0, ARGV[1]} end
 local dup = claim()
 if dup then return dup end
 if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8]) end
-local n = math.floor((#KEYS - 5) / 2)
+redis.call('ZADD', KEYS[6], 0, ARGV[1])
+local n = math.floor((#KEYS - 6) / 2)
 local nargs, pl = #ARGV, nil
-if #KEYS > 5 + 2 * n then
+if #KEYS > 6 + 2 * n then
 	pl = KEYS[#KEYS]
 	redis.call('SET', pl, ARGV[nargs])
 	nargs = nargs - 1
@@ -162,7 +163,7 @@ end
 local ordered = nargs > 8 + 3 * n
 local lanes = {}
 for i = 0, n - 1 do
-	local id, lane, k = ARGV[9 + 3 * i], ARGV[11 + 3 * i], KEYS[6 + 2 * i]
+	local id, lane, k = ARGV[9 + 3 * i], ARGV[11 + 3 * i], KEYS[7 + 2 * i]
 	local chain = ordered and ARGV[11 + 3 * n + i] or ''
 	local due = ARGV[4]
 	if chain ~= '' and redis.call('RPUSH', ARGV[10 + 3 * n] .. chain, id) > 1 then
@@ -170,7 +171,7 @@ for i = 0, n - 1 do
 		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
 		waitCount(ARGV[9 + 3 * n], lane, 1)
 	else
-		redis.call('ZADD', KEYS[7 + 2 * i], due, id)
+		redis.call('ZADD', KEYS[8 + 2 * i], due, id)
 	end
 	if pl then
 		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'pl', pl)

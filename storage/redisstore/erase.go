@@ -105,7 +105,7 @@ func (s *Store) erase(ctx context.Context, source, ck string, p partition, id st
 		ck = c
 	}
 	keys := []string{p.ids(ck), p.claim(ck), p.deliveries(id), p.erased(id), p.key("inflight"), p.key("done"),
-		p.key("dlqidx"), p.key("dlqopen"), p.key("waiting"), p.key("lanes"), p.key("claimexp"), p.payload(id)}
+		p.key("dlqidx"), p.key("dlqopen"), p.key("waiting"), p.key("lanes"), p.key("claimexp"), p.payload(id), p.events()}
 	args := []any{id, source, ms(now), p.lanePrefix(), p.evPrefix(), p.chain(""), ck}
 	for _, did := range ids {
 		keys = append(keys, p.ev(did), p.dlqEntry(did))
@@ -156,22 +156,24 @@ func (s *Store) claimKeyOf(ctx context.Context, p partition, ids []string) (stri
 // repeated here to hold atomically), out of every lane queue of the
 // partition and of the in-flight, done, DLQ and waiting indexes, and
 // deletes its hash and its DLQ entry; then the deliveries index, the
-// payload record its deliveries shared and the (source, event id) index. The claim is kept and the tombstone set with
-// its TTL. A job or entry of another source makes it refuse (nothing
-// written), as does an event of which nothing is left.
+// payload record its deliveries shared, the (source, event id) index and
+// the event's entry in the events index. The claim is kept and the
+// tombstone set with its TTL. A job or entry of another source makes it
+// refuse (nothing written), as does an event of which nothing is left.
 //
 //	KEYS: ids, claim, deliveries index, tombstone, inflight, done, dlq
 //	      index, dlq open, waiting, lanes, claim expiry index, payload
-//	      record, then for each delivery: its event hash, its dlq entry
+//	      record, events index, then for each delivery: its event hash,
+//	      its dlq entry
 //	ARGV: event id, source, now ms, lane queue key prefix, event key
 //	      prefix, chain key prefix, claim key text, then each delivery's id
 //	returns {deliveries removed (0: none found, -1: another source's),
 //	         dlq entries removed, the kept claim's expiry ms (0: none)}
 var eraseScript = redis.NewScript(luaPopChain + `
-local n = (#KEYS - 12) / 2
+local n = (#KEYS - 13) / 2
 local found = 0
 for i = 0, n - 1 do
-	local ev, entry = KEYS[13 + 2 * i], KEYS[14 + 2 * i]
+	local ev, entry = KEYS[14 + 2 * i], KEYS[15 + 2 * i]
 	local src = redis.call('HGET', ev, 'src')
 	local esrc = redis.call('HGET', entry, 'src')
 	if (src and src ~= '' and src ~= ARGV[2]) or (esrc and esrc ~= '' and esrc ~= ARGV[2]) then return {-1, 0, 0} end
@@ -181,7 +183,7 @@ if found == 0 then return {0, 0, 0} end
 local entries = 0
 local lanes = redis.call('SMEMBERS', KEYS[10])
 for i = 0, n - 1 do
-	local ev, entry, id = KEYS[13 + 2 * i], KEYS[14 + 2 * i], ARGV[8 + i]
+	local ev, entry, id = KEYS[14 + 2 * i], KEYS[15 + 2 * i], ARGV[8 + i]
 	local chain = redis.call('HGET', ev, 'chain') or redis.call('HGET', entry, 'chain')
 	if chain then
 		local ckey = ARGV[6] .. chain
@@ -210,6 +212,7 @@ for i = 0, n - 1 do
 	redis.call('DEL', ev)
 end
 redis.call('DEL', KEYS[3], KEYS[12])
+redis.call('ZREM', KEYS[13], ARGV[1])
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 local exp = 0
 if redis.call('GET', KEYS[2]) == ARGV[1] then

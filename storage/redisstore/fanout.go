@@ -78,7 +78,7 @@ func fanCall(p partition, ck, id string, due int64, head []any, jobs []storage.E
 		lanes[i] = storage.LaneOf(&jobs[i])
 		ds[i] = fanDelivery{id: jobs[i].ID, lane: lanes[i], doc: data}
 	}
-	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes")}
+	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes"), p.events()}
 	rec := fanRecord(due, jobs[0].Source, ck, storage.EncodeDestinations(destinations), ds, payload)
 	// no lane holds a space
 	args := append(head, rec, strings.Join(lanes, " "))
@@ -132,7 +132,7 @@ func fanRecord(due int64, src, ck, dests string, ds []fanDelivery, payload []byt
 // fan-out record, in one step (enqueueScript's claim, luaClaim).
 //
 //	KEYS: claim, ids, claim expiry index, fan-out record, fan-out index,
-//	      the first delivery's event hash, fanlanes
+//	      the first delivery's event hash, fanlanes, events index
 //	ARGV: enqueueScript's first seven (event id, dedupe, claim expiry, now
 //	      ms, claim key text, touch, source), the record (fanRecord), the
 //	      lanes of its deliveries (space-separated)
@@ -148,6 +148,7 @@ if dup then return dup end
 redis.call('SET', KEYS[4], ARGV[8])
 redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
 redis.call('HINCRBY', KEYS[7], ARGV[9], 1)
+redis.call('ZADD', KEYS[8], 0, ARGV[1])
 return {0, ARGV[1]}
 `)
 

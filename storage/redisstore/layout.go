@@ -88,7 +88,9 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 // count at once (see CheckLayout), within ctx: a store created with
 // another count is refused with a *LayoutError. When Redis cannot be
 // reached the Store is returned all the same, and the check is made on
-// first use.
+// first use. It then enters, in the background, every stored event in
+// the events index (IndexEvents), trying again until it has while the
+// Store is open.
 func Open(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, error) {
 	s := New(c, opts)
 	var le *LayoutError
@@ -96,5 +98,8 @@ func Open(ctx context.Context, c redis.UniversalClient, opts Options) (*Store, e
 		s.Close()
 		return nil, err
 	}
+	bg, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.indexEventsLoop(bg)
 	return s, nil
 }

@@ -27,6 +27,11 @@ func factory(newClient func() redis.UniversalClient, opts redisstore.Options) st
 		o.Prefix = prefix
 		c := newClient()
 		s := redisstore.New(c, o)
+		// as Open does, but before the test goes on: every listing of the
+		// suite reads the events index
+		if err := s.IndexEvents(t.Context()); err != nil {
+			t.Fatalf("IndexEvents: %v", err)
+		}
 		mu.Lock()
 		prefixes[s], clients[s] = prefix, c
 		mu.Unlock()

@@ -92,6 +92,11 @@ type Store struct {
 
 	migrateMu sync.Mutex
 	migrated  atomic.Bool
+
+	// evIndex says whether the events index is complete (eventsindex.go)
+	evIndex eventsIndexState
+	// stop ends the store's background work (Open's indexing)
+	stop context.CancelFunc
 }
 
 // Interface guard
@@ -136,8 +141,12 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	return s
 }
 
-// Close stops the batcher and closes the client.
+// Close stops the batchers and the background work, and closes the
+// client.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		s.stop()
+	}
 	s.enqueues.close()
 	s.fanEnqueues.close()
 	s.finishes.close()

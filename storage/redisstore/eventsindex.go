@@ -1,0 +1,177 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/storage"
+)
+
+// The events index: each partition's sorted set of the internal ids of
+// the events it holds, every score 0, so that its members are in the
+// order of the ids (time-ordered: UUIDv7), and ListEvents reads a page
+// from where the last ended (ZREVRANGEBYLEX ... LIMIT) instead of every
+// id of every queue:
+//
+//	{hookline:7}:events          ids of the partition's events
+//	{hookline:meta}:events-index "1" once an index holds every event
+//
+// An event enters the index in the script that stores it, and leaves it
+// once nothing is left of it that a listing reads (browseInfos): no
+// deliveries index, no hash and no DLQ entry of its default delivery;
+// that is, in the script that removes the last of those (retention of
+// jobs or of DLQ entries, erasure). A store written before the index
+// existed is indexed by Open in the background (IndexEvents), from the
+// keys its events keep while they are stored; until one index was
+// complete, ListEvents reads the queues as it did before. Open indexes
+// again at each start: events that a node of an earlier version stored
+// while the index existed (a rolling upgrade) enter it then, as does one
+// such event whose fan-out record was expanded as the scan went by. An id
+// whose event is gone without leaving the index (removed by such a node)
+// is dropped by the listing that meets it.
+
+// events is the key of p's events index.
+func (p partition) events() string { return p.key("events") }
+
+// eventsIndexMarker is the key saying that an index once held every event.
+func (s *Store) eventsIndexMarker() string { return "{" + s.opts.Prefix + ":meta}:events-index" }
+
+// eventsIndexState remembers that the index is complete (atomic: the
+// listing and the indexing goroutine both read it).
+type eventsIndexState struct{ ready atomic.Bool }
+
+// eventsIndexed reports whether ListEvents may read the events index:
+// this Store indexed every event, or the marker says a store did.
+func (s *Store) eventsIndexed(ctx context.Context) bool {
+	if s.evIndex.ready.Load() {
+		return true
+	}
+	if n, err := s.c.Exists(ctx, s.eventsIndexMarker()).Result(); err == nil && n == 1 {
+		s.evIndex.ready.Store(true)
+		return true
+	}
+	return false
+}
+
+// indexScanCount is the COUNT of each SCAN of the indexing.
+const indexScanCount = 1000
+
+// IndexEvents enters every stored event in its partition's events index
+// and then sets the marker: it reads every key of an event hash, a DLQ
+// entry or a fan-out record under the store's prefix (SCAN, on every
+// master of a Cluster: Redis is never blocked for long), which an event
+// keeps from its enqueue until its last record goes, whatever queue its
+// deliveries move between meanwhile. Entering an event twice changes
+// nothing; an event removed meanwhile may be entered again and is
+// dropped by the first listing that meets it.
+func (s *Store) IndexEvents(ctx context.Context) error {
+	var err error
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return s.indexKeys(ctx, c) })
+	} else {
+		err = s.indexKeys(ctx, s.c)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	if err := s.c.Set(ctx, s.eventsIndexMarker(), "1", 0).Err(); err != nil {
+		return unavailable(err)
+	}
+	s.evIndex.ready.Store(true)
+	return nil
+}
+
+// eventKinds are the kinds of key "{<prefix>:<n>}:<kind>:<id>" an event
+// keeps while it is stored: a delivery's hash, a DLQ entry, a fan-out
+// record.
+var eventKinds = []string{":ev:", ":dlq:", ":fan:"}
+
+// indexKeys enters in the events index the event of each key of
+// eventKinds that c holds.
+func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
+	match := "{" + globEscape(s.opts.Prefix) + ":*}:*"
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, match, indexScanCount).Result()
+		if err != nil {
+			return err
+		}
+		byPart := map[string][]any{}
+		for _, k := range keys {
+			end := strings.IndexByte(k, '}')
+			tag, rest := k[:end+1], k[end+1:]
+			if end < 0 || s.partIndexOfTag(tag) < 0 {
+				continue // another prefix the pattern matched
+			}
+			for _, kind := range eventKinds {
+				if id, ok := strings.CutPrefix(rest, kind); ok && id != "" {
+					byPart[tag] = append(byPart[tag], storage.EventIDOfDelivery(id))
+					break
+				}
+			}
+		}
+		if len(byPart) > 0 {
+			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				for tag, ids := range byPart {
+					members := make([]redis.Z, len(ids))
+					for i, id := range ids {
+						members[i] = redis.Z{Member: id}
+					}
+					pipe.ZAdd(ctx, partition{tag: tag}.events(), members...)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+// partIndexOfTag is the index of the partition whose hash tag is tag, or
+// -1 when it is none of this store's.
+func (s *Store) partIndexOfTag(tag string) int {
+	for i, p := range s.parts {
+		if p.tag == tag {
+			return i
+		}
+	}
+	return -1
+}
+
+// globEscape escapes the characters SCAN's MATCH reads as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// indexEventsLoop runs IndexEvents until it succeeds or ctx ends, waiting
+// between tries (Redis down at start: the store still opens).
+func (s *Store) indexEventsLoop(ctx context.Context) {
+	wait := time.Second
+	for {
+		if err := s.IndexEvents(ctx); err == nil || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
