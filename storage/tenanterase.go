@@ -6,7 +6,9 @@ package storage
 // so that a resend stays a duplicate).
 //
 // The events are found as the event browser finds them (ListEvents, by
-// source and tenant), newest first from the moment the erasure started:
+// source and tenant), once a store that lists from an index of its own has
+// entered every event stored so far in it (EventIndexer), newest first
+// from the moment the erasure started:
 // an event the tenant sends after it is not erased (a second erasure
 // takes it). Each page found is erased as one batch (EraseBatch), then
 // the progress, with the listing's cursor, is saved in the store, so that
@@ -261,6 +263,11 @@ func RunTenantErasure(ctx context.Context, s TenantEraseStore, p TenantErasure, 
 
 func runTenantErasure(ctx context.Context, p TenantErasure, s TenantEraseStore, save func(TenantErasure) error, batch int, pause time.Duration,
 	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
+	// an event stored before the erasure started is in the listing's index,
+	// whichever process stored it
+	if err := indexEvents(ctx, s); err != nil {
+		return p, err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return p, err
@@ -312,5 +319,29 @@ func runTenantErasure(ctx context.Context, p TenantErasure, s TenantEraseStore, 
 			case <-time.After(pause):
 			}
 		}
+	}
+}
+
+// EventIndexer is a store whose event listing (Browser) reads an index
+// kept beside the events, which an event stored by another process may be
+// missing from for a while (the Redis store's events index, and a node of
+// an earlier version sharing it). IndexEvents enters every event stored
+// so far in it.
+type EventIndexer interface {
+	IndexEvents(ctx context.Context) error
+}
+
+// indexEvents runs the IndexEvents of s, or of the store it wraps
+// (Unwrap), if either is an EventIndexer.
+func indexEvents(ctx context.Context, s any) error {
+	for {
+		if ix, ok := s.(EventIndexer); ok {
+			return ix.IndexEvents(ctx)
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			return nil
+		}
+		s = u.Unwrap()
 	}
 }

@@ -180,6 +180,7 @@ func (s *RedisStorage) Provision(ctx caddy.Context) error {
 		Partitions:  s.Partitions,
 		MinReplicas: s.MinReplicas,
 		WaitTimeout: time.Duration(s.WaitTimeout),
+		Log:         s.log,
 	}
 	if s.Spool != nil {
 		s.Spool.Path = resolve(s.Spool.Path)

@@ -108,24 +108,44 @@ func (s *Store) markFans(ctx context.Context, ids []browseID) error {
 	return nil
 }
 
-// dropGone takes out of their events index the ids of which nothing is
-// left (gone[i]): an event removed without leaving the index (by a node
-// of an earlier version, or entered again by IndexEvents as it went).
-// Nothing brings an event back once all its records are gone.
+// dropGone takes out of their events index the ids of which nothing was
+// found (gone[i]): an event removed without leaving the index (by a node
+// of an earlier version, or entered again by IndexEvents as it went). The
+// reads may be stale or have failed: dropGoneScript drops an id only if
+// none of its keys exists when it runs.
 func (s *Store) dropGone(ctx context.Context, ids []browseID, gone []bool) error {
-	if !slices.Contains(gone, true) {
-		return nil
-	}
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, b := range ids {
-			if gone[i] {
-				pipe.ZRem(ctx, b.p.events(), b.id)
-			}
+	byPart := map[partition][]any{}
+	for i, b := range ids {
+		if gone[i] {
+			byPart[b.p] = append(byPart[b.p], b.id)
 		}
-		return nil
-	})
-	return unavailable(err)
+	}
+	for p, ids := range byPart {
+		if _, err := s.eval(ctx, dropGoneScript, []string{p.events()}, append([]any{p.tag}, ids...)...); err != nil {
+			return unavailable(err)
+		}
+	}
+	return nil
 }
+
+// dropGoneScript takes out of a partition's events index each of the
+// given events that has none of the keys a listing reads of it (its
+// deliveries index, its default delivery's hash and DLQ entry) nor a
+// fan-out record. Nothing brings an event back once they are all gone.
+//
+//	KEYS: events index
+//	ARGV: the partition's hash tag, then the event ids
+//	returns the number of ids dropped
+var dropGoneScript = redis.NewScript(`
+local t, n = ARGV[1], 0
+for i = 2, #ARGV do
+	local id = ARGV[i]
+	if redis.call('EXISTS', t .. ':dests:' .. id, t .. ':ev:' .. id, t .. ':dlq:' .. id, t .. ':fan:' .. id) == 0 then
+		n = n + redis.call('ZREM', KEYS[1], id)
+	end
+end
+return n
+`)
 
 // indexHeads merges the partitions' events indexes, newest first: each
 // partition's next ids, read a chunk at a time below the last one read.

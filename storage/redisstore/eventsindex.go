@@ -2,11 +2,15 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -24,10 +28,13 @@ import (
 // once nothing is left of it that a listing reads (browseInfos): no
 // deliveries index, no hash and no DLQ entry of its default delivery;
 // that is, in the script that removes the last of those (retention of
-// jobs or of DLQ entries, erasure). A store written before the index
-// existed is indexed by Open in the background (IndexEvents), from the
-// keys its events keep while they are stored; until one index was
-// complete, ListEvents reads the queues as it did before. Open indexes
+// jobs or of DLQ entries, erasure). A store created by this version has
+// the marker from the first (layoutScript). A store written before the
+// index existed is indexed by Open in the background (IndexEvents), from
+// the keys its events keep while they are stored; until one index was
+// complete, ListEvents reads the queues as it did before (a store older
+// than its recorded partition count gets the marker with it: its listings
+// miss events until the scan is over, seconds). Open indexes
 // again at each start: events that a node of an earlier version stored
 // while the index existed (a rolling upgrade) enter it then, as does one
 // such event whose fan-out record was expanded as the scan went by. An id
@@ -62,18 +69,24 @@ const indexScanCount = 1000
 
 // IndexEvents enters every stored event in its partition's events index
 // and then sets the marker: it reads every key of an event hash, a DLQ
-// entry or a fan-out record under the store's prefix (SCAN, on every
-// master of a Cluster: Redis is never blocked for long), which an event
-// keeps from its enqueue until its last record goes, whatever queue its
-// deliveries move between meanwhile. Entering an event twice changes
-// nothing; an event removed meanwhile may be entered again and is
-// dropped by the first listing that meets it.
+// entry or a fan-out record under the store's prefix (SCAN of the
+// database, filtered by MATCH, on every master of a Cluster: Redis is
+// never blocked for long), which an event keeps while it is stored,
+// whatever queue its deliveries move between meanwhile. Entering an event
+// twice changes nothing; an event removed meanwhile may be entered again
+// and is dropped by the first listing that meets it. A scan across a
+// failover or a resharding (the server's run id, or the Cluster's slots,
+// changed) may have missed keys: it fails, to be made again. It implements
+// storage.EventIndexer (a tenant's erasure runs it first).
 func (s *Store) IndexEvents(ctx context.Context) error {
+	if err := s.CheckLayout(ctx); err != nil {
+		return err // another partition count: the keys would be read as no partition's
+	}
 	var err error
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return s.indexKeys(ctx, c) })
+		err = indexCluster(ctx, cc, s.indexNode)
 	} else {
-		err = s.indexKeys(ctx, s.c)
+		err = s.indexNode(ctx, s.c)
 	}
 	if err != nil {
 		return unavailable(err)
@@ -83,6 +96,78 @@ func (s *Store) IndexEvents(ctx context.Context) error {
 	}
 	s.evIndex.ready.Store(true)
 	return nil
+}
+
+// Interface guard
+var _ storage.EventIndexer = (*Store)(nil)
+
+// indexCluster runs index on every master of cc, and fails when the
+// Cluster's slots moved meanwhile.
+func indexCluster(ctx context.Context, cc *redis.ClusterClient, index func(context.Context, redis.Cmdable) error) error {
+	before, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return index(ctx, c) }); err != nil {
+		return err
+	}
+	after, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if fmt.Sprint(slotOwners(before)) != fmt.Sprint(slotOwners(after)) {
+		return errors.New("the Cluster's slots moved during the scan of its event keys")
+	}
+	return nil
+}
+
+// slotOwners is each slot range's master, in order.
+func slotOwners(slots []redis.ClusterSlot) []string {
+	out := make([]string, 0, len(slots))
+	for _, sl := range slots {
+		id := ""
+		if len(sl.Nodes) > 0 {
+			id = sl.Nodes[0].ID
+		}
+		out = append(out, fmt.Sprintf("%d-%d:%s", sl.Start, sl.End, id))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// indexNode enters the events of c's keys (indexKeys), and fails when c
+// answered from another server at the end (a failover: a SCAN cursor is
+// one server's).
+func (s *Store) indexNode(ctx context.Context, c redis.Cmdable) error {
+	before, err := runID(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := s.indexKeys(ctx, c); err != nil {
+		return err
+	}
+	after, err := runID(ctx, c)
+	if err != nil {
+		return err
+	}
+	if before != after {
+		return errors.New("the server changed during the scan of its event keys (a failover)")
+	}
+	return nil
+}
+
+// runID is the run_id of the server c answers from.
+func runID(ctx context.Context, c redis.Cmdable) (string, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v, nil
+		}
+	}
+	return "", errors.New("no run_id in INFO server")
 }
 
 // eventKinds are the kinds of key "{<prefix>:<n>}:<kind>:<id>" an event
@@ -160,13 +245,21 @@ func globEscape(s string) string {
 }
 
 // indexEventsLoop runs IndexEvents until it succeeds or ctx ends, waiting
-// between tries (Redis down at start: the store still opens).
+// between tries (Redis down at start: the store still opens) and logging
+// each failure (listings read the queues until an index is complete). A
+// store of another partition count is not indexed: every use of it fails.
 func (s *Store) indexEventsLoop(ctx context.Context) {
 	wait := time.Second
 	for {
-		if err := s.IndexEvents(ctx); err == nil || ctx.Err() != nil {
+		err := s.IndexEvents(ctx)
+		if err == nil || ctx.Err() != nil {
 			return
 		}
+		var le *LayoutError
+		if errors.As(err, &le) {
+			return
+		}
+		s.log.Warn("indexing the stored events failed; trying again", zap.Duration("in", wait), zap.Error(err))
 		select {
 		case <-ctx.Done():
 			return

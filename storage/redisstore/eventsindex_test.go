@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -333,5 +334,98 @@ func TestIndexEventsOtherPrefix(t *testing.T) {
 	}
 	if !strings.HasPrefix(s.eventsIndexMarker(), "{"+prefix+":meta}") {
 		t.Errorf("marker %q not in the store's meta slot", s.eventsIndexMarker())
+	}
+}
+
+// TestDropGoneLiveEvent: a listing's reads that found nothing of an event
+// (stale, or failed) do not take a live one out of the index: the drop
+// checks the event's keys when it runs.
+func TestDropGoneLiveEvent(t *testing.T) {
+	srv := redistest.Start(t)
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer s.Close()
+	ids := indexFixture(t, s)
+	var all []browseID
+	for _, id := range ids {
+		for _, p := range s.parts {
+			if _, err := s.c.ZScore(t.Context(), p.events(), id).Result(); err == nil {
+				all = append(all, browseID{id: id, p: p})
+			}
+		}
+	}
+	gone, _ := uuid.NewV7()
+	all = append(all, browseID{id: gone.String(), p: s.parts[1]})
+	if err := s.c.ZAdd(t.Context(), s.parts[1].events(), redis.Z{Member: gone.String()}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	everything := make([]bool, len(all))
+	for i := range everything {
+		everything[i] = true
+	}
+	if err := s.dropGone(t.Context(), all, everything); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := indexMembers(t, s), sorted(ids...); !slices.Equal(got, want) {
+		t.Errorf("after dropping every id read as gone, the index holds %v, want the live events %v", got, want)
+	}
+}
+
+// TestEventsIndexMarker: a store created by this version is indexed from
+// its first event (its listings read the index at once); IndexEvents by a
+// Store of another partition count refuses, and sets no marker.
+func TestEventsIndexMarker(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix()
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 4})
+	defer s.Close()
+	indexFixture(t, s)
+	fresh := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 4})
+	defer fresh.Close()
+	if !fresh.eventsIndexed(t.Context()) {
+		t.Error("a store created by this version is not read as indexed")
+	}
+	if err := s.c.Del(t.Context(), s.eventsIndexMarker()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 8})
+	defer other.Close()
+	var le *LayoutError
+	if err := other.IndexEvents(t.Context()); !errors.As(err, &le) {
+		t.Errorf("IndexEvents with another partition count: %v, want a *LayoutError", err)
+	}
+	if n, _ := s.c.Exists(t.Context(), s.eventsIndexMarker()).Result(); n != 0 {
+		t.Error("a refused IndexEvents set the marker")
+	}
+}
+
+// TestTenantErasureIndexesFirst: a tenant's erasure erases the tenant's
+// events that are missing from the events index (stored by a node of an
+// earlier version, in a rolling upgrade), not only those its listing
+// would have found.
+func TestTenantErasureIndexesFirst(t *testing.T) {
+	srv := redistest.Start(t)
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer s.Close()
+	ctx := t.Context()
+	for i := range 5 {
+		id, _ := uuid.NewV7()
+		ev := &storage.Event{ID: id.String(), EventID: fmt.Sprintf("evt_%d", i), Dedupe: true, Source: "shop", Tenant: "gone.example",
+			Upstream: "http://127.0.0.1:1/", Body: []byte(`{}`), ReceivedAt: time.Now()}
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range s.parts { // as an earlier version's node stores them
+		if err := s.c.Del(ctx, p.events()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, started, err := storage.StartTenantErasure(ctx, s, "shop", "gone.example", time.Now().Add(time.Second))
+	if err != nil || !started {
+		t.Fatalf("StartTenantErasure: %v, %v", started, err)
+	}
+	p, err = storage.RunTenantErasure(ctx, s, p, storage.TenantEraseOptions{}, nil, nil)
+	if err != nil || p.Erased != 5 {
+		t.Errorf("the erasure erased %d events (%v), want the 5 the index did not hold", p.Erased, err)
 	}
 }

@@ -23,12 +23,14 @@ import (
 // first Store that uses it after the upgrade.
 
 // layoutScript records the partition count if none is, and returns the
-// recorded one.
+// recorded one. Recording it, it also sets the events index's marker: a
+// store that starts with this version has its events indexed from the
+// first (eventsindex.go).
 //
-//	KEYS: layout
+//	KEYS: layout, events index marker
 //	ARGV: partitions
 var layoutScript = redis.NewScript(`
-redis.call('HSETNX', KEYS[1], 'partitions', ARGV[1])
+if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[1]) == 1 then redis.call('SET', KEYS[2], '1') end
 return redis.call('HGET', KEYS[1], 'partitions')
 `)
 
@@ -63,7 +65,7 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 	if s.layout.ok.Load() {
 		return nil
 	}
-	v, err := s.eval(ctx, layoutScript, []string{s.layoutKey()}, len(s.parts))
+	v, err := s.eval(ctx, layoutScript, []string{s.layoutKey(), s.eventsIndexMarker()}, len(s.parts))
 	if err != nil {
 		return unavailable(err)
 	}

@@ -42,6 +42,7 @@ import (
 //	removeEvent,   (removeEntry: nor a chain to release, the entry being
 //	removeEntry    gone)
 //	migrateLanes   retried: guarded by its marker key
+//	dropGone       retried: a second run finds the ids dropped
 //
 // statsScript (AddStats) is sent at most once as well: a batch without an
 // ID would count twice. Scripts not listed in retryable are sent at most
@@ -60,6 +61,7 @@ var retryable = map[*redis.Script]bool{
 	removeEventScript:  true,
 	removeEntryScript:  true,
 	migrateLanesScript: true,
+	dropGoneScript:     true,
 }
 
 // onceCmd is a command go-redis never sends twice: not on another

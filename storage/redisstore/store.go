@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	// Now replaces time.Now wherever the store reads the clock itself
 	// (tests); default time.Now.
 	Now func() time.Time
+	// Log is where the store's background work (Open's indexing) reports
+	// its failures; default nowhere.
+	Log *zap.Logger
 }
 
 // Store is the Redis-backed storage.Store.
@@ -97,6 +101,7 @@ type Store struct {
 	evIndex eventsIndexState
 	// stop ends the store's background work (Open's indexing)
 	stop context.CancelFunc
+	log  *zap.Logger
 }
 
 // Interface guard
@@ -131,7 +136,10 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{c: c, opts: opts, now: opts.Now, window: newWindow()}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	s := &Store{c: c, opts: opts, now: opts.Now, log: opts.Log, window: newWindow()}
 	s.enqueues = newBatcher(s, enqueueScript)
 	s.fanEnqueues = newBatcher(s, fanEnqueueScript)
 	s.finishes = newManyBatcher(s, finishManyScript)
