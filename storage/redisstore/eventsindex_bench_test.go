@@ -20,7 +20,9 @@ import (
 // queued events (default 100,000), read from the events index and, as
 // before it existed, from the queues; and the indexing of such a store by
 // Open (IndexEvents, "build"). Each reports the longest command Redis ran
-// meanwhile (longest-redis-ms: every other client waited that long):
+// meanwhile (longest-redis-ms: every other client waited that long);
+// "index" also what the index takes of Redis's memory per event, beside
+// what Redis takes in all:
 //
 //	go test -run '^$' -bench EventsPage -benchtime 20x ./storage/redisstore/
 func BenchmarkEventsPage(b *testing.B) {
@@ -58,6 +60,21 @@ func BenchmarkEventsPage(b *testing.B) {
 				b.Fatalf("%d events, %v", len(page.Events), err)
 			}
 		}
+		// what the index takes of Redis's memory, beside all the store takes
+		var index int64
+		for _, p := range s.parts {
+			v, err := s.c.MemoryUsage(ctx, p.events(), 0).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			index += v
+		}
+		used, err := redistest.UsedMemory(ctx, s.c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(index)/float64(n), "index-B/event")
+		b.ReportMetric(float64(used)/float64(n), "redis-B/event")
 	})
 	b.Run("queues", func(b *testing.B) {
 		defer longestCommand(b, s.c)()
