@@ -89,7 +89,10 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 						return err
 					}
 				}
-				return deleteEntry(tx, k[8:])
+				if err := deleteEntry(tx, k[8:]); err != nil {
+					return err
+				}
+				return dropDeliveries(tx, string(k[8:]))
 			})
 			n += m
 			return err

@@ -11,7 +11,9 @@ import (
 //	event id -> storage.EncodeDestinations(destinations)
 //
 // An event delivered to the default destination alone has none: it is
-// stored as before destinations existed.
+// stored as before destinations existed. It is kept while a record or a
+// DLQ entry of one of the event's deliveries is: the event browser and
+// Lookup read the deliveries through it (dropDeliveries).
 var bDeliveries = []byte("deliveries")
 
 // The payload records of events live in bEvents beside their jobs,
@@ -74,10 +76,24 @@ func otherDelivery(tx *kv.Tx, ev string, destinations []string, except string) b
 	return false
 }
 
+// entryLeft reports whether a DLQ entry of a delivery of event ev (to one
+// of destinations, its deliveries index) is stored.
+func entryLeft(tx *kv.Tx, ev string, destinations []string) bool {
+	dlq := tx.Bucket(bDLQ)
+	for _, d := range destinations {
+		if dlq.Get([]byte(storage.DeliveryID(ev, d))) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // lastDelivery reports whether removing the record of delivery id leaves
-// its event without any record, and removes the event's deliveries index
-// and payload record if so. An event without an index has only this
-// delivery (and a payload record unless an earlier version stored it).
+// its event without any record, and removes the event's payload record if
+// so, and its deliveries index unless a DLQ entry of one of its
+// deliveries is left (dropDeliveries removes it with the last entry). An
+// event without an index has only this delivery (and a payload record
+// unless an earlier version stored it).
 func lastDelivery(tx *kv.Tx, id string) (bool, error) {
 	ev := storage.EventIDOfDelivery(id)
 	ds := destinationsOf(tx, ev)
@@ -87,8 +103,20 @@ func lastDelivery(tx *kv.Tx, id string) (bool, error) {
 	if err := tx.Bucket(bEvents).Delete(payloadKey(storage.PayloadID(id))); err != nil {
 		return false, err
 	}
-	if ds == nil {
+	if ds == nil || entryLeft(tx, ev, ds) {
 		return true, nil
 	}
 	return true, tx.Bucket(bDeliveries).Delete([]byte(ev))
+}
+
+// dropDeliveries removes the deliveries index of the event of delivery id
+// once neither a record nor a DLQ entry of its deliveries is left (a DLQ
+// entry past its retention was the last).
+func dropDeliveries(tx *kv.Tx, id string) error {
+	ev := storage.EventIDOfDelivery(id)
+	ds := destinationsOf(tx, ev)
+	if ds == nil || otherDelivery(tx, ev, ds, "") || entryLeft(tx, ev, ds) {
+		return nil
+	}
+	return tx.Bucket(bDeliveries).Delete([]byte(ev))
 }

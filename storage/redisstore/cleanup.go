@@ -51,13 +51,18 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil {
 					return total, unavailable(err)
 				}
-				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events(), p.dlqEntry(ev)}
+				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events()}
+				others := 0
 				for _, d := range destinations {
 					if other := storage.DeliveryID(ev, d); other != id {
 						keys = append(keys, p.ev(other))
+						others++
 					}
 				}
-				if _, err := removeEventScript.Run(ctx, s.c, keys, id, doneCutoff, ev).Result(); err != nil {
+				for _, d := range orDefault(destinations) {
+					keys = append(keys, p.dlqEntry(storage.DeliveryID(ev, d)))
+				}
+				if _, err := removeEventScript.Run(ctx, s.c, keys, id, doneCutoff, ev, others).Result(); err != nil {
 					return total, unavailable(err)
 				}
 				total++
@@ -77,7 +82,15 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			}
 			for _, id := range ids {
 				ev := storage.EventIDOfDelivery(id)
-				keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ev(ev)}
+				destinations, err := s.destinationsOf(ctx, p, ev)
+				if err != nil {
+					return total, unavailable(err)
+				}
+				keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev)}
+				for _, d := range orDefault(destinations) {
+					did := storage.DeliveryID(ev, d)
+					keys = append(keys, p.ev(did), p.dlqEntry(did))
+				}
 				if _, err := removeEntryScript.Run(ctx, s.c, keys, id, dlqCutoff,
 					p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now), ev).Result(); err != nil {
 					return total, unavailable(err)
@@ -110,13 +123,16 @@ return 0
 // removeEventScript deletes a finished delivery past retention, unless it
 // was re-enqueued (or finished again) since Cleanup listed it. The event's
 // (source, event id) index, its deliveries index and its payload record
-// go with its last delivery, and it leaves the events index unless a
-// DLQ entry still lists it (eventsindex.go).
+// go with its last delivery; its deliveries index, which the listing and
+// Lookup read the deliveries through, and its place in the events index
+// (eventsindex.go) stay while a DLQ entry of one of its deliveries does
+// (removeEntryScript removes them with the last).
 //
 //	KEYS: event hash (the delivery's), done, ids, deliveries index, payload
-//	      record, events index, the DLQ entry of the event's default
-//	      delivery, the event hashes of the event's other deliveries...
-//	ARGV: id (the delivery's), cutoff ms, event id
+//	      record, events index, the event hashes of the event's other
+//	      deliveries, then the DLQ entries of all its deliveries
+//	ARGV: id (the delivery's), cutoff ms, event id, the number of other
+//	      deliveries
 var removeEventScript = redis.NewScript(`
 local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not fin or tonumber(fin) >= tonumber(ARGV[2]) then return 0 end
@@ -124,12 +140,17 @@ local st = redis.call('HGET', KEYS[1], 'st')
 if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-for i = 8, #KEYS do
+local entries = 7 + tonumber(ARGV[4])
+for i = 7, entries - 1 do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
-redis.call('DEL', KEYS[4], KEYS[5])
-if redis.call('EXISTS', KEYS[7]) == 0 then redis.call('ZREM', KEYS[6], ARGV[3]) end
+redis.call('DEL', KEYS[5])
+for i = entries, #KEYS do
+	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
+end
+redis.call('DEL', KEYS[4])
+redis.call('ZREM', KEYS[6], ARGV[3])
 return 1
 `)
 
@@ -137,11 +158,13 @@ return 1
 // dead-lettered again since Cleanup listed it. An entry whose delivery
 // blocks its chain goes as if discarded: the next job goes
 // (luaReleaseEntry), so that no key stays blocked by an entry that is gone.
-// The entry of an event's default delivery takes the event out of the
-// events index when nothing else is left of it (eventsindex.go).
+// The last record of its event (no hash nor entry of any of its
+// deliveries left) takes its deliveries index with it, and the event out
+// of the events index (eventsindex.go).
 //
-//	KEYS: dlq entry, dlq index, dlq open, events index, the deliveries
-//	      index and the default delivery's event hash of the entry's event
+//	KEYS: dlq entry, dlq index, dlq open, events index, the event's
+//	      deliveries index, then for each of its deliveries: its event
+//	      hash, its dlq entry
 //	ARGV: id, cutoff ms, waiting hash, event key prefix, lane queue key
 //	      prefix, lanes, now ms, event id
 var removeEntryScript = redis.NewScript(luaReleaseEntry + `
@@ -152,6 +175,10 @@ dlqCount(KEYS[3], dlqField(KEYS[1]), -1)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
-if ARGV[1] == ARGV[8] and redis.call('EXISTS', KEYS[5], KEYS[6]) == 0 then redis.call('ZREM', KEYS[4], ARGV[8]) end
+for i = 6, #KEYS do
+	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
+end
+redis.call('DEL', KEYS[5])
+redis.call('ZREM', KEYS[4], ARGV[8])
 return 1
 `)

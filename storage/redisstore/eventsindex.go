@@ -25,10 +25,11 @@ import (
 //	{hookline:meta}:events-index "1" once an index holds every event
 //
 // An event enters the index in the script that stores it, and leaves it
-// once nothing is left of it that a listing reads (browseInfos): no
-// deliveries index, no hash and no DLQ entry of its default delivery;
-// that is, in the script that removes the last of those (retention of
-// jobs or of DLQ entries, erasure). A store created by this version has
+// with its last record: the last hash or DLQ entry of its deliveries, and
+// its deliveries index with it (retention of jobs or of DLQ entries,
+// erasure). A listing drops an id of which none of the keys it reads is
+// left (browseInfos: no deliveries index, no hash and no DLQ entry of its
+// default delivery, no fan-out record). A store created by this version has
 // the marker from the first (layoutScript). A store written before the
 // index existed is indexed by Open in the background (IndexEvents), from
 // the keys its events keep while they are stored; until one index was

@@ -237,3 +237,54 @@ func listAllEvents(t testing.TB, s storage.Store, f storage.EventFilter) []stora
 		f.Cursor = p.NextCursor
 	}
 }
+
+// testListedWhileEntryKept: an event whose deliveries all finished, one of
+// them (to a named destination) dead, is listed and found by Lookup after
+// its jobs' retention, with that delivery's DLQ entry, until the entry's
+// own retention.
+func testListedWhileEntryKept(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ev := fanOutEvent(t, "stripe", "")
+	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+	for _, j := range lease(t, s, time.Now(), 10, time.Minute) {
+		if storage.DestinationOf(&j.Event) == "billing" {
+			finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: "HTTP 500"})
+		} else {
+			finish(t, s, j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")})
+		}
+	}
+	listed := func() []string {
+		t.Helper()
+		page, err := s.ListEvents(t.Context(), storage.EventFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, info := range page.Events {
+			ids = append(ids, info.ID)
+		}
+		return ids
+	}
+	if _, err := s.Cleanup(t.Context(), time.Now().Add(time.Hour), time.Minute, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); !slices.Equal(got, []string{ev.ID}) {
+		t.Errorf("past its jobs' retention, with billing's DLQ entry kept: listed %v, want [%s]", got, ev.ID)
+	}
+	info, err := s.Lookup(t.Context(), ev.Source, ev.ID)
+	if err != nil {
+		t.Fatalf("Lookup past its jobs' retention, with billing's DLQ entry kept: %v", err)
+	}
+	if st, ok := storage.DeliveryStatus(info, "billing"); !ok || st != storage.StatusDead {
+		t.Errorf("Lookup: billing's delivery %v (%v), want dead", st, ok)
+	}
+	if _, err := s.Cleanup(t.Context(), time.Now().Add(4*time.Hour), time.Minute, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(); len(got) != 0 {
+		t.Errorf("past its DLQ entry's retention: listed %v, want nothing", got)
+	}
+	if _, err := s.Lookup(t.Context(), ev.Source, ev.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Lookup past its DLQ entry's retention: %v, want ErrNotFound", err)
+	}
+}

@@ -157,6 +157,7 @@ func Run(t *testing.T, f Factory) {
 		{"EraseOrdered", testEraseOrdered},
 		{"EraseClaimExpiry", testEraseClaimExpiry},
 		{"ListEvents", testListEvents},
+		{"ListedWhileEntryKept", testListedWhileEntryKept},
 		{"ListByTenant", testListByTenant},
 		{"EraseBatch", testEraseBatch},
 		{"TenantErasureLive", testTenantErasureLive},
