@@ -11,9 +11,9 @@ package storage
 // SharedPayload (SharePayload). Whatever hands out a job or needs its body
 // joins the payload back (JoinPayload): Lease, a Dead outcome's DLQ entry
 // (which keeps its own copy, as any entry), a replay once leased, poison
-// salvage. The payload record goes with the event's last record, where its
-// deliveries index goes. A DLQ retry re-enqueues the entry's own copy
-// (OwnPayload).
+// salvage. The payload record goes with the event's last job record (its
+// deliveries index stays while a DLQ entry of the event does). A DLQ retry
+// re-enqueues the entry's own copy (OwnPayload).
 //
 // Otherwise (on Redis, whose job hash keeps its body in a field written
 // once) an event with one delivery is stored as before: its job keeps its
