@@ -420,3 +420,21 @@ var (
 type Recounter interface {
 	Recount(ctx context.Context) (byLane map[string]Counts, dlq map[string]map[DLQStatus]int, err error)
 }
+
+// As finds the first store of type T in the chain that starts at s and
+// goes on through each wrapper's Unwrap (encryption at rest, the spool, a
+// module's own wrapping): s itself if it is a T, else what it wraps, and so
+// on. ok is false when no store of the chain is a T.
+func As[T any](s any) (t T, ok bool) {
+	for s != nil {
+		if t, ok = s.(T); ok {
+			return t, true
+		}
+		u, isWrapper := s.(interface{ Unwrap() Store })
+		if !isWrapper {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return t, false
+}

@@ -265,8 +265,10 @@ func runTenantErasure(ctx context.Context, p TenantErasure, s TenantEraseStore, 
 	erased func(info *EventInfo, res EraseResult), progress func(TenantErasure)) (TenantErasure, error) {
 	// an event stored before the erasure started is in the listing's index,
 	// whichever process stored it
-	if err := indexEvents(ctx, s); err != nil {
-		return p, err
+	if ix, ok := As[EventIndexer](s); ok {
+		if err := ix.IndexEvents(ctx); err != nil {
+			return p, err
+		}
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -329,19 +331,4 @@ func runTenantErasure(ctx context.Context, p TenantErasure, s TenantEraseStore, 
 // so far in it.
 type EventIndexer interface {
 	IndexEvents(ctx context.Context) error
-}
-
-// indexEvents runs the IndexEvents of s, or of the store it wraps
-// (Unwrap), if either is an EventIndexer.
-func indexEvents(ctx context.Context, s any) error {
-	for {
-		if ix, ok := s.(EventIndexer); ok {
-			return ix.IndexEvents(ctx)
-		}
-		u, ok := s.(interface{ Unwrap() Store })
-		if !ok {
-			return nil
-		}
-		s = u.Unwrap()
-	}
 }

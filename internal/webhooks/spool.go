@@ -9,17 +9,8 @@ import (
 // spoolStoreOf is the spooling store under st (the app's own wrapping,
 // encryption at rest, unwrapped), or nil: the store keeps no spool.
 func spoolStoreOf(st storage.Store) *spool.Store {
-	for st != nil {
-		if s, ok := st.(*spool.Store); ok {
-			return s
-		}
-		u, ok := st.(interface{ Unwrap() storage.Store })
-		if !ok {
-			return nil
-		}
-		st = u.Unwrap()
-	}
-	return nil
+	s, _ := storage.As[*spool.Store](st)
+	return s
 }
 
 // spoolOf is the spool of store st, or nil: none.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
 )
 
 // idsRead is a go-redis hook adding up the members of every list reply
@@ -102,22 +103,12 @@ func indexFixture(t *testing.T, s *Store) (ids []string) {
 func listAll(t *testing.T, s *Store, limit int) []string {
 	t.Helper()
 	var out []string
-	f := storage.EventFilter{Limit: limit}
-	for range 1000 {
-		page, err := s.ListEvents(t.Context(), f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, page := range storagetest.ListAllEvents(t, s, storage.EventFilter{Limit: limit}) {
 		for _, e := range page.Events {
 			out = append(out, e.ID)
 		}
-		if page.NextCursor == "" {
-			return out
-		}
-		f.Cursor = page.NextCursor
 	}
-	t.Fatal("no end to the pages")
-	return nil
+	return out
 }
 
 // newest is ids sorted newest first, as a listing gives them.

@@ -63,7 +63,7 @@ func testListByTenant(t *testing.T, f Factory) {
 			t.Errorf("ListDelivered(tenant %q) = %v, want %v", tenant, got, w.delivered)
 		}
 		var listed []string
-		for _, p := range listAllEvents(t, s, storage.EventFilter{Tenant: tenant, Limit: 2}) {
+		for _, p := range ListAllEvents(t, s, storage.EventFilter{Tenant: tenant, Limit: 2}) {
 			for _, info := range p.Events {
 				if info.Tenant != tenant {
 					t.Errorf("ListEvents(tenant %q) listed %s of tenant %q", tenant, info.ID, info.Tenant)
