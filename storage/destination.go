@@ -77,6 +77,16 @@ func EventIDOfDelivery(id string) string {
 	return ev
 }
 
+// DestinationOfDelivery is the name of the destination of the delivery
+// whose job ID is id (DeliveryID's other inverse): DefaultDestination for
+// an event's default delivery.
+func DestinationOfDelivery(id string) string {
+	if _, d, ok := strings.Cut(id, deliverySep); ok {
+		return d
+	}
+	return DefaultDestination
+}
+
 // DestinationOf is the name of a job's destination ("" is reported as
 // DefaultDestination).
 func DestinationOf(ev *Event) string {

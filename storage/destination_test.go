@@ -31,6 +31,9 @@ func TestDeliveryID(t *testing.T) {
 		if back := EventIDOfDelivery(got); back != tc.ev {
 			t.Errorf("EventIDOfDelivery(%q) = %q, want %q", got, back, tc.ev)
 		}
+		if d, want := DestinationOfDelivery(got), DestinationOf(&Event{Destination: tc.dest}); d != want {
+			t.Errorf("DestinationOfDelivery(%q) = %q, want %q", got, d, want)
+		}
 	}
 }
 

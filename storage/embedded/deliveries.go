@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"slices"
+
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
 )
@@ -119,4 +121,54 @@ func dropDeliveries(tx *kv.Tx, id string) error {
 		return nil
 	}
 	return tx.Bucket(bDeliveries).Delete([]byte(ev))
+}
+
+// deliveriesRestored is the bMeta key set once restoreDeliveries ran.
+var deliveriesRestored = []byte("deliveries:entries")
+
+// restoreDeliveries gives back, once, the deliveries index of each event
+// that an earlier version took it from with the event's last job record
+// while a DLQ entry of one of its named destinations was kept: without it,
+// the event list, Lookup and erasure (of the event, or of its tenant) see
+// the default delivery alone and miss the entry until its own retention
+// (for ever with dlq_retention 0). The index is made again from what is
+// left of the event: the destinations of its DLQ entries, and the default
+// one's if its record or entry is left (no named delivery's record is: the
+// index went with the last); an index that is there and misses the
+// destination of one of the event's entries gets it.
+func restoreDeliveries(tx *kv.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bMeta)
+	if err != nil || meta.Get(deliveriesRestored) != nil {
+		return err
+	}
+	restored := map[string][]string{} // event id -> its index, made again
+	var order []string
+	err = tx.Bucket(bDLQ).ForEach(func(k, _ []byte) error {
+		id := string(k)
+		ev, d := storage.EventIDOfDelivery(id), storage.DestinationOfDelivery(id)
+		ds, again := restored[ev]
+		if !again {
+			ds = destinationsOf(tx, ev)
+		}
+		if slices.Contains(ds, d) || (ds == nil && id == ev) {
+			return nil // indexed, or an event's default delivery alone (no index)
+		}
+		if ds == nil && (tx.Bucket(bEvents).Get([]byte(ev)) != nil || tx.Bucket(bDLQ).Get([]byte(ev)) != nil) {
+			ds = []string{storage.DefaultDestination}
+		}
+		if !again {
+			order = append(order, ev)
+		}
+		restored[ev] = append(slices.Clone(ds), d)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ev := range order {
+		if err := tx.Bucket(bDeliveries).Put([]byte(ev), []byte(storage.EncodeDestinations(restored[ev]))); err != nil {
+			return err
+		}
+	}
+	return meta.Put(deliveriesRestored, []byte{1})
 }

@@ -153,6 +153,9 @@ func Open(path string, opts Options) (*Store, error) {
 		if err := migrateTenantShares(tx); err != nil {
 			return err
 		}
+		if err := restoreDeliveries(tx); err != nil {
+			return err
+		}
 		return requeueLeased(tx)
 	})
 	if err == nil {

@@ -112,7 +112,7 @@ func (s *Store) markFans(ctx context.Context, ids []browseID) error {
 // found (gone[i]): an event removed without leaving the index (by a node
 // of an earlier version, or entered again by IndexEvents as it went). The
 // reads may be stale or have failed: dropGoneScript drops an id only if
-// none of its keys exists when it runs.
+// nothing of it is left when it runs.
 func (s *Store) dropGone(ctx context.Context, ids []browseID, gone []bool) error {
 	byPart := map[partition][]any{}
 	for i, b := range ids {
@@ -121,7 +121,7 @@ func (s *Store) dropGone(ctx context.Context, ids []browseID, gone []bool) error
 		}
 	}
 	for p, ids := range byPart {
-		if _, err := s.eval(ctx, dropGoneScript, []string{p.events()}, append([]any{p.tag}, ids...)...); err != nil {
+		if _, err := s.eval(ctx, dropGoneScript, []string{p.events()}, append([]any{p.tag, storage.DefaultDestination}, ids...)...); err != nil {
 			return unavailable(err)
 		}
 	}
@@ -129,19 +129,35 @@ func (s *Store) dropGone(ctx context.Context, ids []browseID, gone []bool) error
 }
 
 // dropGoneScript takes out of a partition's events index each of the
-// given events that has none of the keys a listing reads of it (its
-// deliveries index, its default delivery's hash and DLQ entry) nor a
-// fan-out record. Nothing brings an event back once they are all gone.
+// given events of which no delivery's hash or DLQ entry is left (the
+// default delivery's, and those its deliveries index names) nor a fan-out
+// record, and deletes the deliveries index left of it (a node of an
+// earlier version removed the last named entry without it). Nothing
+// brings an event back once they are all gone.
 //
 //	KEYS: events index
-//	ARGV: the partition's hash tag, then the event ids
+//	ARGV: the partition's hash tag, the default destination's name, then
+//	      the event ids
 //	returns the number of ids dropped
 var dropGoneScript = redis.NewScript(`
 local t, n = ARGV[1], 0
-for i = 2, #ARGV do
+for i = 3, #ARGV do
 	local id = ARGV[i]
-	if redis.call('EXISTS', t .. ':dests:' .. id, t .. ':ev:' .. id, t .. ':dlq:' .. id, t .. ':fan:' .. id) == 0 then
-		n = n + redis.call('ZREM', KEYS[1], id)
+	if redis.call('EXISTS', t .. ':ev:' .. id, t .. ':dlq:' .. id, t .. ':fan:' .. id) == 0 then
+		local dk, left = t .. ':dests:' .. id, false
+		local v = redis.call('GET', dk)
+		for d in string.gmatch(v or '', '[^,]+') do
+			local did = id
+			if d ~= ARGV[2] then did = id .. '~' .. d end
+			if redis.call('EXISTS', t .. ':ev:' .. did, t .. ':dlq:' .. did) > 0 then
+				left = true
+				break
+			end
+		end
+		if not left then
+			if v then redis.call('DEL', dk) end
+			n = n + redis.call('ZREM', KEYS[1], id)
+		end
 	end
 end
 return n
@@ -366,8 +382,9 @@ func (s *Store) eventIDs(ctx context.Context, after string) ([]browseID, error) 
 // browseInfos is what Lookup reports of each event of ids (nil for one
 // of which nothing readable is left), in two pipelined round trips: their
 // deliveries indexes, then each delivery's hash and DLQ entry. An event's
-// source is its first readable delivery's. gone[i] is true when nothing
-// at all is left of ids[i] (no deliveries index, no hash, no entry).
+// source is its first readable delivery's. gone[i] is true when no hash
+// or DLQ entry of a delivery of ids[i] is left (a deliveries index left
+// without them counts as gone: dropGoneScript deletes it).
 func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) (infos []*storage.EventInfo, gone []bool, err error) {
 	for _, b := range ids {
 		if b.fan { // still a fan-out record: expanded as any read by id does
@@ -409,7 +426,7 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 	out := make([]*storage.EventInfo, len(ids))
 	gone = make([]bool, len(ids))
 	for i, b := range ids {
-		gone[i] = errors.Is(dests[i].Err(), redis.Nil)
+		gone[i] = true
 		// what is readable of each delivery (an unreadable one counts as gone)
 		hashes := map[string]*eventHash{}
 		entries := map[string]*storage.DLQEntry{}

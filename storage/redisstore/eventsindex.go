@@ -27,9 +27,9 @@ import (
 // An event enters the index in the script that stores it, and leaves it
 // with its last record: the last hash or DLQ entry of its deliveries, and
 // its deliveries index with it (retention of jobs or of DLQ entries,
-// erasure). A listing drops an id of which none of the keys it reads is
-// left (browseInfos: no deliveries index, no hash and no DLQ entry of its
-// default delivery, no fan-out record). A store created by this version has
+// erasure). A listing drops an id of which no delivery's hash or DLQ
+// entry nor a fan-out record is left (dropGoneScript), with the deliveries
+// index a node of an earlier version may have left behind. A store created by this version has
 // the marker from the first (layoutScript). A store written before the
 // index existed is indexed by Open in the background (IndexEvents), from
 // the keys its events keep while they are stored; until one index was
@@ -40,7 +40,9 @@ import (
 // while the index existed (a rolling upgrade) enter it then, as does one
 // such event whose fan-out record was expanded as the scan went by. An id
 // whose event is gone without leaving the index (removed by such a node)
-// is dropped by the listing that meets it.
+// is dropped by the listing that meets it. The scan also gives back the
+// deliveries index of an event with a DLQ entry of a named destination,
+// which such a node deletes with the event's last hash (restoreDeliveries).
 
 // events is the key of p's events index.
 func (p partition) events() string { return p.key("events") }
@@ -187,6 +189,7 @@ func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
 			return err
 		}
 		byPart := map[string][]any{}
+		var named []namedEntry
 		for _, k := range keys {
 			end := strings.IndexByte(k, '}')
 			tag, rest := k[:end+1], k[end+1:]
@@ -195,10 +198,17 @@ func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
 			}
 			for _, kind := range eventKinds {
 				if id, ok := strings.CutPrefix(rest, kind); ok && id != "" {
-					byPart[tag] = append(byPart[tag], storage.EventIDOfDelivery(id))
+					ev := storage.EventIDOfDelivery(id)
+					byPart[tag] = append(byPart[tag], ev)
+					if kind == ":dlq:" && ev != id {
+						named = append(named, namedEntry{partition{tag: tag}, id})
+					}
 					break
 				}
 			}
+		}
+		if err := s.restoreDeliveries(ctx, named); err != nil {
+			return err
 		}
 		if len(byPart) > 0 {
 			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {

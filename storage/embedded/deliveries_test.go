@@ -1,0 +1,46 @@
+package embedded_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/storage/embedded/kv"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// TestDeliveriesRestored: an earlier version took an event's deliveries
+// index away with its last job record even while a DLQ entry of a named
+// destination was kept, so that the event list, Lookup and erasure saw
+// its default delivery alone. Open makes the index again, once, from the
+// entries (and the default delivery's record or entry): the events are
+// listed, found with their dead deliveries, and erased with every entry.
+func TestDeliveriesRestored(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "hookline.db")
+	s := openStore(t, path)
+	now := time.Now()
+	events := storagetest.EntriesKept(t, s, now)
+	// as an earlier version left them: no index, not restored yet
+	err := s.UpdateForTest(ctx, func(tx *kv.Tx) error {
+		for _, ev := range events[:2] {
+			if tx.Bucket([]byte("deliveries")).Get([]byte(ev.ID)) == nil {
+				t.Errorf("event %s has no deliveries index past its jobs' retention", ev.EventID)
+			}
+			if err := tx.Bucket([]byte("deliveries")).Delete([]byte(ev.ID)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("meta")).Delete([]byte("deliveries:entries"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lookup(ctx, events[0].Source, events[0].ID); err == nil {
+		t.Fatal("the test does not make the gap: the event is found without its index")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storagetest.EntriesFound(t, openStore(t, path), events, now)
+}

@@ -1,0 +1,77 @@
+package redisstore
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/testing/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// TestDeliveriesRestored: an earlier version deleted an event's
+// deliveries index with its last hash even while a DLQ entry of a named
+// destination was kept (and a node of that version may still), so that
+// the event list, Lookup and erasure saw its default delivery alone.
+// IndexEvents (which Open runs) gives the index back from the entries it
+// meets: the events are listed, found with their dead deliveries, and
+// erased with every entry.
+func TestDeliveriesRestored(t *testing.T) {
+	srv := redistest.Start(t)
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer s.Close()
+	ctx := t.Context()
+	now := time.Now()
+	events := storagetest.EntriesKept(t, s, now)
+	for _, ev := range events[:2] {
+		p := s.partitionForEvent(ev)
+		if n, err := s.c.Del(ctx, p.deliveries(ev.ID)).Result(); err != nil || n != 1 {
+			t.Fatalf("deleting %s's deliveries index: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
+		}
+	}
+	if _, err := s.Lookup(ctx, events[0].Source, events[0].ID); err == nil {
+		t.Fatal("the test does not make the gap: the event is found without its index")
+	}
+	if err := s.IndexEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	storagetest.EntriesFound(t, s, events, now)
+}
+
+// TestDropGoneLeftIndex: a node of an earlier version removing an event's
+// last DLQ entry of a named destination leaves its deliveries index (and
+// its id in the events index) behind; the first listing that meets the
+// id drops both.
+func TestDropGoneLeftIndex(t *testing.T) {
+	srv := redistest.Start(t)
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer s.Close()
+	ctx := t.Context()
+	events := storagetest.EntriesKept(t, s, time.Now())
+	named := events[1] // its one entry left: billing's
+	p := s.partitionForEvent(named)
+	if n, err := s.c.Del(ctx, p.dlqEntry(storage.DeliveryID(named.ID, "billing"))).Result(); err != nil || n != 1 {
+		t.Fatalf("deleting the entry: %d, %v", n, err)
+	}
+	if !slices.Contains(indexMembers(t, s), named.ID) {
+		t.Fatal("the test does not make the leak: the event left the index")
+	}
+	ids := listAll(t, s, 50)
+	if slices.Contains(ids, named.ID) {
+		t.Errorf("listed %s, of which nothing is left", named.EventID)
+	}
+	if slices.Contains(indexMembers(t, s), named.ID) {
+		t.Error("the listing kept the id of an event of which nothing is left")
+	}
+	if n, _ := s.c.Exists(ctx, p.deliveries(named.ID)).Result(); n != 0 {
+		t.Error("the deliveries index left behind is still there")
+	}
+	for _, ev := range []*storage.Event{events[0], events[2]} {
+		if !slices.Contains(ids, ev.ID) {
+			t.Errorf("event %s with its entries kept is not listed", ev.EventID)
+		}
+	}
+}
