@@ -15,30 +15,32 @@ import (
 // bClaimExp. It holds (a resend is a duplicate) until it expires, and the
 // same key is also how an event is found by its provider's id (Lookup,
 // Erase). So it lives as long as either is needed: past its expiry while
-// a record of the event exists (the sweep of bClaimExp then ends it, with
-// expiry 0, but keeps it), and past the event's last record while it holds.
-// Whichever ends last removes it: the claims sweep (claimExpired) or the
-// removal of the last record (releaseClaim, at retention or erasure).
+// a record or a DLQ entry of the event exists (the sweep of bClaimExp then
+// ends it, with expiry 0, but keeps it), and past the event's last record
+// and entry while it holds. Whichever ends last removes it: the claims
+// sweep (claimExpired) or the removal of the last record or entry
+// (releaseClaim, at retention, at dlq_retention or at erasure).
 //
 // Earlier versions kept the id in a second index, bIDs, written beside the
 // claim: a second randomly placed key, so a second page written, per
 // event. foldIDs moves what is left of it into bClaims when a file is
 // opened.
 
-// recordsLeft reports whether a record of event id is still stored: its
-// default delivery's, its payload record or one of its other deliveries'.
+// recordsLeft reports whether a record or a DLQ entry of event id is
+// still stored: its default delivery's, its payload record or one of its
+// other deliveries'.
 func recordsLeft(tx *kv.Tx, id string) bool {
-	events := tx.Bucket(bEvents)
+	events, ds := tx.Bucket(bEvents), destinationsOf(tx, id)
 	return events.Get([]byte(id)) != nil || events.Get(payloadKey(id)) != nil ||
-		otherDelivery(tx, id, destinationsOf(tx, id), "")
+		otherDelivery(tx, id, ds, "") || tx.Bucket(bDLQ).Get([]byte(id)) != nil || entryLeft(tx, id, ds)
 }
 
 // claimExpired is the claims sweep's step for claim ck, whose expiry key
 // (exp, 8 bytes) has come, unless it was renewed since (a new event took
 // the id: its own expiry key is later). The claim ends: it goes, or, while
-// a record of its event is still stored, its expiry becomes 0 (the id is
-// free for a new event; releaseClaim removes the key with the last
-// record).
+// a record or an entry of its event is still stored, its expiry becomes
+// 0 (the id is free for a new event; releaseClaim removes the key with the
+// last of them).
 func claimExpired(tx *kv.Tx, ck, exp []byte) error {
 	claims := tx.Bucket(bClaims)
 	v := claims.Get(ck)
@@ -55,13 +57,14 @@ func claimExpired(tx *kv.Tx, ck, exp []byte) error {
 // for its records: expiry 0.
 func ended(id []byte) []byte { return append(make([]byte, 8, 8+len(id)), id...) }
 
-// releaseClaim is called once the last record of event id is gone: its
-// claim ck goes too if it has expired (one that holds stays until the
-// claims sweep) and is still the event's (not a later event's).
+// releaseClaim is called once a record or a DLQ entry of event id is
+// gone: if it was the last (recordsLeft), its claim ck goes too if it has
+// expired (one that holds stays until the claims sweep) and is still the
+// event's (not a later event's).
 func releaseClaim(tx *kv.Tx, ck []byte, id string, now time.Time) error {
 	claims := tx.Bucket(bClaims)
 	v := claims.Get(ck)
-	if len(v) < 8 || string(v[8:]) != id || timeAt(v).After(now) {
+	if len(v) < 8 || string(v[8:]) != id || timeAt(v).After(now) || recordsLeft(tx, id) {
 		return nil
 	}
 	return claims.Delete(ck)

@@ -84,13 +84,21 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				swept.add(bDLQIdx, k)
 				swept.add(bDLQ, k[8:])
 				// an entry that blocks its key goes as if discarded
-				if e, err := getEntry(tx, string(k[8:])); err == nil && e != nil {
+				e, err := getEntry(tx, string(k[8:]))
+				if err == nil && e != nil {
 					if err := releaseEntry(tx, e, now); err != nil {
 						return err
 					}
 				}
 				if err := deleteEntry(tx, k[8:]); err != nil {
 					return err
+				}
+				// the last entry of an event takes its ended claim (by
+				// which it was found) and its deliveries index with it
+				if err == nil && e != nil {
+					if err := releaseClaim(tx, claimKey(e.Source, e.EventID), storage.EventIDOfDelivery(e.ID), now); err != nil {
+						return err
+					}
 				}
 				return dropDeliveries(tx, string(k[8:]))
 			})

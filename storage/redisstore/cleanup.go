@@ -86,7 +86,11 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if err != nil {
 					return total, unavailable(err)
 				}
-				keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev)}
+				ck, err := s.claimKeyOf(ctx, p, []string{id})
+				if err != nil {
+					return total, unavailable(err)
+				}
+				keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck)}
 				for _, d := range orDefault(destinations) {
 					did := storage.DeliveryID(ev, d)
 					keys = append(keys, p.ev(did), p.dlqEntry(did))
@@ -122,11 +126,12 @@ return 0
 
 // removeEventScript deletes a finished delivery past retention, unless it
 // was re-enqueued (or finished again) since Cleanup listed it. The event's
-// (source, event id) index, its deliveries index and its payload record
-// go with its last delivery; its deliveries index, which the listing and
-// Lookup read the deliveries through, and its place in the events index
-// (eventsindex.go) stay while a DLQ entry of one of its deliveries does
-// (removeEntryScript removes them with the last).
+// payload record goes with its last delivery; its (source, event id)
+// index, by which Lookup finds it once its claim ended, its deliveries
+// index, which the listing and Lookup read the deliveries through, and
+// its place in the events index (eventsindex.go) stay while a DLQ entry of
+// one of its deliveries does (removeEntryScript removes them with the
+// last).
 //
 //	KEYS: event hash (the delivery's), done, ids, deliveries index, payload
 //	      record, events index, the event hashes of the event's other
@@ -144,11 +149,11 @@ local entries = 7 + tonumber(ARGV[4])
 for i = 7, entries - 1 do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
-if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 redis.call('DEL', KEYS[5])
 for i = entries, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
+if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
 redis.call('DEL', KEYS[4])
 redis.call('ZREM', KEYS[6], ARGV[3])
 return 1
@@ -159,12 +164,13 @@ return 1
 // blocks its chain goes as if discarded: the next job goes
 // (luaReleaseEntry), so that no key stays blocked by an entry that is gone.
 // The last record of its event (no hash nor entry of any of its
-// deliveries left) takes its deliveries index with it, and the event out
-// of the events index (eventsindex.go).
+// deliveries left) takes its deliveries index and its (source, event id)
+// index (if still the event's) with it, and the event out of the events
+// index (eventsindex.go).
 //
 //	KEYS: dlq entry, dlq index, dlq open, events index, the event's
-//	      deliveries index, then for each of its deliveries: its event
-//	      hash, its dlq entry
+//	      deliveries index, its (source, event id) index, then for each of
+//	      its deliveries: its event hash, its dlq entry
 //	ARGV: id, cutoff ms, waiting hash, event key prefix, lane queue key
 //	      prefix, lanes, now ms, event id
 var removeEntryScript = redis.NewScript(luaReleaseEntry + `
@@ -175,9 +181,10 @@ dlqCount(KEYS[3], dlqField(KEYS[1]), -1)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
-for i = 6, #KEYS do
+for i = 7, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
+if redis.call('GET', KEYS[6]) == ARGV[8] then redis.call('DEL', KEYS[6]) end
 redis.call('DEL', KEYS[5])
 redis.call('ZREM', KEYS[4], ARGV[8])
 return 1

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -130,21 +131,33 @@ func (s *Store) erase(ctx context.Context, source, ck string, p partition, id st
 }
 
 // claimKeyOf is the claim key the first of the job hashes ids records
-// (field "ck"; "" when none does).
+// (field "ck"), or else the one the first of their DLQ entries names (its
+// source and event id: the entry of a delivery whose hash retention took);
+// "" when none does. A claim key read from an entry is that of the
+// event's provider id, which the event holds only if it was deduplicated:
+// the scripts compare what is stored under it before they delete it.
 func (s *Store) claimKeyOf(ctx context.Context, p partition, ids []string) (string, error) {
-	cmds := make([]*redis.StringCmd, len(ids))
+	cks := make([]*redis.StringCmd, len(ids))
+	entries := make([]*redis.StringCmd, len(ids))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = pipe.HGet(ctx, p.ev(id), "ck")
+			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
+			entries[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}
-	for _, c := range cmds {
+	for _, c := range cks {
 		if v := c.Val(); v != "" {
 			return v, nil
+		}
+	}
+	for _, c := range entries {
+		var e storage.DLQEntry
+		if v := c.Val(); v != "" && json.Unmarshal([]byte(v), &e) == nil && e.EventID != "" {
+			return storage.ClaimKey(e.Source, e.EventID), nil
 		}
 	}
 	return "", nil

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"testing"
@@ -239,12 +240,10 @@ func ListAllEvents(t testing.TB, s storage.Store, f storage.EventFilter) []stora
 	}
 }
 
-// testListedWhileEntryKept: an event whose deliveries all finished, one of
-// them (to a named destination) dead, is listed and found by Lookup after
-// its jobs' retention, with that delivery's DLQ entry, until the entry's
-// own retention.
-func testListedWhileEntryKept(t *testing.T, f Factory) {
-	s := f.Open(t)
+// billingDead stores an event to default, billing and crm, and finishes
+// its deliveries: billing's dead (a DLQ entry), the others delivered.
+func billingDead(t *testing.T, s storage.Store) *storage.Event {
+	t.Helper()
 	ev := fanOutEvent(t, "stripe", "")
 	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
 	for _, j := range lease(t, s, time.Now(), 10, time.Minute) {
@@ -254,36 +253,157 @@ func testListedWhileEntryKept(t *testing.T, f Factory) {
 			finish(t, s, j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")})
 		}
 	}
-	listed := func() []string {
-		t.Helper()
-		var ids []string
-		for _, page := range ListAllEvents(t, s, storage.EventFilter{}) {
-			for _, info := range page.Events {
-				ids = append(ids, info.ID)
-			}
+	return ev
+}
+
+// listedIDs are the ids of every event s lists.
+func listedIDs(t *testing.T, s storage.Store) []string {
+	t.Helper()
+	var ids []string
+	for _, page := range ListAllEvents(t, s, storage.EventFilter{}) {
+		for _, info := range page.Events {
+			ids = append(ids, info.ID)
 		}
-		return ids
 	}
-	if _, err := s.Cleanup(t.Context(), time.Now().Add(time.Hour), time.Minute, 2*time.Hour); err != nil {
+	return ids
+}
+
+// cleanup runs s's Cleanup at now.
+func cleanup(t *testing.T, s storage.Store, now time.Time, retention, dlqRetention time.Duration) {
+	t.Helper()
+	if _, err := s.Cleanup(t.Context(), now, retention, dlqRetention); err != nil {
 		t.Fatal(err)
 	}
-	if got := listed(); !slices.Equal(got, []string{ev.ID}) {
-		t.Errorf("past its jobs' retention, with billing's DLQ entry kept: listed %v, want [%s]", got, ev.ID)
-	}
+}
+
+// wantDelivery checks the status Lookup reports of ev's delivery to
+// destination d.
+func wantDelivery(t *testing.T, s storage.Store, ev *storage.Event, d string, want storage.Status, when string) {
+	t.Helper()
 	info, err := s.Lookup(t.Context(), ev.Source, ev.ID)
 	if err != nil {
-		t.Fatalf("Lookup past its jobs' retention, with billing's DLQ entry kept: %v", err)
+		t.Errorf("Lookup %s: %v", when, err)
+		return
 	}
-	if st, ok := storage.DeliveryStatus(info, "billing"); !ok || st != storage.StatusDead {
-		t.Errorf("Lookup: billing's delivery %v (%v), want dead", st, ok)
+	if st, ok := storage.DeliveryStatus(info, d); !ok || st != want {
+		t.Errorf("Lookup %s: %s's delivery %v (%v), want %s", when, d, st, ok, want)
 	}
-	if _, err := s.Cleanup(t.Context(), time.Now().Add(4*time.Hour), time.Minute, 2*time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if got := listed(); len(got) != 0 {
-		t.Errorf("past its DLQ entry's retention: listed %v, want nothing", got)
+}
+
+// wantGone checks that ev is neither listed nor found by Lookup.
+func wantGone(t *testing.T, s storage.Store, ev *storage.Event, when string) {
+	t.Helper()
+	if got := listedIDs(t, s); slices.Contains(got, ev.ID) {
+		t.Errorf("%s: listed %v", when, got)
 	}
 	if _, err := s.Lookup(t.Context(), ev.Source, ev.ID); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Lookup past its DLQ entry's retention: %v, want ErrNotFound", err)
+		t.Errorf("Lookup %s: %v, want ErrNotFound", when, err)
+	}
+}
+
+// testListedWhileEntryKept: an event whose deliveries all finished, one of
+// them (to a named destination) dead, is listed and found by Lookup after
+// its jobs' retention, with that delivery's DLQ entry, until the entry's
+// own retention.
+func testListedWhileEntryKept(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ev := billingDead(t, s)
+	cleanup(t, s, time.Now().Add(time.Hour), time.Minute, 2*time.Hour)
+	if got := listedIDs(t, s); !slices.Equal(got, []string{ev.ID}) {
+		t.Errorf("past its jobs' retention, with billing's DLQ entry kept: listed %v, want [%s]", got, ev.ID)
+	}
+	wantDelivery(t, s, ev, "billing", storage.StatusDead, "past its jobs' retention, with billing's DLQ entry kept")
+	cleanup(t, s, time.Now().Add(4*time.Hour), time.Minute, 2*time.Hour)
+	wantGone(t, s, ev, "past its DLQ entry's retention")
+}
+
+// testRetriedPastRetention: a DLQ entry retried after its event's jobs
+// went with retention is delivered with the event's body, and the event
+// is listed and found with the new outcome; the retried job's retention,
+// then the entry's, take the rest of it.
+func testRetriedPastRetention(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ev := billingDead(t, s)
+	cleanup(t, s, time.Now().Add(time.Hour), time.Minute, 24*time.Hour)
+	billing := storage.DeliveryID(ev.ID, "billing")
+	if err := s.DLQRetry(t.Context(), billing, time.Now()); err != nil {
+		t.Fatalf("DLQRetry past its jobs' retention: %v", err)
+	}
+	jobs := lease(t, s, time.Now(), 10, time.Minute)
+	if len(jobs) != 1 || jobs[0].ID != billing || !bytes.Equal(jobs[0].Body, ev.Body) {
+		t.Fatalf("leased %d jobs %v, want billing's with the event's body", len(jobs), jobs)
+	}
+	finish(t, s, jobs[0], storage.Outcome{Result: storage.Delivered, Attempt: attempt(2, time.Now(), 200, "")})
+	if got := listedIDs(t, s); !slices.Contains(got, ev.ID) {
+		t.Errorf("retried and delivered: listed %v, want %s", got, ev.ID)
+	}
+	wantDelivery(t, s, ev, "billing", storage.StatusDelivered, "retried and delivered")
+	cleanup(t, s, time.Now().Add(2*time.Hour), time.Minute, 24*time.Hour)
+	if got := listedIDs(t, s); !slices.Contains(got, ev.ID) {
+		t.Errorf("past the retried job's retention, its entry kept: listed %v, want %s", got, ev.ID)
+	}
+	cleanup(t, s, time.Now().Add(48*time.Hour), time.Minute, 24*time.Hour)
+	wantGone(t, s, ev, "past the entry's retention")
+}
+
+// testDLQRetentionShorter: with dlq_retention shorter than retention, an
+// event whose dead delivery's entry went is listed and found from its
+// jobs until their retention.
+func testDLQRetentionShorter(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ev := billingDead(t, s)
+	cleanup(t, s, time.Now().Add(2*time.Hour), 24*time.Hour, time.Hour)
+	if page, err := s.DLQList(t.Context(), storage.DLQFilter{}); err != nil || len(page.Entries) != 0 {
+		t.Errorf("past dlq_retention: DLQ %+v, %v; want empty", page.Entries, err)
+	}
+	if got := listedIDs(t, s); !slices.Equal(got, []string{ev.ID}) {
+		t.Errorf("past dlq_retention, its jobs kept: listed %v, want [%s]", got, ev.ID)
+	}
+	wantDelivery(t, s, ev, "billing", storage.StatusDead, "past dlq_retention, its jobs kept")
+	wantDelivery(t, s, ev, "crm", storage.StatusDelivered, "past dlq_retention, its jobs kept")
+	cleanup(t, s, time.Now().Add(48*time.Hour), 24*time.Hour, time.Hour)
+	wantGone(t, s, ev, "past retention")
+}
+
+// testFoundByProviderIDWhileEntryKept: an event whose claim ended and
+// whose jobs went with retention is still found by its provider's id
+// while a DLQ entry of one of its deliveries is kept (a named
+// destination's, or the default one's); a new event with the same id,
+// accepted once the claim ended, is then the one found, and the old
+// entries' retention does not take it from the lookup.
+func testFoundByProviderIDWhileEntryKept(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	named := billingDead(t, s)
+	plain := newEvent(t, "stripe", "")
+	mustEnqueue(t, s, plain, time.Now().Add(time.Hour))
+	for _, j := range lease(t, s, time.Now(), 10, time.Minute) {
+		finish(t, s, j, storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 500, ""), Error: "HTTP 500"})
+	}
+	cleanup(t, s, time.Now().Add(2*time.Hour), time.Minute, 24*time.Hour)
+	for _, tc := range []struct {
+		ev *storage.Event
+		d  string
+	}{{named, "billing"}, {plain, storage.DefaultDestination}} {
+		info, err := s.Lookup(ctx, tc.ev.Source, tc.ev.EventID)
+		if err != nil || info.ID != tc.ev.ID {
+			t.Errorf("Lookup by provider id %s past its claim and its jobs' retention, its entry kept: %+v, %v", tc.ev.EventID, info, err)
+			continue
+		}
+		if st, ok := storage.DeliveryStatus(info, tc.d); !ok || st != storage.StatusDead {
+			t.Errorf("Lookup by provider id %s: %s's delivery %v (%v), want dead", tc.ev.EventID, tc.d, st, ok)
+		}
+	}
+	again := newEvent(t, "stripe", plain.EventID)
+	mustEnqueue(t, s, again, time.Now().Add(time.Hour))
+	if info, err := s.Lookup(ctx, again.Source, again.EventID); err != nil || info.ID != again.ID {
+		t.Errorf("Lookup by provider id of the event that took it again: %+v, %v; want %s", info, err, again.ID)
+	}
+	cleanup(t, s, time.Now().Add(48*time.Hour), time.Minute, 24*time.Hour)
+	if _, err := s.Lookup(ctx, named.Source, named.EventID); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Lookup by provider id past its entry's retention: %v, want ErrNotFound", err)
+	}
+	if info, err := s.Lookup(ctx, again.Source, again.EventID); err != nil || info.ID != again.ID {
+		t.Errorf("Lookup by provider id of the event that took it again, past the old entry's retention: %+v, %v; want %s", info, err, again.ID)
 	}
 }
