@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -20,4 +21,19 @@ func BenchmarkDLQList(b *testing.B) {
 	}
 	defer st.Close()
 	storagetest.BenchmarkDLQList(b, st, storagetest.DLQListBenchSize())
+}
+
+// BenchmarkCleanup times the retention of HOOKLINE_BENCH_EVENTS (20,000)
+// delivered jobs, then DLQ entries (storagetest.BenchmarkCleanup).
+//
+//	go test -run '^$' -bench Cleanup -benchtime 3x ./storage/embedded/
+func BenchmarkCleanup(b *testing.B) {
+	storagetest.BenchmarkCleanup(b, func(b *testing.B) storage.Store {
+		st, err := embedded.Open(filepath.Join(b.TempDir(), "hookline.db"), embedded.Options{Timeout: time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		return st
+	}, storagetest.DLQListBenchSize())
 }

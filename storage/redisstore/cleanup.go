@@ -15,98 +15,148 @@ import (
 const cleanupBatch = 500
 
 // Cleanup implements storage.Store. Claims also expire by themselves (TTL).
+// Each index of a partition is swept in rounds of at most cleanupBatch
+// ids: a read of the ids past their time, a pipelined read of what their
+// scripts are to be told (claim keys, deliveries indexes), then the
+// scripts in one pipeline: three round trips a round, not three an id,
+// so that a node's cleanup keeps up with what its deliveries finish.
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
 	total := 0
 	doneCutoff, dlqCutoff := ms(now.Add(-retention)), ms(now.Add(-dlqRetention))
 	for _, p := range s.parts {
-		for {
-			cks, err := s.c.ZRangeByScore(ctx, p.key("claimexp"), &redis.ZRangeBy{
-				Min: "-inf", Max: "(" + strconv.FormatInt(ms(now), 10), Count: cleanupBatch}).Result()
-			if err != nil {
-				return total, unavailable(err)
+		n, err := s.sweep(ctx, p.key("claimexp"), ms(now), expireClaimScript, func(cks []string) ([]scriptCall, error) {
+			calls := make([]scriptCall, len(cks))
+			for i, ck := range cks {
+				calls[i] = scriptCall{[]string{p.claim(ck), p.key("claimexp")}, []any{ck, ms(now)}}
 			}
-			for _, ck := range cks {
-				if _, err := expireClaimScript.Run(ctx, s.c, []string{p.claim(ck), p.key("claimexp")}, ck, ms(now)).Result(); err != nil {
-					return total, unavailable(err)
-				}
-				total++
-			}
-			if len(cks) < cleanupBatch {
-				break
-			}
+			return calls, nil
+		})
+		total += n
+		if err != nil {
+			return total, err
 		}
-		for {
-			ids, err := s.c.ZRangeByScore(ctx, p.key("done"), &redis.ZRangeBy{
-				Min: "-inf", Max: "(" + strconv.FormatInt(doneCutoff, 10), Count: cleanupBatch}).Result()
-			if err != nil {
-				return total, unavailable(err)
-			}
-			for _, id := range ids {
-				ck, err := s.c.HGet(ctx, p.ev(id), "ck").Result()
-				if err != nil && !errors.Is(err, redis.Nil) {
-					return total, unavailable(err)
-				}
-				ev := storage.EventIDOfDelivery(id)
-				destinations, err := s.destinationsOf(ctx, p, ev)
-				if err != nil {
-					return total, unavailable(err)
-				}
-				keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events()}
-				others := 0
-				for _, d := range destinations {
-					if other := storage.DeliveryID(ev, d); other != id {
-						keys = append(keys, p.ev(other))
-						others++
-					}
-				}
-				for _, d := range orDefault(destinations) {
-					keys = append(keys, p.dlqEntry(storage.DeliveryID(ev, d)))
-				}
-				if _, err := removeEventScript.Run(ctx, s.c, keys, id, doneCutoff, ev, others).Result(); err != nil {
-					return total, unavailable(err)
-				}
-				total++
-			}
-			if len(ids) < cleanupBatch {
-				break
-			}
+		n, err = s.sweep(ctx, p.key("done"), doneCutoff, removeEventScript, func(ids []string) ([]scriptCall, error) {
+			return s.removeEventCalls(ctx, p, ids, doneCutoff)
+		})
+		total += n
+		if err != nil {
+			return total, err
 		}
 		if dlqRetention <= 0 {
-			continue
+			continue // DLQ entries are kept for good
 		}
-		for {
-			ids, err := s.c.ZRangeByScore(ctx, p.key("dlqidx"), &redis.ZRangeBy{
-				Min: "-inf", Max: "(" + strconv.FormatInt(dlqCutoff, 10), Count: cleanupBatch}).Result()
-			if err != nil {
-				return total, unavailable(err)
-			}
-			for _, id := range ids {
-				ev := storage.EventIDOfDelivery(id)
-				destinations, err := s.destinationsOf(ctx, p, ev)
-				if err != nil {
-					return total, unavailable(err)
-				}
-				ck, err := s.claimKeyOf(ctx, p, []string{id})
-				if err != nil {
-					return total, unavailable(err)
-				}
-				keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck)}
-				for _, d := range orDefault(destinations) {
-					did := storage.DeliveryID(ev, d)
-					keys = append(keys, p.ev(did), p.dlqEntry(did))
-				}
-				if _, err := removeEntryScript.Run(ctx, s.c, keys, id, dlqCutoff,
-					p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now), ev).Result(); err != nil {
-					return total, unavailable(err)
-				}
-				total++
-			}
-			if len(ids) < cleanupBatch {
-				break
-			}
+		n, err = s.sweep(ctx, p.key("dlqidx"), dlqCutoff, removeEntryScript, func(ids []string) ([]scriptCall, error) {
+			return s.removeEntryCalls(ctx, p, ids, dlqCutoff, now)
+		})
+		total += n
+		if err != nil {
+			return total, err
 		}
 	}
 	return total, nil
+}
+
+// sweep runs sc, in rounds of cleanupBatch, for the members of index (a
+// sorted set by time) scored before cutoff, with the calls that calls
+// makes of them; it returns how many the scripts removed. A round whose
+// scripts removed none ends it (each left its id for a reason of its own:
+// re-enqueued, dead-lettered again since it was read).
+func (s *Store) sweep(ctx context.Context, index string, cutoff int64, sc *redis.Script, calls func(ids []string) ([]scriptCall, error)) (int, error) {
+	total := 0
+	for {
+		ids, err := s.c.ZRangeByScore(ctx, index, &redis.ZRangeBy{
+			Min: "-inf", Max: "(" + strconv.FormatInt(cutoff, 10), Count: cleanupBatch}).Result()
+		if err != nil || len(ids) == 0 {
+			return total, unavailable(err)
+		}
+		cs, err := calls(ids)
+		if err != nil {
+			return total, unavailable(err)
+		}
+		cmds, err := s.evalPipelined(ctx, sc, cs)
+		if err != nil {
+			return total, unavailable(err)
+		}
+		removed := 0
+		for _, c := range cmds {
+			if n, _ := c.Int(); n > 0 {
+				removed++
+			}
+		}
+		total += removed
+		if len(ids) < cleanupBatch || removed == 0 {
+			return total, nil
+		}
+	}
+}
+
+// removeEventCalls are the removeEventScript calls of the finished
+// deliveries ids of p, with their events' claim keys and deliveries
+// indexes read in one round trip (a finished delivery's event is no
+// fan-out record: it was expanded to be leased).
+func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string, cutoff int64) ([]scriptCall, error) {
+	cks := make([]*redis.StringCmd, len(ids))
+	dests := make([]*redis.StringCmd, len(ids))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range ids {
+			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
+			dests[i] = pipe.Get(ctx, p.deliveries(storage.EventIDOfDelivery(id)))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	calls := make([]scriptCall, len(ids))
+	for i, id := range ids {
+		ev := storage.EventIDOfDelivery(id)
+		destinations := storage.DecodeDestinations(dests[i].Val())
+		keys := []string{p.ev(id), p.key("done"), p.ids(cks[i].Val()), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events()}
+		others := 0
+		for _, d := range destinations {
+			if other := storage.DeliveryID(ev, d); other != id {
+				keys = append(keys, p.ev(other))
+				others++
+			}
+		}
+		for _, d := range orDefault(destinations) {
+			keys = append(keys, p.dlqEntry(storage.DeliveryID(ev, d)))
+		}
+		calls[i] = scriptCall{keys, []any{id, cutoff, ev, others}}
+	}
+	return calls, nil
+}
+
+// removeEntryCalls are the removeEntryScript calls of the DLQ entries ids
+// of p, with what they need read in one round trip: their events'
+// deliveries indexes and claim keys (claimKeyFrom).
+func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string, cutoff int64, now time.Time) ([]scriptCall, error) {
+	cks := make([]*redis.StringCmd, len(ids))
+	entries := make([]*redis.StringCmd, len(ids))
+	dests := make([]*redis.StringCmd, len(ids))
+	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, id := range ids {
+			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
+			entries[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
+			dests[i] = pipe.Get(ctx, p.deliveries(storage.EventIDOfDelivery(id)))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	calls := make([]scriptCall, len(ids))
+	for i, id := range ids {
+		ev := storage.EventIDOfDelivery(id)
+		ck := claimKeyFrom(cks[i].Val(), entries[i].Val())
+		keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck)}
+		for _, d := range orDefault(storage.DecodeDestinations(dests[i].Val())) {
+			did := storage.DeliveryID(ev, d)
+			keys = append(keys, p.ev(did), p.dlqEntry(did))
+		}
+		calls[i] = scriptCall{keys, []any{id, cutoff, p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now), ev}}
+	}
+	return calls, nil
 }
 
 // expireClaimScript removes a claim whose window ended before the cutoff

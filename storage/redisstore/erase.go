@@ -155,12 +155,25 @@ func (s *Store) claimKeyOf(ctx context.Context, p partition, ids []string) (stri
 		}
 	}
 	for _, c := range entries {
-		var e storage.DLQEntry
-		if v := c.Val(); v != "" && json.Unmarshal([]byte(v), &e) == nil && e.EventID != "" {
-			return storage.ClaimKey(e.Source, e.EventID), nil
+		if ck := claimKeyFrom("", c.Val()); ck != "" {
+			return ck, nil
 		}
 	}
 	return "", nil
+}
+
+// claimKeyFrom is the claim key ck a delivery's hash records (field
+// "ck"), or else the one its DLQ entry (entryJSON) names; "" when neither
+// is readable.
+func claimKeyFrom(ck, entryJSON string) string {
+	if ck != "" || entryJSON == "" {
+		return ck
+	}
+	var e storage.DLQEntry
+	if json.Unmarshal([]byte(entryJSON), &e) != nil || e.EventID == "" {
+		return ""
+	}
+	return storage.ClaimKey(e.Source, e.EventID)
 }
 
 // eraseScript erases one event (storage.Eraser): for each delivery, it

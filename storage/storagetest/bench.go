@@ -273,3 +273,40 @@ func BenchmarkTenantsQueued(b *testing.B, open func(b *testing.B) storage.Store,
 		})
 	}
 }
+
+// BenchmarkCleanup times the Cleanup that takes what retention ends: n
+// delivered jobs past retention ("delivered": their hashes or records,
+// claims and indexes), then n DLQ entries past dlq_retention ("dead"),
+// each loaded into s (open, once per result) before the clock starts, one
+// Cleanup per load. It reports events/s (an event's claim, job and, when
+// dead, DLQ entry go): the pace at which a node's cleanup keeps up with
+// what its deliveries finish.
+//
+//	go test -run '^$' -bench Cleanup -benchtime 3x ./storage/redisstore/ ./storage/embedded/
+func BenchmarkCleanup(b *testing.B, open func(b *testing.B) storage.Store, n int) {
+	for _, bc := range []struct {
+		name   string
+		result storage.Result
+	}{{"delivered", storage.Delivered}, {"dead", storage.Dead}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var took time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				s := open(b)
+				LoadFinished(b, s, n, 1024, bc.result)
+				later := time.Now().Add(time.Hour)
+				b.StartTimer()
+				start := time.Now()
+				removed, err := s.Cleanup(b.Context(), later, time.Minute, time.Minute)
+				took += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if removed < n {
+					b.Fatalf("Cleanup removed %d, want at least %d", removed, n)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/took.Seconds(), "events/s")
+		})
+	}
+}
