@@ -17,28 +17,42 @@ import (
 // destination was kept (and a node of that version may still), so that
 // the event list, Lookup and erasure saw its default delivery alone.
 // IndexEvents (which Open runs) gives the index back from the entries it
-// meets: the events are listed, found with their dead deliveries, and
-// erased with every entry.
+// meets, on one server and on a Cluster (whose masters it scans each): the
+// events are listed, found with their dead deliveries, and erased with
+// every entry.
 func TestDeliveriesRestored(t *testing.T) {
-	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
-	defer s.Close()
-	ctx := t.Context()
-	now := time.Now()
-	events := storagetest.EntriesKept(t, s, now)
-	for _, ev := range events[:2] {
-		p := s.partitionForEvent(ev)
-		if n, err := s.c.Del(ctx, p.deliveries(ev.ID)).Result(); err != nil || n != 1 {
-			t.Fatalf("deleting %s's deliveries index: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
-		}
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"single", func(t *testing.T) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: redistest.Start(t).Addr})
+		}},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: redistest.StartCluster(t, 3), IsClusterMode: true})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tc.client(t), Options{Prefix: redistest.Prefix(), Partitions: 4})
+			defer s.Close()
+			ctx := t.Context()
+			now := time.Now()
+			events := storagetest.EntriesKept(t, s, now)
+			for _, ev := range events[:2] {
+				p := s.partitionForEvent(ev)
+				if n, err := s.c.Del(ctx, p.deliveries(ev.ID)).Result(); err != nil || n != 1 {
+					t.Fatalf("deleting %s's deliveries index: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
+				}
+			}
+			if _, err := s.Lookup(ctx, events[0].Source, events[0].ID); err == nil {
+				t.Fatal("the test does not make the gap: the event is found without its index")
+			}
+			if err := s.IndexEvents(ctx); err != nil {
+				t.Fatal(err)
+			}
+			storagetest.EntriesFound(t, s, events, now)
+		})
 	}
-	if _, err := s.Lookup(ctx, events[0].Source, events[0].ID); err == nil {
-		t.Fatal("the test does not make the gap: the event is found without its index")
-	}
-	if err := s.IndexEvents(ctx); err != nil {
-		t.Fatal(err)
-	}
-	storagetest.EntriesFound(t, s, events, now)
 }
 
 // TestDropGoneLeftIndex: a node of an earlier version removing an event's
