@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -394,13 +393,13 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 		}
 	}
 	dests := make([]*redis.StringCmd, len(ids))
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, b := range ids {
 			dests[i] = pipe.Get(ctx, b.p.deliveries(b.id))
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, nil, unavailable(err)
 	}
 	type reads struct {
@@ -409,7 +408,7 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 	}
 	destinations := make([][]string, len(ids))
 	deliveries := make([]map[string]reads, len(ids))
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, b := range ids {
 			destinations[i] = storage.DecodeDestinations(dests[i].Val())
 			deliveries[i] = map[string]reads{}
@@ -420,7 +419,7 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, nil, unavailable(err)
 	}
 	out := make([]*storage.EventInfo, len(ids))

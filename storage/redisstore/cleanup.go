@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
@@ -97,14 +96,14 @@ func (s *Store) sweep(ctx context.Context, index string, cutoff int64, sc *redis
 func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string, cutoff int64) ([]scriptCall, error) {
 	cks := make([]*redis.StringCmd, len(ids))
 	dests := make([]*redis.StringCmd, len(ids))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, id := range ids {
 			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
 			dests[i] = pipe.Get(ctx, p.deliveries(storage.EventIDOfDelivery(id)))
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, err
 	}
 	calls := make([]scriptCall, len(ids))
@@ -134,7 +133,7 @@ func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string,
 	cks := make([]*redis.StringCmd, len(ids))
 	entries := make([]*redis.StringCmd, len(ids))
 	dests := make([]*redis.StringCmd, len(ids))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, id := range ids {
 			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
 			entries[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
@@ -142,7 +141,7 @@ func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string,
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, err
 	}
 	calls := make([]scriptCall, len(ids))

@@ -33,13 +33,13 @@ func (s *Store) DLQList(ctx context.Context, f storage.DLQFilter) (storage.DLQPa
 		return page, err
 	}
 	cmds := make([]*redis.StringCmd, len(hits))
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, h := range hits {
 			cmds[i] = pipe.HGet(ctx, h.p.dlqEntry(h.pos.ID), "json")
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return page, unavailable(err)
 	}
 	var parts []partition
@@ -110,13 +110,13 @@ func (s *Store) scanFields(ctx context.Context, index string, hashKey func(parti
 		for start := 0; start < len(ids); start += 500 {
 			chunk := ids[start:min(start+500, len(ids))]
 			cmds := make([]*redis.SliceCmd, len(chunk))
-			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 				for i, id := range chunk {
 					cmds[i] = pipe.HMGet(ctx, hashKey(p, id), fields...)
 				}
 				return nil
 			})
-			if err != nil && !errors.Is(err, redis.Nil) {
+			if err != nil {
 				return unavailable(err)
 			}
 			for i, c := range cmds {
@@ -149,13 +149,13 @@ func (s *Store) getEntry(ctx context.Context, p partition, id string) (*storage.
 // the id alone, so all partitions are asked in one pipeline.
 func (s *Store) findEntry(ctx context.Context, id string) (partition, *storage.DLQEntry, error) {
 	cmds := make([]*redis.StringCmd, len(s.parts))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range s.parts {
 			cmds[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return partition{}, nil, unavailable(err)
 	}
 	for i, c := range cmds {

@@ -139,14 +139,14 @@ func (s *Store) erase(ctx context.Context, source, ck string, p partition, id st
 func (s *Store) claimKeyOf(ctx context.Context, p partition, ids []string) (string, error) {
 	cks := make([]*redis.StringCmd, len(ids))
 	entries := make([]*redis.StringCmd, len(ids))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, id := range ids {
 			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
 			entries[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return "", err
 	}
 	for _, c := range cks {

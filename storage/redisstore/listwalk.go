@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -203,7 +202,7 @@ func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk,
 	}
 	fields := make([][]*redis.SliceCmd, len(active))
 	if w.match != nil {
-		_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 			for i, pw := range active {
 				for _, z := range ranges[i].Val() {
 					fields[i] = append(fields[i], pipe.HMGet(ctx, w.hash(pw.p, z.Member.(string)), indexFields...))
@@ -211,7 +210,7 @@ func (s *Store) walkRound(ctx context.Context, w *indexWalk, active []*partWalk,
 			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, redis.Nil) {
+		if err != nil {
 			return unavailable(err)
 		}
 	}

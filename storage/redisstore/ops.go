@@ -67,14 +67,14 @@ func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition,
 		own        *redis.IntCmd
 	}
 	reads := make([]read, len(s.parts))
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, q := range s.parts {
 			reads[i] = read{pipe.Get(ctx, q.ids(ck)), pipe.Get(ctx, q.claim(ck)),
 				pipe.Exists(ctx, q.ev(eventID), q.deliveries(eventID), q.dlqEntry(eventID), q.fan(eventID))}
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return partition{}, "", false, unavailable(err)
 	}
 	for _, pick := range []func(r read) string{

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -100,7 +99,7 @@ func (s *Store) fillWaiting(ctx context.Context, entries []storage.DLQEntry, par
 	if len(reads) == 0 {
 		return nil
 	}
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for k := range reads {
 			e := &entries[reads[k].i]
 			key := part(reads[k].i).chain(storage.ChainOfEntry(e))
@@ -109,7 +108,7 @@ func (s *Store) fillWaiting(ctx context.Context, entries []storage.DLQEntry, par
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return unavailable(err)
 	}
 	for _, r := range reads {

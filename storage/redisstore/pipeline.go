@@ -196,3 +196,21 @@ func manyCalls(calls []scriptCall) (merged []scriptCall, groups [][]int) {
 }
 
 func (b *batcher) close() { b.b.Close() }
+
+// readPipelined sends the commands fn queues in one pipeline and returns
+// the first failure among them that is not redis.Nil (a key or field that
+// is not there, which a read expects): go-redis reports a pipeline's first
+// error only, which a redis.Nil ahead of it would hide, and a caller that
+// took a failed read for a missing key would act on what it did not read.
+func (s *Store) readPipelined(ctx context.Context, fn func(redis.Pipeliner) error) error {
+	cmds, err := s.c.Pipelined(ctx, fn)
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && !errors.Is(cerr, redis.Nil) {
+			return cerr
+		}
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	return nil
+}

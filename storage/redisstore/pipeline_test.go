@@ -1,6 +1,8 @@
 package redisstore
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestManyCalls(t *testing.T) {
@@ -101,4 +104,73 @@ func TestFinishManyIsolatesErrors(t *testing.T) {
 	if st := s.c.HGet(ctx, p.ev(jobs[2].ID), "st").Val(); st != "in_flight" {
 		t.Errorf("the job whose lease was lost: %q, want in_flight still", st)
 	}
+}
+
+// failDests is a go-redis hook failing, as a lost connection would, the
+// pipelined GET of one event's deliveries index (the others answer).
+type failDests struct{ key string }
+
+func (h failDests) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h failDests) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h failDests) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if a := c.Args(); len(a) == 2 && a[0] == "get" && a[1] == h.key {
+				c.(*redis.StringCmd).SetVal("") // nothing was read
+				c.SetErr(errors.New("injected: connection lost"))
+			}
+		}
+		return err
+	}
+}
+
+// TestCleanupReadFails: a read of the cleanup's round that fails is not
+// taken for a key that is not there, even behind a redis.Nil (go-redis
+// reports a pipeline's first error only): the round fails, and the event
+// whose deliveries index it could not read keeps its payload and index
+// for the delivery still queued.
+func TestCleanupReadFails(t *testing.T) {
+	srv := redistest.Start(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	s := New(c, Options{Prefix: redistest.Prefix(), Partitions: 1})
+	defer s.Close()
+	ctx := t.Context()
+	plain := storagetest.NewEvent("stripe", "evt_plain")
+	fan := storagetest.NewEvent("stripe", "evt_fan")
+	fan.Deliveries = []storage.Delivery{{Destination: "default", Upstream: "http://127.0.0.1:1/"}, {Destination: "billing", Upstream: "http://127.0.0.1:1/b"}}
+	for _, ev := range []*storage.Event{plain, fan} {
+		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range leaseAll(t, s) {
+			out := storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}
+			if storage.DestinationOf(&j.Event) == "billing" {
+				out = storage.Outcome{Result: storage.Release}
+			}
+			if err := s.Finish(ctx, j, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := s.partitionForEvent(fan)
+	c.AddHook(failDests{key: p.deliveries(fan.ID)})
+	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Hour, 0); !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("Cleanup with a read lost: %v, want ErrUnavailable", err)
+	}
+	for _, k := range []string{p.deliveries(fan.ID), p.payload(fan.ID)} {
+		if n, err := s.c.Exists(ctx, k).Result(); err != nil || n != 1 {
+			t.Errorf("%s: exists %d, %v; want kept for billing's delivery", k, n, err)
+		}
+	}
+}
+
+// leaseAll leases every job due now.
+func leaseAll(t *testing.T, s *Store) []*storage.Job {
+	t.Helper()
+	jobs, err := s.Lease(t.Context(), time.Now().Add(time.Second), 10, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
 }

@@ -407,7 +407,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 	// the pace of every paced lane with a head (a destination's lane
 	// follows its source's rate: storage.GateLaneOf), one read per pace
 	paces := map[string]*redis.StringCmd{}
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for _, c := range heads {
 			v, _ := c.Val().([]any)
 			for j := 0; j+1 < len(v); j += 2 {
@@ -419,7 +419,7 @@ func (s *Store) NextDue(ctx context.Context, gate *storage.Gate) (time.Time, boo
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return time.Time{}, false, unavailable(err)
 	}
 	var best time.Time

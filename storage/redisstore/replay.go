@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"time"
 
@@ -39,13 +38,13 @@ func (s *Store) ListDelivered(ctx context.Context, f storage.ReplayFilter) (stor
 		return page, err
 	}
 	cmds := make([]*redis.SliceCmd, len(hits))
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, h := range hits {
 			cmds[i] = pipe.HMGet(ctx, h.p.ev(h.pos.ID), "st", "fin", "ev", "att")
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return page, unavailable(err)
 	}
 	for _, cmd := range cmds {
