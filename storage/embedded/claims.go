@@ -27,12 +27,14 @@ import (
 // opened.
 
 // recordsLeft reports whether a record or a DLQ entry of event id is
-// still stored: its default delivery's, its payload record or one of its
-// other deliveries'.
+// still stored: its default delivery's or one of its other deliveries'
+// (its payload record goes with the last record: it tells nothing more).
 func recordsLeft(tx *kv.Tx, id string) bool {
-	events, ds := tx.Bucket(bEvents), destinationsOf(tx, id)
-	return events.Get([]byte(id)) != nil || events.Get(payloadKey(id)) != nil ||
-		otherDelivery(tx, id, ds, "") || tx.Bucket(bDLQ).Get([]byte(id)) != nil || entryLeft(tx, id, ds)
+	if tx.Bucket(bEvents).Get([]byte(id)) != nil || tx.Bucket(bDLQ).Get([]byte(id)) != nil {
+		return true
+	}
+	ds := destinationsOf(tx, id)
+	return otherDelivery(tx, id, ds, "") || entryLeft(tx, id, ds)
 }
 
 // claimExpired is the claims sweep's step for claim ck, whose expiry key
@@ -58,13 +60,14 @@ func claimExpired(tx *kv.Tx, ck, exp []byte) error {
 func ended(id []byte) []byte { return append(make([]byte, 8, 8+len(id)), id...) }
 
 // releaseClaim is called once a record or a DLQ entry of event id is
-// gone: if it was the last (recordsLeft), its claim ck goes too if it has
-// expired (one that holds stays until the claims sweep) and is still the
-// event's (not a later event's).
-func releaseClaim(tx *kv.Tx, ck []byte, id string, now time.Time) error {
+// gone: its claim ck goes too if it has expired (one that holds stays
+// until the claims sweep), is still the event's (not a later event's), and
+// kept reports that nothing else of the event is left (the caller's
+// cheapest way to tell: asked only of such a claim).
+func releaseClaim(tx *kv.Tx, ck []byte, id string, now time.Time, kept func() bool) error {
 	claims := tx.Bucket(bClaims)
 	v := claims.Get(ck)
-	if len(v) < 8 || string(v[8:]) != id || timeAt(v).After(now) || recordsLeft(tx, id) {
+	if len(v) < 8 || string(v[8:]) != id || timeAt(v).After(now) || kept() {
 		return nil
 	}
 	return claims.Delete(ck)

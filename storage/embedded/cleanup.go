@@ -36,7 +36,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				swept.add(bEvents, id)
 				rec, err := getRecord(tx, id)
 				if err != nil { // unreadable and past retention: drop it rather than stop every cleanup
-					if _, err := lastDelivery(tx, string(id)); err != nil { // its event's payload record too, if it was the last
+					if _, _, err := lastDelivery(tx, string(id)); err != nil { // its event's payload record too, if it was the last
 						return err
 					}
 					return tx.Bucket(bEvents).Delete(id)
@@ -44,8 +44,9 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if rec == nil {
 					return nil
 				}
-				// the (source, event id) index goes with the event's last delivery
-				last, err := lastDelivery(tx, string(id))
+				// the (source, event id) index goes with the event's last
+				// delivery, unless a DLQ entry of it is kept
+				last, ds, err := lastDelivery(tx, string(id))
 				if err != nil {
 					return err
 				}
@@ -55,7 +56,8 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				if !last {
 					return nil
 				}
-				return releaseClaim(tx, claimKey(rec.Source, rec.EventID), storage.EventIDOfDelivery(string(id)), now)
+				ev := storage.EventIDOfDelivery(string(id))
+				return releaseClaim(tx, claimKey(rec.Source, rec.EventID), ev, now, func() bool { return entriesLeft(tx, ev, ds) })
 			})
 			n += m
 			if err != nil {
@@ -96,7 +98,8 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 				// the last entry of an event takes its ended claim (by
 				// which it was found) and its deliveries index with it
 				if err == nil && e != nil {
-					if err := releaseClaim(tx, claimKey(e.Source, e.EventID), storage.EventIDOfDelivery(e.ID), now); err != nil {
+					ev := storage.EventIDOfDelivery(e.ID)
+					if err := releaseClaim(tx, claimKey(e.Source, e.EventID), ev, now, func() bool { return recordsLeft(tx, ev) }); err != nil {
 						return err
 					}
 				}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/hookline/hookline/storage"
@@ -90,25 +91,36 @@ func entryLeft(tx *kv.Tx, ev string, destinations []string) bool {
 	return false
 }
 
+// entriesLeft reports whether a DLQ entry of a delivery of event ev is
+// stored: one of those its deliveries index ds names, or its default
+// delivery's when it has none.
+func entriesLeft(tx *kv.Tx, ev string, ds []string) bool {
+	if ds == nil {
+		return tx.Bucket(bDLQ).Get([]byte(ev)) != nil
+	}
+	return entryLeft(tx, ev, ds)
+}
+
 // lastDelivery reports whether removing the record of delivery id leaves
 // its event without any record, and removes the event's payload record if
 // so, and its deliveries index unless a DLQ entry of one of its
 // deliveries is left (dropDeliveries removes it with the last entry). An
 // event without an index has only this delivery (and a payload record
-// unless an earlier version stored it).
-func lastDelivery(tx *kv.Tx, id string) (bool, error) {
+// unless an earlier version stored it). ds is the event's deliveries index
+// as it read it (nil: none).
+func lastDelivery(tx *kv.Tx, id string) (last bool, ds []string, err error) {
 	ev := storage.EventIDOfDelivery(id)
-	ds := destinationsOf(tx, ev)
+	ds = destinationsOf(tx, ev)
 	if otherDelivery(tx, ev, ds, id) {
-		return false, nil
+		return false, ds, nil
 	}
 	if err := tx.Bucket(bEvents).Delete(payloadKey(storage.PayloadID(id))); err != nil {
-		return false, err
+		return false, ds, err
 	}
 	if ds == nil || entryLeft(tx, ev, ds) {
-		return true, nil
+		return true, ds, nil
 	}
-	return true, tx.Bucket(bDeliveries).Delete([]byte(ev))
+	return true, ds, tx.Bucket(bDeliveries).Delete([]byte(ev))
 }
 
 // dropDeliveries removes the deliveries index of the event of delivery id
@@ -123,29 +135,42 @@ func dropDeliveries(tx *kv.Tx, id string) error {
 	return tx.Bucket(bDeliveries).Delete([]byte(ev))
 }
 
-// deliveriesRestored is the bMeta key set once restoreDeliveries ran.
+// deliveriesRestored is the bMeta key set once restoreLookups ran.
 var deliveriesRestored = []byte("deliveries:entries")
 
-// restoreDeliveries gives back, once, the deliveries index of each event
-// that an earlier version took it from with the event's last job record
-// while a DLQ entry of one of its named destinations was kept: without it,
-// the event list, Lookup and erasure (of the event, or of its tenant) see
-// the default delivery alone and miss the entry until its own retention
-// (for ever with dlq_retention 0). The index is made again from what is
-// left of the event: the destinations of its DLQ entries, and the default
-// one's if its record or entry is left (no named delivery's record is: the
-// index went with the last); an index that is there and misses the
-// destination of one of the event's entries gets it.
-func restoreDeliveries(tx *kv.Tx) error {
+// restoreLookups gives back, once, what an earlier version took away with
+// an event's last job record while a DLQ entry of the event was kept: its
+// deliveries index (when the entry is a named destination's), without
+// which the event list, Lookup and erasure (of the event, or of its
+// tenant) see the default delivery alone and miss the entry, and its claim
+// (ended), by which Lookup and DELETE find it by its provider's id, until
+// the entry's own retention (for ever with dlq_retention 0). The index is
+// made again from what is left of the event: the destinations of its DLQ
+// entries, and the default one's if its record or entry is left (no named
+// delivery's record is: the index went with the last); an index that is
+// there and misses the destination of one of the event's entries gets it.
+// A claim is made only where none is (a later event's stays).
+func restoreLookups(tx *kv.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(bMeta)
 	if err != nil || meta.Get(deliveriesRestored) != nil {
 		return err
 	}
 	restored := map[string][]string{} // event id -> its index, made again
 	var order []string
-	err = tx.Bucket(bDLQ).ForEach(func(k, _ []byte) error {
+	claims := map[string]string{} // claim key -> event id, made again
+	err = tx.Bucket(bDLQ).ForEach(func(k, v []byte) error {
 		id := string(k)
 		ev, d := storage.EventIDOfDelivery(id), storage.DestinationOfDelivery(id)
+		var named struct {
+			Source  string `json:"source"`
+			EventID string `json:"event_id"`
+		}
+		if json.Unmarshal(v, &named) == nil && named.EventID != "" {
+			ck := storage.ClaimKey(named.Source, named.EventID)
+			if _, again := claims[ck]; !again && tx.Bucket(bClaims).Get([]byte(ck)) == nil {
+				claims[ck] = ev
+			}
+		}
 		ds, again := restored[ev]
 		if !again {
 			ds = destinationsOf(tx, ev)
@@ -167,6 +192,11 @@ func restoreDeliveries(tx *kv.Tx) error {
 	}
 	for _, ev := range order {
 		if err := tx.Bucket(bDeliveries).Put([]byte(ev), []byte(storage.EncodeDestinations(restored[ev]))); err != nil {
+			return err
+		}
+	}
+	for ck, ev := range claims {
+		if err := tx.Bucket(bClaims).Put([]byte(ck), ended([]byte(ev))); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
 	"github.com/hookline/hookline/storage/storagetest"
 )
@@ -12,22 +13,32 @@ import (
 // TestDeliveriesRestored: an earlier version took an event's deliveries
 // index away with its last job record even while a DLQ entry of a named
 // destination was kept, so that the event list, Lookup and erasure saw
-// its default delivery alone. Open makes the index again, once, from the
-// entries (and the default delivery's record or entry): the events are
-// listed, found with their dead deliveries, and erased with every entry.
+// its default delivery alone; and its claim, by which it was found by its
+// provider's id. Open makes both again, once, from the entries (and the
+// default delivery's record or entry): the events are listed, found by
+// either id with their dead deliveries, and erased with every entry.
 func TestDeliveriesRestored(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "hookline.db")
 	s := openStore(t, path)
 	now := time.Now()
 	events := storagetest.EntriesKept(t, s, now)
-	// as an earlier version left them: no index, not restored yet
+	// as an earlier version left them: no index, no claim, not restored yet
 	err := s.UpdateForTest(ctx, func(tx *kv.Tx) error {
 		for _, ev := range events[:2] {
 			if tx.Bucket([]byte("deliveries")).Get([]byte(ev.ID)) == nil {
 				t.Errorf("event %s has no deliveries index past its jobs' retention", ev.EventID)
 			}
 			if err := tx.Bucket([]byte("deliveries")).Delete([]byte(ev.ID)); err != nil {
+				return err
+			}
+		}
+		for _, ev := range events {
+			ck := []byte(storage.ClaimKey(ev.Source, ev.EventID))
+			if tx.Bucket([]byte("claims")).Get(ck) == nil {
+				t.Errorf("event %s has no claim past its jobs' retention, its entry kept", ev.EventID)
+			}
+			if err := tx.Bucket([]byte("claims")).Delete(ck); err != nil {
 				return err
 			}
 		}
@@ -42,5 +53,21 @@ func TestDeliveriesRestored(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	storagetest.EntriesFound(t, openStore(t, path), events, now)
+	s = openStore(t, path)
+	storagetest.EntriesFound(t, s, events, now)
+	// erased, or past their entries' retention: no claim nor index is left
+	err = s.UpdateForTest(ctx, func(tx *kv.Tx) error {
+		for _, ev := range events {
+			if tx.Bucket([]byte("claims")).Get([]byte(storage.ClaimKey(ev.Source, ev.EventID))) != nil {
+				t.Errorf("the claim of %s is left", ev.EventID)
+			}
+			if tx.Bucket([]byte("deliveries")).Get([]byte(ev.ID)) != nil {
+				t.Errorf("the deliveries index of %s is left", ev.EventID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -183,7 +183,7 @@ func eraseEvent(tx *kv.Tx, source, eventID, id string, now time.Time) (storage.E
 		if err := tx.Bucket(bErased).Put([]byte(id), bytes.Clone(v[:8])); err != nil {
 			return res, nil, err
 		}
-	} else if err := releaseClaim(tx, ck, id, now); err != nil {
+	} else if err := releaseClaim(tx, ck, id, now, func() bool { return false }); err != nil {
 		return res, nil, err
 	}
 	removed := make([]string, len(ds))

@@ -153,7 +153,7 @@ func Open(path string, opts Options) (*Store, error) {
 		if err := migrateTenantShares(tx); err != nil {
 			return err
 		}
-		if err := restoreDeliveries(tx); err != nil {
+		if err := restoreLookups(tx); err != nil {
 			return err
 		}
 		return requeueLeased(tx)

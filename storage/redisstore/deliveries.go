@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +18,48 @@ import (
 // which Open runs and a tenant's erasure runs first, gives it back from
 // the DLQ entries its scan meets (restoreDeliveries).
 
-// namedEntry is a DLQ entry of a named destination the indexing met.
+// An earlier version also deleted the (source, event id) index
+// ({hookline:7}:ids:<claim key>) with the event's last hash: once its claim
+// ended, Lookup and DELETE by the provider's id no longer found an event
+// whose DLQ entry was kept. The first IndexEvents of this version writes
+// it again from every entry (restoreIDs), once (the marker
+// {hookline:meta}:ids-restored); a node of an earlier version still
+// deletes it with the last hash during a rolling upgrade.
+
+// idsRestoredMarker is the key saying that restoreIDs went over every
+// DLQ entry.
+func (s *Store) idsRestoredMarker() string { return "{" + s.opts.Prefix + ":meta}:ids-restored" }
+
+// restoreIDs writes the (source, event id) index of each entry's event
+// where none is (a later event's stays): read from the entries' JSON in
+// one round trip, written in another.
+func (s *Store) restoreIDs(ctx context.Context, entries []namedEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	docs := make([]*redis.StringCmd, len(entries))
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, e := range entries {
+			docs[i] = pipe.HGet(ctx, e.p.dlqEntry(e.id), "json")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, e := range entries {
+			if ck := claimKeyFrom("", docs[i].Val()); ck != "" {
+				pipe.SetNX(ctx, e.p.ids(ck), storage.EventIDOfDelivery(e.id), 0)
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// namedEntry is a DLQ entry (of a named destination, for
+// restoreDeliveries) the indexing met.
 type namedEntry struct {
 	p  partition
 	id string // the entry's (and its delivery's) id
@@ -34,13 +74,13 @@ func (s *Store) restoreDeliveries(ctx context.Context, entries []namedEntry) err
 		return nil
 	}
 	dests := make([]*redis.StringCmd, len(entries))
-	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, e := range entries {
 			dests[i] = pipe.Get(ctx, e.p.deliveries(storage.EventIDOfDelivery(e.id)))
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return err
 	}
 	for i, e := range entries {

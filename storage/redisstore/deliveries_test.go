@@ -15,11 +15,12 @@ import (
 // TestDeliveriesRestored: an earlier version deleted an event's
 // deliveries index with its last hash even while a DLQ entry of a named
 // destination was kept (and a node of that version may still), so that
-// the event list, Lookup and erasure saw its default delivery alone.
-// IndexEvents (which Open runs) gives the index back from the entries it
-// meets, on one server and on a Cluster (whose masters it scans each): the
-// events are listed, found with their dead deliveries, and erased with
-// every entry.
+// the event list, Lookup and erasure saw its default delivery alone; and
+// its (source, event id) index, by which it was found by its provider's id.
+// IndexEvents (which Open runs) gives both back from the entries it meets
+// (the second once), on one server and on a Cluster (whose masters it
+// scans each): the events are listed, found by either id with their dead
+// deliveries, and erased with every entry.
 func TestDeliveriesRestored(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -44,6 +45,20 @@ func TestDeliveriesRestored(t *testing.T) {
 					t.Fatalf("deleting %s's deliveries index: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
 				}
 			}
+			// and their (source, event id) indexes, their claims expired
+			for _, ev := range events {
+				ck := storage.ClaimKey(ev.Source, ev.EventID)
+				p := s.partitionForEvent(ev)
+				if n, err := s.c.Del(ctx, p.ids(ck)).Result(); err != nil || n != 1 {
+					t.Fatalf("deleting %s's ids key: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
+				}
+				if err := s.c.Del(ctx, p.claim(ck)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.c.Del(ctx, s.idsRestoredMarker()).Err(); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := s.Lookup(ctx, events[0].Source, events[0].ID); err == nil {
 				t.Fatal("the test does not make the gap: the event is found without its index")
 			}
@@ -51,6 +66,16 @@ func TestDeliveriesRestored(t *testing.T) {
 				t.Fatal(err)
 			}
 			storagetest.EntriesFound(t, s, events, now)
+			// erased, or past their entries' retention: no key is left of them
+			for _, ev := range events {
+				p := s.partitionForEvent(ev)
+				keys := []string{p.ids(storage.ClaimKey(ev.Source, ev.EventID)), p.deliveries(ev.ID)}
+				for _, k := range keys {
+					if n, err := s.c.Exists(ctx, k).Result(); err != nil || n != 0 {
+						t.Errorf("%s of %s: exists %d, %v; want gone", k, ev.EventID, n, err)
+					}
+				}
+			}
 		})
 	}
 }

@@ -85,17 +85,27 @@ func (s *Store) IndexEvents(ctx context.Context) error {
 	if err := s.CheckLayout(ctx); err != nil {
 		return err // another partition count: the keys would be read as no partition's
 	}
-	var err error
+	n, err := s.c.Exists(ctx, s.idsRestoredMarker()).Result()
+	if err != nil {
+		return unavailable(err)
+	}
+	restoreIDs := n == 0
+	index := func(ctx context.Context, c redis.Cmdable) error { return s.indexNode(ctx, c, restoreIDs) }
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		err = indexCluster(ctx, cc, s.indexNode)
+		err = indexCluster(ctx, cc, index)
 	} else {
-		err = s.indexNode(ctx, s.c)
+		err = index(ctx, s.c)
 	}
 	if err != nil {
 		return unavailable(err)
 	}
 	if err := s.c.Set(ctx, s.eventsIndexMarker(), "1", 0).Err(); err != nil {
 		return unavailable(err)
+	}
+	if restoreIDs {
+		if err := s.c.Set(ctx, s.idsRestoredMarker(), "1", 0).Err(); err != nil {
+			return unavailable(err)
+		}
 	}
 	s.evIndex.ready.Store(true)
 	return nil
@@ -141,12 +151,12 @@ func slotOwners(slots []redis.ClusterSlot) []string {
 // indexNode enters the events of c's keys (indexKeys), and fails when c
 // answered from another server at the end (a failover: a SCAN cursor is
 // one server's).
-func (s *Store) indexNode(ctx context.Context, c redis.Cmdable) error {
+func (s *Store) indexNode(ctx context.Context, c redis.Cmdable, restoreIDs bool) error {
 	before, err := runID(ctx, c)
 	if err != nil {
 		return err
 	}
-	if err := s.indexKeys(ctx, c); err != nil {
+	if err := s.indexKeys(ctx, c, restoreIDs); err != nil {
 		return err
 	}
 	after, err := runID(ctx, c)
@@ -179,8 +189,10 @@ func runID(ctx context.Context, c redis.Cmdable) (string, error) {
 var eventKinds = []string{":ev:", ":dlq:", ":fan:"}
 
 // indexKeys enters in the events index the event of each key of
-// eventKinds that c holds.
-func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
+// eventKinds that c holds, gives back the deliveries indexes of the DLQ
+// entries of named destinations (restoreDeliveries) and, with restoreIDs,
+// the (source, event id) indexes of every entry (restoreIDs).
+func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable, restoreIDs bool) error {
 	match := "{" + globEscape(s.opts.Prefix) + ":*}:*"
 	var cursor uint64
 	for {
@@ -189,7 +201,7 @@ func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
 			return err
 		}
 		byPart := map[string][]any{}
-		var named []namedEntry
+		var named, entries []namedEntry
 		for _, k := range keys {
 			end := strings.IndexByte(k, '}')
 			tag, rest := k[:end+1], k[end+1:]
@@ -200,8 +212,11 @@ func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
 				if id, ok := strings.CutPrefix(rest, kind); ok && id != "" {
 					ev := storage.EventIDOfDelivery(id)
 					byPart[tag] = append(byPart[tag], ev)
-					if kind == ":dlq:" && ev != id {
-						named = append(named, namedEntry{partition{tag: tag}, id})
+					if kind == ":dlq:" {
+						entries = append(entries, namedEntry{partition{tag: tag}, id})
+						if ev != id {
+							named = append(named, namedEntry{partition{tag: tag}, id})
+						}
 					}
 					break
 				}
@@ -209,6 +224,11 @@ func (s *Store) indexKeys(ctx context.Context, c redis.Cmdable) error {
 		}
 		if err := s.restoreDeliveries(ctx, named); err != nil {
 			return err
+		}
+		if restoreIDs {
+			if err := s.restoreIDs(ctx, entries); err != nil {
+				return err
+			}
 		}
 		if len(byPart) > 0 {
 			_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {

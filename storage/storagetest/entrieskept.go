@@ -8,13 +8,14 @@ import (
 	"github.com/hookline/hookline/storage"
 )
 
-// EntriesKept stores, in s, three events whose jobs are all past
-// retention while DLQ entries of theirs are kept, at time now (their
-// entries' retention is a day): the first to default (delivered), billing
-// and crm (both dead); the second to billing (dead) and crm (delivered);
-// the third to the default destination alone (dead). A backend's upgrade
-// test takes their deliveries indexes away, as an earlier version did, and
-// checks with EntriesFound that it gives them back.
+// EntriesKept stores, in s, three events whose claims ended and whose
+// jobs are all past retention while DLQ entries of theirs are kept, at
+// time now (their entries' retention is a day): the first to default
+// (delivered), billing and crm (both dead); the second to billing (dead)
+// and crm (delivered); the third to the default destination alone (dead).
+// A backend's upgrade test takes their deliveries indexes and (source,
+// event id) indexes away, as an earlier version did, and checks with
+// EntriesFound that it gives them back.
 func EntriesKept(t testing.TB, s storage.Store, now time.Time) []*storage.Event {
 	t.Helper()
 	ctx := t.Context()
@@ -51,15 +52,17 @@ func EntriesKept(t testing.TB, s storage.Store, now time.Time) []*storage.Event 
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Cleanup(ctx, now.Add(time.Hour), time.Minute, 24*time.Hour); err != nil {
+	// their claims ended, their jobs past retention
+	if _, err := s.Cleanup(ctx, now.Add(2*time.Hour), time.Minute, 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	return events
 }
 
 // EntriesFound checks that the events of EntriesKept are listed and
-// found by Lookup with their dead deliveries, that erasing the first takes
-// both its entries, and that the entries' retention takes what is left.
+// found by Lookup, by their internal and their provider's ids, with their
+// dead deliveries, that erasing the first takes both its entries, and
+// that the entries' retention takes what is left.
 func EntriesFound(t testing.TB, s storage.Store, events []*storage.Event, now time.Time) {
 	t.Helper()
 	ctx := t.Context()
@@ -79,6 +82,9 @@ func EntriesFound(t testing.TB, s storage.Store, events []*storage.Event, now ti
 		ev   *storage.Event
 		want []string // its dead deliveries' destinations
 	}{{all, []string{"billing", "crm"}}, {named, []string{"billing"}}, {plain, []string{storage.DefaultDestination}}} {
+		if info, err := s.Lookup(ctx, tc.ev.Source, tc.ev.EventID); err != nil || info.ID != tc.ev.ID {
+			t.Errorf("Lookup by provider id %s: %+v, %v", tc.ev.EventID, info, err)
+		}
 		info, err := s.Lookup(ctx, tc.ev.Source, tc.ev.ID)
 		if err != nil {
 			t.Errorf("Lookup(%s): %v", tc.ev.EventID, err)
