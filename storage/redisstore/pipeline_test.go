@@ -174,3 +174,30 @@ func leaseAll(t *testing.T, s *Store) []*storage.Job {
 	}
 	return jobs
 }
+
+// TestCleanupRounds: a cleanup of more than a round (cleanupBatch) of
+// delivered jobs, and then of DLQ entries, takes them all, round after
+// round, with their claims and (source, event id) indexes.
+func TestCleanupRounds(t *testing.T) {
+	srv := redistest.Start(t)
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 1})
+	defer s.Close()
+	ctx := t.Context()
+	n := 2*cleanupBatch + 7
+	for _, result := range []storage.Result{storage.Delivered, storage.Dead} {
+		storagetest.LoadFinished(t, s, n, 16, result)
+		removed, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Minute, time.Minute)
+		if err != nil || removed < n {
+			t.Fatalf("Cleanup of %d events (result %d): removed %d, %v", n, result, removed, err)
+		}
+		p := s.parts[0]
+		for _, k := range []string{p.key("done"), p.key("dlqidx"), p.events(), p.key("claimexp")} {
+			if c, err := s.c.ZCard(ctx, k).Result(); err != nil || c != 0 {
+				t.Errorf("result %d: %s holds %d, %v; want nothing", result, k, c, err)
+			}
+		}
+		if keys, err := s.c.Keys(ctx, p.tag+":ids:*").Result(); err != nil || len(keys) != 0 {
+			t.Errorf("result %d: %d ids keys left, %v", result, len(keys), err)
+		}
+	}
+}
