@@ -89,28 +89,44 @@ func (s *Store) sweep(ctx context.Context, index string, cutoff int64, sc *redis
 	}
 }
 
-// removeEventCalls are the removeEventScript calls of the finished
-// deliveries ids of p, with their events' claim keys and deliveries
-// indexes read in one round trip (a finished delivery's event is no
-// fan-out record: it was expanded to be leased).
-func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string, cutoff int64) ([]scriptCall, error) {
-	cks := make([]*redis.StringCmd, len(ids))
-	dests := make([]*redis.StringCmd, len(ids))
+// roundReads is what a cleanup round reads of each of its ids, in one
+// pipelined round trip: the claim key its hash records, its event's
+// deliveries index and, for DLQ entries, the entry's JSON (claimKeyFrom:
+// the hash may be gone).
+type roundReads struct{ ck, dests, entry []*redis.StringCmd }
+
+// readRound reads the roundReads of ids (entries: their DLQ entries' JSON
+// too; otherwise each reads as "").
+func (s *Store) readRound(ctx context.Context, p partition, ids []string, entries bool) (roundReads, error) {
+	r := roundReads{make([]*redis.StringCmd, len(ids)), make([]*redis.StringCmd, len(ids)), make([]*redis.StringCmd, len(ids))}
 	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, id := range ids {
-			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
-			dests[i] = pipe.Get(ctx, p.deliveries(storage.EventIDOfDelivery(id)))
+			r.ck[i] = pipe.HGet(ctx, p.ev(id), "ck")
+			r.dests[i] = pipe.Get(ctx, p.deliveries(storage.EventIDOfDelivery(id)))
+			if entries {
+				r.entry[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
+			} else {
+				r.entry[i] = redis.NewStringResult("", nil)
+			}
 		}
 		return nil
 	})
+	return r, err
+}
+
+// removeEventCalls are the removeEventScript calls of the finished
+// deliveries ids of p (a finished delivery's event is no fan-out record:
+// it was expanded to be leased).
+func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string, cutoff int64) ([]scriptCall, error) {
+	r, err := s.readRound(ctx, p, ids, false)
 	if err != nil {
 		return nil, err
 	}
 	calls := make([]scriptCall, len(ids))
 	for i, id := range ids {
 		ev := storage.EventIDOfDelivery(id)
-		destinations := storage.DecodeDestinations(dests[i].Val())
-		keys := []string{p.ev(id), p.key("done"), p.ids(cks[i].Val()), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events()}
+		destinations := storage.DecodeDestinations(r.dests[i].Val())
+		keys := []string{p.ev(id), p.key("done"), p.ids(r.ck[i].Val()), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events()}
 		others := 0
 		for _, d := range destinations {
 			if other := storage.DeliveryID(ev, d); other != id {
@@ -127,29 +143,18 @@ func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string,
 }
 
 // removeEntryCalls are the removeEntryScript calls of the DLQ entries ids
-// of p, with what they need read in one round trip: their events'
-// deliveries indexes and claim keys (claimKeyFrom).
+// of p.
 func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string, cutoff int64, now time.Time) ([]scriptCall, error) {
-	cks := make([]*redis.StringCmd, len(ids))
-	entries := make([]*redis.StringCmd, len(ids))
-	dests := make([]*redis.StringCmd, len(ids))
-	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, id := range ids {
-			cks[i] = pipe.HGet(ctx, p.ev(id), "ck")
-			entries[i] = pipe.HGet(ctx, p.dlqEntry(id), "json")
-			dests[i] = pipe.Get(ctx, p.deliveries(storage.EventIDOfDelivery(id)))
-		}
-		return nil
-	})
+	r, err := s.readRound(ctx, p, ids, true)
 	if err != nil {
 		return nil, err
 	}
 	calls := make([]scriptCall, len(ids))
 	for i, id := range ids {
 		ev := storage.EventIDOfDelivery(id)
-		ck := claimKeyFrom(cks[i].Val(), entries[i].Val())
+		ck := claimKeyFrom(r.ck[i].Val(), r.entry[i].Val())
 		keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck)}
-		for _, d := range orDefault(storage.DecodeDestinations(dests[i].Val())) {
+		for _, d := range orDefault(storage.DecodeDestinations(r.dests[i].Val())) {
 			did := storage.DeliveryID(ev, d)
 			keys = append(keys, p.ev(did), p.dlqEntry(did))
 		}
