@@ -3,6 +3,7 @@ package embedded
 import (
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
@@ -136,7 +137,7 @@ func dropDeliveries(tx *kv.Tx, id string) error {
 }
 
 // deliveriesRestored is the bMeta key set once restoreLookups ran.
-var deliveriesRestored = []byte("deliveries:entries")
+var deliveriesRestored = []byte("lookups:entries")
 
 // restoreLookups gives back, once, what an earlier version took away with
 // an event's last job record while a DLQ entry of the event was kept: its
@@ -149,7 +150,10 @@ var deliveriesRestored = []byte("deliveries:entries")
 // entries, and the default one's if its record or entry is left (no named
 // delivery's record is: the index went with the last); an index that is
 // there and misses the destination of one of the event's entries gets it.
-// A claim is made only where none is (a later event's stays).
+// A claim is made where none is, or where it names an earlier event (ids
+// are time-ordered: the later event took the provider's id, as it would
+// have at enqueue); an event without a provider's id (its event id is its
+// internal id) never had one.
 func restoreLookups(tx *kv.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(bMeta)
 	if err != nil || meta.Get(deliveriesRestored) != nil {
@@ -165,9 +169,14 @@ func restoreLookups(tx *kv.Tx) error {
 			Source  string `json:"source"`
 			EventID string `json:"event_id"`
 		}
-		if json.Unmarshal(v, &named) == nil && named.EventID != "" {
+		if json.Unmarshal(v, &named) == nil && named.EventID != "" && named.EventID != ev {
 			ck := storage.ClaimKey(named.Source, named.EventID)
-			if _, again := claims[ck]; !again && tx.Bucket(bClaims).Get([]byte(ck)) == nil {
+			cur, again := claims[ck]
+			held := false
+			if c := tx.Bucket(bClaims).Get([]byte(ck)); !again && len(c) >= 8 {
+				cur, held = string(c[8:]), timeAt(c).After(time.Now())
+			}
+			if ev > cur && !held {
 				claims[ck] = ev
 			}
 		}

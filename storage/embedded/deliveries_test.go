@@ -42,7 +42,7 @@ func TestDeliveriesRestored(t *testing.T) {
 				return err
 			}
 		}
-		return tx.Bucket([]byte("meta")).Delete([]byte("deliveries:entries"))
+		return tx.Bucket([]byte("meta")).Delete([]byte("lookups:entries"))
 	})
 	if err != nil {
 		t.Fatal(err)

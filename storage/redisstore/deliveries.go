@@ -31,8 +31,9 @@ import (
 func (s *Store) idsRestoredMarker() string { return "{" + s.opts.Prefix + ":meta}:ids-restored" }
 
 // restoreIDs writes the (source, event id) index of each entry's event
-// where none is (a later event's stays): read from the entries' JSON in
-// one round trip, written in another.
+// (restoreIDScript), the entries' JSON read in one round trip and the
+// scripts sent in another. An event without a provider's id (its event id
+// is its internal id) never had one.
 func (s *Store) restoreIDs(ctx context.Context, entries []namedEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -47,16 +48,35 @@ func (s *Store) restoreIDs(ctx context.Context, entries []namedEntry) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i, e := range entries {
-			if ck := claimKeyFrom("", docs[i].Val()); ck != "" {
-				pipe.SetNX(ctx, e.p.ids(ck), storage.EventIDOfDelivery(e.id), 0)
-			}
+	var calls []scriptCall
+	for i, e := range entries {
+		ev := storage.EventIDOfDelivery(e.id)
+		ck := claimKeyFrom("", docs[i].Val())
+		if _, eventID, ok := storage.SplitClaimKey(ck); ok && eventID != "" && eventID != ev {
+			calls = append(calls, scriptCall{[]string{e.p.ids(ck), e.p.dlqEntry(e.id)}, []any{ev}})
 		}
+	}
+	if len(calls) == 0 {
 		return nil
-	})
+	}
+	_, err = s.evalPipelined(ctx, restoreIDScript, calls)
 	return err
 }
+
+// restoreIDScript writes an event's (source, event id) index while its
+// DLQ entry is there, unless it names a later event (ids are time-ordered:
+// the later event took the provider's id, as it would have at enqueue).
+//
+//	KEYS: the (source, event id) index, the entry
+//	ARGV: the event id
+//	returns 1 if written
+var restoreIDScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+local cur = redis.call('GET', KEYS[1])
+if cur and cur >= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+`)
 
 // namedEntry is a DLQ entry (of a named destination, for
 // restoreDeliveries) the indexing met.
