@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -69,5 +70,58 @@ func TestDeliveriesRestored(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestoredClaimLaterEvent: two events with one provider's id, the
+// later accepted once the earlier's claim ended, both with a DLQ entry
+// kept past their jobs' retention and neither claim left (as an earlier
+// version left them): the restore gives the id to the later one, as
+// Enqueue did, and Lookup by it finds that one.
+func TestRestoredClaimLaterEvent(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "hookline.db")
+	s := openStore(t, path)
+	var evs []*storage.Event
+	for range 2 {
+		id, _ := uuid.NewV7()
+		ev := storagetest.NewEvent("stripe", "evt_same")
+		ev.ID = id.String()
+		if res, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil || res.Duplicate {
+			t.Fatalf("Enqueue: %+v, %v", res, err)
+		}
+		jobs, err := s.Lease(ctx, time.Now().Add(time.Second), 10, time.Minute, nil)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Lease: %d jobs, %v", len(jobs), err)
+		}
+		if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 500}, Error: "HTTP 500"}); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Minute, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ck := []byte(storage.ClaimKey("stripe", "evt_same"))
+	err := s.UpdateForTest(ctx, func(tx *kv.Tx) error {
+		if err := tx.Bucket([]byte("claims")).Delete(ck); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Delete([]byte("lookups:entries"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, path)
+	if info, err := s.Lookup(ctx, "stripe", "evt_same"); err != nil || info.ID != evs[1].ID {
+		t.Errorf("Lookup by the shared provider id: %+v, %v; want the later event %s", info, err, evs[1].ID)
+	}
+	for _, ev := range evs {
+		if _, err := s.Lookup(ctx, "stripe", ev.ID); err != nil {
+			t.Errorf("Lookup of %s by its internal id: %v", ev.ID, err)
+		}
 	}
 }
