@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/testing/redistest"
@@ -112,5 +113,68 @@ func TestDropGoneLeftIndex(t *testing.T) {
 		if !slices.Contains(ids, ev.ID) {
 			t.Errorf("event %s with its entries kept is not listed", ev.EventID)
 		}
+	}
+}
+
+// TestRestoredIDLaterEvent: two events with one provider's id, the later
+// accepted once the earlier's claim ended, both with a DLQ entry kept past
+// their jobs' retention and no (source, event id) index left (as an
+// earlier version left them): the restore gives the id to the later one,
+// as Enqueue did, whichever entry the scan meets first.
+func TestRestoredIDLaterEvent(t *testing.T) {
+	srv := redistest.Start(t)
+	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
+	defer s.Close()
+	ctx := t.Context()
+	var evs []*storage.Event
+	for range 2 {
+		id, _ := uuid.NewV7()
+		ev := storagetest.NewEvent("stripe", "evt_same")
+		ev.ID = id.String()
+		if res, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil || res.Duplicate {
+			t.Fatalf("Enqueue: %+v, %v", res, err)
+		}
+		jobs, err := s.Lease(ctx, time.Now().Add(time.Second), 10, time.Minute, nil)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Lease: %d jobs, %v", len(jobs), err)
+		}
+		if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 500}, Error: "HTTP 500"}); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Minute, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ck := storage.ClaimKey("stripe", "evt_same")
+	p := s.partitionForEvent(evs[0])
+	if err := s.c.Del(ctx, p.ids(ck), p.claim(ck), s.idsRestoredMarker()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// met in either order, the entries leave the id to the later event
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		if err := s.c.Del(ctx, p.ids(ck)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var calls []scriptCall
+		for _, i := range order {
+			calls = append(calls, scriptCall{[]string{p.ids(ck), p.dlqEntry(evs[i].ID)}, []any{evs[i].ID}})
+		}
+		if _, err := s.evalPipelined(ctx, restoreIDScript, calls); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.c.Get(ctx, p.ids(ck)).Result(); err != nil || got != evs[1].ID {
+			t.Errorf("entries met in the order %v: ids names %q, %v; want the later event %s", order, got, err, evs[1].ID)
+		}
+	}
+	// and in the scan's own order
+	if err := s.c.Del(ctx, p.ids(ck)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.IndexEvents(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Lookup(ctx, "stripe", "evt_same"); err != nil || info.ID != evs[1].ID {
+		t.Errorf("Lookup by the shared provider id: %+v, %v; want the later event %s", info, err, evs[1].ID)
 	}
 }
