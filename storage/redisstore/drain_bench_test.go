@@ -36,10 +36,11 @@ func openStore(addr string) (storage.Store, redis.UniversalClient) {
 }
 
 // BenchmarkScriptCost tells where redis-server's time goes for each job
-// of a backlog: enqueue, lease and finish (drainbench.RedisPhases).
+// of a backlog: enqueue, lease and finish (drainbench.RedisPhases), on a
+// server with an append-only file as the store's users run it.
 //
 //	go test -run '^$' -bench ScriptCost -benchtime 1x ./storage/redisstore/ ./internal/testing/ceiling/
 func BenchmarkScriptCost(b *testing.B) {
-	srv := redistest.Start(b)
+	srv := redistest.Start(b, redistest.AOF...)
 	drainbench.RedisPhases(b, func() (storage.Store, redis.UniversalClient) { return openStore(srv.Addr) }, 20_000)
 }

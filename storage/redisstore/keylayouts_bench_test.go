@@ -53,8 +53,10 @@ return 1
 // BenchmarkKeyLayouts is what redis-server spends to store an event in
 // each of three key layouts (layoutScripts), apart from the store: its
 // CPU per event (redis-cpu-µs/job, a job an event) and the memory it holds for 50,000
-// events (used-MiB), each layout on a server of its own, its scripts sent
-// 100 to a round trip. It tells what a leaner layout could save the
+// events (used-MiB), and what it appends to its append-only file
+// (aof-B/job), each layout on a server of its own persisting as the
+// store's users run it (redistest.AOF), its scripts sent 100 to a round
+// trip. It tells what a leaner layout could save the
 // store's enqueue, which creates four keys an event.
 //
 //	go test -run '^$' -bench KeyLayouts -benchtime 1x -count 3 ./storage/redisstore/
@@ -66,8 +68,12 @@ func BenchmarkKeyLayouts(b *testing.B) {
 			sc := layoutScripts[name]
 			for b.Loop() {
 				ctx := context.Background()
-				srv := redistest.Start(b)
+				srv := redistest.Start(b, redistest.AOF...)
 				c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+				aof0, _, err := redistest.AOFSize(ctx, c)
+				if err != nil {
+					b.Fatal(err)
+				}
 				if err := sc.Load(ctx, c).Err(); err != nil {
 					b.Fatal(err)
 				}
@@ -90,6 +96,11 @@ func BenchmarkKeyLayouts(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(used)/(1<<20), "used-MiB")
+				aof1, _, err := redistest.AOFSize(ctx, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(aof1-aof0)/n, "aof-B/job")
 				_ = c.Close()
 			}
 		})

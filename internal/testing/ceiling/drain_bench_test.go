@@ -94,5 +94,5 @@ func redisQueues(b *testing.B, addr string) func() (storage.Store, redis.Univers
 //
 //	go test -run '^$' -bench ScriptCost -benchtime 1x ./storage/redisstore/ ./internal/testing/ceiling/
 func BenchmarkRedisScriptCost(b *testing.B) {
-	drainbench.RedisPhases(b, redisQueues(b, redistest.Start(b).Addr), 20_000)
+	drainbench.RedisPhases(b, redisQueues(b, redistest.Start(b, redistest.AOF...).Addr), 20_000)
 }

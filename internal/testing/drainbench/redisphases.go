@@ -26,7 +26,10 @@ import (
 // phase's few reads outside its scripts are left out). That time is the
 // server's clock, and counts a script preempted by the benchmark's own
 // goroutines; each phase's redis-server CPU time over n
-// (enqueue-cpu-µs/job, ...) does not.
+// (enqueue-cpu-µs/job, ...) does not. On a server with an append-only
+// file, each phase also reports what it added to the file over n
+// (enqueue-aof-B/job, ...): what the server writes for each job, and
+// what the file's rewrites (a forked child's CPU) then go over again.
 func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient), n int) {
 	body := make([]byte, 1024)
 	for b.Loop() {
@@ -34,9 +37,20 @@ func RedisPhases(b *testing.B, open func() (storage.Store, redis.UniversalClient
 		ctx := context.Background()
 		phase := func(name string, run func()) {
 			m := redistest.CPUMeter{Client: c, Metric: name + "-cpu-µs/job"}
+			aof0, aof, err := redistest.AOFSize(ctx, c)
+			if err != nil {
+				b.Fatal(err)
+			}
 			m.Start(b) // resets the command stats too
 			run()
 			m.Stop(b, n)
+			if aof {
+				aof1, _, err := redistest.AOFSize(ctx, c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(aof1-aof0)/float64(n), name+"-aof-B/job")
+			}
 			stats, err := redistest.CommandStats(ctx, c)
 			if err != nil {
 				b.Fatal(err)

@@ -130,3 +130,24 @@ func UsedMemory(ctx context.Context, c redis.UniversalClient) (int64, error) {
 	}
 	return strconv.ParseInt(v, 10, 64)
 }
+
+// AOFSize is the size of redis-server's append-only file in bytes (INFO
+// persistence's aof_current_size), and false when AOF is off.
+func AOFSize(ctx context.Context, c redis.UniversalClient) (int64, bool, error) {
+	info, err := c.InfoMap(ctx, "persistence").Result()
+	if err != nil {
+		return 0, false, err
+	}
+	p := info["Persistence"]
+	if p["aof_enabled"] != "1" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(p["aof_current_size"], 10, 64)
+	return n, err == nil, err
+}
+
+// AOF is the arguments that give a server started by Start the
+// persistence the store's users run (an append-only file, fsync every
+// second) with the file's automatic rewrites off, so that AOFSize only
+// grows while a benchmark measures it.
+var AOF = []string{"--appendonly", "yes", "--appendfsync", "everysec", "--auto-aof-rewrite-percentage", "0"}
