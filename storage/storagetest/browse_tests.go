@@ -365,6 +365,33 @@ func testDLQRetentionShorter(t *testing.T, f Factory) {
 	wantGone(t, s, ev, "past retention")
 }
 
+// testProviderIDTakenAgain: a delivered event whose claim ended, and
+// whose provider's id a later event then took, goes with retention
+// without taking the id from the later one: Lookup by the id finds the
+// later event, queued, before and after its own claim ends.
+func testProviderIDTakenAgain(t *testing.T, f Factory) {
+	s := f.Open(t)
+	ctx := t.Context()
+	first := newEvent(t, "stripe", "")
+	mustEnqueue(t, s, first, time.Now().Add(time.Minute))
+	for _, j := range lease(t, s, time.Now(), 10, time.Minute) {
+		finish(t, s, j, storage.Outcome{Result: storage.Delivered, Attempt: attempt(1, time.Now(), 200, "")})
+	}
+	cleanup(t, s, time.Now().Add(2*time.Minute), 24*time.Hour, 24*time.Hour) // the claim ends, the job stays
+	later := newEvent(t, "stripe", first.EventID)
+	mustEnqueue(t, s, later, time.Now().Add(time.Hour))
+	// past the first's retention and the later one's claim
+	cleanup(t, s, time.Now().Add(25*time.Hour), 24*time.Hour, 24*time.Hour)
+	wantGone(t, s, first, "the first event past retention")
+	info, err := s.Lookup(ctx, later.Source, later.EventID)
+	if err != nil || info.ID != later.ID {
+		t.Fatalf("Lookup by provider id once the first event it named went with retention: %+v, %v; want %s", info, err, later.ID)
+	}
+	if st, ok := storage.DeliveryStatus(info, storage.DefaultDestination); !ok || st != storage.StatusQueued {
+		t.Errorf("Lookup by provider id: the later event's delivery %v (%v), want queued", st, ok)
+	}
+}
+
 // testFoundByProviderIDWhileEntryKept: an event whose claim ended and
 // whose jobs went with retention is still found by its provider's id
 // while a DLQ entry of one of its deliveries is kept (a named

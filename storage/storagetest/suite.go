@@ -161,6 +161,7 @@ func Run(t *testing.T, f Factory) {
 		{"RetriedPastRetention", testRetriedPastRetention},
 		{"DLQRetentionShorter", testDLQRetentionShorter},
 		{"FoundByProviderIDWhileEntryKept", testFoundByProviderIDWhileEntryKept},
+		{"ProviderIDTakenAgain", testProviderIDTakenAgain},
 		{"ListByTenant", testListByTenant},
 		{"EraseBatch", testEraseBatch},
 		{"TenantErasureLive", testTenantErasureLive},
