@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded/kv"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -82,26 +81,7 @@ func TestRestoredClaimLaterEvent(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "hookline.db")
 	s := openStore(t, path)
-	var evs []*storage.Event
-	for range 2 {
-		id, _ := uuid.NewV7()
-		ev := storagetest.NewEvent("stripe", "evt_same")
-		ev.ID = id.String()
-		if res, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil || res.Duplicate {
-			t.Fatalf("Enqueue: %+v, %v", res, err)
-		}
-		jobs, err := s.Lease(ctx, time.Now().Add(time.Second), 10, time.Minute, nil)
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("Lease: %d jobs, %v", len(jobs), err)
-		}
-		if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 500}, Error: "HTTP 500"}); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Minute, 24*time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	evs := storagetest.SharedIDEntries(t, s, time.Now())
 	ck := []byte(storage.ClaimKey("stripe", "evt_same"))
 	err := s.UpdateForTest(ctx, func(tx *kv.Tx) error {
 		if err := tx.Bucket([]byte("claims")).Delete(ck); err != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/testing/redistest"
@@ -126,26 +125,7 @@ func TestRestoredIDLaterEvent(t *testing.T) {
 	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
 	defer s.Close()
 	ctx := t.Context()
-	var evs []*storage.Event
-	for range 2 {
-		id, _ := uuid.NewV7()
-		ev := storagetest.NewEvent("stripe", "evt_same")
-		ev.ID = id.String()
-		if res, err := s.Enqueue(ctx, ev, time.Now().Add(-time.Second)); err != nil || res.Duplicate {
-			t.Fatalf("Enqueue: %+v, %v", res, err)
-		}
-		jobs, err := s.Lease(ctx, time.Now().Add(time.Second), 10, time.Minute, nil)
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("Lease: %d jobs, %v", len(jobs), err)
-		}
-		if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 500}, Error: "HTTP 500"}); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, ev)
-	}
-	if _, err := s.Cleanup(ctx, time.Now().Add(2*time.Hour), time.Minute, 24*time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	evs := storagetest.SharedIDEntries(t, s, time.Now())
 	ck := storage.ClaimKey("stripe", "evt_same")
 	p := s.partitionForEvent(evs[0])
 	if err := s.c.Del(ctx, p.ids(ck), p.claim(ck), s.idsRestoredMarker()).Err(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/hookline/hookline/storage"
 )
 
@@ -124,4 +126,42 @@ func EntriesFound(t testing.TB, s storage.Store, events []*storage.Event, now ti
 	if pages := ListAllEvents(t, s, storage.EventFilter{}); len(pages[0].Events) != 0 {
 		t.Errorf("past the entries' retention: listed %d events, want none", len(pages[0].Events))
 	}
+}
+
+// SharedIDEntries stores, in s, two events with one provider's id
+// (stripe, evt_same), the later accepted once the earlier's claim ended,
+// each dead with its DLQ entry kept while its job is past retention, at
+// time now (the entries' retention is a day), and returns them, earlier
+// first (their ids are time-ordered, as the ingress makes them). A
+// backend's upgrade test takes the id's claim or index away, as an
+// earlier version left it, and checks that its restore gives the id to
+// the later event.
+func SharedIDEntries(t testing.TB, s storage.Store, now time.Time) []*storage.Event {
+	t.Helper()
+	ctx := t.Context()
+	var evs []*storage.Event
+	for range 2 {
+		id, err := uuid.NewV7()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := NewEvent("stripe", "evt_same")
+		ev.ID, ev.ReceivedAt = id.String(), now
+		// a window already over: the next event with the id is stored
+		if res, err := s.Enqueue(ctx, ev, now.Add(-time.Second)); err != nil || res.Duplicate {
+			t.Fatalf("Enqueue: %+v, %v", res, err)
+		}
+		jobs, err := s.Lease(ctx, now.Add(time.Second), 10, time.Minute, nil)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Lease: %d jobs, %v", len(jobs), err)
+		}
+		if err := s.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: now, Status: 500}, Error: "HTTP 500"}); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if _, err := s.Cleanup(ctx, now.Add(2*time.Hour), time.Minute, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
