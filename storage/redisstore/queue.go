@@ -163,9 +163,9 @@ for i = 7, #ARGV, 2 do
 	end
 end
 -- each lane's leased jobs due at the lease's end, and all of them in
--- flight, a command a lane and one for all (in chunks unpack takes): a
--- command costs Redis more than a member, and each is also appended to
--- its append-only file
+-- flight, a command a lane and one for all (in chunks unpack takes):
+-- each command a script makes is appended to Redis's append-only file
+-- and replication stream, a member costs them less than a command
 for _, q in ipairs(queues) do
 	local m = moved[q]
 	for j = 1, #m, 1000 do redis.call('ZADD', q, unpack(m, j, math.min(j + 999, #m))) end
