@@ -125,11 +125,11 @@ func (s *Store) leaseCandidates(ctx context.Context, now time.Time, picked []sto
 //	        with a sixth element for a job sharing its event's payload
 //	        record (field "pl"): the record (false if it is missing)
 var leaseScript = redis.NewScript(luaExpandFan + `
-local out, leased, queues, moved, ids = {}, {}, {}, {}, {}
+local out = {}
 for i = 7, #ARGV, 2 do
 	local lane, id = ARGV[i], ARGV[i + 1]
 	local q = ARGV[5] .. lane
-	local due = lane ~= '' and not leased[id] and redis.call('ZSCORE', q, id)
+	local due = lane ~= '' and redis.call('ZSCORE', q, id)
 	if lane == '' then
 		expandFan(ARGV[6], id)
 	elseif due and tonumber(due) <= tonumber(ARGV[1]) then
@@ -141,16 +141,8 @@ for i = 7, #ARGV, 2 do
 		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
 			local tok = ARGV[4] .. ':' .. i
 			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight', 'ln', lane)
-			leased[id] = true
-			local m = moved[q]
-			if not m then
-				m = {}
-				moved[q] = m
-				queues[#queues + 1] = q
-			end
-			m[#m + 1] = ARGV[2]
-			m[#m + 1] = id
-			ids[#ids + 1] = id
+			redis.call('ZADD', q, ARGV[2], id)
+			redis.call('SADD', KEYS[1], id)
 			if h[6] then
 				out[#out + 1] = {id, tok, h[3], h[4], h[5], redis.call('GET', h[6])}
 			else
@@ -162,15 +154,6 @@ for i = 7, #ARGV, 2 do
 		end
 	end
 end
--- each lane's leased jobs due at the lease's end, and all of them in
--- flight, a command a lane and one for all (in chunks unpack takes):
--- each command a script makes is appended to Redis's append-only file
--- and replication stream, a member costs them less than a command
-for _, q in ipairs(queues) do
-	local m = moved[q]
-	for j = 1, #m, 1000 do redis.call('ZADD', q, unpack(m, j, math.min(j + 999, #m))) end
-end
-for j = 1, #ids, 500 do redis.call('SADD', KEYS[1], unpack(ids, j, math.min(j + 499, #ids))) end
 return out
 `)
 
