@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddytest"
 
+	"github.com/hookline/hookline/internal/testing/caddyrun"
 	"github.com/hookline/hookline/storage"
 )
 
@@ -87,6 +88,7 @@ http://localhost:%d {
 	respond "ok" 200
 }
 `, adminPort, httpPort, filepath.Join(t.TempDir(), "allocs.db"), httpPort), "caddyfile")
+	caddyrun.UnloadAtEnd(t, adminPort)
 
 	cctx := caddy.ActiveContext()
 	raw, _ := json.Marshal(map[string]any{

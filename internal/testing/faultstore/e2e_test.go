@@ -17,6 +17,7 @@ import (
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/hookline/hookline"
+	"github.com/hookline/hookline/internal/testing/caddyrun"
 	"github.com/hookline/hookline/internal/testing/faultstore"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -50,6 +51,7 @@ http://localhost:%d {
 %s
 }
 `, adminPort, httpPort, name, filepath.Join(t.TempDir(), "events.db"), options, httpPort, routes), "caddyfile")
+	caddyrun.UnloadAtEnd(t, adminPort)
 	f, err := faultstore.Get(name, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hookline/hookline/internal/testing/caddyrun"
 	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/storagetest"
@@ -150,6 +151,7 @@ http://localhost:%d {
 	}
 	tester := caddytest.NewTester(t)
 	tester.InitServer(cfg(""), "caddyfile")
+	caddyrun.UnloadAtEnd(t, adminPort)
 	resp, m := post(t, "/hooks/short", []byte(`{"s":1}`), map[string]string{"Idempotency-Key": "short-1"})
 	if resp.StatusCode != 202 {
 		t.Fatalf("%d %v", resp.StatusCode, m)

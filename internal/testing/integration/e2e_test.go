@@ -28,6 +28,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	_ "github.com/hookline/hookline"
 	"github.com/hookline/hookline/internal/storagemodules"
+	"github.com/hookline/hookline/internal/testing/caddyrun"
 	"github.com/hookline/hookline/internal/testing/redistest"
 	"github.com/hookline/hookline/storage"
 	"github.com/hookline/hookline/storage/embedded"
@@ -35,6 +36,7 @@ import (
 
 // Ports of this package's Caddy (caddytest's admin port is 2999).
 const (
+	adminPort = 2999
 	adminAddr = "http://localhost:2999"
 	httpPort  = 9080
 	secret    = "e2e-secret"
@@ -200,6 +202,7 @@ http://localhost:%d {
 }
 `, httpPort, global, storageLine, httpPort, secret, up.URL, secret, up.URL, up.URL, extra)
 	tester.InitServer(cfg, "caddyfile")
+	caddyrun.UnloadAtEnd(t, adminPort)
 	return tester
 }
 
@@ -750,6 +753,7 @@ http://localhost:%d {
 	}
 }
 `, httpPort, httpPort, up.URL), "caddyfile")
+	caddyrun.UnloadAtEnd(t, adminPort) // the store is under dataHome
 	resp, m := post(t, "/hooks/plain", []byte("hello"), map[string]string{"Idempotency-Key": "implicit-1"})
 	if resp.StatusCode != 202 {
 		t.Fatalf("%d %v", resp.StatusCode, m)
