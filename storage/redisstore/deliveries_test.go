@@ -86,8 +86,7 @@ func TestDeliveriesRestored(t *testing.T) {
 // id drops both.
 func TestDropGoneLeftIndex(t *testing.T) {
 	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
 	events := storagetest.EntriesKept(t, s, time.Now())
 	named := events[1] // its one entry left: billing's
@@ -122,8 +121,7 @@ func TestDropGoneLeftIndex(t *testing.T) {
 // as Enqueue did, whichever entry the scan meets first.
 func TestRestoredIDLaterEvent(t *testing.T) {
 	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
 	evs := storagetest.SharedIDEntries(t, s, time.Now())
 	ck := storage.ClaimKey("stripe", "evt_same")

@@ -156,8 +156,7 @@ func dropIndex(t *testing.T, s *Store) {
 func TestEventsIndexLegacyStore(t *testing.T) {
 	srv := redistest.Start(t)
 	opts := Options{Prefix: redistest.Prefix(), Partitions: 4}
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), opts)
-	defer s.Close()
+	s := openTest(t, srv.Addr, opts)
 	ids := indexFixture(t, s)
 	want := newest(ids)
 	if got := indexMembers(t, s); !slices.Equal(got, sorted(ids...)) {
@@ -265,8 +264,7 @@ func infoIDs(evs []storage.EventInfo) []string {
 // is dropped by the listing that meets it.
 func TestEventsIndexLeaves(t *testing.T) {
 	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
 	if err := s.IndexEvents(ctx); err != nil {
 		t.Fatal(err)
@@ -312,11 +310,9 @@ func TestEventsIndexLeaves(t *testing.T) {
 func TestIndexEventsOtherPrefix(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
-	other := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix + ":x", Partitions: 4})
-	defer other.Close()
+	other := openTest(t, srv.Addr, Options{Prefix: prefix + ":x", Partitions: 4})
 	indexFixture(t, other)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 	if err := s.IndexEvents(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +329,7 @@ func TestIndexEventsOtherPrefix(t *testing.T) {
 // checks the event's keys when it runs.
 func TestDropGoneLiveEvent(t *testing.T) {
 	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ids := indexFixture(t, s)
 	var all []browseID
 	for _, id := range ids {
@@ -367,19 +362,16 @@ func TestDropGoneLiveEvent(t *testing.T) {
 func TestEventsIndexMarker(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 	indexFixture(t, s)
-	fresh := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 4})
-	defer fresh.Close()
+	fresh := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 	if !fresh.eventsIndexed(t.Context()) {
 		t.Error("a store created by this version is not read as indexed")
 	}
 	if err := s.c.Del(t.Context(), s.eventsIndexMarker()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	other := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: prefix, Partitions: 8})
-	defer other.Close()
+	other := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 8})
 	var le *LayoutError
 	if err := other.IndexEvents(t.Context()); !errors.As(err, &le) {
 		t.Errorf("IndexEvents with another partition count: %v, want a *LayoutError", err)
@@ -395,8 +387,7 @@ func TestEventsIndexMarker(t *testing.T) {
 // would have found.
 func TestTenantErasureIndexesFirst(t *testing.T) {
 	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 4})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
 	for i := range 5 {
 		id, _ := uuid.NewV7()

@@ -180,8 +180,7 @@ func leaseAll(t *testing.T, s *Store) []*storage.Job {
 // round, with their claims and (source, event id) indexes.
 func TestCleanupRounds(t *testing.T) {
 	srv := redistest.Start(t)
-	s := New(redis.NewClient(&redis.Options{Addr: srv.Addr}), Options{Prefix: redistest.Prefix(), Partitions: 1})
-	defer s.Close()
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
 	ctx := t.Context()
 	n := 2*cleanupBatch + 7
 	for _, result := range []storage.Result{storage.Delivered, storage.Dead} {
