@@ -13,8 +13,11 @@ import (
 // cleanupBatch bounds one round of cleanup per partition.
 const cleanupBatch = 500
 
-// Cleanup implements storage.Store. Claims also expire by themselves (TTL).
-// Each index of a partition is swept in rounds of at most cleanupBatch
+// Cleanup implements storage.Store. A claim needs no sweep: Cleanup moves
+// each partition's claim cut to now, whether a claim holds is read from
+// its value and the cut, and its event's last record takes it
+// (claims.go); the claim expiry index holds only the claims of layout 1 a
+// store still has, which also expire by themselves (TTL). Each index of a partition is swept in rounds of at most cleanupBatch
 // ids: a read of the ids past their time, a pipelined read of what their
 // scripts are to be told (claim keys, deliveries indexes), then the
 // scripts in one pipeline: three round trips a round, not three an id,
@@ -22,6 +25,14 @@ const cleanupBatch = 500
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetention time.Duration) (int, error) {
 	total := 0
 	doneCutoff, dlqCutoff := ms(now.Add(-retention)), ms(now.Add(-dlqRetention))
+	// the claims whose window ended before now are over (claims.go)
+	cuts := make([]scriptCall, len(s.parts))
+	for i, p := range s.parts {
+		cuts[i] = scriptCall{[]string{p.claimCut()}, []any{ms(now)}}
+	}
+	if _, err := s.evalPipelined(ctx, claimCutScript, cuts); err != nil {
+		return 0, unavailable(err)
+	}
 	for _, p := range s.parts {
 		n, err := s.sweep(ctx, p.key("claimexp"), ms(now), expireClaimScript, func(cks []string) ([]scriptCall, error) {
 			calls := make([]scriptCall, len(cks))
@@ -35,7 +46,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time, retention, dlqRetent
 			return total, err
 		}
 		n, err = s.sweep(ctx, p.key("done"), doneCutoff, removeEventScript, func(ids []string) ([]scriptCall, error) {
-			return s.removeEventCalls(ctx, p, ids, doneCutoff)
+			return s.removeEventCalls(ctx, p, ids, doneCutoff, now)
 		})
 		total += n
 		if err != nil {
@@ -117,7 +128,7 @@ func (s *Store) readRound(ctx context.Context, p partition, ids []string, entrie
 // removeEventCalls are the removeEventScript calls of the finished
 // deliveries ids of p (a finished delivery's event is no fan-out record:
 // it was expanded to be leased).
-func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string, cutoff int64) ([]scriptCall, error) {
+func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string, cutoff int64, now time.Time) ([]scriptCall, error) {
 	r, err := s.readRound(ctx, p, ids, false)
 	if err != nil {
 		return nil, err
@@ -126,7 +137,8 @@ func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string,
 	for i, id := range ids {
 		ev := storage.EventIDOfDelivery(id)
 		destinations := storage.DecodeDestinations(r.dests[i].Val())
-		keys := []string{p.ev(id), p.key("done"), p.ids(r.ck[i].Val()), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events()}
+		ck := r.ck[i].Val()
+		keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events(), p.claim(ck)}
 		others := 0
 		for _, d := range destinations {
 			if other := storage.DeliveryID(ev, d); other != id {
@@ -137,7 +149,7 @@ func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string,
 		for _, d := range orDefault(destinations) {
 			keys = append(keys, p.dlqEntry(storage.DeliveryID(ev, d)))
 		}
-		calls[i] = scriptCall{keys, []any{id, cutoff, ev, others}}
+		calls[i] = scriptCall{keys, []any{id, cutoff, ev, others, ms(now)}}
 	}
 	return calls, nil
 }
@@ -153,7 +165,7 @@ func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string,
 	for i, id := range ids {
 		ev := storage.EventIDOfDelivery(id)
 		ck := claimKeyFrom(r.ck[i].Val(), r.entry[i].Val())
-		keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck)}
+		keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck), p.claim(ck)}
 		for _, d := range orDefault(storage.DecodeDestinations(r.dests[i].Val())) {
 			did := storage.DeliveryID(ev, d)
 			keys = append(keys, p.ev(did), p.dlqEntry(did))
@@ -163,15 +175,19 @@ func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string,
 	return calls, nil
 }
 
-// expireClaimScript removes a claim whose window ended before the cutoff
-// (the key's TTL does it too; Cleanup's clock decides here).
+// expireClaimScript removes a claim of layout 1 whose window ended before
+// the cutoff (the key's TTL does it too; Cleanup's clock decides here),
+// and its entry in the claim expiry index. A claim of layout 2 that a
+// later event wrote under the same key since is not the indexed one, and
+// stays.
 //
 //	KEYS: claim, claim expiry index
 //	ARGV: claim key text, cutoff ms
-var expireClaimScript = redis.NewScript(`
+var expireClaimScript = redis.NewScript(luaClaimed + `
 local exp = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if exp and tonumber(exp) < tonumber(ARGV[2]) then
-	redis.call('DEL', KEYS[1])
+	local id, ends = claimed(redis.call('GET', KEYS[1]))
+	if id and not ends then redis.call('DEL', KEYS[1]) end
 	redis.call('ZREM', KEYS[2], ARGV[1])
 	return 1
 end
@@ -180,27 +196,27 @@ return 0
 
 // removeEventScript deletes a finished delivery past retention, unless it
 // was re-enqueued (or finished again) since Cleanup listed it. The event's
-// payload record goes with its last delivery; its (source, event id)
-// index, by which Lookup finds it once its claim ended, its deliveries
-// index, which the listing and Lookup read the deliveries through, and
-// its place in the events index (eventsindex.go) stay while a DLQ entry of
-// one of its deliveries does (removeEntryScript removes them with the
-// last).
+// payload record goes with its last delivery; its claim (releaseClaim)
+// and the ids key of layout 1, by which Lookup finds it once its claim
+// ended, its deliveries index, which the listing and Lookup read the
+// deliveries through, and its place in the events index (eventsindex.go)
+// stay while a DLQ entry of one of its deliveries does (removeEntryScript
+// removes them with the last).
 //
 //	KEYS: event hash (the delivery's), done, ids, deliveries index, payload
-//	      record, events index, the event hashes of the event's other
-//	      deliveries, then the DLQ entries of all its deliveries
+//	      record, events index, claim, the event hashes of the event's
+//	      other deliveries, then the DLQ entries of all its deliveries
 //	ARGV: id (the delivery's), cutoff ms, event id, the number of other
-//	      deliveries
-var removeEventScript = redis.NewScript(`
+//	      deliveries, now ms
+var removeEventScript = redis.NewScript(luaReleaseClaim + `
 local fin = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not fin or tonumber(fin) >= tonumber(ARGV[2]) then return 0 end
 local st = redis.call('HGET', KEYS[1], 'st')
 if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-local entries = 7 + tonumber(ARGV[4])
-for i = 7, entries - 1 do
+local entries = 8 + tonumber(ARGV[4])
+for i = 8, entries - 1 do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 redis.call('DEL', KEYS[5])
@@ -208,6 +224,7 @@ for i = entries, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
+releaseClaim(KEYS[7], ARGV[3], ARGV[5])
 redis.call('DEL', KEYS[4])
 redis.call('ZREM', KEYS[6], ARGV[3])
 return 1
@@ -219,15 +236,16 @@ return 1
 // (luaReleaseEntry), so that no key stays blocked by an entry that is gone.
 // The last record of its event (no hash nor entry of any of its
 // deliveries left) takes its deliveries index and its (source, event id)
-// index (if still the event's) with it, and the event out of the events
-// index (eventsindex.go).
+// index of layout 1 and its claim (releaseClaim), each if still the
+// event's, with it, and the event out of the events index
+// (eventsindex.go).
 //
 //	KEYS: dlq entry, dlq index, dlq open, events index, the event's
-//	      deliveries index, its (source, event id) index, then for each of
-//	      its deliveries: its event hash, its dlq entry
+//	      deliveries index, its ids key (layout 1), its claim, then for
+//	      each of its deliveries: its event hash, its dlq entry
 //	ARGV: id, cutoff ms, waiting hash, event key prefix, lane queue key
 //	      prefix, lanes, now ms, event id
-var removeEntryScript = redis.NewScript(luaReleaseEntry + `
+var removeEntryScript = redis.NewScript(luaReleaseEntry + luaReleaseClaim + `
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if at and tonumber(at) >= tonumber(ARGV[2]) then return 0 end
 releaseEntry(KEYS[1], ARGV[1], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
@@ -235,10 +253,11 @@ dlqCount(KEYS[3], dlqField(KEYS[1]), -1)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
-for i = 7, #KEYS do
+for i = 8, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[6]) == ARGV[8] then redis.call('DEL', KEYS[6]) end
+releaseClaim(KEYS[7], ARGV[8], ARGV[7])
 redis.call('DEL', KEYS[5])
 redis.call('ZREM', KEYS[4], ARGV[8])
 return 1

@@ -45,14 +45,16 @@ func TestDeliveriesRestored(t *testing.T) {
 					t.Fatalf("deleting %s's deliveries index: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
 				}
 			}
-			// and their (source, event id) indexes, their claims expired
+			// and what named them by their provider's id: in layout 1, their
+			// claims expired and an earlier version deleted their ids keys
+			// (layout 2 writes the claim alone, kept with its event)
 			for _, ev := range events {
 				ck := storage.ClaimKey(ev.Source, ev.EventID)
 				p := s.partitionForEvent(ev)
-				if n, err := s.c.Del(ctx, p.ids(ck)).Result(); err != nil || n != 1 {
-					t.Fatalf("deleting %s's ids key: %d, %v (none past its jobs' retention?)", ev.EventID, n, err)
+				if n, err := s.c.Del(ctx, p.claim(ck)).Result(); err != nil || n != 1 {
+					t.Fatalf("deleting %s's claim: %d, %v (none kept with its entries?)", ev.EventID, n, err)
 				}
-				if err := s.c.Del(ctx, p.claim(ck)).Err(); err != nil {
+				if err := s.c.Del(ctx, p.ids(ck)).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -69,7 +71,8 @@ func TestDeliveriesRestored(t *testing.T) {
 			// erased, or past their entries' retention: no key is left of them
 			for _, ev := range events {
 				p := s.partitionForEvent(ev)
-				keys := []string{p.ids(storage.ClaimKey(ev.Source, ev.EventID)), p.deliveries(ev.ID)}
+				ck := storage.ClaimKey(ev.Source, ev.EventID)
+				keys := []string{p.ids(ck), p.claim(ck), p.deliveries(ev.ID)}
 				for _, k := range keys {
 					if n, err := s.c.Exists(ctx, k).Result(); err != nil || n != 0 {
 						t.Errorf("%s of %s: exists %d, %v; want gone", k, ev.EventID, n, err)

@@ -98,7 +98,7 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 // directCall is the enqueue of an event's deliveries in their usual form
 // (enqueueScript): head holds its first arguments (ARGV 1 to 7).
 func directCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
-	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("lanes"), p.deliveries(id), p.events()}
+	keys := []string{p.claim(ck), p.claimCut(), p.key("lanes"), p.deliveries(id), p.events()}
 	args := append(head, storage.EncodeDestinations(destinations))
 	for i := range jobs {
 		data, err := json.Marshal(&jobs[i])
@@ -123,7 +123,7 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 // the event in one step: an event is never stored with some of its
 // deliveries missing.
 //
-//	KEYS: claim, ids, claim expiry index, lanes, deliveries index, events
+//	KEYS: claim, claim cut (claims.go), lanes, deliveries index, events
 //	      index (browse.go), then for each delivery: its event hash, its
 //	      lane queue; then, for an event whose deliveries share a payload
 //	      record only (storage.SharePayload), the payload record
@@ -148,14 +148,14 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 // hand out its body (leaseScript). An event with one delivery passes the
 // arguments it passed before payload records existed.
 var enqueueScript = redis.NewScript(luaClaim + luaCounts + `
-if redis.call('EXISTS', KEYS[7]) == 1 then return {0, ARGV[1]} end
+if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 local dup = claim()
 if dup then return dup end
-if ARGV[8] ~= '' then redis.call('SET', KEYS[5], ARGV[8]) end
-redis.call('ZADD', KEYS[6], 0, ARGV[1])
-local n = math.floor((#KEYS - 6) / 2)
+if ARGV[8] ~= '' then redis.call('SET', KEYS[4], ARGV[8]) end
+redis.call('ZADD', KEYS[5], 0, ARGV[1])
+local n = math.floor((#KEYS - 5) / 2)
 local nargs, pl = #ARGV, nil
-if #KEYS > 6 + 2 * n then
+if #KEYS > 5 + 2 * n then
 	pl = KEYS[#KEYS]
 	redis.call('SET', pl, ARGV[nargs])
 	nargs = nargs - 1
@@ -163,7 +163,7 @@ end
 local ordered = nargs > 8 + 3 * n
 local lanes = {}
 for i = 0, n - 1 do
-	local id, lane, k = ARGV[9 + 3 * i], ARGV[11 + 3 * i], KEYS[7 + 2 * i]
+	local id, lane, k = ARGV[9 + 3 * i], ARGV[11 + 3 * i], KEYS[6 + 2 * i]
 	local chain = ordered and ARGV[11 + 3 * n + i] or ''
 	local due = ARGV[4]
 	if chain ~= '' and redis.call('RPUSH', ARGV[10 + 3 * n] .. chain, id) > 1 then
@@ -171,7 +171,7 @@ for i = 0, n - 1 do
 		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
 		waitCount(ARGV[9 + 3 * n], lane, 1)
 	else
-		redis.call('ZADD', KEYS[8 + 2 * i], due, id)
+		redis.call('ZADD', KEYS[7 + 2 * i], due, id)
 	end
 	if pl then
 		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'pl', pl)
@@ -181,31 +181,9 @@ for i = 0, n - 1 do
 	if chain ~= '' then redis.call('HSET', k, 'chain', chain) end
 	lanes[i + 1] = lane
 end
-redis.call('SADD', KEYS[4], unpack(lanes))
+redis.call('SADD', KEYS[3], unpack(lanes))
 return {0, ARGV[1]}
 `)
-
-// luaClaim defines claim(), the claim of the enqueue scripts
-// (enqueueScript, fanEnqueueScript), whose first three KEYS (claim, ids,
-// claim expiry index) and seven ARGV (event id, dedupe, claim expiry ms,
-// now ms, claim key text, touch, source) are the same: with dedupe, it
-// returns the duplicate's reply ({1, existing id, claim ms left}) when
-// the claim is taken, else it takes it and returns nil.
-const luaClaim = `
-local function claim()
-	if ARGV[2] ~= '1' then return nil end
-	local existing = redis.call('GET', KEYS[1])
-	if existing then
-		local left = redis.call('PTTL', KEYS[1])
-		if ARGV[6] == '1' and left > 0 then redis.call('PEXPIRE', KEYS[1], left) end
-		return {1, existing, left}
-	end
-	redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
-	redis.call('SET', KEYS[2], ARGV[1])
-	redis.call('ZADD', KEYS[3], ARGV[3], ARGV[5])
-	return nil
-end
-`
 
 // statusOf is the status of event id in partition p, for duplicate
 // answers (see storage.EffectiveStatus, storage.EventStatus).

@@ -16,8 +16,8 @@ import (
 // Erasure (storage.Eraser): one script in the event's partition removes
 // every key of the event at once (deleted keys are gone from Redis's
 // memory; what persistence files and replicas keep is described in
-// docs/redis.md). The claim stays, and beside it the event's tombstone,
-// which expires with it:
+// docs/redis.md). A claim whose window has not ended stays to its end,
+// and beside it the event's tombstone, which expires with it:
 //
 //	{hookline:7}:erased:<id>   "1", with the claim's TTL: the event was erased (storage.StatusErased)
 
@@ -183,19 +183,20 @@ func claimKeyFrom(ck, entryJSON string) string {
 // partition and of the in-flight, done, DLQ and waiting indexes, and
 // deletes its hash and its DLQ entry; then the deliveries index, the
 // payload record its deliveries shared, the (source, event id) index and
-// the event's entry in the events index. The claim is kept and the
-// tombstone set with its TTL. A job or entry of another source makes it
+// the event's entry in the events index. A claim whose window has not
+// ended is kept to its end (releaseClaim), and the tombstone set with the
+// same TTL; one that ended goes. A job or entry of another source makes it
 // refuse (nothing written), as does an event of which nothing is left.
 //
-//	KEYS: ids, claim, deliveries index, tombstone, inflight, done, dlq
-//	      index, dlq open, waiting, lanes, claim expiry index, payload
-//	      record, events index, then for each delivery: its event hash,
-//	      its dlq entry
+//	KEYS: ids (layout 1), claim, deliveries index, tombstone, inflight,
+//	      done, dlq index, dlq open, waiting, lanes, claim expiry index
+//	      (layout 1), payload record, events index, then for each delivery:
+//	      its event hash, its dlq entry
 //	ARGV: event id, source, now ms, lane queue key prefix, event key
 //	      prefix, chain key prefix, claim key text, then each delivery's id
 //	returns {deliveries removed (0: none found, -1: another source's),
 //	         dlq entries removed, the kept claim's expiry ms (0: none)}
-var eraseScript = redis.NewScript(luaPopChain + `
+var eraseScript = redis.NewScript(luaPopChain + luaReleaseClaim + `
 local n = (#KEYS - 13) / 2
 local found = 0
 for i = 0, n - 1 do
@@ -240,15 +241,13 @@ end
 redis.call('DEL', KEYS[3], KEYS[12])
 redis.call('ZREM', KEYS[13], ARGV[1])
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local exp = 0
-if redis.call('GET', KEYS[2]) == ARGV[1] then
+local exp = releaseClaim(KEYS[2], ARGV[1], ARGV[3])
+if exp == 0 and redis.call('GET', KEYS[2]) == ARGV[1] then
+	-- a claim of layout 1: its end is in the claim expiry index
 	exp = tonumber(redis.call('ZSCORE', KEYS[11], ARGV[7]) or '0')
-	if exp > tonumber(ARGV[3]) then
-		redis.call('SET', KEYS[4], '1', 'PXAT', exp)
-	else
-		exp = 0
-	end
+	if exp <= tonumber(ARGV[3]) then exp = 0 end
 end
+if exp > 0 then redis.call('SET', KEYS[4], '1', 'PXAT', exp) end
 return {found, entries, exp}
 `)
 

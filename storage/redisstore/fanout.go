@@ -78,7 +78,7 @@ func fanCall(p partition, ck, id string, due int64, head []any, jobs []storage.E
 		lanes[i] = storage.LaneOf(&jobs[i])
 		ds[i] = fanDelivery{id: jobs[i].ID, lane: lanes[i], doc: data}
 	}
-	keys := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes"), p.events()}
+	keys := []string{p.claim(ck), p.claimCut(), p.fan(id), p.key("fan"), p.ev(jobs[0].ID), p.key("fanlanes"), p.events()}
 	rec := fanRecord(due, jobs[0].Source, ck, storage.EncodeDestinations(destinations), ds, payload)
 	// no lane holds a space
 	args := append(head, rec, strings.Join(lanes, " "))
@@ -131,8 +131,8 @@ func fanRecord(due int64, src, ck, dests string, ds []fanDelivery, payload []byt
 // fanEnqueueScript claims (source, event id) and stores the event as a
 // fan-out record, in one step (enqueueScript's claim, luaClaim).
 //
-//	KEYS: claim, ids, claim expiry index, fan-out record, fan-out index,
-//	      the first delivery's event hash, fanlanes, events index
+//	KEYS: claim, claim cut (claims.go), fan-out record, fan-out index, the
+//	      first delivery's event hash, fanlanes, events index
 //	ARGV: enqueueScript's first seven (event id, dedupe, claim expiry, now
 //	      ms, claim key text, touch, source), the record (fanRecord), the
 //	      lanes of its deliveries (space-separated)
@@ -142,13 +142,13 @@ func fanRecord(due int64, src, ck, dests string, ds []fanDelivery, payload []byt
 // reply) finds the record, or the first delivery it was expanded into,
 // and answers "stored" again.
 var fanEnqueueScript = redis.NewScript(luaClaim + `
-if redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then return {0, ARGV[1]} end
+if redis.call('EXISTS', KEYS[3], KEYS[5]) > 0 then return {0, ARGV[1]} end
 local dup = claim()
 if dup then return dup end
-redis.call('SET', KEYS[4], ARGV[8])
-redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
-redis.call('HINCRBY', KEYS[7], ARGV[9], 1)
-redis.call('ZADD', KEYS[8], 0, ARGV[1])
+redis.call('SET', KEYS[3], ARGV[8])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
+redis.call('HINCRBY', KEYS[6], ARGV[9], 1)
+redis.call('ZADD', KEYS[7], 0, ARGV[1])
 return {0, ARGV[1]}
 `)
 

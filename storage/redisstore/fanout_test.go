@@ -107,7 +107,7 @@ func TestFanOutRecordExpands(t *testing.T) {
 		}
 	}
 	slices.Sort(eventKeys)
-	want := []string{p.claim(ck), p.ids(ck), p.key("claimexp"), p.key("fan"), p.fan(ev.ID), p.key("fanlanes"), p.events()}
+	want := []string{p.claim(ck), p.key("fan"), p.fan(ev.ID), p.key("fanlanes"), p.events()}
 	for i := range want {
 		want[i] = strings.ReplaceAll(want[i], fanPrefix, "P")
 	}
@@ -332,8 +332,8 @@ func commandCalls(t *testing.T, c redis.UniversalClient) map[string]int {
 // counted, not timed: the Redis commands the enqueue of an event with
 // three deliveries runs (its script's included) are the claim's and three
 // more (one record, one index entry, one counter), no more than an event
-// with one delivery costs, and it adds three keys (claim, ids, record)
-// to a partition's.
+// with one delivery costs, and it adds two keys (claim, record) to a
+// partition's.
 func TestFanOutEnqueueCommands(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
@@ -363,13 +363,13 @@ func TestFanOutEnqueueCommands(t *testing.T) {
 		return calls
 	}
 	fan := run(payloadEvent("evt_count_fan"))
-	// zadd: the fan-out index, the claim expiry index, the events index
-	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 3, "zadd": 3, "hincrby": 1}
+	// set: the claim, the record; zadd: the fan-out index, the events index
+	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 2, "zadd": 2, "hincrby": 1}
 	if !maps.Equal(fan, want) {
 		t.Errorf("commands of a fan-out enqueue %v, want %v", fan, want)
 	}
-	if n := s.c.DBSize(ctx).Val() - keysBefore; n != 3 {
-		t.Errorf("a fan-out enqueue added %d keys, want 3 (claim, ids, record)", n)
+	if n := s.c.DBSize(ctx).Val() - keysBefore; n != 2 {
+		t.Errorf("a fan-out enqueue added %d keys, want 2 (claim, record)", n)
 	}
 	one := run(storagetest.NewEvent("stripe", "evt_count_one"))
 	total := func(m map[string]int) (n int) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -21,18 +22,55 @@ import (
 //
 // A store written before the count was recorded gets the count of the
 // first Store that uses it after the upgrade.
+//
+// The same field records the layout: "16 (layout 2)" for the claims of
+// claims.go, "16" alone for layout 1. Layout 2 changes what a claim's
+// value means, and a node of an earlier version would misread it (the
+// claim's value as an event id, a claim it should delete left for good):
+// such a node cannot parse the count, and refuses the store (503 on
+// ingest, no leases) instead. The first Store of this version that checks
+// a store of layout 1 with its count moves it to layout 2: the claims
+// layout 1 wrote stay readable, nothing else is rewritten.
 
-// layoutScript records the partition count if none is, and returns the
-// recorded one. Recording it, it also sets the events index's marker: a
-// store that starts with this version has its events indexed from the
-// first (eventsindex.go).
+// layout2 follows the partition count in the layout field of a store of
+// layout 2.
+const layout2 = " (layout 2)"
+
+// layoutScript records the partition count, in layout 2, if none is;
+// moves a store of layout 1 with the count given to layout 2; and returns
+// the recorded field. Recording it, it also sets the events index's
+// marker: a store that starts with this version has its events indexed
+// from the first (eventsindex.go).
 //
 //	KEYS: layout, events index marker
-//	ARGV: partitions
+//	ARGV: partitions, partitions in layout 2
 var layoutScript = redis.NewScript(`
-if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[1]) == 1 then redis.call('SET', KEYS[2], '1') end
-return redis.call('HGET', KEYS[1], 'partitions')
+if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[2]) == 1 then redis.call('SET', KEYS[2], '1') end
+local v = redis.call('HGET', KEYS[1], 'partitions')
+if v == ARGV[1] then
+	redis.call('HSET', KEYS[1], 'partitions', ARGV[2])
+	v = ARGV[2]
+end
+return v
 `)
+
+// parseLayout reads the layout field's partition count, in layout 1 (of
+// another count than the one given: layoutScript moves the others) or 2.
+// Anything else is a layout of a later version, or no count at all.
+func parseLayout(v string) (int, error) {
+	count, rest := v, ""
+	if i := strings.IndexByte(v, ' '); i >= 0 {
+		count, rest = v[:i], v[i:]
+	}
+	n, err := strconv.Atoi(count)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("unreadable partition count %q", v)
+	}
+	if rest != "" && rest != layout2 {
+		return 0, fmt.Errorf("layout %q was written by a later version of hookline: run it on every node sharing the store", v)
+	}
+	return n, nil
+}
 
 // LayoutError says the store was created with another partition count
 // than the one configured. It wraps storage.ErrUnavailable.
@@ -65,14 +103,15 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 	if s.layout.ok.Load() {
 		return nil
 	}
-	v, err := s.eval(ctx, layoutScript, []string{s.layoutKey(), s.eventsIndexMarker()}, len(s.parts))
+	n := strconv.Itoa(len(s.parts))
+	v, err := s.eval(ctx, layoutScript, []string{s.layoutKey(), s.eventsIndexMarker()}, n, n+layout2)
 	if err != nil {
 		return unavailable(err)
 	}
 	str, _ := v.(string)
-	stored, err := strconv.Atoi(str)
+	stored, err := parseLayout(str)
 	if err != nil {
-		return unavailable(fmt.Errorf("unreadable partition count %q in %s", str, s.layoutKey()))
+		return unavailable(fmt.Errorf("%s: %w", s.layoutKey(), err))
 	}
 	if stored != len(s.parts) {
 		return &LayoutError{Prefix: s.opts.Prefix, Stored: stored, Configured: len(s.parts)}

@@ -18,9 +18,12 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	now := s.now()
 	ck := storage.ClaimKey(source, eventID)
 	p := s.partitionOf(ck)
-	id, err := s.c.Get(ctx, p.ids(ck)).Result()
+	// the claim names the event while it is kept (claims.go); an event of
+	// layout 1 whose claim ended is named by its ids key
+	id, err := s.c.Get(ctx, p.claim(ck)).Result()
+	id = claimedID(id)
 	if errors.Is(err, redis.Nil) {
-		id, err = s.c.Get(ctx, p.claim(ck)).Result()
+		id, err = s.c.Get(ctx, p.ids(ck)).Result()
 	}
 	if errors.Is(err, redis.Nil) {
 		// events without a provider id are found by their internal id
@@ -59,17 +62,17 @@ func (s *Store) lookupIn(ctx context.Context, p partition, id, source string, no
 // findEvent asks every partition, in one pipeline, for the event claimed
 // under claim key ck, or else for eventID as an internal id (an event
 // without a provider id): its partition and id, in Lookup's order of
-// preference (the (source, event id) index, the claim, the id's own
-// records). found is false when no partition knows it.
+// preference (the claim, the ids key of layout 1, the id's own records).
+// found is false when no partition knows it.
 func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition, id string, found bool, err error) {
 	type read struct {
-		ids, claim *redis.StringCmd
+		claim, ids *redis.StringCmd
 		own        *redis.IntCmd
 	}
 	reads := make([]read, len(s.parts))
 	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, q := range s.parts {
-			reads[i] = read{pipe.Get(ctx, q.ids(ck)), pipe.Get(ctx, q.claim(ck)),
+			reads[i] = read{pipe.Get(ctx, q.claim(ck)), pipe.Get(ctx, q.ids(ck)),
 				pipe.Exists(ctx, q.ev(eventID), q.deliveries(eventID), q.dlqEntry(eventID), q.fan(eventID))}
 		}
 		return nil
@@ -78,8 +81,8 @@ func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition,
 		return partition{}, "", false, unavailable(err)
 	}
 	for _, pick := range []func(r read) string{
+		func(r read) string { return claimedID(r.claim.Val()) },
 		func(r read) string { return r.ids.Val() },
-		func(r read) string { return r.claim.Val() },
 		func(r read) string {
 			if r.own.Val() > 0 {
 				return eventID

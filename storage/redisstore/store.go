@@ -7,14 +7,15 @@
 // slot and runs atomically, while the partitions spread load over the
 // slots (and so over the masters) of a cluster:
 //
-//	{hookline:7}:claim:<claim key>             id, expires with the dedupe window (storage.ClaimKey)
-//	{hookline:7}:ids:<claim key>               id, while the event is kept
+//	{hookline:7}:claim:<claim key>             id NUL window end ms, while the event is kept (storage.ClaimKey, claims.go)
+//	{hookline:7}:claimcut                      ms: the claims whose window ended before it are over (claims.go)
+//	{hookline:7}:ids:<claim key>               id, while the event is kept (layout 1's claims only)
 //	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease; pl: its payload key
 //	{hookline:7}:pl:<event id>                 payload shared by an event's deliveries (storage.EncodePayload)
 //	{hookline:7}:q:<lane>                      zset id -> due ms: queued and leased jobs of a lane (today a source)
 //	{hookline:7}:lanes                         set of the partition's lanes
 //	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes
-//	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup)
+//	{hookline:7}:claimexp                      zset claim -> expiry ms (cleanup; layout 1's claims only)
 //	{hookline:7}:inflight                      set of leased ids
 //	{hookline:7}:done                          zset id -> finished ms (retention, replay listing: the ev hash's src, dst, ty, st)
 //	{hookline:7}:dlq:<id>                      hash: entry JSON, status, created ms, src, dst, ty (listing filters)

@@ -1,0 +1,221 @@
+package redisstore
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/testing/redistest"
+	"github.com/hookline/hookline/storage"
+	"github.com/hookline/hookline/storage/storagetest"
+)
+
+// toLayout1 rewrites ev's claim as layout 1 wrote it: the claim holding
+// the event's id with a TTL to until, its ids key, its end in the claim
+// expiry index.
+func toLayout1(t *testing.T, s *Store, ev *storage.Event, until time.Time) {
+	t.Helper()
+	ck := storage.ClaimKey(ev.Source, ev.EventID)
+	p := s.partitionForEvent(ev)
+	_, err := s.c.TxPipelined(t.Context(), func(pipe redis.Pipeliner) error {
+		pipe.Do(t.Context(), "SET", p.claim(ck), ev.ID, "PXAT", ms(until))
+		pipe.Set(t.Context(), p.ids(ck), ev.ID, 0)
+		pipe.ZAdd(t.Context(), p.key("claimexp"), redis.Z{Score: float64(ms(until)), Member: ck})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deliver leases and delivers the job of event id (the only one due).
+func deliver(t *testing.T, s *Store, id string) {
+	t.Helper()
+	jobs, err := s.Lease(t.Context(), time.Now(), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != id {
+		t.Fatalf("Lease = %d jobs, %v; want %s alone", len(jobs), err, id)
+	}
+	out := storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}
+	if err := s.Finish(t.Context(), jobs[0], out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClaimsOfLayout1: a store of layout 1 moves to layout 2 at its first
+// check, and the claims it holds keep their meaning: a resend within one
+// is a duplicate, the event is found by its provider's id through its ids
+// key once Cleanup ended the claim, a later event then takes the id (and
+// keeps it when the earlier one goes), and the claim expiry index's entry
+// of an ended claim of layout 1 does not take the claim a later event
+// wrote under the same key.
+func TestClaimsOfLayout1(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	ctx := t.Context()
+	if err := s.CheckLayout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// the store as layout 1 left it
+	if err := s.c.HSet(ctx, s.layoutKey(), "partitions", "4").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.layout.ok.Store(false)
+	if err := s.CheckLayout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != "4"+layout2 {
+		t.Fatalf("layout field after the check %q, want %q", v, "4"+layout2)
+	}
+
+	now := time.Now()
+	until := now.Add(time.Hour)
+	old := storagetest.NewEvent("stripe", "evt_layout1")
+	if _, err := s.Enqueue(ctx, old, until); err != nil {
+		t.Fatal(err)
+	}
+	toLayout1(t, s, old, until)
+	ck := storage.ClaimKey(old.Source, old.EventID)
+	p := s.partitionForEvent(old)
+
+	res, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_layout1"), now.Add(2*time.Hour))
+	if err != nil || !res.Duplicate || res.ID != old.ID {
+		t.Fatalf("resend within a claim of layout 1 = %+v, %v; want a duplicate of %s", res, err, old.ID)
+	}
+	if left := res.DedupeUntil.Sub(until); left < -time.Second || left > time.Second {
+		t.Errorf("duplicate's DedupeUntil %v, want about %v", res.DedupeUntil, until)
+	}
+	deliver(t, s, old.ID)
+
+	// Cleanup past the window: the claim of layout 1 goes, the ids key
+	// still names the kept event
+	if _, err := s.Cleanup(ctx, now.Add(90*time.Minute), 7*24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.c.Exists(ctx, p.claim(ck)).Val(); n != 0 {
+		t.Error("the ended claim of layout 1 is left after Cleanup")
+	}
+	if info, err := s.Lookup(ctx, "stripe", "evt_layout1"); err != nil || info.ID != old.ID {
+		t.Fatalf("Lookup through the ids key of layout 1 = %+v, %v; want %s", info, err, old.ID)
+	}
+
+	// a later event takes the provider's id, in layout 2
+	later := storagetest.NewEvent("stripe", "evt_layout1")
+	if res, err := s.Enqueue(ctx, later, now.Add(3*time.Hour)); err != nil || res.Duplicate {
+		t.Fatalf("enqueue after the claim of layout 1 ended = %+v, %v; want stored", res, err)
+	}
+	if v := s.c.Get(ctx, p.claim(ck)).Val(); v != later.ID+claimSep+strconv.FormatInt(ms(now.Add(3*time.Hour)), 10) {
+		t.Errorf("claim %q, want the later event's of layout 2", v)
+	}
+	if info, err := s.Lookup(ctx, "stripe", "evt_layout1"); err != nil || info.ID != later.ID {
+		t.Fatalf("Lookup once a later event took the id = %+v, %v; want %s", info, err, later.ID)
+	}
+	if res, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_layout1"), now.Add(3*time.Hour)); err != nil || !res.Duplicate || res.ID != later.ID {
+		t.Fatalf("resend within the later claim = %+v, %v; want a duplicate of %s", res, err, later.ID)
+	}
+	// the earlier event past retention: its ids key goes, the later claim stays
+	if _, err := s.Cleanup(ctx, now.Add(100*time.Minute), time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.c.Exists(ctx, p.ids(ck)).Val(); n != 0 {
+		t.Error("the ids key of layout 1 is left with its event gone")
+	}
+	if info, err := s.Lookup(ctx, "stripe", "evt_layout1"); err != nil || info.ID != later.ID {
+		t.Fatalf("Lookup once the earlier event went = %+v, %v; want %s", info, err, later.ID)
+	}
+
+	// an ended claim of layout 1 still in the expiry index, its key gone
+	// by its TTL and written again by a later event: Cleanup leaves that
+	t.Run("stale expiry entry", func(t *testing.T) {
+		gone := storagetest.NewEvent("stripe", "evt_stale")
+		if _, err := s.Enqueue(ctx, gone, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		toLayout1(t, s, gone, now.Add(time.Minute))
+		ck := storage.ClaimKey(gone.Source, gone.EventID)
+		q := s.partitionForEvent(gone)
+		if err := s.c.Del(ctx, q.claim(ck)).Err(); err != nil { // its TTL ran out
+			t.Fatal(err)
+		}
+		taker := storagetest.NewEvent("stripe", "evt_stale")
+		takerUntil := now.Add(5 * time.Hour)
+		if res, err := s.Enqueue(ctx, taker, takerUntil); err != nil || res.Duplicate {
+			t.Fatalf("enqueue over an expired claim of layout 1 = %+v, %v; want stored", res, err)
+		}
+		if _, err := s.Cleanup(ctx, now.Add(2*time.Hour), 7*24*time.Hour, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.c.ZCard(ctx, q.key("claimexp")).Val(); n != 0 {
+			t.Errorf("claim expiry index holds %d entries after Cleanup, want none", n)
+		}
+		if res, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_stale"), takerUntil); err != nil || !res.Duplicate || res.ID != taker.ID {
+			t.Fatalf("resend within the later claim after Cleanup swept the stale entry = %+v, %v; want a duplicate of %s", res, err, taker.ID)
+		}
+	})
+}
+
+// layout1Check is the check of the layout a node of layout 1 made, as
+// released: its script, then strconv.Atoi of the field.
+func layout1Check(t *testing.T, s *Store) error {
+	t.Helper()
+	sc := redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[1]) == 1 then redis.call('SET', KEYS[2], '1') end
+return redis.call('HGET', KEYS[1], 'partitions')
+`)
+	v, err := sc.Run(t.Context(), s.c, []string{s.layoutKey(), s.eventsIndexMarker()}, len(s.parts)).Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = strconv.Atoi(v)
+	return err
+}
+
+// TestLayout2Refused: a node of layout 1 cannot read the layout field of a
+// store of layout 2, and refuses it; this version refuses a layout it does
+// not know as unavailable, and leaves a store of layout 1 with another
+// partition count as it is (a *LayoutError).
+func TestLayout2Refused(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := t.Context()
+	t.Run("earlier version", func(t *testing.T) {
+		s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+		if err := layout1Check(t, s); err != nil {
+			t.Fatalf("layout 1's check of a new store: %v", err)
+		}
+		if err := s.CheckLayout(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := layout1Check(t, s); err == nil {
+			t.Fatal("layout 1's check reads a store of layout 2")
+		}
+	})
+	t.Run("later version", func(t *testing.T) {
+		s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+		if err := s.c.HSet(ctx, s.layoutKey(), "partitions", "4 (layout 3)").Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := s.CheckLayout(ctx)
+		if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "later version") {
+			t.Fatalf("CheckLayout of layout 3: %v, want unavailable, written by a later version", err)
+		}
+		if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_refused"), time.Now().Add(time.Hour)); !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("Enqueue into a store of layout 3: %v, want unavailable", err)
+		}
+	})
+	t.Run("another count", func(t *testing.T) {
+		s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+		if err := s.c.HSet(ctx, s.layoutKey(), "partitions", "8").Err(); err != nil {
+			t.Fatal(err)
+		}
+		var le *LayoutError
+		if err := s.CheckLayout(ctx); !errors.As(err, &le) || le.Stored != 8 {
+			t.Fatalf("CheckLayout of a store of 8 partitions: %v, want a *LayoutError (8)", err)
+		}
+		if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != "8" {
+			t.Errorf("layout field %q after a refused check, want it left \"8\"", v)
+		}
+	})
+}
