@@ -107,7 +107,8 @@ func TestClaimsOfLayout1(t *testing.T) {
 	if res, err := s.Enqueue(ctx, later, now.Add(3*time.Hour)); err != nil || res.Duplicate {
 		t.Fatalf("enqueue after the claim of layout 1 ended = %+v, %v; want stored", res, err)
 	}
-	if v := s.c.Get(ctx, p.claim(ck)).Val(); v != later.ID+claimSep+strconv.FormatInt(ms(now.Add(3*time.Hour)), 10) {
+	// written after one Cleanup of its partition
+	if v := s.c.Get(ctx, p.claim(ck)).Val(); v != later.ID+claimSep+strconv.FormatInt(ms(now.Add(3*time.Hour)), 10)+claimSep+"1" {
 		t.Errorf("claim %q, want the later event's of layout 2", v)
 	}
 	if info, err := s.Lookup(ctx, "stripe", "evt_layout1"); err != nil || info.ID != later.ID {
@@ -218,4 +219,55 @@ func TestLayout2Refused(t *testing.T) {
 			t.Errorf("layout field %q after a refused check, want it left \"8\"", v)
 		}
 	})
+}
+
+// TestClaimCut: a Cleanup at a time ahead of the enqueues' clock ends the
+// claims that exist when it runs and whose window ended before it, and
+// only those: a claim written after it holds to its own end, and one
+// written before it but ending after it holds too. An erasure reads a
+// claim the cut ended as ended: no tombstone, the claim gone.
+func TestClaimCut(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	ctx := t.Context()
+	now := time.Now()
+	enqueue := func(eventID string, until time.Time) storage.EnqueueResult {
+		t.Helper()
+		res, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", eventID), until)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	enqueue("evt_before_short", now.Add(time.Hour))
+	enqueue("evt_before_long", now.Add(3*time.Hour))
+	erased := storagetest.NewEvent("stripe", "evt_erased")
+	if _, err := s.Enqueue(ctx, erased, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// a node whose clock runs two hours ahead cleans up
+	if _, err := s.Cleanup(ctx, now.Add(2*time.Hour), 24*time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	if res := enqueue("evt_before_short", now.Add(time.Hour)); res.Duplicate {
+		t.Errorf("resend of a claim whose window ended before the Cleanup's time = %+v, want stored", res)
+	}
+	if res := enqueue("evt_before_long", now.Add(3*time.Hour)); !res.Duplicate {
+		t.Errorf("resend of a claim whose window ends after the Cleanup's time = %+v, want a duplicate", res)
+	}
+	first := enqueue("evt_after", now.Add(time.Hour))
+	if res := enqueue("evt_after", now.Add(time.Hour)); !res.Duplicate || res.ID != first.ID {
+		t.Errorf("resend of a claim written after the Cleanup = %+v, want a duplicate of %s", res, first.ID)
+	}
+	res, err := s.Erase(ctx, "stripe", "evt_erased", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.DedupeUntil.IsZero() {
+		t.Errorf("erasure of an event whose claim the Cleanup ended: DedupeUntil %v, want none", res.DedupeUntil)
+	}
+	p := s.partitionForEvent(erased)
+	if n := s.c.Exists(ctx, p.claim(storage.ClaimKey("stripe", "evt_erased")), p.erased(erased.ID)).Val(); n != 0 {
+		t.Errorf("%d of the claim and tombstone of an erased event whose claim ended are left, want none", n)
+	}
 }

@@ -138,7 +138,7 @@ func (s *Store) removeEventCalls(ctx context.Context, p partition, ids []string,
 		ev := storage.EventIDOfDelivery(id)
 		destinations := storage.DecodeDestinations(r.dests[i].Val())
 		ck := r.ck[i].Val()
-		keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events(), p.claim(ck)}
+		keys := []string{p.ev(id), p.key("done"), p.ids(ck), p.deliveries(ev), p.payload(storage.PayloadID(id)), p.events(), p.claim(ck), p.claimCut()}
 		others := 0
 		for _, d := range destinations {
 			if other := storage.DeliveryID(ev, d); other != id {
@@ -165,7 +165,7 @@ func (s *Store) removeEntryCalls(ctx context.Context, p partition, ids []string,
 	for i, id := range ids {
 		ev := storage.EventIDOfDelivery(id)
 		ck := claimKeyFrom(r.ck[i].Val(), r.entry[i].Val())
-		keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck), p.claim(ck)}
+		keys := []string{p.dlqEntry(id), p.key("dlqidx"), p.key("dlqopen"), p.events(), p.deliveries(ev), p.ids(ck), p.claim(ck), p.claimCut()}
 		for _, d := range orDefault(storage.DecodeDestinations(r.dests[i].Val())) {
 			did := storage.DeliveryID(ev, d)
 			keys = append(keys, p.ev(did), p.dlqEntry(did))
@@ -204,8 +204,9 @@ return 0
 // removes them with the last).
 //
 //	KEYS: event hash (the delivery's), done, ids, deliveries index, payload
-//	      record, events index, claim, the event hashes of the event's
-//	      other deliveries, then the DLQ entries of all its deliveries
+//	      record, events index, claim, claim cut, the event hashes of the
+//	      event's other deliveries, then the DLQ entries of all its
+//	      deliveries
 //	ARGV: id (the delivery's), cutoff ms, event id, the number of other
 //	      deliveries, now ms
 var removeEventScript = redis.NewScript(luaReleaseClaim + `
@@ -215,8 +216,8 @@ local st = redis.call('HGET', KEYS[1], 'st')
 if st and st ~= 'delivered' and st ~= 'dead' then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-local entries = 8 + tonumber(ARGV[4])
-for i = 8, entries - 1 do
+local entries = 9 + tonumber(ARGV[4])
+for i = 9, entries - 1 do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 redis.call('DEL', KEYS[5])
@@ -224,7 +225,7 @@ for i = entries, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[3]) == ARGV[3] then redis.call('DEL', KEYS[3]) end
-releaseClaim(KEYS[7], ARGV[3], ARGV[5])
+releaseClaim(KEYS[7], KEYS[8], ARGV[3], ARGV[5])
 redis.call('DEL', KEYS[4])
 redis.call('ZREM', KEYS[6], ARGV[3])
 return 1
@@ -241,8 +242,9 @@ return 1
 // (eventsindex.go).
 //
 //	KEYS: dlq entry, dlq index, dlq open, events index, the event's
-//	      deliveries index, its ids key (layout 1), its claim, then for
-//	      each of its deliveries: its event hash, its dlq entry
+//	      deliveries index, its ids key (layout 1), its claim, the claim
+//	      cut, then for each of its deliveries: its event hash, its dlq
+//	      entry
 //	ARGV: id, cutoff ms, waiting hash, event key prefix, lane queue key
 //	      prefix, lanes, now ms, event id
 var removeEntryScript = redis.NewScript(luaReleaseEntry + luaReleaseClaim + `
@@ -253,11 +255,11 @@ dlqCount(KEYS[3], dlqField(KEYS[1]), -1)
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
-for i = 8, #KEYS do
+for i = 9, #KEYS do
 	if redis.call('EXISTS', KEYS[i]) == 1 then return 1 end
 end
 if redis.call('GET', KEYS[6]) == ARGV[8] then redis.call('DEL', KEYS[6]) end
-releaseClaim(KEYS[7], ARGV[8], ARGV[7])
+releaseClaim(KEYS[7], KEYS[8], ARGV[8], ARGV[7])
 redis.call('DEL', KEYS[5])
 redis.call('ZREM', KEYS[4], ARGV[8])
 return 1

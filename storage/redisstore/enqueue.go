@@ -129,8 +129,8 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 //	      record only (storage.SharePayload), the payload record
 //	ARGV: event id, dedupe (0|1), claim expiry (Unix ms: the window ends
 //	      when the caller said, however long the call took), now ms, claim
-//	      key text, touch (1: a duplicate rewrites its claim's TTL, so that
-//	      a following WAIT also covers the original write), source, the
+//	      key text, touch (1: a duplicate rewrites its claim, so that a
+//	      following WAIT also covers the original write), source, the
 //	      deliveries index ("": none, the default delivery alone), then for
 //	      each delivery: its id, its event JSON, its lane; then, for an
 //	      event with ordered deliveries only (chainsOf): the waiting hash,

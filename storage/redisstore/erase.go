@@ -57,14 +57,16 @@ func (s *Store) Erase(ctx context.Context, source, eventID string, now time.Time
 		return storage.EraseResult{}, err
 	}
 	ck := storage.ClaimKey(source, eventID)
-	p, id, found, err := s.findEvent(ctx, ck, eventID)
+	found, err := s.findEvent(ctx, ck, eventID)
 	if err != nil {
 		return storage.EraseResult{}, err
 	}
-	if !found {
-		return storage.EraseResult{}, storage.ErrNotFound
+	for _, c := range found {
+		if res, err := s.erase(ctx, source, ck, c.p, c.id, now); !errors.Is(err, storage.ErrNotFound) {
+			return res, err
+		}
 	}
-	return s.erase(ctx, source, ck, p, id, now)
+	return storage.EraseResult{}, storage.ErrNotFound
 }
 
 // eraseInternal erases the event of source whose internal id is id, never
@@ -106,7 +108,7 @@ func (s *Store) erase(ctx context.Context, source, ck string, p partition, id st
 		ck = c
 	}
 	keys := []string{p.ids(ck), p.claim(ck), p.deliveries(id), p.erased(id), p.key("inflight"), p.key("done"),
-		p.key("dlqidx"), p.key("dlqopen"), p.key("waiting"), p.key("lanes"), p.key("claimexp"), p.payload(id), p.events()}
+		p.key("dlqidx"), p.key("dlqopen"), p.key("waiting"), p.key("lanes"), p.key("claimexp"), p.payload(id), p.events(), p.claimCut()}
 	args := []any{id, source, ms(now), p.lanePrefix(), p.evPrefix(), p.chain(""), ck}
 	for _, did := range ids {
 		keys = append(keys, p.ev(did), p.dlqEntry(did))
@@ -190,17 +192,17 @@ func claimKeyFrom(ck, entryJSON string) string {
 //
 //	KEYS: ids (layout 1), claim, deliveries index, tombstone, inflight,
 //	      done, dlq index, dlq open, waiting, lanes, claim expiry index
-//	      (layout 1), payload record, events index, then for each delivery:
-//	      its event hash, its dlq entry
+//	      (layout 1), payload record, events index, claim cut, then for
+//	      each delivery: its event hash, its dlq entry
 //	ARGV: event id, source, now ms, lane queue key prefix, event key
 //	      prefix, chain key prefix, claim key text, then each delivery's id
 //	returns {deliveries removed (0: none found, -1: another source's),
 //	         dlq entries removed, the kept claim's expiry ms (0: none)}
 var eraseScript = redis.NewScript(luaPopChain + luaReleaseClaim + `
-local n = (#KEYS - 13) / 2
+local n = (#KEYS - 14) / 2
 local found = 0
 for i = 0, n - 1 do
-	local ev, entry = KEYS[14 + 2 * i], KEYS[15 + 2 * i]
+	local ev, entry = KEYS[15 + 2 * i], KEYS[16 + 2 * i]
 	local src = redis.call('HGET', ev, 'src')
 	local esrc = redis.call('HGET', entry, 'src')
 	if (src and src ~= '' and src ~= ARGV[2]) or (esrc and esrc ~= '' and esrc ~= ARGV[2]) then return {-1, 0, 0} end
@@ -210,7 +212,7 @@ if found == 0 then return {0, 0, 0} end
 local entries = 0
 local lanes = redis.call('SMEMBERS', KEYS[10])
 for i = 0, n - 1 do
-	local ev, entry, id = KEYS[14 + 2 * i], KEYS[15 + 2 * i], ARGV[8 + i]
+	local ev, entry, id = KEYS[15 + 2 * i], KEYS[16 + 2 * i], ARGV[8 + i]
 	local chain = redis.call('HGET', ev, 'chain') or redis.call('HGET', entry, 'chain')
 	if chain then
 		local ckey = ARGV[6] .. chain
@@ -241,7 +243,7 @@ end
 redis.call('DEL', KEYS[3], KEYS[12])
 redis.call('ZREM', KEYS[13], ARGV[1])
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local exp = releaseClaim(KEYS[2], ARGV[1], ARGV[3])
+local exp = releaseClaim(KEYS[2], KEYS[14], ARGV[1], ARGV[3])
 if exp == 0 and redis.call('GET', KEYS[2]) == ARGV[1] then
 	-- a claim of layout 1: its end is in the claim expiry index
 	exp = tonumber(redis.call('ZSCORE', KEYS[11], ARGV[7]) or '0')

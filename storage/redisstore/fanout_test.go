@@ -363,8 +363,9 @@ func TestFanOutEnqueueCommands(t *testing.T) {
 		return calls
 	}
 	fan := run(payloadEvent("evt_count_fan"))
-	// set: the claim, the record; zadd: the fan-out index, the events index
-	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "set": 2, "zadd": 2, "hincrby": 1}
+	// get, hmget: the claim, the claim cut; set: the claim, the record;
+	// zadd: the fan-out index, the events index
+	want := map[string]int{"evalsha": 1, "exists": 1, "get": 1, "hmget": 1, "set": 2, "zadd": 2, "hincrby": 1}
 	if !maps.Equal(fan, want) {
 		t.Errorf("commands of a fan-out enqueue %v, want %v", fan, want)
 	}

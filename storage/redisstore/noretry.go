@@ -37,7 +37,10 @@ import (
 //	               expand (peek: and reads)
 //	heads, counts, retried: read only
 //	laneCounts
-//	layout         retried: sets the partition count only if absent
+//	layout         retried: sets the partition count only if absent, and
+//	               moves layout 1 to 2 only from layout 1
+//	claimCut       retried: a second run counts one more Cleanup at the
+//	               same time, which ends nothing the first did not
 //	expireClaim,   retried: a second run finds nothing left to remove
 //	removeEvent,   (removeEntry: nor a chain to release, the entry being
 //	removeEntry    gone)
@@ -58,6 +61,7 @@ var retryable = map[*redis.Script]bool{
 	laneCountsScript:   true,
 	layoutScript:       true,
 	expireClaimScript:  true,
+	claimCutScript:     true,
 	removeEventScript:  true,
 	removeEntryScript:  true,
 	migrateLanesScript: true,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,14 +39,19 @@ func (s *Store) Lookup(ctx context.Context, source, eventID string) (*storage.Ev
 	}
 	// an event with ordered deliveries lives by its order key
 	// (partitionForEvent): wherever another partition knows it
-	q, other, found, err := s.findEvent(ctx, ck, eventID)
+	found, err := s.findEvent(ctx, ck, eventID)
 	if err != nil {
 		return nil, err
 	}
-	if !found || q == p && other == id {
-		return nil, storage.ErrNotFound
+	for _, c := range found {
+		if c.p == p && c.id == id {
+			continue
+		}
+		if info, err := s.lookupIn(ctx, c.p, c.id, source, now); !errors.Is(err, storage.ErrNotFound) {
+			return info, err
+		}
 	}
-	return s.lookupIn(ctx, q, other, source, now)
+	return nil, storage.ErrNotFound
 }
 
 // lookupIn is Lookup's answer for event id of source in partition p.
@@ -59,18 +65,27 @@ func (s *Store) lookupIn(ctx context.Context, p partition, id, source string, no
 	})
 }
 
+// named is an event a partition knows by the names given to findEvent.
+type named struct {
+	p  partition
+	id string
+}
+
 // findEvent asks every partition, in one pipeline, for the event claimed
 // under claim key ck, or else for eventID as an internal id (an event
-// without a provider id): its partition and id, in Lookup's order of
-// preference (the claim, the ids key of layout 1, the id's own records).
-// found is false when no partition knows it.
-func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition, id string, found bool, err error) {
+// without a provider id): each partition and id that names one, in
+// Lookup's order of preference (the claims, the ids keys of layout 1, the
+// id's own records), for the caller to try in turn: a claim kept to its
+// window's end may name an event that is gone, where another partition
+// (an ordered event's, placed by its order key) holds one that is kept.
+// None when no partition knows it.
+func (s *Store) findEvent(ctx context.Context, ck, eventID string) ([]named, error) {
 	type read struct {
 		claim, ids *redis.StringCmd
 		own        *redis.IntCmd
 	}
 	reads := make([]read, len(s.parts))
-	err = s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
+	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, q := range s.parts {
 			reads[i] = read{pipe.Get(ctx, q.claim(ck)), pipe.Get(ctx, q.ids(ck)),
 				pipe.Exists(ctx, q.ev(eventID), q.deliveries(eventID), q.dlqEntry(eventID), q.fan(eventID))}
@@ -78,8 +93,9 @@ func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition,
 		return nil
 	})
 	if err != nil {
-		return partition{}, "", false, unavailable(err)
+		return nil, unavailable(err)
 	}
+	var out []named
 	for _, pick := range []func(r read) string{
 		func(r read) string { return claimedID(r.claim.Val()) },
 		func(r read) string { return r.ids.Val() },
@@ -91,12 +107,12 @@ func (s *Store) findEvent(ctx context.Context, ck, eventID string) (p partition,
 		},
 	} {
 		for i, r := range reads {
-			if v := pick(r); v != "" {
-				return s.parts[i], v, true, nil
+			if v := pick(r); v != "" && !slices.Contains(out, named{s.parts[i], v}) {
+				out = append(out, named{s.parts[i], v})
 			}
 		}
 	}
-	return partition{}, "", false, nil
+	return out, nil
 }
 
 // findInternal is the partition holding the event whose internal id is id

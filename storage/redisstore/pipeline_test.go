@@ -177,7 +177,7 @@ func leaseAll(t *testing.T, s *Store) []*storage.Job {
 
 // TestCleanupRounds: a cleanup of more than a round (cleanupBatch) of
 // delivered jobs, and then of DLQ entries, takes them all, round after
-// round, with their claims and (source, event id) indexes.
+// round, with their claims, which ended.
 func TestCleanupRounds(t *testing.T) {
 	srv := redistest.Start(t)
 	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 1})
@@ -195,8 +195,10 @@ func TestCleanupRounds(t *testing.T) {
 				t.Errorf("result %d: %s holds %d, %v; want nothing", result, k, c, err)
 			}
 		}
-		if keys, err := s.c.Keys(ctx, p.tag+":ids:*").Result(); err != nil || len(keys) != 0 {
-			t.Errorf("result %d: %d ids keys left, %v", result, len(keys), err)
+		for _, kind := range []string{"claim", "ids"} {
+			if keys, err := s.c.Keys(ctx, p.tag+":"+kind+":*").Result(); err != nil || len(keys) != 0 {
+				t.Errorf("result %d: %d %s keys left, %v", result, len(keys), kind, err)
+			}
 		}
 	}
 }
