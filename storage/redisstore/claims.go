@@ -25,18 +25,22 @@ import (
 // ended before it, as it did when it deleted them, and nothing needs to
 // expire them; a claim written after it is left to its own end, whatever
 // that Cleanup's clock said. With the nodes' clocks in sync the cut
-// changes nothing: an enqueue's own clock is past it.
+// changes nothing: an enqueue's own clock is past it. Where they are not,
+// the latest Cleanup's time is the one that counts: after a node whose
+// clock runs ahead, a Cleanup by one that does not gives back the claims
+// the first ended early and no later event took (their windows have not
+// ended by the enqueues' clocks).
 //
 // This is layout 2 (layout.go). Layout 1 wrote three keys per claim: the
 // claim with the event's id and a TTL to the window's end, an ids key
 // naming the event while it was kept, and the claim's end in the claimexp
 // index, for Cleanup to end it by its own clock. The claims a store of
 // layout 1 holds are read as they were written (an id without an end:
-// held while the key lives), its ids keys are read where no claim is, and
+// held while the key lives), its ids keys are read after the claims, and
 // Cleanup still sweeps its claimexp index, which only they are in.
 
-// claimSep separates a claim's event id from its end (no internal id
-// holds a NUL byte).
+// claimSep separates the fields of a claim's value (no internal id holds
+// a NUL byte).
 const claimSep = "\x00"
 
 // claimedID is the id of the event a claim's value names: the value

@@ -40,7 +40,9 @@ import (
 //	layout         retried: sets the partition count only if absent, and
 //	               moves layout 1 to 2 only from layout 1
 //	claimCut       retried: a second run counts one more Cleanup at the
-//	               same time, which ends nothing the first did not
+//	               same time (which, with a clock ahead of the enqueues',
+//	               also ends the claims written between the two runs
+//	               whose window ended before it)
 //	expireClaim,   retried: a second run finds nothing left to remove
 //	removeEvent,   (removeEntry: nor a chain to release, the entry being
 //	removeEntry    gone)

@@ -7,8 +7,8 @@
 // slot and runs atomically, while the partitions spread load over the
 // slots (and so over the masters) of a cluster:
 //
-//	{hookline:7}:claim:<claim key>             id NUL window end ms, while the event is kept (storage.ClaimKey, claims.go)
-//	{hookline:7}:claimcut                      ms: the claims whose window ended before it are over (claims.go)
+//	{hookline:7}:claim:<claim key>             id NUL window end ms NUL cleanups, while the event is kept (storage.ClaimKey, claims.go)
+//	{hookline:7}:claimcut                      hash: the count of Cleanups (seq), the latest one's time (ms) (claims.go)
 //	{hookline:7}:ids:<claim key>               id, while the event is kept (layout 1's claims only)
 //	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease; pl: its payload key
 //	{hookline:7}:pl:<event id>                 payload shared by an event's deliveries (storage.EncodePayload)
