@@ -124,18 +124,20 @@ end
 // luaReleaseClaim defines releaseClaim(key, cut, id, now): once the last
 // record of event id is gone, its claim under key (if the claim still
 // names it) is deleted when it is over at now (ms) with the claim cut cut,
-// or else kept with a TTL to its end. It returns that end (0: not kept).
-// A claim of layout 1 is left to its TTL, as layout 1 did, and returns 0.
+// or else kept with a TTL to its end. It returns that end (0: not kept),
+// and whether the claim is event id's of layout 1, which it leaves to its
+// TTL, as layout 1 did.
 const luaReleaseClaim = luaClaimed + `
 local function releaseClaim(key, cut, id, now)
 	local cid, ends, seq = claimed(redis.call('GET', key))
-	if cid ~= id or not ends then return 0 end
+	if cid ~= id then return 0, false end
+	if not ends then return 0, true end
 	local cseq, cms = cutOf(cut)
 	if over(ends, seq, cseq, cms, tonumber(now)) then
 		redis.call('DEL', key)
-		return 0
+		return 0, false
 	end
 	redis.call('PEXPIREAT', key, ends)
-	return ends
+	return ends, false
 end
 `

@@ -35,9 +35,9 @@ func toLayout1(t *testing.T, s *Store, ev *storage.Event, until time.Time) {
 // deliver leases and delivers the job of event id (the only one due).
 func deliver(t *testing.T, s *Store, id string) {
 	t.Helper()
-	jobs, err := s.Lease(t.Context(), time.Now(), 10, time.Minute, nil)
-	if err != nil || len(jobs) != 1 || jobs[0].ID != id {
-		t.Fatalf("Lease = %d jobs, %v; want %s alone", len(jobs), err, id)
+	jobs := leaseAll(t, s)
+	if len(jobs) != 1 || jobs[0].ID != id {
+		t.Fatalf("Lease = %d jobs; want %s alone", len(jobs), id)
 	}
 	out := storage.Outcome{Result: storage.Delivered, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 200}}
 	if err := s.Finish(t.Context(), jobs[0], out); err != nil {

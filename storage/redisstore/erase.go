@@ -243,8 +243,8 @@ end
 redis.call('DEL', KEYS[3], KEYS[12])
 redis.call('ZREM', KEYS[13], ARGV[1])
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local exp = releaseClaim(KEYS[2], KEYS[14], ARGV[1], ARGV[3])
-if exp == 0 and redis.call('GET', KEYS[2]) == ARGV[1] then
+local exp, layout1 = releaseClaim(KEYS[2], KEYS[14], ARGV[1], ARGV[3])
+if layout1 then
 	-- a claim of layout 1: its end is in the claim expiry index
 	exp = tonumber(redis.call('ZSCORE', KEYS[11], ARGV[7]) or '0')
 	if exp <= tonumber(ARGV[3]) then exp = 0 end
