@@ -15,10 +15,11 @@ package storage
 // deliveries index stays while a DLQ entry of the event does). A DLQ retry
 // re-enqueues the entry's own copy (OwnPayload).
 //
-// Otherwise (on Redis, whose job hash keeps its body in a field written
-// once) an event with one delivery is stored as before: its job keeps its
-// own body and headers, and it has no payload record. So do the records
-// written before shared payloads existed: a job not marked SharedPayload
+// On Redis a lone delivery keeps its payload in its own job hash (a field
+// beside its JSON, written once) rather than in a record of its own: one
+// key fewer an event; its job is marked SharedPayload all the same, and
+// the lease joins the field back. Records written before shared payloads
+// existed keep their own body and headers: a job not marked SharedPayload
 // is read as it always was.
 
 import (

@@ -403,7 +403,7 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 		return nil, nil, unavailable(err)
 	}
 	type reads struct {
-		ev    *redis.MapStringStringCmd
+		ev    *redis.SliceCmd
 		entry *redis.StringCmd
 	}
 	destinations := make([][]string, len(ids))
@@ -414,7 +414,7 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 			deliveries[i] = map[string]reads{}
 			for _, d := range orDefault(destinations[i]) {
 				did := storage.DeliveryID(b.id, d)
-				deliveries[i][did] = reads{pipe.HGetAll(ctx, b.p.ev(did)), pipe.HGet(ctx, b.p.dlqEntry(did), "json")}
+				deliveries[i][did] = reads{pipe.HMGet(ctx, b.p.ev(did), hashFields...), pipe.HGet(ctx, b.p.dlqEntry(did), "json")}
 			}
 		}
 		return nil
@@ -433,10 +433,11 @@ func (s *Store) browseInfos(ctx context.Context, ids []browseID, now time.Time) 
 		for _, d := range orDefault(destinations[i]) {
 			did := storage.DeliveryID(b.id, d)
 			r := deliveries[i][did]
-			if len(r.ev.Val()) > 0 || r.entry.Val() != "" {
+			m := hashMap(r.ev.Val())
+			if len(m) > 0 || r.entry.Val() != "" {
 				gone[i] = false
 			}
-			if h, err := parseEvent(did, r.ev.Val()); err == nil && h != nil {
+			if h, err := parseEvent(did, m); err == nil && h != nil {
 				hashes[did] = h
 				source = cmp.Or(source, h.ev.Source)
 			}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func deliver(t *testing.T, s *Store, id string) {
 	}
 }
 
-// TestClaimsOfLayout1: a store of layout 1 moves to layout 2 at its first
+// TestClaimsOfLayout1: a store of layout 1 moves to layout 3 at its first
 // check, and the claims it holds keep their meaning: a resend within one
 // is a duplicate, the event is found by its provider's id through its ids
 // key once Cleanup ended the claim, a later event then takes the id (and
@@ -67,8 +68,8 @@ func TestClaimsOfLayout1(t *testing.T) {
 	if err := s.CheckLayout(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != "4"+layout2 {
-		t.Fatalf("layout field after the check %q, want %q", v, "4"+layout2)
+	if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != "4"+layout3 {
+		t.Fatalf("layout field after the check %q, want %q", v, "4"+layout3)
 	}
 
 	now := time.Now()
@@ -102,7 +103,7 @@ func TestClaimsOfLayout1(t *testing.T) {
 		t.Fatalf("Lookup through the ids key of layout 1 = %+v, %v; want %s", info, err, old.ID)
 	}
 
-	// a later event takes the provider's id, in layout 2
+	// a later event takes the provider's id, one key a claim
 	later := storagetest.NewEvent("stripe", "evt_layout1")
 	if res, err := s.Enqueue(ctx, later, now.Add(3*time.Hour)); err != nil || res.Duplicate {
 		t.Fatalf("enqueue after the claim of layout 1 ended = %+v, %v; want stored", res, err)
@@ -174,51 +175,89 @@ return redis.call('HGET', KEYS[1], 'partitions')
 	return err
 }
 
-// TestLayout2Refused: a node of layout 1 cannot read the layout field of a
-// store of layout 2, and refuses it; this version refuses a layout it does
-// not know as unavailable, and leaves a store of layout 1 with another
-// partition count as it is (a *LayoutError).
-func TestLayout2Refused(t *testing.T) {
+// layout2Check is the check of the layout a node of layout 2 made, as
+// released: its script (recording "N (layout 2)", moving "N" there), then
+// its reading of the field (the count, alone or in layout 2).
+func layout2Check(t *testing.T, s *Store) error {
+	t.Helper()
+	sc := redis.NewScript(`
+if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[2]) == 1 then redis.call('SET', KEYS[2], '1') end
+local v = redis.call('HGET', KEYS[1], 'partitions')
+if v == ARGV[1] then
+	redis.call('HSET', KEYS[1], 'partitions', ARGV[2])
+	v = ARGV[2]
+end
+return v
+`)
+	n := strconv.Itoa(len(s.parts))
+	v, err := sc.Run(t.Context(), s.c, []string{s.layoutKey(), s.eventsIndexMarker()}, n, n+" (layout 2)").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, rest, _ := strings.Cut(v, " ")
+	if _, err := strconv.Atoi(count); err != nil {
+		return err
+	}
+	if rest != "" && rest != "(layout 2)" {
+		return fmt.Errorf("layout %q of a later version", v)
+	}
+	return nil
+}
+
+// TestLayoutRefused: this version moves a store of layout 1 or 2 to
+// layout 3, which a node of either cannot read and refuses; it refuses a
+// layout it does not know as unavailable, and leaves a store of an earlier
+// layout with another partition count as it is (a *LayoutError).
+func TestLayoutRefused(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := t.Context()
-	t.Run("earlier version", func(t *testing.T) {
-		s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
-		if err := layout1Check(t, s); err != nil {
-			t.Fatalf("layout 1's check of a new store: %v", err)
-		}
-		if err := s.CheckLayout(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := layout1Check(t, s); err == nil {
-			t.Fatal("layout 1's check reads a store of layout 2")
-		}
-	})
+	for name, check := range map[string]func(*testing.T, *Store) error{"layout 1": layout1Check, "layout 2": layout2Check} {
+		t.Run("from "+name, func(t *testing.T) {
+			s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+			if err := check(t, s); err != nil {
+				t.Fatalf("%s's check of a new store: %v", name, err)
+			}
+			if err := s.CheckLayout(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != "4"+layout3 {
+				t.Fatalf("layout field %q after the check, want %q", v, "4"+layout3)
+			}
+			for _, earlier := range []func(*testing.T, *Store) error{layout1Check, layout2Check} {
+				if err := earlier(t, s); err == nil {
+					t.Fatal("an earlier layout's check reads a store of layout 3")
+				}
+			}
+		})
+	}
 	t.Run("later version", func(t *testing.T) {
 		s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
-		if err := s.c.HSet(ctx, s.layoutKey(), "partitions", "4 (layout 3)").Err(); err != nil {
+		if err := s.c.HSet(ctx, s.layoutKey(), "partitions", "4 (layout 4)").Err(); err != nil {
 			t.Fatal(err)
 		}
 		err := s.CheckLayout(ctx)
 		if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "later version") {
-			t.Fatalf("CheckLayout of layout 3: %v, want unavailable, written by a later version", err)
+			t.Fatalf("CheckLayout of layout 4: %v, want unavailable, written by a later version", err)
 		}
 		if _, err := s.Enqueue(ctx, storagetest.NewEvent("stripe", "evt_refused"), time.Now().Add(time.Hour)); !errors.Is(err, storage.ErrUnavailable) {
-			t.Fatalf("Enqueue into a store of layout 3: %v, want unavailable", err)
+			t.Fatalf("Enqueue into a store of layout 4: %v, want unavailable", err)
 		}
 	})
-	t.Run("another count", func(t *testing.T) {
-		s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
-		if err := s.c.HSet(ctx, s.layoutKey(), "partitions", "8").Err(); err != nil {
-			t.Fatal(err)
-		}
-		var le *LayoutError
-		if err := s.CheckLayout(ctx); !errors.As(err, &le) || le.Stored != 8 {
-			t.Fatalf("CheckLayout of a store of 8 partitions: %v, want a *LayoutError (8)", err)
-		}
-		if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != "8" {
-			t.Errorf("layout field %q after a refused check, want it left \"8\"", v)
-		}
-	})
+	for _, stored := range []string{"8", "8" + layout2} {
+		t.Run("another count "+stored, func(t *testing.T) {
+			s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+			if err := s.c.HSet(ctx, s.layoutKey(), "partitions", stored).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var le *LayoutError
+			if err := s.CheckLayout(ctx); !errors.As(err, &le) || le.Stored != 8 {
+				t.Fatalf("CheckLayout of a store of 8 partitions: %v, want a *LayoutError (8)", err)
+			}
+			if v := s.c.HGet(ctx, s.layoutKey(), "partitions").Val(); v != stored {
+				t.Errorf("layout field %q after a refused check, want it left %q", v, stored)
+			}
+		})
+	}
 }
 
 // TestClaimCut: a Cleanup at a time ahead of the enqueues' clock ends the

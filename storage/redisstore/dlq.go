@@ -214,7 +214,8 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 // storage.CheckRetryEvent's rule, repeated here to hold atomically
 // (TestDLQRetryEventLuaAgreesWithGo keeps the two in step). The event
 // re-enqueued has the entry's own copy of the payload (storage.OwnPayload):
-// it no longer reads a payload record its event's deliveries share.
+// it no longer reads a payload record its event's deliveries share, nor
+// the payload its hash kept.
 //
 //	KEYS: dlq entry, dlq open, event hash, done, lane queue, lanes
 //	ARGV: id, due ms, entry JSON (retried), event JSON, attempts JSON, round start,
@@ -239,7 +240,7 @@ else
 	redis.call('SREM', KEYS[2], ARGV[1])
 end
 redis.call('HSET', KEYS[3], 'ev', ARGV[4], 'att', ARGV[5], 'rs', ARGV[6], 'st', 'queued', 'due', ARGV[2], 'fin', '0', 'lease', '', 'lu', '0', 'ck', ARGV[7], 'src', ARGV[8])
-redis.call('HDEL', KEYS[3], 'pl')
+redis.call('HDEL', KEYS[3], 'pl', 'pb')
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZADD', KEYS[5], ARGV[2], ARGV[1])
 redis.call('SADD', KEYS[6], ARGV[9])

@@ -23,9 +23,10 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 	if err != nil {
 		return storage.EnqueueResult{}, err
 	}
-	// a lone delivery's payload goes in a payload record too: its raw
-	// bytes, which Lease hands out as they are, where the job's JSON would
-	// carry the body base64-encoded and decode it at every lease
+	// a lone delivery's payload is stored apart from its job's JSON too
+	// (in its hash, directCall): its raw bytes, which Lease hands out as
+	// they are, where the job's JSON would carry the body base64-encoded
+	// and decode it at every lease
 	payload := storage.SharePayload(jobs, true)
 	part := s.partIndexForEvent(ev)
 	p := s.parts[part]
@@ -96,10 +97,17 @@ func (s *Store) Enqueue(ctx context.Context, ev *storage.Event, dedupeUntil time
 }
 
 // directCall is the enqueue of an event's deliveries in their usual form
-// (enqueueScript): head holds its first arguments (ARGV 1 to 7).
+// (enqueueScript): head holds its first arguments (ARGV 1 to 7). The
+// payload goes in a payload record the deliveries share, or in the hash
+// of the lone delivery (field "pb"): one key fewer an event, and the
+// lease reads it with the rest of the hash.
 func directCall(p partition, ck, id string, head []any, jobs []storage.Event, destinations []string, payload []byte) (scriptCall, error) {
 	keys := []string{p.claim(ck), p.claimCut(), p.key("lanes"), p.deliveries(id), p.events()}
-	args := append(head, storage.EncodeDestinations(destinations))
+	var pb any = ""
+	if payload != nil {
+		pb = payload
+	}
+	args := append(head, storage.EncodeDestinations(destinations), pb)
 	for i := range jobs {
 		data, err := json.Marshal(&jobs[i])
 		if err != nil {
@@ -112,9 +120,8 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 	if chains := chainsOf(jobs); chains != nil {
 		args = append(append(args, p.key("waiting"), p.chain("")), chains...)
 	}
-	if payload != nil {
+	if payload != nil && len(jobs) > 1 {
 		keys = append(keys, p.payload(id))
-		args = append(args, payload)
 	}
 	return scriptCall{keys: keys, args: args}, nil
 }
@@ -125,17 +132,18 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 //
 //	KEYS: claim, claim cut (claims.go), lanes, deliveries index, events
 //	      index (browse.go), then for each delivery: its event hash, its
-//	      lane queue; then, for an event whose deliveries share a payload
-//	      record only (storage.SharePayload), the payload record
+//	      lane queue; last, for an event whose deliveries share a payload
+//	      record (storage.SharePayload), the payload record
 //	ARGV: event id, dedupe (0|1), claim expiry (Unix ms: the window ends
 //	      when the caller said, however long the call took), now ms, claim
 //	      key text, touch (1: a duplicate rewrites its claim, so that a
 //	      following WAIT also covers the original write), source, the
-//	      deliveries index ("": none, the default delivery alone), then for
-//	      each delivery: its id, its event JSON, its lane; then, for an
-//	      event with ordered deliveries only (chainsOf): the waiting hash,
-//	      the chain key prefix, and for each delivery its chain's name ("":
-//	      not chained); last, with a payload record only, the record
+//	      deliveries index ("": none, the default delivery alone), the
+//	      payload ("": the jobs keep their own), then for each delivery:
+//	      its id, its event JSON, its lane; then, for an event with
+//	      ordered deliveries only (chainsOf): the waiting hash, the chain
+//	      key prefix, and for each delivery its chain's name ("": not
+//	      chained)
 //	returns {0, id} when stored, {1, existing id, claim ms left} for a duplicate
 //
 // A second run of the same call (go-redis resending it after a lost reply)
@@ -143,10 +151,10 @@ func directCall(p partition, ck, id string, head []any, jobs []storage.Event, de
 // again. An ordered delivery is appended to its chain, whose name its hash
 // records (field "chain": a record whose event cannot be decoded keeps its
 // key, see poison); unless it is the chain's head it waits (due 0, in the
-// waiting hash, not in its lane queue). A delivery sharing the payload
-// record names its key in its hash (field "pl"), for the scripts that
-// hand out its body (leaseScript). An event with one delivery passes the
-// arguments it passed before payload records existed.
+// waiting hash, not in its lane queue). The payload goes in the payload
+// record, which each delivery names in its hash (field "pl"), or without
+// one in the hash of the lone delivery (field "pb"), for the scripts that
+// hand out its body (leaseScript).
 var enqueueScript = redis.NewScript(luaClaim + luaCounts + `
 if redis.call('EXISTS', KEYS[6]) == 1 then return {0, ARGV[1]} end
 local dup = claim()
@@ -154,29 +162,30 @@ if dup then return dup end
 if ARGV[8] ~= '' then redis.call('SET', KEYS[4], ARGV[8]) end
 redis.call('ZADD', KEYS[5], 0, ARGV[1])
 local n = math.floor((#KEYS - 5) / 2)
-local nargs, pl = #ARGV, nil
+local pf, pv = nil, nil
 if #KEYS > 5 + 2 * n then
-	pl = KEYS[#KEYS]
-	redis.call('SET', pl, ARGV[nargs])
-	nargs = nargs - 1
+	pf, pv = 'pl', KEYS[#KEYS]
+	redis.call('SET', pv, ARGV[9])
+elseif ARGV[9] ~= '' then
+	pf, pv = 'pb', ARGV[9]
 end
-local ordered = nargs > 8 + 3 * n
+local ordered = #ARGV > 9 + 3 * n
 local lanes = {}
 for i = 0, n - 1 do
-	local id, lane, k = ARGV[9 + 3 * i], ARGV[11 + 3 * i], KEYS[6 + 2 * i]
-	local chain = ordered and ARGV[11 + 3 * n + i] or ''
+	local id, lane, k = ARGV[10 + 3 * i], ARGV[12 + 3 * i], KEYS[6 + 2 * i]
+	local chain = ordered and ARGV[12 + 3 * n + i] or ''
 	local due = ARGV[4]
-	if chain ~= '' and redis.call('RPUSH', ARGV[10 + 3 * n] .. chain, id) > 1 then
+	if chain ~= '' and redis.call('RPUSH', ARGV[11 + 3 * n] .. chain, id) > 1 then
 		due = '0'
-		redis.call('HSET', ARGV[9 + 3 * n], id, lane)
-		waitCount(ARGV[9 + 3 * n], lane, 1)
+		redis.call('HSET', ARGV[10 + 3 * n], id, lane)
+		waitCount(ARGV[10 + 3 * n], lane, 1)
 	else
 		redis.call('ZADD', KEYS[7 + 2 * i], due, id)
 	end
-	if pl then
-		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], 'pl', pl)
+	if pf then
+		redis.call('HSET', k, 'ev', ARGV[11 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7], pf, pv)
 	else
-		redis.call('HSET', k, 'ev', ARGV[10 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
+		redis.call('HSET', k, 'ev', ARGV[11 + 3 * i], 'st', 'queued', 'due', due, 'rs', '0', 'att', '[]', 'ck', ARGV[5], 'src', ARGV[7])
 	end
 	if chain ~= '' then redis.call('HSET', k, 'chain', chain) end
 	lanes[i + 1] = lane

@@ -23,39 +23,48 @@ import (
 // A store written before the count was recorded gets the count of the
 // first Store that uses it after the upgrade.
 //
-// The same field records the layout: "16 (layout 2)" for the claims of
-// claims.go, "16" alone for layout 1. Layout 2 changes what a claim's
-// value means, and a node of an earlier version would misread it (the
-// claim's value as an event id, a claim it should delete left for good):
-// such a node cannot parse the count, and refuses the store (503 on
-// ingest, no leases) instead. The first Store of this version that checks
-// a store of layout 1 with its count moves it to layout 2: the claims
-// layout 1 wrote stay readable, nothing else is rewritten.
+// The same field records the layout: "16 (layout 3)" for the lone
+// delivery's payload kept in its job's hash (enqueue.go), "16 (layout 2)"
+// for the claims of claims.go alone, "16" for layout 1. Each changes what
+// a node of an earlier version would misread: layout 2 a claim's value (as
+// an event id, a claim it should delete left for good), layout 3 a job
+// without a payload record (dead-lettered as missing its payload). Such a
+// node refuses the store (503 on ingest, no leases): one of layout 1 cannot
+// parse the count, one of layout 2 reads a layout it does not know. The
+// first Store of this version that checks a store of layout 1 or 2 with
+// its count moves it to layout 3: what the earlier layouts wrote stays
+// readable, nothing else is rewritten.
 
-// layout2 follows the partition count in the layout field of a store of
-// layout 2.
-const layout2 = " (layout 2)"
+// layout2 and layout3 follow the partition count in the layout field of a
+// store of that layout.
+const (
+	layout2 = " (layout 2)"
+	layout3 = " (layout 3)"
+)
 
-// layoutScript records the partition count, in layout 2, if none is;
-// moves a store of layout 1 with the count given to layout 2; and returns
-// the recorded field. Recording it, it also sets the events index's
-// marker: a store that starts with this version has its events indexed
-// from the first (eventsindex.go).
+// layoutScript records the partition count, in layout 3, if none is;
+// moves a store of layout 1 or 2 with the count given to layout 3; and
+// returns the recorded field. Recording it, it also sets the events
+// index's marker: a store that starts with this version has its events
+// indexed from the first (eventsindex.go).
 //
 //	KEYS: layout, events index marker
-//	ARGV: partitions, partitions in layout 2
+//	ARGV: partitions in layout 3, then in each earlier layout
 var layoutScript = redis.NewScript(`
-if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[2]) == 1 then redis.call('SET', KEYS[2], '1') end
+if redis.call('HSETNX', KEYS[1], 'partitions', ARGV[1]) == 1 then redis.call('SET', KEYS[2], '1') end
 local v = redis.call('HGET', KEYS[1], 'partitions')
-if v == ARGV[1] then
-	redis.call('HSET', KEYS[1], 'partitions', ARGV[2])
-	v = ARGV[2]
+for i = 2, #ARGV do
+	if v == ARGV[i] then
+		redis.call('HSET', KEYS[1], 'partitions', ARGV[1])
+		return ARGV[1]
+	end
 end
 return v
 `)
 
-// parseLayout reads the layout field's partition count, in layout 1 (of
-// another count than the one given: layoutScript moves the others) or 2.
+// parseLayout reads the layout field's partition count, in layout 1 or 2
+// (of another count than the one given: layoutScript moves the others) or
+// 3.
 // Anything else is a layout of a later version, or no count at all.
 func parseLayout(v string) (int, error) {
 	count, rest := v, ""
@@ -66,7 +75,7 @@ func parseLayout(v string) (int, error) {
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("unreadable partition count %q", v)
 	}
-	if rest != "" && rest != layout2 {
+	if rest != "" && rest != layout2 && rest != layout3 {
 		return 0, fmt.Errorf("layout %q was written by a later version of hookline: run it on every node sharing the store", v)
 	}
 	return n, nil
@@ -104,7 +113,7 @@ func (s *Store) CheckLayout(ctx context.Context) error {
 		return nil
 	}
 	n := strconv.Itoa(len(s.parts))
-	v, err := s.eval(ctx, layoutScript, []string{s.layoutKey(), s.eventsIndexMarker()}, n, n+layout2)
+	v, err := s.eval(ctx, layoutScript, []string{s.layoutKey(), s.eventsIndexMarker()}, n+layout3, n, n+layout2)
 	if err != nil {
 		return unavailable(err)
 	}

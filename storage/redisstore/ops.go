@@ -178,11 +178,28 @@ type eventHash struct {
 }
 
 func (s *Store) getEvent(ctx context.Context, p partition, id string) (*eventHash, error) {
-	m, err := s.c.HGetAll(ctx, p.ev(id)).Result()
+	vals, err := s.c.HMGet(ctx, p.ev(id), hashFields...).Result()
 	if err != nil {
 		return nil, err
 	}
-	return parseEvent(id, m)
+	return parseEvent(id, hashMap(vals))
+}
+
+// hashFields are the fields of an event's hash that its readers other
+// than the lease use (parseEvent's, and the source): not its payload
+// (field "pb"), which can be large.
+var hashFields = []string{"ev", "st", "att", "due", "fin", "lu", "src"}
+
+// hashMap is the map of the fields HMGET read of hashFields, those
+// missing left out (none: the hash is gone).
+func hashMap(vals []any) map[string]string {
+	m := make(map[string]string, len(vals))
+	for i, v := range vals {
+		if str, ok := v.(string); ok && i < len(hashFields) {
+			m[hashFields[i]] = str
+		}
+	}
+	return m
 }
 
 // parseEvent reads the hash m of event id (nil: there is none).

@@ -26,15 +26,17 @@ func payloadEvent(eventID string) *storage.Event {
 	return ev
 }
 
-// TestPayloadKeys: every event has one payload key its jobs name (field
-// pl), an event with one delivery too, and its job's JSON carries neither
-// body nor headers (Lease hands out the record's raw bytes).
+// TestPayloadKeys: an event with several deliveries has one payload key
+// its jobs name (field pl); a lone delivery keeps its payload in its own
+// hash (field pb), with no payload key; and no job's JSON carries body or
+// headers (Lease hands out the payload's raw bytes).
 func TestPayloadKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
 	s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 	ctx := t.Context()
 	fan, one := payloadEvent("evt_fan"), storagetest.NewEvent("stripe", "evt_one")
+	one.Headers = http.Header{"Content-Type": {"application/json"}}
 	for _, ev := range []*storage.Event{fan, one} {
 		if _, err := s.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
@@ -46,27 +48,62 @@ func TestPayloadKeys(t *testing.T) {
 	}
 	expandEvent(t, s, fan)
 	keys, err := s.c.Keys(ctx, "{"+prefix+":*}:pl:*").Result()
-	slices.Sort(keys)
-	want := []string{s.partitionForEvent(fan).payload(fan.ID), s.partitionForEvent(one).payload(one.ID)}
-	slices.Sort(want)
-	if err != nil || !slices.Equal(keys, want) {
+	if want := []string{s.partitionForEvent(fan).payload(fan.ID)}; err != nil || !slices.Equal(keys, want) {
 		t.Errorf("payload keys %v, %v; want %v", keys, err, want)
 	}
-	jobs := map[string]partition{one.ID: s.partitionForEvent(one)}
+	jobs := map[string]*storage.Event{one.ID: one}
 	for _, d := range fan.Deliveries {
-		jobs[storage.DeliveryID(fan.ID, d.Destination)] = s.partitionForEvent(fan)
+		jobs[storage.DeliveryID(fan.ID, d.Destination)] = fan
 	}
-	for id, p := range jobs {
-		h := s.c.HMGet(ctx, p.ev(id), "pl", "ev").Val()
-		if h[0] != p.payload(storage.PayloadID(id)) {
-			t.Errorf("job %s names payload %v", id, h[0])
+	for id, ev := range jobs {
+		p := s.partitionForEvent(ev)
+		h := s.c.HMGet(ctx, p.ev(id), "pl", "pb", "ev").Val()
+		if ev == one {
+			if h[0] != nil || h[1] != string(storage.EncodePayload(one.Headers, one.Body)) {
+				t.Errorf("lone job %s: pl %v, pb %q; want no record and its payload", id, h[0], h[1])
+			}
+		} else if h[0] != p.payload(storage.PayloadID(id)) || h[1] != nil {
+			t.Errorf("job %s names payload %v, holds %v", id, h[0], h[1])
 		}
-		if rec, _ := h[1].(string); strings.Contains(rec, `"body"`) || !strings.Contains(rec, `"shared_payload":true`) {
+		if rec, _ := h[2].(string); strings.Contains(rec, `"body"`) || !strings.Contains(rec, `"shared_payload":true`) {
 			t.Errorf("job %s keeps its body or is not marked: %s", id, rec)
 		}
 	}
-	if got := s.c.Get(ctx, s.partitionForEvent(one).payload(one.ID)).Val(); got != string(storage.EncodePayload(one.Headers, one.Body)) {
-		t.Errorf("the lone event's payload record is %q", got)
+	// the lease hands out the body and headers of either
+	got, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("Lease = %d jobs, %v; want 4", len(got), err)
+	}
+	for _, j := range got {
+		ev := jobs[j.ID]
+		if !bytes.Equal(j.Body, ev.Body) || !reflect.DeepEqual(j.Headers, ev.Headers) {
+			t.Errorf("leased %s: body %q headers %v", j.ID, j.Body, j.Headers)
+		}
+	}
+	// admin reads leave the payload where it is
+	if info, err := s.Lookup(ctx, "stripe", "evt_one"); err != nil || info.ID != one.ID {
+		t.Errorf("Lookup = %+v, %v", info, err)
+	}
+}
+
+// asLayout2Lone rewrites the lone delivery of ev as layout 2 stored it:
+// its payload in a payload record its hash names (field pl).
+func asLayout2Lone(t *testing.T, s *Store, ev *storage.Event) {
+	t.Helper()
+	ctx := t.Context()
+	p := s.partitionForEvent(ev)
+	pb, err := s.c.HGet(ctx, p.ev(ev.ID), "pb").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Set(ctx, p.payload(ev.ID), pb, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.HSet(ctx, p.ev(ev.ID), "pl", p.payload(ev.ID)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.HDel(ctx, p.ev(ev.ID), "pb").Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -85,15 +122,16 @@ func asLegacyJob(t *testing.T, s *Store, k string, ev *storage.Event) {
 	if err := s.c.HSet(ctx, k, "ev", v).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.c.HDel(ctx, k, "pl").Err(); err != nil {
+	if err := s.c.HDel(ctx, k, "pl", "pb").Err(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestLegacyFanOutRecords: the deliveries of an event stored before payload
-// records existed (each job with its own body, no payload key), and a lone
-// delivery stored before it had one, lease, replay and are cleaned up as
-// before, beside events stored now.
+// records existed (each job with its own body, no payload key), a lone
+// delivery stored before it had one, and one stored by layout 2 (its
+// payload in a record of its own, layout.go), lease, replay and are cleaned
+// up as before, beside events stored now.
 func TestLegacyFanOutRecords(t *testing.T) {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix()
@@ -121,10 +159,14 @@ func TestLegacyFanOutRecords(t *testing.T) {
 	if _, err := s.Enqueue(ctx, lone, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.c.Del(ctx, s.partitionForEvent(lone).payload(lone.ID)).Err(); err != nil {
+	asLegacyJob(t, s, s.partitionForEvent(lone).ev(lone.ID), lone)
+	// and one as layout 2 wrote it, its payload in a record of its own
+	lone2 := storagetest.NewEvent("stripe", "evt_layout2_lone")
+	lone2.Body, lone2.Headers = legacy.Body, legacy.Headers
+	if _, err := s.Enqueue(ctx, lone2, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	asLegacyJob(t, s, s.partitionForEvent(lone).ev(lone.ID), lone)
+	asLayout2Lone(t, s, lone2)
 	deliverAll := func(want int) {
 		t.Helper()
 		jobs, err := s.Lease(ctx, time.Now(), 10, time.Minute, nil)
@@ -140,7 +182,7 @@ func TestLegacyFanOutRecords(t *testing.T) {
 			}
 		}
 	}
-	deliverAll(7)
+	deliverAll(8)
 	page, err := s.ListDelivered(ctx, storage.ReplayFilter{Destination: "billing"})
 	infos := page.Events
 	if err != nil || len(infos) != 2 {

@@ -122,8 +122,9 @@ func (s *Store) leaseCandidates(ctx context.Context, now time.Time, picked []sto
 //	      lane queue key prefix, partition tag, then lane, id pairs (lane
 //	      "": a fan-out record peekScript listed, expanded, not leased)
 //	returns {{id, token, event JSON, attempts JSON, round start}, ...},
-//	        with a sixth element for a job sharing its event's payload
-//	        record (field "pl"): the record (false if it is missing)
+//	        with a sixth element for a job whose payload is stored apart
+//	        from its JSON: the payload, from its hash (field "pb") or from
+//	        the payload record it names (field "pl"; false if it is missing)
 var leaseScript = redis.NewScript(luaExpandFan + `
 local out = {}
 for i = 7, #ARGV, 2 do
@@ -136,14 +137,16 @@ for i = 7, #ARGV, 2 do
 		local k = ARGV[3] .. id
 		-- the record decides, not the index: only a queued job or one whose
 		-- lease ran out is leased; any other entry is stale and removed
-		local h = redis.call('HMGET', k, 'st', 'lu', 'ev', 'att', 'rs', 'pl')
+		local h = redis.call('HMGET', k, 'st', 'lu', 'ev', 'att', 'rs', 'pl', 'pb')
 		local st = h[1]
 		if st == 'queued' or (st == 'in_flight' and tonumber(h[2] or '0') <= tonumber(ARGV[1])) then
 			local tok = ARGV[4] .. ':' .. i
 			redis.call('HSET', k, 'lease', tok, 'lu', ARGV[2], 'due', ARGV[2], 'st', 'in_flight', 'ln', lane)
 			redis.call('ZADD', q, ARGV[2], id)
 			redis.call('SADD', KEYS[1], id)
-			if h[6] then
+			if h[7] then
+				out[#out + 1] = {id, tok, h[3], h[4], h[5], h[7]}
+			elseif h[6] then
 				out[#out + 1] = {id, tok, h[3], h[4], h[5], redis.call('GET', h[6])}
 			else
 				out[#out + 1] = {id, tok, h[3], h[4], h[5]}

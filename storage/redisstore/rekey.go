@@ -16,8 +16,8 @@ import (
 // The rekey (storage.Rekeyer) walks the partitions in order, each with
 // SCAN on the node that holds its slot (every master of a Cluster in
 // turn), and re-seals the records that can hold a payload: the event
-// hashes' "ev" (jobs and events), the payload records (pl:) and the DLQ
-// entries' "json". Each record is written back by rekeySetScript only if it
+// hashes' "ev" (jobs and events) and "pb" (a lone delivery's payload),
+// the payload records (pl:) and the DLQ entries' "json". Each record is written back by rekeySetScript only if it
 // is still what was read (compare and set, in the record's slot), so a
 // concurrent Finish, lease or erasure is never overwritten; a record that
 // changed is read again. Its cursor is "<partition>:<SCAN cursor>"; its
@@ -97,17 +97,28 @@ func (s *Store) nodeOf(ctx context.Context, p partition) (redis.Cmdable, error) 
 	return s.c, nil
 }
 
+// sealedField is a value of a record that can hold a payload: the hash
+// field ("": the key is a string) and how to re-seal it (false: nothing
+// to change).
+type sealedField struct {
+	field  string
+	reseal func(old string) (string, bool, error)
+}
+
 // rekeyKey1 re-seals the record at key, if it is one that can hold a
-// payload.
+// payload: each of its sealed fields.
 func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, key string, step *storage.RekeyStep) error {
 	rest := strings.TrimPrefix(key, p.tag+":")
 	kind, id, _ := strings.Cut(rest, ":")
-	var field string
-	var reseal func(old string) (string, bool, error)
+	payload := func(old string) (string, bool, error) {
+		b, err := k.ResealPayload(storage.PayloadID(id), []byte(old))
+		return string(b), b != nil, err
+	}
+	var fields []sealedField
 	switch kind {
 	case "ev":
-		field = "ev"
-		reseal = func(old string) (string, bool, error) {
+		// the job's JSON, and a lone delivery's payload (enqueueScript)
+		fields = []sealedField{{"ev", func(old string) (string, bool, error) {
 			var ev storage.Event
 			if json.Unmarshal([]byte(old), &ev) != nil {
 				return "", false, nil // a poison record: Lease dead-letters it
@@ -118,10 +129,9 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 			}
 			b, err := json.Marshal(&ev)
 			return string(b), true, err
-		}
+		}}, {"pb", payload}}
 	case "dlq":
-		field = "json"
-		reseal = func(old string) (string, bool, error) {
+		fields = []sealedField{{"json", func(old string) (string, bool, error) {
 			var e storage.DLQEntry
 			if json.Unmarshal([]byte(old), &e) != nil {
 				return "", false, nil
@@ -132,31 +142,39 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 			}
 			b, err := json.Marshal(&e)
 			return string(b), true, err
-		}
+		}}}
 	case "pl":
-		reseal = func(old string) (string, bool, error) {
-			b, err := k.ResealPayload(id, []byte(old))
-			return string(b), b != nil, err
-		}
+		fields = []sealedField{{"", payload}}
 	default:
 		return nil // an index, a queue, a claim: no payload
 	}
 	step.Scanned++
+	for _, f := range fields {
+		if err := s.rekeyField(ctx, p, key, f, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rekeyField re-seals field f of the record at key, reading it again when
+// it changed meanwhile.
+func (s *Store) rekeyField(ctx context.Context, p partition, key string, f sealedField, step *storage.RekeyStep) error {
 	for range rekeyRetries {
 		var old string
 		var err error
-		if field == "" {
+		if f.field == "" {
 			old, err = s.c.Get(ctx, key).Result()
 		} else {
-			old, err = s.c.HGet(ctx, key, field).Result()
+			old, err = s.c.HGet(ctx, key, f.field).Result()
 		}
 		if errors.Is(err, redis.Nil) {
-			return nil // removed meanwhile
+			return nil // removed meanwhile, or not in this record
 		}
 		if err != nil {
 			return unavailable(err)
 		}
-		nv, changed, err := reseal(old)
+		nv, changed, err := f.reseal(old)
 		if err != nil {
 			step.Failed++
 			step.FailedError = fmt.Errorf("%s: %w", key, err)
@@ -165,7 +183,7 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 		if !changed {
 			return nil
 		}
-		v, err := s.run(ctx, p, rekeySetScript, []string{key}, field, old, nv)
+		v, err := s.run(ctx, p, rekeySetScript, []string{key}, f.field, old, nv)
 		if err != nil {
 			return unavailable(err)
 		}

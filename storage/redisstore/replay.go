@@ -135,10 +135,10 @@ func (s *Store) findFinished(ctx context.Context, info *storage.EventInfo) (part
 // readFinished reads the hash of the event info names in each of parts, in
 // one pipeline, and returns the first that holds it (fields empty: none).
 func (s *Store) readFinished(ctx context.Context, info *storage.EventInfo, parts []partition) (partition, map[string]string, error) {
-	cmds := make([]*redis.MapStringStringCmd, len(parts))
+	cmds := make([]*redis.SliceCmd, len(parts))
 	_, err := s.c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range parts {
-			cmds[i] = pipe.HGetAll(ctx, p.ev(info.ID))
+			cmds[i] = pipe.HMGet(ctx, p.ev(info.ID), hashFields...)
 		}
 		return nil
 	})
@@ -146,7 +146,7 @@ func (s *Store) readFinished(ctx context.Context, info *storage.EventInfo, parts
 		return partition{}, nil, unavailable(err)
 	}
 	for i, cmd := range cmds {
-		if m := cmd.Val(); m["ev"] != "" && m["src"] == info.Source {
+		if m := hashMap(cmd.Val()); m["ev"] != "" && m["src"] == info.Source {
 			return parts[i], m, nil
 		}
 	}
