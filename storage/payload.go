@@ -38,7 +38,8 @@ const payloadFormat = 1
 var ErrPayloadMissing = errors.New("the payload record of the event is missing")
 
 // PayloadID is the key of the payload record a job with SharedPayload
-// reads, from the job's ID: its event's internal ID (EventIDOfDelivery).
+// reads, from the job's ID: its event's internal ID (EventIDOfDelivery);
+// also the ID a sealed payload is bound to, wherever the backend keeps it.
 func PayloadID(jobID string) string { return EventIDOfDelivery(jobID) }
 
 // SharePayload decides which of an event's jobs (DeliveriesOf's) share a

@@ -128,6 +128,33 @@ func fanRecord(due int64, src, ck, dests string, ds []fanDelivery, payload []byt
 	return append(out, payload...)
 }
 
+// fanPayloadAt is where the payload record starts in fan-out record rec
+// (fanRecord; expandFan reads it the same way), false if rec does not
+// parse.
+func fanPayloadAt(rec string) (int, bool) {
+	pos := 0
+	var l [5]int
+	for i := range l {
+		e := strings.IndexByte(rec[pos:], '\n')
+		if e < 0 {
+			return 0, false
+		}
+		if i >= 2 {
+			n, err := strconv.Atoi(rec[pos : pos+e])
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			l[i] = n
+		}
+		pos += e + 1
+	}
+	at := pos + l[2] + l[3] + l[4]
+	if at > len(rec) {
+		return 0, false
+	}
+	return at, true
+}
+
 // fanEnqueueScript claims (source, event id) and stores the event as a
 // fan-out record, in one step (enqueueScript's claim, luaClaim).
 //

@@ -616,3 +616,33 @@ func TestFanOutHeld(t *testing.T) {
 		t.Errorf("Lease released = %d jobs, %v; want the crm delivery and evt_held_2's 3", len(rest), err)
 	}
 }
+
+// TestFanPayloadAt: the rekey finds a fan-out record's payload where
+// expandFan does, whatever its claim key holds, and leaves a record that
+// does not parse alone.
+func TestFanPayloadAt(t *testing.T) {
+	payload := []byte("\x01payload\nwith a newline")
+	ds := []fanDelivery{{id: "e1", lane: "stripe", doc: []byte(`{"id":"e1"}`)}, {id: "e1~crm", lane: "stripe/crm", doc: []byte(`{"id":"e1~crm"}`)}}
+	for _, tc := range []struct {
+		name, ck, dests string
+		payload         []byte
+	}{
+		{"plain", "stripe\x00evt_1", "billing,crm", payload},
+		{"claim key with newlines", "stripe\x00evt\n\n\n1", "crm", payload},
+		{"no claim", "", "", payload},
+		{"empty payload", "stripe\x00evt_1", "crm", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := string(fanRecord(123, "stripe", tc.ck, tc.dests, ds, tc.payload))
+			at, ok := fanPayloadAt(rec)
+			if !ok || rec[at:] != string(tc.payload) {
+				t.Fatalf("fanPayloadAt = %d, %v: tail %q, want %q", at, ok, rec[min(at, len(rec)):], tc.payload)
+			}
+		})
+	}
+	for _, bad := range []string{"", "123\nstripe\n", "1\ns\nx\n0\n0\n", "1\ns\n5\n0\n0\nab", "1\ns\n-1\n0\n0\n"} {
+		if at, ok := fanPayloadAt(bad); ok {
+			t.Errorf("fanPayloadAt(%q) = %d, true; want false", bad, at)
+		}
+	}
+}

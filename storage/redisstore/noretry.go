@@ -38,7 +38,7 @@ import (
 //	heads, counts, retried: read only
 //	laneCounts
 //	layout         retried: sets the partition count only if absent, and
-//	               moves layout 1 to 2 only from layout 1
+//	               moves a store to layout 3 only from layout 1 or 2
 //	claimCut       retried: a second run counts one more Cleanup at the
 //	               same time (which, with a clock ahead of the enqueues',
 //	               also ends the claims written between the two runs

@@ -17,7 +17,8 @@ import (
 // SCAN on the node that holds its slot (every master of a Cluster in
 // turn), and re-seals the records that can hold a payload: the event
 // hashes' "ev" (jobs and events) and "pb" (a lone delivery's payload),
-// the payload records (pl:) and the DLQ entries' "json". Each record is written back by rekeySetScript only if it
+// the payload records (pl:), the fan-out records not yet expanded (fan:,
+// whose tail is a payload record) and the DLQ entries' "json". Each record is written back by rekeySetScript only if it
 // is still what was read (compare and set, in the record's slot), so a
 // concurrent Finish, lease or erasure is never overwritten; a record that
 // changed is read again. Its cursor is "<partition>:<SCAN cursor>"; its
@@ -109,7 +110,10 @@ type sealedField struct {
 // payload: each of its sealed fields.
 func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, key string, step *storage.RekeyStep) error {
 	rest := strings.TrimPrefix(key, p.tag+":")
-	kind, id, _ := strings.Cut(rest, ":")
+	kind, id, named := strings.Cut(rest, ":")
+	if !named {
+		return nil // a partition's index or counter (":fan", ":lanes"...)
+	}
 	payload := func(old string) (string, bool, error) {
 		b, err := k.ResealPayload(storage.PayloadID(id), []byte(old))
 		return string(b), b != nil, err
@@ -145,6 +149,19 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 		}}}
 	case "pl":
 		fields = []sealedField{{"", payload}}
+	case "fan":
+		// a fan-out record not yet expanded: its payload record is its tail
+		fields = []sealedField{{"", func(old string) (string, bool, error) {
+			at, ok := fanPayloadAt(old)
+			if !ok {
+				return "", false, nil // unreadable: the lease drops it (expandFan)
+			}
+			nv, changed, err := payload(old[at:])
+			if err != nil || !changed {
+				return "", false, err
+			}
+			return old[:at] + nv, true, nil
+		}}}
 	default:
 		return nil // an index, a queue, a claim: no payload
 	}

@@ -11,7 +11,7 @@
 //	{hookline:7}:claimcut                      hash: the count of Cleanups (seq), the latest one's time (ms) (claims.go)
 //	{hookline:7}:ids:<claim key>               id, while the event is kept (layout 1's claims only)
 //	{hookline:7}:ev:<id>                       hash: event JSON, attempts, status, due, lease; pl: its payload key, or pb: a lone delivery's payload
-//	{hookline:7}:pl:<event id>                 payload shared by an event's deliveries (storage.EncodePayload); a lone delivery's of layout 2
+//	{hookline:7}:pl:<event id>                 payload shared by an event's deliveries (storage.EncodePayload); a lone delivery's before layout 3
 //	{hookline:7}:q:<lane>                      zset id -> due ms: queued and leased jobs of a lane (today a source)
 //	{hookline:7}:lanes                         set of the partition's lanes
 //	{hookline:pace:<lane>}                     a lane's pace (GCRA time, microseconds), shared by all nodes

@@ -69,9 +69,9 @@ func stored(t testing.TB, f Factory, s storage.Store, ev *storage.Event) (bodies
 }
 
 // testPayloadOnce: an event's body is stored once however many deliveries
-// it has, in a payload record only when it has several (or always, on a
-// backend with Factory.LonePayload); every delivery leases with the exact
-// body and headers.
+// it has, encoded as a payload record only when it has several (or always,
+// on a backend with Factory.LonePayload); every delivery leases with the
+// exact body and headers.
 func testPayloadOnce(t *testing.T, f Factory) {
 	for _, tc := range []struct {
 		name         string

@@ -17,16 +17,17 @@ import (
 
 // rekeyWorld is a record of every kind that can hold a payload, sealed
 // under test key 1: a queued event, a fan-out event (its payload record)
-// with one dead delivery, a dead event (its DLQ entry), a delivered event
-// (kept for replay), and an event the backend stored in clear (before
-// encryption was on).
+// with one dead delivery, a fan-out event none of whose deliveries was
+// ever leased (a backend may keep it as one record until a lease), a dead
+// event (its DLQ entry), a delivered event (kept for replay), and an
+// event the backend stored in clear (before encryption was on).
 type rekeyWorld struct {
-	queued, fan, dead, delivered, clear *storage.Event
-	fanDead                             string // the fan-out event's dead delivery
+	queued, fan, fanWaiting, dead, delivered, clear *storage.Event
+	fanDead                                         string // the fan-out event's dead delivery
 }
 
 func (w *rekeyWorld) events() []*storage.Event {
-	return []*storage.Event{w.queued, w.fan, w.dead, w.delivered, w.clear}
+	return []*storage.Event{w.queued, w.fan, w.fanWaiting, w.dead, w.delivered, w.clear}
 }
 
 // sealedEvent is markerEvent with a marker header.
@@ -50,6 +51,9 @@ func makeRekeyWorld(t *testing.T, back storage.Store) *rekeyWorld {
 	w.fanDead = deliveryIDs(w.fan)[1]
 	finish(t, old, leaseOneOf(t, old, w.fanDead), storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 400, "bad"), Error: "400"})
 	deliver(t, old, w.delivered, 1)
+	// after every lease above, which would have taken it too
+	w.fanWaiting = sealedEvent(t, "stripe", "billing", "crm")
+	mustEnqueue(t, old, w.fanWaiting, until)
 	return w
 }
 
@@ -98,6 +102,9 @@ func wantWorld(t *testing.T, s storage.Store, w *rekeyWorld) {
 		if id != w.fanDead {
 			want[id] = w.fan
 		}
+	}
+	for _, id := range deliveryIDs(w.fanWaiting) {
+		want[id] = w.fanWaiting
 	}
 	for id, ev := range want {
 		j := byID[id]
@@ -193,11 +200,11 @@ func testRekey(t *testing.T, f Factory) {
 	w := makeRekeyWorld(t, back)
 	both := storage.NewSealingStore(back, testKeyring(t, 2, 1))
 	p := rekey(t, both, 3)
-	// the queued job, the fan-out event's payload record (its jobs have
-	// none of their own), two DLQ entries, the delivered event, the clear
-	// one (a dead event's record keeps no payload)
-	if p.Resealed < 6 {
-		t.Errorf("first rekey resealed %d records, want at least 6 (%+v)", p.Resealed, p)
+	// the queued job, the fan-out events' payload records (their jobs
+	// have none of their own), two DLQ entries, the delivered event, the
+	// clear one (a dead event's record keeps no payload)
+	if p.Resealed < 7 {
+		t.Errorf("first rekey resealed %d records, want at least 7 (%+v)", p.Resealed, p)
 	}
 	if p2 := rekey(t, both, 3); p2.Resealed != 0 {
 		t.Errorf("second rekey resealed %d records, want none", p2.Resealed)

@@ -61,8 +61,9 @@ type Factory struct {
 	// outlive a reopen until they run out.
 	ProcessLeases bool
 	// LonePayload says the backend stores the payload of an event with
-	// one delivery in a payload record too (storage.SharePayload's lone),
-	// for the checks that count payload records.
+	// one delivery apart from its job's JSON, encoded as a payload record
+	// (storage.SharePayload's lone: a record of its own, or a field of the
+	// job's), for the checks that count payload records.
 	LonePayload bool
 }
 
