@@ -49,14 +49,14 @@ func TestEventCost(t *testing.T) {
 		}
 	}
 	perEvent := float64(used()-mem0) / n
-	// the partitions' own keys (their indexes, lanes and queues) are a
-	// few dozen: under one an event
-	keys := (c.DBSize(ctx).Val() - keys0) / n
-	t.Logf("%.0f bytes and %d keys an event", perEvent, keys)
-	if keys != 2 {
-		t.Errorf("%d keys an event, want 2 (its claim and its job's hash)", keys)
+	// besides 2 keys an event, the partitions' own (their indexes, lanes
+	// and queues): a few dozen
+	keys := c.DBSize(ctx).Val() - keys0
+	t.Logf("%.0f bytes an event, %d keys for %d events", perEvent, keys, n)
+	if extra := keys - 2*n; extra < 0 || extra > 100 {
+		t.Errorf("%d keys for %d events, want 2 an event (its claim and its job's hash) and at most 100 more", keys, n)
 	}
 	if perEvent > 2850 || perEvent <= 1024 {
-		t.Errorf("%.0f bytes an event of 1 KiB, want at most 2,850", perEvent)
+		t.Errorf("%.0f bytes an event of 1 KiB, want more than its body and at most 2,850", perEvent)
 	}
 }

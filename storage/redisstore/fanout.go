@@ -133,22 +133,22 @@ func fanRecord(due int64, src, ck, dests string, ds []fanDelivery, payload []byt
 // parse.
 func fanPayloadAt(rec string) (int, bool) {
 	pos := 0
-	var l [5]int
-	for i := range l {
+	at := 0
+	for i := range 5 {
 		e := strings.IndexByte(rec[pos:], '\n')
 		if e < 0 {
 			return 0, false
 		}
 		if i >= 2 {
 			n, err := strconv.Atoi(rec[pos : pos+e])
-			if err != nil || n < 0 {
+			if err != nil || n < 0 || n > len(rec) {
 				return 0, false
 			}
-			l[i] = n
+			at += n
 		}
 		pos += e + 1
 	}
-	at := pos + l[2] + l[3] + l[4]
+	at += pos
 	if at > len(rec) {
 		return 0, false
 	}

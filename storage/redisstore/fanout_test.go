@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -640,9 +641,55 @@ func TestFanPayloadAt(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "123\nstripe\n", "1\ns\nx\n0\n0\n", "1\ns\n5\n0\n0\nab", "1\ns\n-1\n0\n0\n"} {
+	for _, bad := range []string{"", "123\nstripe\n", "1\ns\nx\n0\n0\n", "1\ns\n5\n0\n0\nab", "1\ns\n-1\n0\n0\n", "1\ns\n9223372036854775807\n9223372036854775807\n2\nab"} {
 		if at, ok := fanPayloadAt(bad); ok {
 			t.Errorf("fanPayloadAt(%q) = %d, true; want false", bad, at)
+		}
+	}
+}
+
+// TestRekeyFanExpanded: a fan-out record that a lease expands after the
+// rekey's scan named it, and before the rekey reads it, leaves a payload
+// record the scan may never meet: the rekey of the record's key re-seals
+// that payload record.
+func TestRekeyFanExpanded(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
+	ctx := t.Context()
+	keyring := func(ns ...byte) *storage.Keyring {
+		keys := make([][]byte, len(ns))
+		for i, n := range ns {
+			keys[i] = storagetest.TestKey(n)
+		}
+		k, err := storage.NewKeyring(keys...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	ev := payloadEvent("evt_rekey_fan")
+	if _, err := storage.NewSealingStore(s, keyring(1)).Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	p := s.partitionForEvent(ev)
+	if !hasFanRecord(t, s, ev) {
+		t.Fatal("not stored as a fan-out record")
+	}
+	expandEvent(t, s, ev) // after the scan named p.fan(ev.ID)
+	var step storage.RekeyStep
+	if err := s.rekeyKey1(ctx, keyring(2, 1), p, p.fan(ev.ID), &step); err != nil {
+		t.Fatal(err)
+	}
+	if step.Resealed != 1 || step.Failed != 0 {
+		t.Errorf("rekey of the expanded record's key = %+v, want its payload record resealed", step)
+	}
+	jobs, err := storage.NewSealingStore(s, keyring(2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("Lease under the new key alone = %d jobs, %v; want 3", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if !bytes.Equal(j.Body, ev.Body) {
+			t.Errorf("job %s: body %q", j.ID, j.Body)
 		}
 	}
 }

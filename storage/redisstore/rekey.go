@@ -171,6 +171,13 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 			return err
 		}
 	}
+	if kind == "fan" {
+		// a lease may have expanded the record before it was re-sealed,
+		// into a payload record this scan may not meet (created after it
+		// began): re-seal that too (one written after the record was
+		// re-sealed holds the new seal already)
+		return s.rekeyField(ctx, p, p.payload(id), sealedField{"", payload}, step)
+	}
 	return nil
 }
 

@@ -26,7 +26,7 @@
 //	{hookline:7}:dests:<id>                    an event's deliveries index (storage.EncodeDestinations)
 //	{hookline:7}:erased:<id>                   tombstone of an erased event, with its kept claim's TTL (erase.go)
 //	{hookline:7}:fan                           zset event id -> due ms: events stored as a fan-out record (fanout.go)
-//	{hookline:7}:fan:<id>                      hash: an event's deliveries, payload and index, until Lease expands them (fanout.go)
+//	{hookline:7}:fan:<id>                      string: an event's deliveries, payload and index, until Lease expands them (fanout.go)
 //
 // An event's partition is a hash of (source, event id), so the claim and
 // the job it creates are in the same slot and claim-and-enqueue is one
