@@ -113,6 +113,22 @@ func rekeyBucket(tx *kv.Tx, k *storage.Keyring, b string, last []byte, n int, st
 			step.Resealed++
 			writes = append(writes, w)
 		}
+		if b == "d" {
+			// a DLQ retry since the walk passed the job's record gave the
+			// job the entry's copy as it was then, sealed under the old
+			// key: re-seal the job too (a retry after this batch takes the
+			// entry's new seal)
+			if jv := tx.Bucket(bEvents).Get(next); jv != nil {
+				w, changed, err := rekeyRecord(k, "e", next, jv)
+				if err != nil {
+					step.Failed++
+					step.FailedError = err
+				} else if changed {
+					step.Resealed++
+					writes = append(writes, w)
+				}
+			}
+		}
 	}
 	return writes, nil, nil
 }

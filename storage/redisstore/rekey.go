@@ -118,22 +118,23 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 		b, err := k.ResealPayload(storage.PayloadID(id), []byte(old))
 		return string(b), b != nil, err
 	}
+	job := sealedField{"ev", func(old string) (string, bool, error) {
+		var ev storage.Event
+		if json.Unmarshal([]byte(old), &ev) != nil {
+			return "", false, nil // a poison record: Lease dead-letters it
+		}
+		changed, err := k.ResealEvent(&ev)
+		if err != nil || !changed {
+			return "", false, err
+		}
+		b, err := json.Marshal(&ev)
+		return string(b), true, err
+	}}
 	var fields []sealedField
 	switch kind {
 	case "ev":
 		// the job's JSON, and a lone delivery's payload (enqueueScript)
-		fields = []sealedField{{"ev", func(old string) (string, bool, error) {
-			var ev storage.Event
-			if json.Unmarshal([]byte(old), &ev) != nil {
-				return "", false, nil // a poison record: Lease dead-letters it
-			}
-			changed, err := k.ResealEvent(&ev)
-			if err != nil || !changed {
-				return "", false, err
-			}
-			b, err := json.Marshal(&ev)
-			return string(b), true, err
-		}}, {"pb", payload}}
+		fields = []sealedField{job, {"pb", payload}}
 	case "dlq":
 		fields = []sealedField{{"json", func(old string) (string, bool, error) {
 			var e storage.DLQEntry
@@ -171,12 +172,18 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 			return err
 		}
 	}
-	if kind == "fan" {
+	switch kind {
+	case "fan":
 		// a lease may have expanded the record before it was re-sealed,
 		// into a payload record this scan may not meet (created after it
 		// began): re-seal that too (one written after the record was
 		// re-sealed holds the new seal already)
 		return s.rekeyField(ctx, p, p.payload(id), sealedField{"", payload}, step)
+	case "dlq":
+		// a DLQ retry since the scan passed the job's hash gave the job
+		// the entry's copy as it was then, sealed under the old key: re-seal
+		// the job too (a retry after this takes the entry's new seal)
+		return s.rekeyField(ctx, p, p.ev(id), job, step)
 	}
 	return nil
 }
