@@ -148,6 +148,14 @@ func (s *Store) getEntry(ctx context.Context, p partition, id string) (*storage.
 // findEntry locates a DLQ entry by id: the partition is not derivable from
 // the id alone, so all partitions are asked in one pipeline.
 func (s *Store) findEntry(ctx context.Context, id string) (partition, *storage.DLQEntry, error) {
+	p, e, _, err := s.findEntryRaw(ctx, id)
+	return p, e, err
+}
+
+// findEntryRaw is findEntry, with the entry's JSON as stored: the scripts
+// that write an entry back compare it with what is stored then
+// (entryChanged).
+func (s *Store) findEntryRaw(ctx context.Context, id string) (partition, *storage.DLQEntry, string, error) {
 	cmds := make([]*redis.StringCmd, len(s.parts))
 	err := s.readPipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range s.parts {
@@ -156,35 +164,63 @@ func (s *Store) findEntry(ctx context.Context, id string) (partition, *storage.D
 		return nil
 	})
 	if err != nil {
-		return partition{}, nil, unavailable(err)
+		return partition{}, nil, "", unavailable(err)
 	}
 	for i, c := range cmds {
 		if v, err := c.Result(); err == nil {
 			e := new(storage.DLQEntry)
 			if err := json.Unmarshal([]byte(v), e); err != nil {
-				return partition{}, nil, unavailable(fmt.Errorf("decoding dlq entry %s: %v", id, err))
+				return partition{}, nil, "", unavailable(fmt.Errorf("decoding dlq entry %s: %v", id, err))
 			}
-			return s.parts[i], e, nil
+			return s.parts[i], e, v, nil
 		}
 	}
-	return partition{}, nil, storage.ErrDLQNotFound
+	return partition{}, nil, "", storage.ErrDLQNotFound
+}
+
+// entryRetries bounds how often an operator's change to a DLQ entry reads
+// it again when it changed between its read and its script (a rekey
+// re-sealed it, another node changed it).
+const entryRetries = 5
+
+// entryChanged is a DLQ script's answer when the entry's JSON is no
+// longer the one its caller read.
+const entryChanged = -2
+
+// retryChanged runs op, a read of a DLQ entry and the script writing it
+// back, again while the script answers entryChanged.
+func retryChanged(op func() (any, error)) error {
+	for range entryRetries {
+		v, err := op()
+		if err != nil {
+			return err
+		}
+		if n, _ := v.(int64); n != entryChanged {
+			return scriptStatus(v)
+		}
+	}
+	return fmt.Errorf("%w: the entry kept changing", storage.ErrUnavailable)
 }
 
 // DLQRetry implements storage.Store.
 func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
+	return retryChanged(func() (any, error) { return s.dlqRetry(ctx, id, due) })
+}
+
+func (s *Store) dlqRetry(ctx context.Context, id string, due time.Time) (any, error) {
 	now := s.now()
-	p, e, err := s.findEntry(ctx, id)
+	p, e, raw, err := s.findEntryRaw(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// decided here on what was read, and again by the script on what is
 	// stored (it may have changed since)
 	if err := e.Transition(storage.DLQRetried, "", now); err != nil {
-		return err
+		return nil, err
 	}
 	var stored *storage.Event
 	if h, err := s.getEvent(ctx, p, id); err != nil {
-		return unavailable(err)
+		return nil, unavailable(err)
 	} else if h != nil {
 		stored = &h.ev
 	}
@@ -198,14 +234,14 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 	}
 	lane := storage.LaneOf(&ev)
 	args := []any{id, ms(storage.RequeueDue(due, now)), entryJSON, evJSON, attJSON, len(e.Attempts), ck, e.Source, lane,
-		string(e.Status), flag(e.Status.Open())}
+		string(e.Status), flag(e.Status.Open()), raw}
 	v, err := s.run(ctx, p, dlqRetryScript,
 		[]string{p.dlqEntry(id), p.key("dlqopen"), p.ev(id), p.key("done"), p.lane(lane), p.key("lanes")},
 		append(args, refusedFrom(storage.DLQRetried)...)...)
 	if err != nil {
-		return unavailable(err)
+		return nil, unavailable(err)
 	}
-	return scriptStatus(v)
+	return v, nil
 }
 
 // dlqRetryScript re-enqueues a DLQ entry's event with a fresh budget. The
@@ -220,12 +256,14 @@ func (s *Store) DLQRetry(ctx context.Context, id string, due time.Time) error {
 //	KEYS: dlq entry, dlq open, event hash, done, lane queue, lanes
 //	ARGV: id, due ms, entry JSON (retried), event JSON, attempts JSON, round start,
 //	      claim key, source, lane, entry status (retried), entry open (1|0),
-//	      refused entry statuses...
-//	returns 1, 0 (no entry) or -1 (conflict)
+//	      the entry JSON read, refused entry statuses...
+//	returns 1, 0 (no entry), -1 (conflict) or -2 (the entry changed since
+//	it was read: read it again, entryChanged)
 var dlqRetryScript = redis.NewScript(luaCounts + `
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then return 0 end
-for i = 12, #ARGV do
+if redis.call('HGET', KEYS[1], 'json') ~= ARGV[12] then return -2 end
+for i = 13, #ARGV do
 	if st == ARGV[i] then return -1 end
 end
 local est = redis.call('HGET', KEYS[3], 'st')
@@ -252,23 +290,25 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 	if err := storage.CheckDLQSettable(status); err != nil {
 		return err
 	}
-	p, e, err := s.findEntry(ctx, id)
-	if err != nil {
-		return err
-	}
-	// decided here on what was read, and again by the script on what is
-	// stored (it may have changed since)
-	if err := e.Transition(status, text, now); err != nil {
-		return err
-	}
-	entryJSON, _ := json.Marshal(e)
-	args := append([]any{id, string(status), entryJSON, flag(status.Open()), flag(storage.ReleasesChain(status)),
-		p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now)}, refusedFrom(status)...)
-	v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, args...)
-	if err != nil {
-		return unavailable(err)
-	}
-	return scriptStatus(v)
+	return retryChanged(func() (any, error) {
+		p, e, raw, err := s.findEntryRaw(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		// decided here on what was read, and again by the script on what
+		// is stored (it may have changed since)
+		if err := e.Transition(status, text, now); err != nil {
+			return nil, err
+		}
+		entryJSON, _ := json.Marshal(e)
+		args := append([]any{id, string(status), entryJSON, flag(status.Open()), flag(storage.ReleasesChain(status)),
+			p.key("waiting"), p.evPrefix(), p.lanePrefix(), p.key("lanes"), ms(now), raw}, refusedFrom(status)...)
+		v, err := s.run(ctx, p, dlqStatusScript, []string{p.dlqEntry(id), p.key("dlqopen")}, args...)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		return v, nil
+	})
 }
 
 // dlqStatusScript sets an entry's operator status. The statuses it refuses
@@ -279,12 +319,15 @@ func (s *Store) DLQSetStatus(ctx context.Context, id string, status storage.DLQS
 //	KEYS: dlq entry, dlq open
 //	ARGV: id, status, entry JSON, open (1|0: storage.DLQStatus.Open),
 //	      release (1|0: storage.ReleasesChain), waiting hash, event key
-//	      prefix, lane queue key prefix, lanes, now ms, refused statuses...
-//	returns 1, 0 (no entry) or -1 (conflict)
+//	      prefix, lane queue key prefix, lanes, now ms, the entry JSON
+//	      read, refused statuses...
+//	returns 1, 0 (no entry), -1 (conflict) or -2 (the entry changed since
+//	it was read: read it again, entryChanged)
 var dlqStatusScript = redis.NewScript(luaReleaseEntry + `
 local st = redis.call('HGET', KEYS[1], 'st')
 if not st then return 0 end
-for i = 11, #ARGV do
+if redis.call('HGET', KEYS[1], 'json') ~= ARGV[11] then return -2 end
+for i = 12, #ARGV do
 	if st == ARGV[i] then return -1 end
 end
 if ARGV[5] == '1' then releaseEntry(KEYS[1], ARGV[1], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10]) end
