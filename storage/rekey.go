@@ -88,7 +88,10 @@ type RekeyProgress struct {
 	// Cursor is where the backend's walk goes on (backend-defined).
 	Cursor string `json:"cursor,omitempty"`
 	// Scanned counts the records read, Resealed those rewritten, Failed
-	// those that could not be opened (their key is missing).
+	// those that could not be opened (their key is missing). A DLQ
+	// entry's delivery is read again with the entry (a retry may have
+	// given it the entry's copy since its own record was read): rewritten
+	// then, it counts in Resealed, not again in Scanned or Failed.
 	Scanned  int `json:"scanned"`
 	Resealed int `json:"resealed"`
 	Failed   int `json:"failed"`

@@ -119,11 +119,9 @@ func rekeyBucket(tx *kv.Tx, k *storage.Keyring, b string, last []byte, n int, st
 			// key: re-seal the job too (a retry after this batch takes the
 			// entry's new seal)
 			if jv := tx.Bucket(bEvents).Get(next); jv != nil {
-				w, changed, err := rekeyRecord(k, "e", next, jv)
-				if err != nil {
-					step.Failed++
-					step.FailedError = err
-				} else if changed {
+				// (a job whose key is missing is counted failed with its
+				// own record)
+				if w, changed, err := rekeyRecord(k, "e", next, jv); err == nil && changed {
 					step.Resealed++
 					writes = append(writes, w)
 				}

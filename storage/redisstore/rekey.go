@@ -183,7 +183,11 @@ func (s *Store) rekeyKey1(ctx context.Context, k *storage.Keyring, p partition, 
 		// a DLQ retry since the scan passed the job's hash gave the job
 		// the entry's copy as it was then, sealed under the old key: re-seal
 		// the job too (a retry after this takes the entry's new seal)
-		return s.rekeyField(ctx, p, p.ev(id), job, step)
+		// (a job whose key is missing is counted failed with its own hash)
+		return s.rekeyField(ctx, p, p.ev(id), sealedField{"ev", func(old string) (string, bool, error) {
+			nv, changed, err := job.reseal(old)
+			return nv, changed && err == nil, nil
+		}}, step)
 	}
 	return nil
 }
