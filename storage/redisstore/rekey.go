@@ -18,10 +18,13 @@ import (
 // turn), and re-seals the records that can hold a payload: the event
 // hashes' "ev" (jobs and events) and "pb" (a lone delivery's payload),
 // the payload records (pl:), the fan-out records not yet expanded (fan:,
-// whose tail is a payload record) and the DLQ entries' "json". Each record is written back by rekeySetScript only if it
-// is still what was read (compare and set, in the record's slot), so a
-// concurrent Finish, lease or erasure is never overwritten; a record that
-// changed is read again. Its cursor is "<partition>:<SCAN cursor>"; its
+// whose tail is a payload record) and the DLQ entries' "json" (with the
+// job of the same id, which a DLQ retry gives the entry's copy). Each
+// record is written back by rekeySetScript only if it is still what was
+// read (compare and set, in the record's slot), so a concurrent Finish,
+// lease or erasure is never overwritten; a record that changed is read
+// again; an operator's change to a DLQ entry does the same the other way
+// (dlq.go, entryChanged). Its cursor is "<partition>:<SCAN cursor>"; its
 // saved progress is the JSON of storage.RekeyProgress in
 // {<prefix>:meta}:rekey.
 
