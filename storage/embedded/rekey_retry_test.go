@@ -24,29 +24,9 @@ func TestRekeyRetriedDuring(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	keyring := func(ns ...byte) *storage.Keyring {
-		keys := make([][]byte, len(ns))
-		for i, n := range ns {
-			keys[i] = storagetest.TestKey(n)
-		}
-		k, err := storage.NewKeyring(keys...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	old, both := storage.NewSealingStore(s, keyring(1)), keyring(2, 1)
+	old, both := storage.NewSealingStore(s, storagetest.TestKeyring(t, 1)), storagetest.TestKeyring(t, 2, 1)
 	ev := storagetest.NewEvent("stripe", "evt_rekey_retry")
-	if _, err := old.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := old.Lease(ctx, time.Now(), 10, time.Minute, nil)
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("Lease = %d jobs, %v", len(jobs), err)
-	}
-	if err := old.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 400}, Error: "400"}); err != nil {
-		t.Fatal(err)
-	}
+	storagetest.DeadLettered(t, old, ev)
 	var step storage.RekeyStep
 	walk := func(b string) {
 		t.Helper()
@@ -66,7 +46,7 @@ func TestRekeyRetriedDuring(t *testing.T) {
 		t.Fatal(err)
 	}
 	walk("d") // then the entry
-	jobs, err = storage.NewSealingStore(s, keyring(2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
+	jobs, err := storage.NewSealingStore(s, storagetest.TestKeyring(t, 2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Lease of the retried job under the new key alone = %d jobs, %v; want it (the DLQ's walk: %+v)", len(jobs), err, step)
 	}

@@ -657,7 +657,7 @@ func TestRekeyFanExpanded(t *testing.T) {
 	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
 	ev := payloadEvent("evt_rekey_fan")
-	if _, err := storage.NewSealingStore(s, testKeyring(t, 1)).Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
+	if _, err := storage.NewSealingStore(s, storagetest.TestKeyring(t, 1)).Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	p := s.partitionForEvent(ev)
@@ -666,13 +666,13 @@ func TestRekeyFanExpanded(t *testing.T) {
 	}
 	expandEvent(t, s, ev) // after the scan named p.fan(ev.ID)
 	var step storage.RekeyStep
-	if err := s.rekeyKey1(ctx, testKeyring(t, 2, 1), p, p.fan(ev.ID), &step); err != nil {
+	if err := s.rekeyKey1(ctx, storagetest.TestKeyring(t, 2, 1), p, p.fan(ev.ID), &step); err != nil {
 		t.Fatal(err)
 	}
 	if step.Resealed != 1 || step.Failed != 0 {
 		t.Errorf("rekey of the expanded record's key = %+v, want its payload record resealed", step)
 	}
-	jobs, err := storage.NewSealingStore(s, testKeyring(t, 2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
+	jobs, err := storage.NewSealingStore(s, storagetest.TestKeyring(t, 2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("Lease under the new key alone = %d jobs, %v; want 3", len(jobs), err)
 	}

@@ -15,21 +15,6 @@ import (
 	"github.com/hookline/hookline/storage/storagetest"
 )
 
-// testKeyring is a keyring of storagetest's test keys ns, the first
-// sealing.
-func testKeyring(t *testing.T, ns ...byte) *storage.Keyring {
-	t.Helper()
-	keys := make([][]byte, len(ns))
-	for i, n := range ns {
-		keys[i] = storagetest.TestKey(n)
-	}
-	k, err := storage.NewKeyring(keys...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // TestRekeyRetriedDuring: a DLQ retry after the rekey's scan passed the
 // job's hash, and before it reached the entry, gives the job the entry's
 // copy sealed under the old key; the rekey of the entry re-seals the job
@@ -38,18 +23,9 @@ func TestRekeyRetriedDuring(t *testing.T) {
 	srv := redistest.Start(t)
 	s := openTest(t, srv.Addr, Options{Prefix: redistest.Prefix(), Partitions: 4})
 	ctx := t.Context()
-	old, both := storage.NewSealingStore(s, testKeyring(t, 1)), testKeyring(t, 2, 1)
+	old, both := storage.NewSealingStore(s, storagetest.TestKeyring(t, 1)), storagetest.TestKeyring(t, 2, 1)
 	ev := storagetest.NewEvent("stripe", "evt_rekey_retry")
-	if _, err := old.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := old.Lease(ctx, time.Now(), 10, time.Minute, nil)
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("Lease = %d jobs, %v", len(jobs), err)
-	}
-	if err := old.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 400}, Error: "400"}); err != nil {
-		t.Fatal(err)
-	}
+	storagetest.DeadLettered(t, old, ev)
 	p := s.partitionForEvent(ev)
 	var step storage.RekeyStep
 	if err := s.rekeyKey1(ctx, both, p, p.ev(ev.ID), &step); err != nil { // the scan passes the job
@@ -61,7 +37,7 @@ func TestRekeyRetriedDuring(t *testing.T) {
 	if err := s.rekeyKey1(ctx, both, p, p.dlqEntry(ev.ID), &step); err != nil { // then the entry
 		t.Fatal(err)
 	}
-	jobs, err = storage.NewSealingStore(s, testKeyring(t, 2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
+	jobs, err := storage.NewSealingStore(s, storagetest.TestKeyring(t, 2)).Lease(ctx, time.Now(), 10, time.Minute, nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Lease of the retried job under the new key alone = %d jobs, %v; want it (rekey %+v)", len(jobs), err, step)
 	}
@@ -114,18 +90,9 @@ func TestEntryChangedMeanwhile(t *testing.T) {
 			s := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 			rekeyer := openTest(t, srv.Addr, Options{Prefix: prefix, Partitions: 4})
 			ctx := t.Context()
-			old, both, only := storage.NewSealingStore(s, testKeyring(t, 1)), testKeyring(t, 2, 1), storage.NewSealingStore(s, testKeyring(t, 2))
+			old, both, only := storage.NewSealingStore(s, storagetest.TestKeyring(t, 1)), storagetest.TestKeyring(t, 2, 1), storage.NewSealingStore(s, storagetest.TestKeyring(t, 2))
 			ev := storagetest.NewEvent("stripe", "evt_changed_"+op)
-			if _, err := old.Enqueue(ctx, ev, time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			jobs, err := old.Lease(ctx, time.Now(), 10, time.Minute, nil)
-			if err != nil || len(jobs) != 1 {
-				t.Fatalf("Lease = %d jobs, %v", len(jobs), err)
-			}
-			if err := old.Finish(ctx, jobs[0], storage.Outcome{Result: storage.Dead, Attempt: &storage.Attempt{N: 1, At: time.Now(), Status: 400}, Error: "400"}); err != nil {
-				t.Fatal(err)
-			}
+			storagetest.DeadLettered(t, old, ev)
 			p := s.partitionForEvent(ev)
 			sc := dlqRetryScript
 			if op == "status" {

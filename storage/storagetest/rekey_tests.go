@@ -39,7 +39,7 @@ func sealedEvent(t testing.TB, source string, destinations ...string) *storage.E
 
 func makeRekeyWorld(t *testing.T, back storage.Store) *rekeyWorld {
 	t.Helper()
-	old := storage.NewSealingStore(back, testKeyring(t, 1))
+	old := storage.NewSealingStore(back, TestKeyring(t, 1))
 	until := time.Now().Add(time.Hour)
 	w := &rekeyWorld{queued: sealedEvent(t, "stripe"), fan: sealedEvent(t, "stripe", "billing", "crm"),
 		dead: sealedEvent(t, "github"), delivered: sealedEvent(t, "shopify"), clear: sealedEvent(t, "clear")}
@@ -157,7 +157,7 @@ func testSealedAtRest(t *testing.T, f Factory) {
 	back := Unseal(f.Open(t))
 	w := makeRekeyWorld(t, back)
 	wantAtRest(t, f, back, w.events(), w.clear)
-	wantWorld(t, storage.NewSealingStore(back, testKeyring(t, 1)), w)
+	wantWorld(t, storage.NewSealingStore(back, TestKeyring(t, 1)), w)
 }
 
 // testSealedKeyMissing: a job whose key is missing is not handed out but
@@ -166,8 +166,8 @@ func testSealedAtRest(t *testing.T, f Factory) {
 // retry then delivers it.
 func testSealedKeyMissing(t *testing.T, f Factory) {
 	back := Unseal(f.Open(t))
-	old := storage.NewSealingStore(back, testKeyring(t, 1))
-	other := storage.NewSealingStore(back, testKeyring(t, 2))
+	old := storage.NewSealingStore(back, TestKeyring(t, 1))
+	other := storage.NewSealingStore(back, TestKeyring(t, 2))
 	ev := sealedEvent(t, "stripe")
 	mustEnqueue(t, old, ev, time.Now().Add(time.Hour))
 	if jobs := lease(t, other, time.Now(), 10, time.Minute); len(jobs) != 0 {
@@ -198,7 +198,7 @@ func testSealedKeyMissing(t *testing.T, f Factory) {
 func testRekey(t *testing.T, f Factory) {
 	back := Unseal(f.Open(t))
 	w := makeRekeyWorld(t, back)
-	both := storage.NewSealingStore(back, testKeyring(t, 2, 1))
+	both := storage.NewSealingStore(back, TestKeyring(t, 2, 1))
 	p := rekey(t, both, 3)
 	// the queued job, the fan-out events' payload records (their jobs
 	// have none of their own), two DLQ entries, the delivered event, the
@@ -210,7 +210,7 @@ func testRekey(t *testing.T, f Factory) {
 		t.Errorf("second rekey resealed %d records, want none", p2.Resealed)
 	}
 	wantAtRest(t, f, back, w.events())
-	wantWorld(t, storage.NewSealingStore(back, testKeyring(t, 2)), w)
+	wantWorld(t, storage.NewSealingStore(back, TestKeyring(t, 2)), w)
 }
 
 // testRekeyResume: a rekey cut short (its context cancelled after a
@@ -220,14 +220,14 @@ func testRekey(t *testing.T, f Factory) {
 func testRekeyResume(t *testing.T, f Factory) {
 	back := Unseal(f.Open(t))
 	w := makeRekeyWorld(t, back)
-	old := storage.NewSealingStore(back, testKeyring(t, 1))
+	old := storage.NewSealingStore(back, TestKeyring(t, 1))
 	var extra []*storage.Event
 	for range 12 {
 		ev := sealedEvent(t, "extra")
 		mustEnqueue(t, old, ev, time.Now().Add(time.Hour))
 		extra = append(extra, ev)
 	}
-	both := storage.NewSealingStore(back, testKeyring(t, 2, 1))
+	both := storage.NewSealingStore(back, TestKeyring(t, 2, 1))
 	// batches written, progress never saved (killed between the two)
 	step, err := back.RekeyBatch(t.Context(), both.Keys(), "", 2)
 	if err != nil || step.Scanned == 0 || step.Done {
@@ -251,7 +251,7 @@ func testRekeyResume(t *testing.T, f Factory) {
 	if p2 := rekey(t, both, 50); p2.Resealed != 0 {
 		t.Errorf("a rekey after the resumed one resealed %d records", p2.Resealed)
 	}
-	only := storage.NewSealingStore(back, testKeyring(t, 2))
+	only := storage.NewSealingStore(back, TestKeyring(t, 2))
 	wantAtRest(t, f, back, append(w.events(), extra...))
 	jobs := lease(t, only, time.Now(), 1000, time.Minute)
 	got := map[string]*storage.Job{}
@@ -271,14 +271,14 @@ func testRekeyResume(t *testing.T, f Factory) {
 // finished loses nothing, and leaves nothing under the old key.
 func testRekeyUnderTraffic(t *testing.T, f Factory) {
 	back := Unseal(f.Open(t))
-	old := storage.NewSealingStore(back, testKeyring(t, 1))
+	old := storage.NewSealingStore(back, TestKeyring(t, 1))
 	events := map[string]*storage.Event{}
 	for range 30 {
 		ev := sealedEvent(t, "before")
 		mustEnqueue(t, old, ev, time.Now().Add(time.Hour))
 		events[ev.ID] = ev
 	}
-	both := storage.NewSealingStore(back, testKeyring(t, 2, 1))
+	both := storage.NewSealingStore(back, TestKeyring(t, 2, 1))
 	var mu sync.Mutex
 	done := make(chan struct{})
 	trafficDone := make(chan error, 1)
@@ -325,10 +325,10 @@ func testRekeyUnderTraffic(t *testing.T, f Factory) {
 	if err != nil {
 		t.Fatalf("Rekey under traffic: %v", err)
 	}
-	if p := rekey(t, storage.NewSealingStore(back, testKeyring(t, 2)), 50); p.Resealed != 0 {
+	if p := rekey(t, storage.NewSealingStore(back, TestKeyring(t, 2)), 50); p.Resealed != 0 {
 		t.Errorf("records left under the old key (or in clear): the next rekey resealed %d", p.Resealed)
 	}
-	only := storage.NewSealingStore(back, testKeyring(t, 2))
+	only := storage.NewSealingStore(back, TestKeyring(t, 2))
 	for _, j := range lease(t, only, time.Now(), 10000, time.Minute) {
 		ev := events[storage.EventIDOfDelivery(j.ID)]
 		if ev == nil {

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/storage"
 )
@@ -11,8 +12,9 @@ import (
 // of n.
 func TestKey(n byte) []byte { return bytes.Repeat([]byte{n}, storage.KeySize) }
 
-// testKeyring is the Keyring of the test keys ns, in order.
-func testKeyring(t testing.TB, ns ...byte) *storage.Keyring {
+// TestKeyring is the Keyring of the test keys ns, in order (the first
+// seals).
+func TestKeyring(t testing.TB, ns ...byte) *storage.Keyring {
 	t.Helper()
 	keys := make([][]byte, len(ns))
 	for i, n := range ns {
@@ -23,6 +25,15 @@ func testKeyring(t testing.TB, ns ...byte) *storage.Keyring {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// DeadLettered enqueues ev, an event with one delivery, into s and
+// dead-letters that delivery (one attempt answered 400): its DLQ entry
+// holds the payload as s stores it.
+func DeadLettered(t testing.TB, s storage.Store, ev *storage.Event) {
+	t.Helper()
+	mustEnqueue(t, s, ev, time.Now().Add(time.Hour))
+	finish(t, s, leaseOneOf(t, s, ev.ID), storage.Outcome{Result: storage.Dead, Attempt: attempt(1, time.Now(), 400, "bad"), Error: "400"})
 }
 
 // Sealing is f with every store wrapped in a storage.SealingStore of
